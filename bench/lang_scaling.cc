@@ -1,0 +1,115 @@
+// bench_lang_scaling: time and peak memory of parsing and checking an algorithm program as the
+// cluster grows (8 to 1,024 ranks by default).
+//
+//   build/bench/bench_lang_scaling [PROGRAM.resccl] [--gpus-per-node G] [--max-ranks N]
+//
+// Each size runs in a child process so its peak resident memory (ru_maxrss) is its own.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "lang/resccl.h"
+#include "lang/semantic_check.h"
+
+namespace {
+
+struct Measurement {
+  long long operations = 0;
+  double parseMs = 0;
+  double checkMs = 0;
+  int verified = 0;
+};
+
+double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+Measurement measure(const tuccl::SourceText& source, int ranks, int gpusPerNode) {
+  tuccl::RescclOptions options;
+  options.parameterOverrides = {{"nRanks", ranks}, {"GPUPerNode", gpusPerNode}};
+  options.maxOperations = 64'000'000;
+  options.maxStatements = 2'000'000'000;
+  Measurement m;
+  auto start = std::chrono::steady_clock::now();
+  tuccl::Algorithm algorithm = tuccl::compileResccl(source, options);
+  m.parseMs = millisecondsSince(start);
+  m.operations = static_cast<long long>(algorithm.ops.size());
+  start = std::chrono::steady_clock::now();
+  tuccl::CheckReport report = tuccl::checkAlgorithm(algorithm);
+  m.checkMs = millisecondsSince(start);
+  m.verified = report.ok() ? 1 : 0;
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string path = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/hm_allreduce.resccl";
+  int gpusPerNode = 8;
+  int maxRanks = 1024;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--gpus-per-node") == 0 && i + 1 < argc) {
+      gpusPerNode = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--max-ranks") == 0 && i + 1 < argc) {
+      maxRanks = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--help") == 0 || argv[i][0] == '-') {
+      std::fprintf(stderr, "usage: %s [PROGRAM.resccl] [--gpus-per-node G] [--max-ranks N]\n", argv[0]);
+      return argv[i][2] == 'h' ? 0 : 2;
+    } else {
+      path = argv[i];
+    }
+  }
+  if (gpusPerNode <= 0 || maxRanks < gpusPerNode) {
+    std::fprintf(stderr, "bench_lang_scaling: need --gpus-per-node > 0 and --max-ranks >= it\n");
+    return 2;
+  }
+  tuccl::SourceText source;
+  try {
+    source = tuccl::readSourceFile(path);
+  } catch (const tuccl::DiagnosticError& error) {
+    std::fprintf(stderr, "%s", tuccl::formatDiagnostic(error.diagnostic(), nullptr).c_str());
+    return 2;
+  }
+
+  std::printf("# %s, %d GPUs per node: parse (front end) and check (semantic checker)\n", path.c_str(), gpusPerNode);
+  std::printf("%7s %6s %10s %10s %10s %10s %12s %9s\n", "ranks", "nodes", "ops", "parse_ms", "check_ms", "total_ms",
+              "peak_rss_MiB", "verified");
+  for (int ranks = gpusPerNode; ranks <= maxRanks; ranks *= 2) {
+    int pipefd[2];
+    if (pipe(pipefd) != 0) return 1;
+    pid_t child = fork();
+    if (child < 0) return 1;
+    if (child == 0) {
+      close(pipefd[0]);
+      Measurement m;
+      try {
+        m = measure(source, ranks, gpusPerNode);
+      } catch (const tuccl::DiagnosticError& error) {
+        std::fprintf(stderr, "%s", tuccl::formatDiagnostic(error.diagnostic(), &source).c_str());
+        _exit(2);
+      }
+      ssize_t written = write(pipefd[1], &m, sizeof(m));
+      _exit(written == static_cast<ssize_t>(sizeof(m)) ? 0 : 1);
+    }
+    close(pipefd[1]);
+    Measurement m;
+    ssize_t got = read(pipefd[0], &m, sizeof(m));
+    close(pipefd[0]);
+    int status = 0;
+    struct rusage usage {};
+    wait4(child, &status, 0, &usage);
+    if (got != static_cast<ssize_t>(sizeof(m)) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::printf("%7d  failed (see above)\n", ranks);
+      return 1;
+    }
+    std::printf("%7d %6d %10lld %10.1f %10.1f %10.1f %12.1f %9s\n", ranks, ranks / gpusPerNode, m.operations,
+                m.parseMs, m.checkMs, m.parseMs + m.checkMs, usage.ru_maxrss / 1024.0, m.verified ? "yes" : "NO");
+  }
+  return 0;
+}
