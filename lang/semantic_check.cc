@@ -9,22 +9,23 @@
 
 namespace tuccl {
 
+// The enumerator's own spelling, one word, so tests and tools can match it.
 std::string_view violationName(ViolationKind kind) {
   switch (kind) {
     case ViolationKind::Structure:
-      return "structure";
+      return "Structure";
     case ViolationKind::UnwrittenRead:
-      return "unwritten read";
+      return "UnwrittenRead";
     case ViolationKind::LostContribution:
-      return "lost contribution";
+      return "LostContribution";
     case ViolationKind::DoubleCount:
-      return "double count";
+      return "DoubleCount";
     case ViolationKind::MixedChunks:
-      return "mixed chunks";
+      return "MixedChunks";
     case ViolationKind::Race:
-      return "race";
+      return "Race";
     case ViolationKind::Postcondition:
-      return "postcondition";
+      return "Postcondition";
   }
   return "?";
 }
@@ -71,8 +72,40 @@ std::string formatRanks(std::span<const uint64_t> words) {
 }
 
 std::string slotName(int32_t rank, BufferKind buffer, int64_t index) {
-  return "rank " + std::to_string(rank) + " " + std::string(bufferName(buffer)) + " chunk " + std::to_string(index);
+  return "rank " + std::to_string(rank) + " " + std::string(bufferName(buffer)) + " chunk " +
+         std::to_string(index);
 }
+
+// Each rank's slots are its storage buffers back to back: input, output, scratch when out of
+// place; the one shared storage (inPlaceStorage) and scratch when in place. base is -1 for a
+// buffer that is only a view.
+struct StorageLayout {
+  std::array<int64_t, kBufferKinds> base{};
+  int64_t slotsPerRank = 0;
+};
+
+StorageLayout storageLayout(const Algorithm& algorithm) {
+  StorageLayout layout;
+  for (int b = 0; b < kBufferKinds; ++b) {
+    const auto buffer = static_cast<BufferKind>(b);
+    const bool stored = !algorithm.inPlace || buffer == BufferKind::Scratch ||
+                        inPlaceStorage(algorithm, 0, buffer, 0).buffer == buffer;
+    layout.base[b] = stored ? layout.slotsPerRank : -1;
+    if (stored) layout.slotsPerRank += algorithm.chunks(buffer);
+  }
+  return layout;
+}
+
+// Bytes of symbolic state the check needs: per slot, its metadata and a bitset of n bits.
+double stateBytes(const Algorithm& algorithm) {
+  const double words = (algorithm.nRanks + 63) / 64;
+  return static_cast<double>(algorithm.nRanks) * static_cast<double>(storageLayout(algorithm).slotsPerRank) *
+         (sizeof(SlotMeta) + sizeof(uint64_t) * words);
+}
+
+// Beyond this the check refuses with a message instead of exhausting memory. (HM AllReduce at
+// 1,024 ranks needs about 160 MiB.)
+constexpr double kMaxStateBytes = 16.0 * 1024 * 1024 * 1024;
 
 // Runs an algorithm symbolically. One object per check; the state is sized once up front.
 class SymbolicRun {
@@ -111,18 +144,10 @@ class SymbolicRun {
  private:
   // ---- Storage layout ---------------------------------------------------------------------------
 
-  // Each rank's slots are the storage buffers back to back: input, output, scratch when out of
-  // place; the one shared storage (inPlaceStorage) and scratch when in place.
   void layOutStorage() {
-    int64_t offset = 0;
-    for (int b = 0; b < kBufferKinds; ++b) {
-      const auto buffer = static_cast<BufferKind>(b);
-      const bool stored = !algorithm_.inPlace || buffer == BufferKind::Scratch ||
-                          inPlaceStorage(algorithm_, 0, buffer, 0).buffer == buffer;
-      base_[b] = stored ? offset : -1;
-      if (stored) offset += algorithm_.chunks(buffer);
-    }
-    slotsPerRank_ = offset;
+    const StorageLayout layout = storageLayout(algorithm_);
+    base_ = layout.base;
+    slotsPerRank_ = layout.slotsPerRank;
     const size_t slots = static_cast<size_t>(n_) * static_cast<size_t>(slotsPerRank_);
     meta_.assign(slots, SlotMeta{});
     bits_.assign(slots * static_cast<size_t>(words_), 0);
@@ -175,7 +200,8 @@ class SymbolicRun {
 
   // ---- Violations -------------------------------------------------------------------------------
 
-  Violation violation(ViolationKind kind, int32_t opIndex, std::string message, int32_t otherOp = kNone) const {
+  Violation violation(ViolationKind kind, int32_t opIndex, std::string message,
+                      int32_t otherOp = kNone) const {
     Violation result;
     result.kind = kind;
     result.message = std::move(message);
@@ -207,12 +233,13 @@ class SymbolicRun {
                                         (op.kind == OpKind::Reduce ? " into itself" : " onto itself")
                                   : "the operation's source and destination overlap at " + slot);
     }
-    const std::string prefix = "operations of step " + std::to_string(op.step) + " race on ";
+    // Messages are built only on failure: this runs for millions of operations.
+    auto prefix = [&] { return "operations of step " + std::to_string(op.step) + " race on "; };
     for (int32_t c = 0; c < op.count; ++c) {
       SlotMeta& in = meta_[src + c];
       if (in.writeStep == op.step && in.writeOp != opIndex) {
         return violation(ViolationKind::Race, opIndex,
-                         prefix + slotName(op.srcRank, op.srcBuffer, op.srcIndex + c) +
+                         prefix() + slotName(op.srcRank, op.srcBuffer, op.srcIndex + c) +
                              ": this one reads it while another (" + describeOp(in.writeOp) + ") writes it",
                          in.writeOp);
       }
@@ -228,15 +255,16 @@ class SymbolicRun {
       SlotMeta& out = meta_[dst + c];
       if (out.writeStep == op.step && out.writeOp != opIndex) {
         return violation(ViolationKind::Race, opIndex,
-                         prefix + slotName(op.dstRank, op.dstBuffer, op.dstIndex + c) +
-                             ": this one writes it while another (" + describeOp(out.writeOp) + ") also writes it",
+                         prefix() + slotName(op.dstRank, op.dstBuffer, op.dstIndex + c) +
+                             ": this one writes it while another (" + describeOp(out.writeOp) +
+                             ") also writes it",
                          out.writeOp);
       }
       if (out.readStep == op.step) {
         const int32_t reader = out.reader1 != opIndex ? out.reader1 : out.reader2;
         if (reader != kNone) {
           return violation(ViolationKind::Race, opIndex,
-                           prefix + slotName(op.dstRank, op.dstBuffer, op.dstIndex + c) +
+                           prefix() + slotName(op.dstRank, op.dstBuffer, op.dstIndex + c) +
                                ": this one writes it while another (" + describeOp(reader) + ") reads it",
                            reader);
         }
@@ -273,10 +301,11 @@ class SymbolicRun {
     const Operation& op = algorithm_.ops[opIndex];
     SlotMeta& to = meta_[dst];
     const SlotMeta& from = meta_[src];
-    const std::string target = slotName(op.dstRank, op.dstBuffer, op.dstIndex + c);
+    auto target = [&] { return slotName(op.dstRank, op.dstBuffer, op.dstIndex + c); };
     if (to.origin == kNone) {
-      return violation(ViolationKind::UnwrittenRead, opIndex,
-                       "reduces into " + target + ", which holds no data at step " + std::to_string(op.step));
+      return violation(
+          ViolationKind::UnwrittenRead, opIndex,
+          "reduces into " + target() + ", which holds no data at step " + std::to_string(op.step));
     }
     uint64_t* out = bits(dst);
     const uint64_t* in = bits(src);
@@ -284,23 +313,24 @@ class SymbolicRun {
       // Without a reduction every chunk is one rank's data: combining two is always wrong.
       const bool same = to.origin == from.origin && std::equal(in, in + words_, out);
       return violation(same ? ViolationKind::DoubleCount : ViolationKind::MixedChunks, opIndex,
-                       "reduces " + describeValue(src) + " into " + target + ", which holds " + describeValue(dst) +
-                           ", but " + std::string(collectiveName(algorithm_.collective)) + " combines no data",
+                       "reduces " + describeValue(src) + " into " + target() + ", which holds " +
+                           describeValue(dst) + ", but " +
+                           std::string(collectiveName(algorithm_.collective)) + " combines no data",
                        to.lastWriter);
     }
     if (to.origin != from.origin) {
       return violation(ViolationKind::MixedChunks, opIndex,
-                       "reduces chunk " + std::to_string(from.origin) + " into " + target + ", which holds chunk " +
-                           std::to_string(to.origin),
+                       "reduces chunk " + std::to_string(from.origin) + " into " + target() +
+                           ", which holds chunk " + std::to_string(to.origin),
                        to.lastWriter);
     }
     for (int w = 0; w < words_; ++w) {
       if (const uint64_t both = in[w] & out[w]) {
         const int64_t rank = int64_t{w} * 64 + std::countr_zero(both);
         return violation(ViolationKind::DoubleCount, opIndex,
-                         "rank " + std::to_string(rank) + "'s contribution to chunk " + std::to_string(to.origin) +
-                             " would be counted twice on rank " + std::to_string(op.dstRank) + " (" + target +
-                             " already holds it)",
+                         "rank " + std::to_string(rank) + "'s contribution to chunk " +
+                             std::to_string(to.origin) + " would be counted twice on rank " +
+                             std::to_string(op.dstRank) + " (" + target() + " already holds it)",
                          to.lastWriter);
       }
     }
@@ -331,8 +361,8 @@ class SymbolicRun {
       if (!contained) {
         return violation(ViolationKind::LostContribution, opIndex,
                          "overwrites " + slotName(op.dstRank, op.dstBuffer, op.dstIndex + c) +
-                             " holding the contributions of ranks " + formatRanks(ranksOf(dst)) + " to chunk " +
-                             std::to_string(to.origin) + ", which nothing has read",
+                             " holding the contributions of ranks " + formatRanks(ranksOf(dst)) +
+                             " to chunk " + std::to_string(to.origin) + ", which nothing has read",
                          to.lastWriter);
       }
     }
@@ -423,8 +453,8 @@ class SymbolicRun {
       complete = complete && missing[w] == 0;
     }
     if (complete) return std::nullopt;
-    return "misses the contributions of ranks " + formatRanks(missing) + " to chunk " + std::to_string(origin) +
-           " (holds " + formatRanks(ranks) + ")";
+    return "misses the contributions of ranks " + formatRanks(missing) + " to chunk " +
+           std::to_string(origin) + " (holds " + formatRanks(ranks) + ")";
   }
 
   const Algorithm& algorithm_;
@@ -441,24 +471,24 @@ class SymbolicRun {
 }  // namespace
 
 CheckReport checkAlgorithm(const Algorithm& algorithm) {
-  CheckReport report;
-  if (auto problem = validateStructure(algorithm)) {
+  auto refuse = [](std::string message, SourceLoc loc = {}) {
     Violation structure;
     structure.kind = ViolationKind::Structure;
-    structure.message = problem->message;
-    structure.loc = problem->loc;
-    report.violation = std::move(structure);
-    return report;
-  }
+    structure.message = std::move(message);
+    structure.loc = loc;
+    return CheckReport{std::move(structure)};
+  };
+  if (auto problem = validateStructure(algorithm)) return refuse(problem->message, problem->loc);
   if (algorithm.ops.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-    Violation structure;
-    structure.kind = ViolationKind::Structure;
-    structure.message = "too many operations to check (" + std::to_string(algorithm.ops.size()) + ")";
-    report.violation = std::move(structure);
-    return report;
+    return refuse("too many operations to check (" + std::to_string(algorithm.ops.size()) + ")");
   }
-  report.violation = SymbolicRun(algorithm).run();
-  return report;
+  if (const double bytes = stateBytes(algorithm); bytes > kMaxStateBytes) {
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    return refuse("too large to check: the symbolic state would take " +
+                  std::to_string(static_cast<int64_t>(bytes / kGiB)) + " GiB (limit " +
+                  std::to_string(static_cast<int64_t>(kMaxStateBytes / kGiB)) + " GiB)");
+  }
+  return CheckReport{SymbolicRun(algorithm).run()};
 }
 
 std::vector<Diagnostic> violationDiagnostics(const Algorithm& algorithm, const Violation& violation) {
@@ -477,7 +507,8 @@ std::vector<Diagnostic> violationDiagnostics(const Algorithm& algorithm, const V
         note = "the destination was last written here";
         break;
     }
-    diagnostics.push_back(Diagnostic{Severity::Note, algorithm.sourceName, violation.otherLoc, std::move(note)});
+    diagnostics.push_back(
+        Diagnostic{Severity::Note, algorithm.sourceName, violation.otherLoc, std::move(note)});
   }
   return diagnostics;
 }

@@ -55,8 +55,8 @@ TEST_P(ExampleTest, VerifiesAtEveryShape) {
 INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest,
                          testing::Values("hm_allreduce.resccl", "hm_allgather.resccl", "ring_allgather.resccl",
                                          "ring_allreduce.resccl", "direct_allgather.resccl"),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                           return info.param.substr(0, info.param.find('.'));
+                         [](const testing::TestParamInfo<std::string>& param) {
+                           return param.param.substr(0, param.param.find('.'));
                          });
 
 TEST(Examples, HmAllReduceOperationCounts) {
@@ -167,8 +167,8 @@ std::vector<std::string> brokenPrograms() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Broken, BrokenProgramTest, testing::ValuesIn(brokenPrograms()),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                           std::string name = fs::path(info.param).stem().string();
+                         [](const testing::TestParamInfo<std::string>& param) {
+                           std::string name = fs::path(param.param).stem().string();
                            for (char& c : name) {
                              if (!isalnum(static_cast<unsigned char>(c))) c = '_';
                            }
