@@ -2,20 +2,24 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "scheduler/plan.h"
+#include "support/source_text.h"
+
 namespace {
 
-struct Run {
+struct ToolRun {
   int status = -1;
   std::string output;  // stdout and stderr together
 };
 
-Run run(const std::string& arguments) {
+ToolRun runTool(const std::string& arguments) {
   std::string command = std::string(TUCCL_COMPILE) + " " + arguments + " 2>&1";
-  Run result;
+  ToolRun result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
   std::array<char, 4096> buffer{};
@@ -30,7 +34,7 @@ std::string example(const std::string& name) { return std::string(TUCCL_SOURCE_D
 std::string broken(const std::string& name) { return std::string(TUCCL_SOURCE_DIR) + "/tests/data/lang/broken/" + name; }
 
 TEST(TucclCompile, ChecksTheBundledDefault) {
-  Run r = run("--check");
+  ToolRun r = runTool("--check");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("collective   AllReduce, in place"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("ranks        32 (4 nodes x 8 GPUs, 8 NICs per node)"), std::string::npos) << r.output;
@@ -39,7 +43,7 @@ TEST(TucclCompile, ChecksTheBundledDefault) {
 }
 
 TEST(TucclCompile, ParametersChangeTheShape) {
-  Run r = run("--check " + example("hm_allgather.resccl") + " --param nRanks=16 --param GPUPerNode=4 --ranks all");
+  ToolRun r = runTool("--check " + example("hm_allgather.resccl") + " --param nRanks=16 --param GPUPerNode=4 --ranks all");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ranks        16 (4 nodes x 4 GPUs"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("verified: AllGather postcondition holds"), std::string::npos) << r.output;
@@ -48,7 +52,7 @@ TEST(TucclCompile, ParametersChangeTheShape) {
 }
 
 TEST(TucclCompile, ViolationIsReportedWithLineAndExitTwo) {
-  Run r = run("--check " + broken("hm_allreduce_same_step_race.resccl") + " -p nRanks=8 -p GPUPerNode=4");
+  ToolRun r = runTool("--check " + broken("hm_allreduce_same_step_race.resccl") + " -p nRanks=8 -p GPUPerNode=4");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("hm_allreduce_same_step_race.resccl:17:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("error:"), std::string::npos) << r.output;
@@ -56,7 +60,7 @@ TEST(TucclCompile, ViolationIsReportedWithLineAndExitTwo) {
 }
 
 TEST(TucclCompile, SyntaxErrorShowsSourceAndCaret) {
-  Run r = run("--check " + broken("unknown_name.resccl"));
+  ToolRun r = runTool("--check " + broken("unknown_name.resccl"));
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("unknown_name.resccl:5:35: error: unknown name 'nGpus'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" 5 |             transfer(r, (r + 1) % nGpus"), std::string::npos) << r.output;
@@ -64,32 +68,85 @@ TEST(TucclCompile, SyntaxErrorShowsSourceAndCaret) {
 }
 
 TEST(TucclCompile, UsageErrorsExitTwo) {
-  EXPECT_EQ(run("").status, 2);                                 // nothing to do
-  EXPECT_EQ(run("--check --param nRanks").status, 2);           // not NAME=VALUE
-  EXPECT_EQ(run("--check --param nRanks=abc").status, 2);       // not an integer
-  EXPECT_EQ(run("--check --ranks many").status, 2);
-  EXPECT_EQ(run("--check --no-such-flag").status, 2);
-  EXPECT_EQ(run("--check --max-ops 0").status, 2);
-  Run missing = run("--check /nonexistent/algo.resccl");
+  EXPECT_EQ(runTool("").status, 2);                                 // nothing to do
+  EXPECT_EQ(runTool("--check --param nRanks").status, 2);           // not NAME=VALUE
+  EXPECT_EQ(runTool("--check --param nRanks=abc").status, 2);       // not an integer
+  EXPECT_EQ(runTool("--check --ranks many").status, 2);
+  EXPECT_EQ(runTool("--check --no-such-flag").status, 2);
+  EXPECT_EQ(runTool("--check --max-ops 0").status, 2);
+  ToolRun missing = runTool("--check /nonexistent/algo.resccl");
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.output.find("/nonexistent/algo.resccl: error: cannot open file"), std::string::npos)
       << missing.output;
-  Run unknown = run("--check --param nodes=4");
+  ToolRun unknown = runTool("--check --param nodes=4");
   EXPECT_EQ(unknown.status, 2);
   EXPECT_NE(unknown.output.find("nodes"), std::string::npos) << unknown.output;
 }
 
 TEST(TucclCompile, HelpAndVersion) {
-  Run help = run("--help");
+  ToolRun help = runTool("--help");
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.output.find("--param"), std::string::npos);
-  EXPECT_EQ(run("--version").status, 0);
+  EXPECT_EQ(runTool("--version").status, 0);
 }
 
 TEST(TucclCompile, OperationLimitStopsRunawayPrograms) {
-  Run r = run("--check --max-ops 100");
+  ToolRun r = runTool("--check --max-ops 100");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("--max-ops"), std::string::npos) << r.output;
+}
+
+class TucclCompilePlan : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(testing::TempDir()) /
+           ("tuccl_cli_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(TucclCompilePlan, WritesAValidPlanForEveryScheduler) {
+  for (const char* scheduler : {"hpds", "rr", "algorithm", "stage"}) {
+    for (const char* tbAlloc : {"connection", "state"}) {
+      SCOPED_TRACE(std::string(scheduler) + " " + tbAlloc);
+      ToolRun r = runTool(example("hm_allgather.resccl") + " -p nRanks=8 -p GPUPerNode=4 --force -o " + dir_.string() +
+                          " --scheduler " + scheduler + " --tb-alloc " + tbAlloc);
+      ASSERT_EQ(r.status, 0) << r.output;
+      tuccl::Plan plan = tuccl::readPlanJson(tuccl::readSourceFile((dir_ / "plan.json").string()));
+      EXPECT_EQ(plan.nRanks, 8);
+      EXPECT_EQ(plan.collective, "AllGather");
+      EXPECT_EQ(plan.config.nChannels, 4);  // the program's nChannels hint
+      EXPECT_FALSE(tuccl::validatePlan(plan).has_value());
+    }
+  }
+}
+
+TEST_F(TucclCompilePlan, NeverOverwritesWithoutForce) {
+  ASSERT_EQ(runTool("-o " + dir_.string()).status, 0);
+  ToolRun again = runTool("-o " + dir_.string());
+  EXPECT_EQ(again.status, 2);
+  EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
+  EXPECT_EQ(runTool("-o " + dir_.string() + " --force").status, 0);
+}
+
+TEST_F(TucclCompilePlan, ReportListsThreadBlocks) {
+  ToolRun r = runTool("-o " + dir_.string() + " --report --ranks 1 -p nRanks=16 -p GPUPerNode=8");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // HM AllReduce on 2x8: 16 connections per rank; MSCCL's channel split gives 30 (ResCCL Table 3).
+  EXPECT_NE(r.output.find("     0               16                               30          16"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(TucclCompilePlan, RefusesBrokenAlgorithmsAndBadOptions) {
+  EXPECT_EQ(runTool(broken("hm_allreduce_same_step_race.resccl") + " -p nRanks=8 -p GPUPerNode=4 -o " + dir_.string())
+                .status,
+            2);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "plan.json"));
+  EXPECT_EQ(runTool("-o " + dir_.string() + " --scheduler fifo").status, 2);
+  EXPECT_EQ(runTool("-o " + dir_.string() + " --tb-alloc greedy").status, 2);
+  EXPECT_EQ(runTool("-o " + dir_.string() + " --threads 8").status, 2);
 }
 
 }  // namespace

@@ -1,0 +1,194 @@
+// tuccl-topo: look at a topology, prune it into a sketch, convert it between formats.
+//
+//   tuccl-topo show   preset:resccl-a100:nodes=2
+//   tuccl-topo path   preset:dgx1-v100 0 5
+//   tuccl-topo prune  preset:resccl-a100:nodes=4 [--variant pruned|full-mesh|relay] [--format text|taccl]
+//   tuccl-topo export topo.xml --nodes 2 --format json|taccl|nccl-xml [-o out]
+//
+// A topology is "preset:NAME[:nodes=N,fabric=switch|clos,oversub=R,rack=K]", "local", a TuCCL JSON
+// file or an NCCL topology XML file (one node; --nodes composes copies).
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "support/source_text.h"
+#include "topo/load.h"
+#include "topo/nccl_xml.h"
+#include "topo/paths.h"
+#include "topo/presets.h"
+#include "topo/sketch.h"
+#include "topo/topology_json.h"
+
+namespace {
+
+using namespace tuccl;
+
+struct Common {
+  std::string spec;
+  int32_t nodes = 1;
+  std::string fabric = "switch";
+  double oversub = 1.0;
+  int32_t rack = 1;
+  std::string sysfsRoot = "/sys";
+};
+
+void addCommon(CLI::App* command, Common& common) {
+  command->add_option("topology", common.spec,
+                      "preset:NAME[:nodes=N,...], local, a .json (TuCCL) or .xml (NCCL) file")
+      ->required();
+  command->add_option("--nodes", common.nodes, "copies of a one-node source (XML, local)")->check(CLI::PositiveNumber);
+  command->add_option("--fabric", common.fabric, "network for --nodes: switch or clos")
+      ->check(CLI::IsMember({"switch", "clos"}));
+  command->add_option("--oversub", common.oversub, "Clos uplink oversubscription (>= 1)");
+  command->add_option("--rack", common.rack, "Clos: nodes per ToR switch")->check(CLI::PositiveNumber);
+  command->add_option("--sysfs-root", common.sysfsRoot, "sysfs root for 'local' (tests use a fake tree)");
+}
+
+LoadedTopology load(const Common& common, bool requireGpus = true) {
+  LoadOptions options;
+  options.cluster.nodes = common.nodes;
+  options.cluster.fabric = common.fabric == "clos" ? Fabric::Clos : Fabric::Switch;
+  options.cluster.oversubscription = common.oversub;
+  options.cluster.nodesPerTor = common.rack;
+  options.sysfsRoot = common.sysfsRoot;
+  LoadedTopology loaded = loadTopology(common.spec, options);
+  for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
+  if (requireGpus && loaded.topology.empty()) throw std::runtime_error("the topology has no GPUs");
+  return loaded;
+}
+
+void writeOutput(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::string sketchText(const Topology& topology, const Sketch& sketch) {
+  std::ostringstream out;
+  out << "sketch " << sketchVariantName(sketch.variant) << ": " << sketch.nNodes << " node(s), "
+      << sketch.interNodePairs.size() << " inter-node connections, " << sketch.intraNodeLinks.size()
+      << " intra-node links\n";
+  for (size_t g = 0; g < sketch.groups.size(); ++g) {
+    out << "group " << g << ":";
+    for (int32_t nic : sketch.groups[g]) {
+      out << " " << deviceName(topology, nicRef(nic)) << "[ranks";
+      for (int32_t r = 0; r < topology.nRanks(); ++r) {
+        if (sketch.nicOfRank[r] == nic) out << " " << r;
+      }
+      out << "]";
+    }
+    out << "\n";
+  }
+  for (int32_t r = 0; r < topology.nRanks(); ++r) {
+    std::vector<int32_t> peers = sketch.interNodePeersOf(r);
+    if (peers.empty()) continue;
+    out << "rank " << r << " ->";
+    for (int32_t p : peers) out << " " << p;
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tuccl-topo: topology summaries, resource paths, sketches and format conversion"};
+  app.require_subcommand(1);
+
+  Common showArgs;
+  CLI::App* show = app.add_subcommand("show", "readable summary: nodes, GPUs, NICs and their GPUs, link classes");
+  addCommon(show, showArgs);
+
+  Common pathArgs;
+  int32_t src = 0;
+  int32_t dst = 0;
+  CLI::App* path = app.add_subcommand("path", "the resources a transfer from rank SRC to rank DST uses");
+  addCommon(path, pathArgs);
+  path->add_option("src", src, "source rank")->required();
+  path->add_option("dst", dst, "destination rank")->required();
+
+  Common pruneArgs;
+  std::string variant = "pruned";
+  std::string pruneFormat = "text";
+  int32_t chunkup = 1;
+  std::string pruneOutput;
+  CLI::App* prune = app.add_subcommand("prune", "TuCCL §III-B sketch pruning");
+  addCommon(prune, pruneArgs);
+  prune->add_option("--variant", variant, "full-mesh, pruned or relay")
+      ->check(CLI::IsMember({"full-mesh", "pruned", "relay"}));
+  prune->add_option("--format", pruneFormat, "text or taccl")->check(CLI::IsMember({"text", "taccl"}));
+  prune->add_option("--chunkup", chunkup, "TACCL input_chunkup")->check(CLI::PositiveNumber);
+  prune->add_option("-o,--output", pruneOutput, "output file (default stdout)");
+
+  Common exportArgs;
+  std::string exportFormat = "json";
+  std::string exportOutput;
+  int32_t exportNode = 0;
+  CLI::App* exporter = app.add_subcommand("export", "write the topology as TuCCL JSON, a TACCL sketch or NCCL XML");
+  addCommon(exporter, exportArgs);
+  exporter->add_option("--format", exportFormat, "json, taccl or nccl-xml")
+      ->check(CLI::IsMember({"json", "taccl", "nccl-xml"}));
+  exporter->add_option("--node", exportNode, "nccl-xml: which node to write");
+  exporter->add_option("-o,--output", exportOutput, "output file (default stdout)");
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (*show) {
+      LoadedTopology loaded = load(showArgs, false);
+      std::cout << describeTopology(loaded.topology);
+    } else if (*path) {
+      LoadedTopology loaded = load(pathArgs);
+      Router router(loaded.topology);
+      Path p = router.pathBetween(src, dst);
+      std::cout << "rank " << src << " -> rank " << dst << ": " << pathKindName(p.kind) << ", alpha " << p.alphaUs
+                << " us, bottleneck " << p.bandwidthGBps << " GB/s\n";
+      for (ResourceId id : p.resources) {
+        const Resource& r = router.resources()[id];
+        std::cout << "  " << r.name << "  (" << linkKindName(r.kind) << ", " << r.bandwidthGBps << " GB/s, alpha "
+                  << r.alphaUs << " us)\n";
+      }
+    } else if (*prune) {
+      LoadedTopology loaded = load(pruneArgs);
+      Sketch sketch = buildSketch(loaded.topology, *parseSketchVariant(variant));
+      if (pruneFormat == "taccl") {
+        writeOutput(pruneOutput, tacclSketchJson(loaded.topology, sketch, {chunkup, "uc-min"}).dump(2) + "\n");
+      } else {
+        writeOutput(pruneOutput, sketchText(loaded.topology, sketch));
+      }
+    } else if (*exporter) {
+      LoadedTopology loaded = load(exportArgs);
+      if (exportFormat == "json") {
+        writeOutput(exportOutput, writeTopologyJson(loaded.topology));
+      } else if (exportFormat == "taccl") {
+        Sketch sketch = buildSketch(loaded.topology, SketchVariant::Pruned);
+        writeOutput(exportOutput, tacclSketchJson(loaded.topology, sketch).dump(2) + "\n");
+      } else {
+        if (exportNode < 0 || exportNode >= loaded.topology.nNodes()) {
+          throw std::invalid_argument("--node " + std::to_string(exportNode) + " out of range");
+        }
+        writeOutput(exportOutput, exportNcclXml(loaded.topology, exportNode));
+      }
+    }
+  } catch (const DiagnosticError& error) {
+    // Quote the offending line when the file can be read again.
+    std::optional<SourceText> source;
+    try {
+      if (error.diagnostic().loc.known()) source = readSourceFile(error.diagnostic().file);
+    } catch (const DiagnosticError&) {
+    }
+    std::cerr << formatDiagnostic(error.diagnostic(), source ? &*source : nullptr);
+    return 1;
+  } catch (const std::exception& error) {
+    std::cerr << "tuccl-topo: error: " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
