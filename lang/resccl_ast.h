@@ -44,9 +44,9 @@ struct Expr {
   ExprOp op = ExprOp::Integer;
   int32_t lhs = kNoNode;  ///< operand of unary operators, left operand of binary ones
   int32_t rhs = kNoNode;
-  int64_t value = 0;      ///< Integer: the literal; Variable: the slot
-  SourceLoc loc;          ///< the operator (binary), or the token (leaves)
-  SourceLoc start;        ///< the expression's first token, where argument errors point
+  int64_t value = 0;  ///< Integer: the literal; Variable: the slot
+  SourceLoc loc;      ///< the operator (binary), or the token (leaves)
+  SourceLoc start;    ///< the expression's first token, where argument errors point
 };
 
 enum class StmtKind : uint8_t { Assign, For, If, Transfer, Pass };
@@ -56,17 +56,17 @@ enum class BufferChoice : uint8_t { Default, Input, Output, Scratch };
 
 struct Stmt {
   StmtKind kind = StmtKind::Pass;
-  SourceLoc loc;            ///< the first token (the 'transfer' / 'for' / 'if' keyword, the target name)
-  int32_t slot = kNoNode;   ///< Assign: target; For: loop variable
+  SourceLoc loc;           ///< the first token (the 'transfer' / 'for' / 'if' keyword, the target name)
+  int32_t slot = kNoNode;  ///< Assign: target; For: loop variable
   /// Assign: {value}. For: {start, stop, step} (unused ones kNoNode). If: {condition}.
   /// Transfer: {src, dst, step, chunk, dstChunk, count} (the last two may be kNoNode).
   int32_t args[6] = {kNoNode, kNoNode, kNoNode, kNoNode, kNoNode, kNoNode};
-  int32_t body = kNoNode;      ///< For, If: the block run
-  int32_t elseBody = kNoNode;  ///< If: the else block (an elif is an If inside it)
-  OpKind opKind = OpKind::Copy;              ///< Transfer: recv = Copy, rrc = Reduce
+  int32_t body = kNoNode;        ///< For, If: the block run
+  int32_t elseBody = kNoNode;    ///< If: the else block (an elif is an If inside it)
+  OpKind opKind = OpKind::Copy;  ///< Transfer: recv = Copy, rrc = Reduce
   BufferChoice srcBuffer = BufferChoice::Default;
   BufferChoice dstBuffer = BufferChoice::Default;
-  SourceLoc rangeLoc;       ///< For: the 'range' token
+  SourceLoc rangeLoc;  ///< For: the 'range' token
 };
 
 struct Block {

@@ -80,10 +80,11 @@ class Lexer {
           break;
       }
     }
-    if (!parens_.empty()) fail(parens_.back(), "'(' is never closed");
+    // An unclosed '(' is left to the parser, which names what it expected instead.
     SourceLoc end = endLocation();
-    if (lineHasTokens_) emit(TokenKind::Newline, end);
-    while (indents_.size() > 1) {
+    // With a '(' still open the parser meets end of file right away, and says so.
+    if (lineHasTokens_ && parens_.empty()) emit(TokenKind::Newline, end);
+    while (indents_.size() > 1 && parens_.empty()) {
       indents_.pop_back();
       emit(TokenKind::Dedent, end);
     }
@@ -92,9 +93,7 @@ class Lexer {
   }
 
  private:
-  SourceLoc here() const {
-    return SourceLoc{line_, static_cast<uint32_t>(pos_ - lineStart_ + 1)};
-  }
+  SourceLoc here() const { return SourceLoc{line_, static_cast<uint32_t>(pos_ - lineStart_ + 1)}; }
   SourceLoc at(size_t offset) const {
     return SourceLoc{line_, static_cast<uint32_t>(offset - lineStart_ + 1)};
   }
@@ -244,7 +243,8 @@ class Lexer {
         break;
     }
     unsigned char u = static_cast<unsigned char>(c);
-    if (u >= 0x80) fail(loc, "unexpected " + quoteByte(c) + " (only ASCII is allowed outside comments and strings)");
+    if (u >= 0x80)
+      fail(loc, "unexpected " + quoteByte(c) + " (only ASCII is allowed outside comments and strings)");
     fail(loc, "unexpected " + quoteByte(c));
   }
 
@@ -260,7 +260,8 @@ class Lexer {
         if (value > (kMax - digit) / 10) overflow = true;
         if (!overflow) value = value * 10 + digit;
         ++pos_;
-      } else if (c == '_' && pos_ + 1 < text_.size() && isDigit(text_[pos_ + 1]) && isDigit(text_[pos_ - 1])) {
+      } else if (c == '_' && pos_ + 1 < text_.size() && isDigit(text_[pos_ + 1]) &&
+                 isDigit(text_[pos_ - 1])) {
         ++pos_;  // digit separator, as in 1_000_000
       } else {
         break;
@@ -269,7 +270,8 @@ class Lexer {
     if (pos_ < text_.size()) {
       char c = text_[pos_];
       if (c == '.') fail(loc, "floating-point numbers are not supported; use integers");
-      if (isLetter(c)) fail(loc, "invalid integer literal (a digit is followed by '" + std::string(1, c) + "')");
+      if (isLetter(c))
+        fail(loc, "invalid integer literal (a digit is followed by '" + std::string(1, c) + "')");
     }
     if (overflow) {
       fail(loc, "integer literal is too large (the largest integer is " + std::to_string(kMax) + ")");
@@ -302,7 +304,8 @@ class Lexer {
         break;
       }
       unsigned char u = static_cast<unsigned char>(c);
-      if ((u < 0x20 && c != '\t') || u == 0x7f) fail(here(), "unexpected " + quoteByte(c) + " in a string literal");
+      if ((u < 0x20 && c != '\t') || u == 0x7f)
+        fail(here(), "unexpected " + quoteByte(c) + " in a string literal");
       if (c == '\\' && pos_ + 1 < text_.size()) {
         char escaped = text_[pos_ + 1];
         switch (escaped) {

@@ -3,8 +3,8 @@
 // In:  the text of a ResCCLang program (any bytes).
 // Out: tokens ending in EndOfFile, with NEWLINE at the end of every logical line and INDENT /
 //      DEDENT around indented blocks; or a DiagnosticError at the first lexical problem
-//      (unexpected byte, integer literal overflow, unterminated string, unclosed '(', mixed tabs
-//      and spaces, dedent to an unknown level).
+//      (unexpected byte, integer literal overflow, unterminated string, mixed tabs and spaces,
+//      dedent to an unknown level). An unclosed '(' is left to the parser.
 //
 // Layout follows Python: blank and comment-only lines are ignored, newlines inside parentheses
 // are joined, a backslash at the end of a line continues it.

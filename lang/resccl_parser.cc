@@ -10,8 +10,8 @@ namespace tuccl {
 namespace {
 
 // Python keywords ResCCLang does not have: a clearer message than "expected '='".
-constexpr std::string_view kUnsupportedWords[] = {"while", "break", "continue", "return", "import", "from",
-                                                  "class", "lambda", "with",  "try",      "global", "is"};
+constexpr std::string_view kUnsupportedWords[] = {"while", "break",  "continue", "return", "import", "from",
+                                                  "class", "lambda", "with",     "try",    "global", "is"};
 
 class Parser {
  public:
@@ -22,10 +22,11 @@ class Parser {
       fail(SourceLoc{}, "internal error: the token list does not end with end of file");
     }
     parseHeader();
-    program_.body = parseSuite("the algorithm header");
+    program_.body = parseSuite("the algorithm header", program_.headerLoc);
     if (peek().kind != TokenKind::EndOfFile) {
-      fail(peek().loc, "unexpected " + describeToken(peek()) +
-                           " after the algorithm body; statements of the algorithm must be indented under its header");
+      fail(peek().loc,
+           "unexpected " + describeToken(peek()) +
+               " after the algorithm body; statements of the algorithm must be indented under its header");
     }
     return std::move(program_);
   }
@@ -47,8 +48,8 @@ class Parser {
   }
   const Token& expect(TokenKind kind, std::string_view what) {
     if (!at(kind)) {
-      fail(peek().loc, "expected '" + std::string(tokenKindSpelling(kind)) + "' " + std::string(what) + ", found " +
-                           describeToken(peek()));
+      fail(peek().loc, "expected '" + std::string(tokenKindSpelling(kind)) + "' " + std::string(what) +
+                           ", found " + describeToken(peek()));
     }
     return advance();
   }
@@ -120,7 +121,8 @@ class Parser {
       }
       if (!at(TokenKind::Integer)) {
         fail(peek().loc, std::string("expected ") + (info->isString ? "a string" : "an integer") +
-                             " value for the header parameter '" + param.name + "', found " + describeToken(peek()));
+                             " value for the header parameter '" + param.name + "', found " +
+                             describeToken(peek()));
       }
       param.integer = negative ? -advance().value : advance().value;
     }
@@ -147,14 +149,15 @@ class Parser {
   }
 
   // After a ':': either simple statements on the same line, or NEWLINE INDENT statements DEDENT.
-  int32_t parseSuite(std::string_view after) {
+  int32_t parseSuite(std::string_view after, SourceLoc owner) {
     int32_t block = newBlock();
     if (++blockDepth_ > kMaxBlockDepth) {
-      fail(peek().loc, "blocks are nested too deeply (more than " + std::to_string(kMaxBlockDepth) + " levels)");
+      fail(owner, "blocks are nested too deeply (more than " + std::to_string(kMaxBlockDepth) + " levels)");
     }
     if (accept(TokenKind::Newline)) {
       if (!at(TokenKind::Indent)) {
-        fail(peek().loc, "expected an indented block after " + std::string(after) + ", found " + describeToken(peek()));
+        fail(peek().loc,
+             "expected an indented block after " + std::string(after) + ", found " + describeToken(peek()));
       }
       advance();
       while (!at(TokenKind::Dedent) && !at(TokenKind::EndOfFile)) parseStatement(block);
@@ -239,7 +242,8 @@ class Parser {
     stmt.kind = StmtKind::For;
     stmt.loc = advance().loc;
     const Token& var = peek();
-    if (var.kind != TokenKind::Name) fail(var.loc, "expected a loop variable name after 'for', found " + describeToken(var));
+    if (var.kind != TokenKind::Name)
+      fail(var.loc, "expected a loop variable name after 'for', found " + describeToken(var));
     advance();
     stmt.slot = slotOf(var.text);
     expect(TokenKind::KwIn, "after the loop variable '" + var.text + "'");
@@ -256,7 +260,8 @@ class Parser {
         fail(peek().loc, "range() takes no keyword arguments");
       }
       int32_t expr = parseExpression();
-      if (count == 3) fail(program_.exprs[expr].start, "range() takes at most 3 arguments (start, stop, step)");
+      if (count == 3)
+        fail(program_.exprs[expr].start, "range() takes at most 3 arguments (start, stop, step)");
       stmt.args[count++] = expr;
       if (!accept(TokenKind::Comma)) break;
     }
@@ -264,7 +269,7 @@ class Parser {
     if (count == 0) fail(range.loc, "range() needs at least 1 argument (stop), or (start, stop[, step])");
     if (count == 1) std::swap(stmt.args[0], stmt.args[1]);  // range(stop): start = 0
     expect(TokenKind::Colon, "after 'for ... in range(...)'");
-    stmt.body = parseSuite("'for'");
+    stmt.body = parseSuite("'for'", stmt.loc);
     addStatement(block, stmt);
   }
 
@@ -274,14 +279,14 @@ class Parser {
     stmt.loc = advance().loc;
     stmt.args[0] = parseExpression();
     expect(TokenKind::Colon, "after the condition of 'if'");
-    stmt.body = parseSuite("'if'");
+    stmt.body = parseSuite("'if'", stmt.loc);
     int32_t index = addStatement(block, stmt);
     // elif: an If alone in the else block of the previous one.
     while (at(TokenKind::KwElif) || at(TokenKind::KwElse)) {
       const Token& keyword = advance();
       if (keyword.kind == TokenKind::KwElse) {
         expect(TokenKind::Colon, "after 'else'");
-        int32_t body = parseSuite("'else'");
+        int32_t body = parseSuite("'else'", keyword.loc);
         program_.statements[index].elseBody = body;
         return;
       }
@@ -292,7 +297,7 @@ class Parser {
       elif.loc = keyword.loc;
       elif.args[0] = parseExpression();
       expect(TokenKind::Colon, "after the condition of 'elif'");
-      elif.body = parseSuite("'elif'");
+      elif.body = parseSuite("'elif'", keyword.loc);
       index = addStatement(elseBlock, elif);
     }
   }
@@ -315,12 +320,19 @@ class Parser {
       } else {
         if (sawKeyword) fail(token.loc, "positional argument of transfer() after a keyword argument");
         if (positional == 5) {
-          fail(token.loc, "transfer() takes 5 positional arguments (src, dst, step, chunk, recv|rrc); this is a 6th");
+          fail(token.loc,
+               "transfer() takes 5 positional arguments (src, dst, step, chunk, recv|rrc); this is a 6th");
         }
         if (positional == 4) {
           stmt.opKind = parseCommType();
           sawCommType = true;
         } else {
+          if (token.kind == TokenKind::Name && (token.text == "recv" || token.text == "rrc") &&
+              (peek(1).kind == TokenKind::RParen || peek(1).kind == TokenKind::Comma)) {
+            fail(token.loc, "transfer() is missing its " + std::string(kPositional[positional]) +
+                                " argument before the communication type " + token.text +
+                                "; it takes (src, dst, step, chunk, recv|rrc)");
+          }
           stmt.args[positional] = parseExpression();
         }
         ++positional;
@@ -374,7 +386,8 @@ class Parser {
       once(stmt.dstBuffer != BufferChoice::Default);
       stmt.dstBuffer = parseBufferName();
     } else {
-      fail(name.loc, "unknown transfer() argument '" + name.text + "' (expected dstChunk, count, srcBuf or dstBuf)");
+      fail(name.loc,
+           "unknown transfer() argument '" + name.text + "' (expected dstChunk, count, srcBuf or dstBuf)");
     }
   }
 
@@ -387,7 +400,8 @@ class Parser {
     if (word == "output") choice = BufferChoice::Output;
     if (word == "scratch") choice = BufferChoice::Scratch;
     if (choice == BufferChoice::Default) {
-      fail(token.loc, "expected a buffer name \"input\", \"output\" or \"scratch\", found " + describeToken(token));
+      fail(token.loc,
+           "expected a buffer name \"input\", \"output\" or \"scratch\", found " + describeToken(token));
     }
     advance();
     return choice;
@@ -408,7 +422,8 @@ class Parser {
   int32_t addExpr(Expr expr) {
     int depth = 1 + std::max(depthOf(expr.lhs), depthOf(expr.rhs));
     if (depth > kMaxExprDepth) {
-      fail(expr.loc, "expression is nested too deeply (more than " + std::to_string(kMaxExprDepth) + " levels)");
+      fail(expr.loc,
+           "expression is nested too deeply (more than " + std::to_string(kMaxExprDepth) + " levels)");
     }
     program_.exprs.push_back(expr);
     depths_.push_back(depth);
@@ -427,7 +442,8 @@ class Parser {
 
   void enter() {
     if (++recursion_ > kMaxExprDepth) {
-      fail(peek().loc, "expression is nested too deeply (more than " + std::to_string(kMaxExprDepth) + " levels)");
+      fail(peek().loc,
+           "expression is nested too deeply (more than " + std::to_string(kMaxExprDepth) + " levels)");
     }
   }
 
@@ -506,7 +522,8 @@ class Parser {
     int32_t lhs = parseMultiplicative();
     while (at(TokenKind::Plus) || at(TokenKind::Minus)) {
       const Token& op = advance();
-      lhs = binary(op.kind == TokenKind::Plus ? ExprOp::Add : ExprOp::Subtract, op.loc, lhs, parseMultiplicative());
+      lhs = binary(op.kind == TokenKind::Plus ? ExprOp::Add : ExprOp::Subtract, op.loc, lhs,
+                   parseMultiplicative());
     }
     return lhs;
   }
@@ -579,8 +596,9 @@ class Parser {
         int32_t inner = parseExpression();
         --recursion_;
         if (!at(TokenKind::RParen)) {
-          fail(peek().loc, "expected ')' to close the '(' at line " + std::to_string(token.loc.line) + ", column " +
-                               std::to_string(token.loc.column) + ", found " + describeToken(peek()));
+          fail(peek().loc, "expected ')' to close the '(' at line " + std::to_string(token.loc.line) +
+                               ", column " + std::to_string(token.loc.column) + ", found " +
+                               describeToken(peek()));
         }
         advance();
         program_.exprs[inner].start = token.loc;
