@@ -7,12 +7,11 @@
 //
 // A topology is "preset:NAME[:nodes=N,fabric=switch|clos,oversub=R,rack=K]", "local", a TuCCL JSON
 // file or an NCCL topology XML file (one node; --nodes composes copies).
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
-
-#include <CLI/CLI.hpp>
 
 #include "support/source_text.h"
 #include "topo/load.h"
@@ -36,10 +35,12 @@ struct Common {
 };
 
 void addCommon(CLI::App* command, Common& common) {
-  command->add_option("topology", common.spec,
-                      "preset:NAME[:nodes=N,...], local, a .json (TuCCL) or .xml (NCCL) file")
+  command
+      ->add_option("topology", common.spec,
+                   "preset:NAME[:nodes=N,...], local, a .json (TuCCL) or .xml (NCCL) file")
       ->required();
-  command->add_option("--nodes", common.nodes, "copies of a one-node source (XML, local)")->check(CLI::PositiveNumber);
+  command->add_option("--nodes", common.nodes, "copies of a one-node source (XML, local)")
+      ->check(CLI::PositiveNumber);
   command->add_option("--fabric", common.fabric, "network for --nodes: switch or clos")
       ->check(CLI::IsMember({"switch", "clos"}));
   command->add_option("--oversub", common.oversub, "Clos uplink oversubscription (>= 1)");
@@ -103,7 +104,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   Common showArgs;
-  CLI::App* show = app.add_subcommand("show", "readable summary: nodes, GPUs, NICs and their GPUs, link classes");
+  CLI::App* show =
+      app.add_subcommand("show", "readable summary: nodes, GPUs, NICs and their GPUs, link classes");
   addCommon(show, showArgs);
 
   Common pathArgs;
@@ -131,7 +133,8 @@ int main(int argc, char** argv) {
   std::string exportFormat = "json";
   std::string exportOutput;
   int32_t exportNode = 0;
-  CLI::App* exporter = app.add_subcommand("export", "write the topology as TuCCL JSON, a TACCL sketch or NCCL XML");
+  CLI::App* exporter =
+      app.add_subcommand("export", "write the topology as TuCCL JSON, a TACCL sketch or NCCL XML");
   addCommon(exporter, exportArgs);
   exporter->add_option("--format", exportFormat, "json, taccl or nccl-xml")
       ->check(CLI::IsMember({"json", "taccl", "nccl-xml"}));
@@ -148,18 +151,19 @@ int main(int argc, char** argv) {
       LoadedTopology loaded = load(pathArgs);
       Router router(loaded.topology);
       Path p = router.pathBetween(src, dst);
-      std::cout << "rank " << src << " -> rank " << dst << ": " << pathKindName(p.kind) << ", alpha " << p.alphaUs
-                << " us, bottleneck " << p.bandwidthGBps << " GB/s\n";
+      std::cout << "rank " << src << " -> rank " << dst << ": " << pathKindName(p.kind) << ", alpha "
+                << p.alphaUs << " us, bottleneck " << p.bandwidthGBps << " GB/s\n";
       for (ResourceId id : p.resources) {
         const Resource& r = router.resources()[id];
-        std::cout << "  " << r.name << "  (" << linkKindName(r.kind) << ", " << r.bandwidthGBps << " GB/s, alpha "
-                  << r.alphaUs << " us)\n";
+        std::cout << "  " << r.name << "  (" << linkKindName(r.kind) << ", " << r.bandwidthGBps
+                  << " GB/s, alpha " << r.alphaUs << " us)\n";
       }
     } else if (*prune) {
       LoadedTopology loaded = load(pruneArgs);
       Sketch sketch = buildSketch(loaded.topology, *parseSketchVariant(variant));
       if (pruneFormat == "taccl") {
-        writeOutput(pruneOutput, tacclSketchJson(loaded.topology, sketch, {chunkup, "uc-min"}).dump(2) + "\n");
+        writeOutput(pruneOutput,
+                    tacclSketchJson(loaded.topology, sketch, {chunkup, "uc-min"}).dump(2) + "\n");
       } else {
         writeOutput(pruneOutput, sketchText(loaded.topology, sketch));
       }

@@ -51,10 +51,12 @@ int32_t localIndexOf(const Topology& topology, DeviceRef device) {
   int32_t count = 0;
   switch (device.kind) {
     case DeviceKind::Gpu:
-      for (int32_t i = 0; i < device.index; ++i) count += topology.gpus[i].node == topology.gpus[device.index].node;
+      for (int32_t i = 0; i < device.index; ++i)
+        count += topology.gpus[i].node == topology.gpus[device.index].node;
       return count;
     case DeviceKind::Nic:
-      for (int32_t i = 0; i < device.index; ++i) count += topology.nics[i].node == topology.nics[device.index].node;
+      for (int32_t i = 0; i < device.index; ++i)
+        count += topology.nics[i].node == topology.nics[device.index].node;
       return count;
     case DeviceKind::Switch: {
       const Switch& self = topology.switches[device.index];
@@ -78,7 +80,8 @@ std::string deviceName(const Topology& topology, DeviceRef device) {
     case DeviceKind::Nic:
       return prefix + "nic" + local;
     case DeviceKind::Switch:
-      return prefix + std::string(kSwitchShortNames[static_cast<size_t>(topology.switches[device.index].kind)]) +
+      return prefix +
+             std::string(kSwitchShortNames[static_cast<size_t>(topology.switches[device.index].kind)]) +
              local;
   }
   return "?";
@@ -113,13 +116,16 @@ std::optional<std::string> validateTopology(const Topology& topology) {
   for (size_t i = 0; i < topology.gpus.size(); ++i) {
     const Gpu& gpu = topology.gpus[i];
     if (gpu.rank != static_cast<int32_t>(i)) {
-      return "gpu " + std::to_string(i) + " has rank " + std::to_string(gpu.rank) + "; ranks must be 0, 1, ... in order";
+      return "gpu " + std::to_string(i) + " has rank " + std::to_string(gpu.rank) +
+             "; ranks must be 0, 1, ... in order";
     }
-    if (!nodeInRange(gpu.node)) return "gpu " + std::to_string(i) + ": node " + std::to_string(gpu.node) + " out of range";
+    if (!nodeInRange(gpu.node))
+      return "gpu " + std::to_string(i) + ": node " + std::to_string(gpu.node) + " out of range";
   }
   for (size_t i = 0; i < topology.nics.size(); ++i) {
     const Nic& nic = topology.nics[i];
-    if (!nodeInRange(nic.node)) return "nic " + std::to_string(i) + ": node " + std::to_string(nic.node) + " out of range";
+    if (!nodeInRange(nic.node))
+      return "nic " + std::to_string(i) + ": node " + std::to_string(nic.node) + " out of range";
     if (!(nic.bandwidthGBps > 0) || !std::isfinite(nic.bandwidthGBps)) {
       return "nic " + std::to_string(i) + ": bandwidth must be positive";
     }
@@ -128,7 +134,8 @@ std::optional<std::string> validateTopology(const Topology& topology) {
     const Switch& sw = topology.switches[i];
     if (isNetworkSwitch(sw.kind) ? sw.node != -1 : !nodeInRange(sw.node)) {
       return "switch " + std::to_string(i) + " (" + std::string(switchKindName(sw.kind)) + "): node " +
-             std::to_string(sw.node) + (isNetworkSwitch(sw.kind) ? " must be -1 for a network switch" : " out of range");
+             std::to_string(sw.node) +
+             (isNetworkSwitch(sw.kind) ? " must be -1 for a network switch" : " out of range");
     }
   }
   auto exists = [&](DeviceRef device) {
@@ -148,8 +155,10 @@ std::optional<std::string> validateTopology(const Topology& topology) {
     std::string where = "link " + std::to_string(i);
     if (!exists(link.a) || !exists(link.b)) return where + ": an end refers to a device that does not exist";
     if (link.a == link.b) return where + ": connects a device to itself";
-    if (!(link.bandwidthGBps > 0) || !std::isfinite(link.bandwidthGBps)) return where + ": bandwidth must be positive";
-    if (!(link.alphaUs >= 0) || !std::isfinite(link.alphaUs)) return where + ": alpha must be zero or positive";
+    if (!(link.bandwidthGBps > 0) || !std::isfinite(link.bandwidthGBps))
+      return where + ": bandwidth must be positive";
+    if (!(link.alphaUs >= 0) || !std::isfinite(link.alphaUs))
+      return where + ": alpha must be zero or positive";
     if (link.lanes < 1) return where + ": lanes must be at least 1";
   }
   return std::nullopt;

@@ -1,0 +1,80 @@
+#include <gtest/gtest.h>
+
+#include "topo/load.h"
+#include "topo/presets.h"
+#include "topo/topology_json.h"
+
+namespace tuccl {
+namespace {
+
+Topology parse(const std::string& text) { return readTopologyJson(SourceText("t.json", text)); }
+
+TEST(TopologyJson, RoundTripsEveryPreset) {
+  for (const std::string& name : presetNames()) {
+    Topology original = makePreset("preset:" + name + ":nodes=2");
+    original.gpus[0].pciBusId = "0000:07:00.0";
+    Topology back = parse(writeTopologyJson(original));
+    EXPECT_EQ(back, original) << name;
+    EXPECT_EQ(topologySignature(back), topologySignature(original));
+  }
+}
+
+TEST(TopologyJson, MinimalHandWrittenFile) {
+  Topology t = parse(R"({
+    "nodes": 1,
+    "gpus": [{"node": 0}, {"node": 0}],
+    "switches": [{"kind": "nvswitch", "node": 0}],
+    "links": [{"a": "gpu:0", "b": "switch:0", "kind": "nvlink", "bandwidth_gbps": 300},
+              {"a": "gpu:1", "b": "switch:0", "kind": "nvlink", "bandwidth_gbps": 300, "alpha_us": 0.35}]
+  })");
+  EXPECT_EQ(t.nRanks(), 2);
+  EXPECT_EQ(t.gpus[1].rank, 1);
+  EXPECT_EQ(t.links[0].lanes, 1);
+  EXPECT_DOUBLE_EQ(t.links[1].alphaUs, 0.35);
+}
+
+TEST(TopologyJson, ExamplesLoad) {
+  for (const char* file : {"/examples/topologies/two-node-a100.json", "/examples/topologies/pcie-box.json"}) {
+    LoadedTopology loaded = loadTopology(std::string(TUCCL_SOURCE_DIR) + file);
+    EXPECT_GT(loaded.topology.nRanks(), 0) << file;
+  }
+}
+
+TEST(TopologyJson, SyntaxErrorHasLineAndColumn) {
+  try {
+    parse("{\n  \"nodes\": 1,\n  \"gpus\": [}\n");
+    FAIL();
+  } catch (const DiagnosticError& error) {
+    EXPECT_EQ(error.diagnostic().file, "t.json");
+    EXPECT_EQ(error.diagnostic().loc.line, 3u);
+    EXPECT_EQ(error.diagnostic().loc.column, 12u);
+  }
+}
+
+TEST(TopologyJson, SemanticErrorsNameTheField) {
+  auto messageOf = [](const std::string& text) {
+    try {
+      parse(text);
+    } catch (const DiagnosticError& error) {
+      return error.diagnostic().message;
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(
+      messageOf(
+          R"({"nodes": 1, "links": [{"a": "gpu:0", "b": "gpu:1", "kind": "nvlnk", "bandwidth_gbps": 1}]})"),
+      "links[0].kind: unknown link kind 'nvlnk' (nvlink, pcie, network, smp)");
+  EXPECT_EQ(messageOf(R"({"nodes": 1, "gpus": [{"node": 0, "colour": 1}]})"),
+            "gpus[0]: unknown field 'colour'");
+  EXPECT_EQ(messageOf(R"({"nodes": 1, "nics": [{"node": 0}]})"),
+            "nics[0]: missing required field 'bandwidth_gbps'");
+  EXPECT_EQ(messageOf(R"({"nodes": 1, "gpus": [{"node": 3}]})"), "gpu 0: node 3 out of range");
+  EXPECT_EQ(
+      messageOf(
+          R"({"nodes": 1, "links": [{"a": "gpu0", "b": "gpu:1", "kind": "pcie", "bandwidth_gbps": 1}]})"),
+      "links[0].a: expected 'gpu:N', 'nic:N' or 'switch:N' (got 'gpu0')");
+  EXPECT_EQ(messageOf(R"({"nodes": 1, "version": 7})"), "version: unsupported version 7 (expected 1)");
+}
+
+}  // namespace
+}  // namespace tuccl

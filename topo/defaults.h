@@ -1,0 +1,46 @@
+// Link numbers shared by presets, the NCCL XML importer and discovery, each with its source. Where a
+// file or the machine does not say, these are the documented defaults (docs/topology-format.md).
+#pragma once
+
+#include <cstdint>
+
+namespace tuccl::topo_defaults {
+
+// NVLink 2.0–4.0 lane: 25 GB/s per direction. cost-model.md ("6 NVLink2 links of 25 GB/s per GPU",
+// A100 300 GB/s = 12 lanes, H100 450 GB/s = 18 lanes); SCCL (papers/002).
+inline constexpr double kNvlinkLaneGBps = 25.0;
+// P100 NVLink 1.0 lane: 20 GB/s per direction (NVIDIA Tesla P100 whitepaper).
+inline constexpr double kNvlink1LaneGBps = 20.0;
+// TACCL (papers/004, cost-model.md): NVLink alpha 0.7 µs, InfiniBand alpha 1.7 µs (end to end).
+inline constexpr double kNvlinkAlphaUs = 0.7;
+inline constexpr double kNvswitchHopAlphaUs = kNvlinkAlphaUs / 2;  // GPU→NVSwitch→GPU sums to 0.7
+inline constexpr double kNetworkAlphaUs = 1.7;
+inline constexpr double kNicLinkAlphaUs = kNetworkAlphaUs / 2;  // tx and rx links
+// NCCL tuning.cc per-hop PCIe latency (LL) 1 µs (cost-model.md), split over the two links of a
+// device → switch → device hop.
+inline constexpr double kPcieAlphaUs = 0.5;
+// PCIe x16 per direction, 128b/130b encoding (PCIe base specification).
+inline constexpr double kPcieGen3x16GBps = 16 * 8.0 * 128.0 / 130.0 / 8.0;   // 15.75
+inline constexpr double kPcieGen4x16GBps = 16 * 16.0 * 128.0 / 130.0 / 8.0;  // 31.5
+inline constexpr double kPcieGen5x16GBps = 16 * 32.0 * 128.0 / 130.0 / 8.0;  // 63.0
+// CPU interconnect per direction, NCCL topo.h: SKL_QPI_BW 10 GB/s (Intel), AMD_BW 16 GB/s (AMD).
+inline constexpr double kIntelSmpGBps = 10.0;
+inline constexpr double kAmdSmpGBps = 16.0;
+// A NIC whose speed a file does not give: 100 Gb/s (12.5 GB/s), the slowest NIC of the presets.
+inline constexpr double kDefaultNicGBps = 12.5;
+
+/// Per-direction GB/s of one PCIe lane at `gigaTransfers` GT/s (2.5 and 5 use 8b/10b, 8–32
+/// 128b/130b, 64 FLIT 242/256); 0 for a rate it does not know.
+inline double pcieLaneGBps(double gigaTransfers) {
+  if (gigaTransfers == 2.5) return 0.25;
+  if (gigaTransfers == 5.0) return 0.5;
+  if (gigaTransfers == 8.0 || gigaTransfers == 16.0 || gigaTransfers == 32.0)
+    return gigaTransfers * 128.0 / 130.0 / 8.0;
+  if (gigaTransfers == 64.0) return 64.0 * 242.0 / 256.0 / 8.0;
+  return 0.0;
+}
+
+/// NVLink lane bandwidth for a GPU of compute capability `sm` (×10); 0 when unknown → 25 GB/s.
+inline double nvlinkLaneGBps(int32_t sm) { return sm >= 60 && sm < 70 ? kNvlink1LaneGBps : kNvlinkLaneGBps; }
+
+}  // namespace tuccl::topo_defaults

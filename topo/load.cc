@@ -1,0 +1,60 @@
+#include "topo/load.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "topo/discovery.h"
+#include "topo/nccl_xml.h"
+#include "topo/presets.h"
+#include "topo/topology_json.h"
+
+namespace tuccl {
+
+namespace {
+
+bool looksLikeXml(const SourceText& source) {
+  for (char c : source.text()) {
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
+    return c == '<';
+  }
+  return false;
+}
+
+}  // namespace
+
+LoadedTopology loadTopology(std::string_view spec, const LoadOptions& options) {
+  LoadedTopology loaded;
+  if (isPresetSpec(spec)) {
+    loaded.topology = makePreset(spec);
+    return loaded;
+  }
+  Topology single;
+  if (spec == "local") {
+    DiscoveryOptions discovery;
+    discovery.sysfsRoot = options.sysfsRoot;
+    DiscoveryResult found = discoverLocalTopology(discovery);
+    loaded.notes = found.notes;
+    if (found.topology.empty()) {
+      loaded.topology = found.topology;
+      return loaded;
+    }
+    single = std::move(found.topology);
+  } else {
+    SourceText source = readSourceFile(std::string(spec));
+    if (!looksLikeXml(source)) {
+      loaded.topology = readTopologyJson(source);
+      return loaded;
+    }
+    NcclXmlImport imported = importNcclXml(source);
+    loaded.warnings = std::move(imported.warnings);
+    single = std::move(imported.topology);
+    single.name = std::filesystem::path(std::string(spec)).stem().string();
+  }
+  std::string name = single.name;
+  loaded.topology = composeCluster(single, options.cluster);
+  if (options.cluster.nodes > 1) name += ":nodes=" + std::to_string(options.cluster.nodes);
+  loaded.topology.name = name;
+  return loaded;
+}
+
+}  // namespace tuccl

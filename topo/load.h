@@ -1,0 +1,35 @@
+// One entry point for every topology source the tools accept.
+//
+// In:  a spec — "preset:NAME[:nodes=N,...]", "local", a .json file (TuCCL format) or a .xml file
+//      (NCCL topology). A single-node source (XML, local) is composed into `nodes` copies.
+// Out: a Topology, plus the warnings the source produced.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/source_text.h"
+#include "topo/topology.h"
+
+namespace tuccl {
+
+struct LoadOptions {
+  ClusterOptions cluster;          ///< for single-node sources (XML, local); nodes=1 keeps one node
+  std::string sysfsRoot = "/sys";  ///< for "local"
+};
+
+struct LoadedTopology {
+  Topology topology;
+  std::vector<Diagnostic> warnings;
+  std::vector<std::string> notes;  ///< what discovery found or could not see
+};
+
+/// Throws DiagnosticError (files) or std::invalid_argument (specs) with a readable message.
+LoadedTopology loadTopology(std::string_view spec, const LoadOptions& options = {});
+
+/// A readable multi-line summary: nodes, GPUs, NICs and the GPUs bound to each, link classes with
+/// alpha and bandwidth, and the signature.
+std::string describeTopology(const Topology& topology);
+
+}  // namespace tuccl

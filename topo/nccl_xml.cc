@@ -1,0 +1,398 @@
+#include "topo/nccl_xml.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <pugixml.hpp>
+
+#include "support/log.h"
+#include "topo/defaults.h"
+
+namespace tuccl {
+
+namespace {
+
+using namespace topo_defaults;
+
+constexpr uint32_t kClassBridge = 0x0604;
+constexpr uint32_t kClassVga = 0x0300;
+constexpr uint32_t kClass3d = 0x0302;
+constexpr uint32_t kClassEthernet = 0x0200;
+constexpr uint32_t kClassInfiniband = 0x0207;
+constexpr uint32_t kClassNvswitch = 0x0680;  // "other bridge": NVSwitch in NCCL's tclass 0x068000
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// "0000:19:00.0" in lower case; a bus id without a domain gets "0000:".
+std::string normalizeBusId(std::string busId) {
+  busId = lower(std::move(busId));
+  if (std::count(busId.begin(), busId.end(), ':') == 1) busId = "0000:" + busId;
+  return busId;
+}
+
+std::optional<uint64_t> parseHex(std::string_view text) {
+  if (text.starts_with("0x") || text.starts_with("0X")) text.remove_prefix(2);
+  uint64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<double> parseLeadingNumber(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end == text.data()) return std::nullopt;
+  return value;
+}
+
+std::optional<int64_t> parseInteger(std::string_view text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+struct NvlinkDecl {
+  int32_t gpu;  // document-order GPU index
+  std::string target;
+  int32_t count;
+  uint32_t tclass;
+  SourceLoc loc;
+};
+
+class Importer {
+ public:
+  explicit Importer(const SourceText& source) : source_(source) {
+    result_.topology.name = source.name();
+    result_.topology.nodes.push_back(Node{""});
+  }
+
+  NcclXmlImport run() {
+    pugi::xml_document document;
+    pugi::xml_parse_result parsed = document.load_buffer(source_.text().data(), source_.text().size(),
+                                                         pugi::parse_default, pugi::encoding_utf8);
+    if (!parsed) {
+      size_t offset = parsed.offset < 0 ? 0 : static_cast<size_t>(parsed.offset);
+      throw DiagnosticError(Diagnostic{Severity::Error, source_.name(), source_.locationOf(offset),
+                                       std::string("malformed XML: ") + parsed.description()});
+    }
+    pugi::xml_node system = document.child("system");
+    if (!system) {
+      pugi::xml_node first = document.first_child();
+      while (first && first.type() != pugi::node_element) first = first.next_sibling();
+      throw DiagnosticError(Diagnostic{
+          Severity::Error, source_.name(), locOf(first),
+          first ? "expected <system> as the root element, found <" + std::string(first.name()) + ">"
+                : "expected a <system> element; the file has none"});
+    }
+    for (pugi::xml_node child : system.children()) {
+      if (child.type() != pugi::node_element) continue;
+      std::string_view name = child.name();
+      if (name == "cpu") {
+        readCpu(child);
+      } else if (name == "pci" || name == "nic" || name == "gpu") {
+        // Devices outside any <cpu>: give them an implicit root complex.
+        walk(child, implicitCpu(child));
+      }
+    }
+    connectCpus();
+    if (gpusBeforeRanks_.empty()) warn(locOf(system), "the file describes no GPU");
+    resolveNvlinks();
+    if (pcieDefaulted_ > 0) {
+      warn(firstPcieDefault_,
+           std::to_string(pcieDefaulted_) +
+               " PCI link(s) give no usable link_speed/link_width; assumed PCIe Gen3 x16 (15.75 GB/s)");
+    }
+    orderRanks();
+    if (auto problem = validateTopology(result_.topology)) {
+      throw DiagnosticError(
+          Diagnostic{Severity::Error, source_.name(), {}, "inconsistent topology: " + *problem});
+    }
+    return std::move(result_);
+  }
+
+ private:
+  SourceLoc locOf(pugi::xml_node node) const {
+    if (!node) return {};
+    ptrdiff_t offset = node.offset_debug();
+    return offset < 0 ? SourceLoc{} : source_.locationOf(static_cast<size_t>(offset));
+  }
+
+  void warn(SourceLoc loc, std::string message) {
+    Diagnostic diagnostic{Severity::Warning, source_.name(), loc, std::move(message)};
+    componentLogger("topo")->warn("{}:{}:{}: {}", diagnostic.file, diagnostic.loc.line, diagnostic.loc.column,
+                                  diagnostic.message);
+    result_.warnings.push_back(std::move(diagnostic));
+  }
+
+  Topology& topo() { return result_.topology; }
+
+  DeviceRef addSwitch(SwitchKind kind, std::string name, std::string busId) {
+    topo().switches.push_back(Switch{kind, 0, std::move(name), std::move(busId)});
+    return switchRef(static_cast<int32_t>(topo().switches.size()) - 1);
+  }
+
+  DeviceRef implicitCpu(pugi::xml_node at) {
+    if (implicitCpu_) return *implicitCpu_;
+    warn(locOf(at),
+         "<" + std::string(at.name()) + "> outside any <cpu>; attached to an implicit root complex");
+    implicitCpu_ = addSwitch(SwitchKind::RootComplex, "cpu", "");
+    return *implicitCpu_;
+  }
+
+  void readCpu(pugi::xml_node cpu) {
+    std::string numa = cpu.attribute("numaid").as_string();
+    DeviceRef ref = addSwitch(SwitchKind::RootComplex, numa.empty() ? "cpu" : "cpu" + numa, "");
+    cpuVendors_.push_back(cpu.attribute("vendor").as_string());
+    cpus_.push_back(ref);
+    for (pugi::xml_node child : cpu.children()) {
+      if (child.type() == pugi::node_element) walk(child, ref);
+    }
+  }
+
+  void connectCpus() {
+    // NCCL links every pair of CPUs; the bandwidth depends on the vendor (defaults.h).
+    for (size_t i = 0; i < cpus_.size(); ++i) {
+      for (size_t j = i + 1; j < cpus_.size(); ++j) {
+        bool amd = cpuVendors_[i] == "AuthenticAMD" && cpuVendors_[j] == "AuthenticAMD";
+        topo().links.push_back(
+            Link{cpus_[i], cpus_[j], LinkKind::Smp, kPcieAlphaUs, amd ? kAmdSmpGBps : kIntelSmpGBps, 1});
+      }
+    }
+    if (implicitCpu_ && !cpus_.empty()) {
+      topo().links.push_back(Link{cpus_[0], *implicitCpu_, LinkKind::Smp, kPcieAlphaUs, kIntelSmpGBps, 1});
+    }
+  }
+
+  // The bandwidth of the PCIe link above a <pci> element, from its link_speed and link_width.
+  double pcieBandwidth(pugi::xml_node pci) {
+    std::optional<double> speed = parseLeadingNumber(pci.attribute("link_speed").as_string());
+    std::optional<int64_t> width = parseInteger(pci.attribute("link_width").as_string());
+    double lane = speed ? pcieLaneGBps(*speed) : 0.0;
+    if (lane > 0 && width && *width > 0 && *width <= 32) return lane * static_cast<double>(*width);
+    if (pcieDefaulted_++ == 0) firstPcieDefault_ = locOf(pci);
+    return kPcieGen3x16GBps;
+  }
+
+  void linkPcie(DeviceRef child, DeviceRef parent, double bandwidth) {
+    topo().links.push_back(Link{child, parent, LinkKind::PCIe, kPcieAlphaUs, bandwidth, 1});
+  }
+
+  void walk(pugi::xml_node element, DeviceRef parent) {
+    std::string_view name = element.name();
+    if (name == "pci") {
+      readPci(element, parent);
+    } else if (name == "nic") {
+      readNic(element, parent, kPcieGen3x16GBps, "");
+    } else if (name == "gpu") {
+      readGpu(element, parent, kPcieGen3x16GBps, "");
+    }
+    // Other elements (<nvlink> at odd places, vendor extensions) carry nothing we use.
+  }
+
+  void readPci(pugi::xml_node pci, DeviceRef parent) {
+    std::string busId = normalizeBusId(pci.attribute("busid").as_string());
+    std::optional<uint64_t> classCode;
+    if (pugi::xml_attribute attribute = pci.attribute("class")) {
+      classCode = parseHex(attribute.as_string());
+      if (!classCode) {
+        warn(locOf(pci),
+             "cannot read class '" + std::string(attribute.as_string()) + "' of PCI device " + busId);
+      }
+    }
+    uint32_t base = classCode ? static_cast<uint32_t>(*classCode >> 8) : 0;
+    bool hasGpu = static_cast<bool>(pci.child("gpu"));
+    bool hasNic = static_cast<bool>(pci.child("nic"));
+    if (hasGpu || base == kClass3d || base == kClassVga) {
+      readGpu(pci.child("gpu"), parent, pcieBandwidth(pci), busId, pci);
+    } else if (hasNic || base == kClassInfiniband || base == kClassEthernet) {
+      readNic(pci.child("nic"), parent, pcieBandwidth(pci), busId, pci);
+    } else if (base == kClassBridge || (!classCode && pci.child("pci"))) {
+      DeviceRef bridge = addSwitch(SwitchKind::PCIeSwitch, "", busId);
+      linkPcie(bridge, parent, pcieBandwidth(pci));
+      for (pugi::xml_node child : pci.children()) {
+        if (child.type() == pugi::node_element) walk(child, bridge);
+      }
+    } else {
+      // NVSwitch PCI functions (0x0680), NVMe and the like: not part of the model; their children
+      // (rare) hang off the same parent.
+      for (pugi::xml_node child : pci.children()) {
+        if (child.type() == pugi::node_element) walk(child, parent);
+      }
+    }
+  }
+
+  void readGpu(pugi::xml_node gpu, DeviceRef parent, double bandwidth, const std::string& busId,
+               pugi::xml_node pci = {}) {
+    int32_t index = static_cast<int32_t>(topo().gpus.size());
+    Gpu model;
+    model.rank = index;
+    model.node = 0;
+    model.pciBusId = busId;
+    model.sm = gpu ? gpu.attribute("sm").as_int(0) : 0;
+    topo().gpus.push_back(model);
+    GpuAttributes attributes;
+    attributes.loc = locOf(gpu ? gpu : pci);
+    if (gpu && gpu.attribute("rank")) attributes.rank = gpu.attribute("rank").as_llong(-1);
+    if (gpu && gpu.attribute("dev")) attributes.dev = gpu.attribute("dev").as_llong(-1);
+    gpusBeforeRanks_.push_back(attributes);
+    linkPcie(gpuRef(index), parent, bandwidth);
+    if (!busId.empty()) gpuByBusId_[busId] = index;
+    if (!gpu) return;
+    for (pugi::xml_node nvlink : gpu.children("nvlink")) {
+      NvlinkDecl decl;
+      decl.gpu = index;
+      decl.target = normalizeBusId(nvlink.attribute("target").as_string());
+      decl.count = nvlink.attribute("count").as_int(1);
+      decl.tclass = static_cast<uint32_t>(parseHex(nvlink.attribute("tclass").as_string()).value_or(0) >> 8);
+      decl.loc = locOf(nvlink);
+      if (decl.count < 1) {
+        warn(decl.loc, "NVLink count " + std::to_string(decl.count) + " is not positive; assumed 1");
+        decl.count = 1;
+      }
+      nvlinks_.push_back(decl);
+    }
+  }
+
+  void readNic(pugi::xml_node nic, DeviceRef parent, double bandwidth, const std::string& busId,
+               pugi::xml_node pci = {}) {
+    std::vector<pugi::xml_node> nets;
+    if (nic) {
+      for (pugi::xml_node net : nic.children("net")) nets.push_back(net);
+    }
+    if (nets.empty()) nets.push_back(pugi::xml_node());
+    for (pugi::xml_node net : nets) {
+      Nic model;
+      model.node = 0;
+      model.pciBusId = busId;
+      model.name = net ? net.attribute("name").as_string() : "";
+      double speedMbps = net ? net.attribute("speed").as_double(0.0) : 0.0;
+      if (speedMbps > 0) {
+        model.bandwidthGBps = speedMbps / 8000.0;  // NCCL writes speed in Mb/s
+      } else {
+        model.bandwidthGBps = kDefaultNicGBps;
+        std::string what = !model.name.empty() ? "NIC " + model.name
+                           : !busId.empty()    ? "NIC " + busId
+                                               : "a NIC";
+        warn(locOf(net ? net : (nic ? nic : pci)), what + " gives no speed; assumed 100 Gb/s (12.5 GB/s)");
+      }
+      model.gdr = net ? net.attribute("gdr").as_int(1) != 0 : true;
+      int32_t index = static_cast<int32_t>(topo().nics.size());
+      topo().nics.push_back(model);
+      linkPcie(nicRef(index), parent, bandwidth);
+    }
+  }
+
+  void resolveNvlinks() {
+    std::map<std::pair<int32_t, int32_t>, int32_t> gpuPairs;  // (low, high) → lanes
+    std::map<int32_t, int32_t> switchLanes;                   // gpu → lanes to the NVSwitch
+    for (const NvlinkDecl& decl : nvlinks_) {
+      auto target = gpuByBusId_.find(decl.target);
+      if (decl.tclass == kClassNvswitch) {
+        switchLanes[decl.gpu] += decl.count;
+      } else if (target != gpuByBusId_.end() &&
+                 (decl.tclass == kClass3d || decl.tclass == kClassVga || decl.tclass == 0)) {
+        if (target->second == decl.gpu) {
+          warn(decl.loc, "NVLink from a GPU to itself ignored");
+          continue;
+        }
+        auto key = std::minmax(decl.gpu, target->second);
+        int32_t& lanes = gpuPairs[{key.first, key.second}];
+        lanes = std::max(lanes, decl.count);  // both ends list the same link
+      } else if (decl.tclass == kClass3d || decl.tclass == kClassVga) {
+        warn(decl.loc, "NVLink target " + decl.target + " is not a GPU of this file; ignored");
+      } else {
+        warn(decl.loc, "NVLink to " + decl.target + " (a CPU or unknown device) ignored");
+      }
+    }
+    auto laneBandwidth = [&](int32_t gpu) {
+      int32_t sm = topo().gpus[gpu].sm;
+      if (sm == 0 && !smWarned_) {
+        smWarned_ = true;
+        warn(gpusBeforeRanks_[gpu].loc, "GPU without an 'sm' attribute; NVLink lanes assumed 25 GB/s");
+      }
+      return nvlinkLaneGBps(sm);
+    };
+    for (const auto& [pair, lanes] : gpuPairs) {
+      double lane = std::min(laneBandwidth(pair.first), laneBandwidth(pair.second));
+      topo().links.push_back(Link{gpuRef(pair.first), gpuRef(pair.second), LinkKind::NVLink, kNvlinkAlphaUs,
+                                  lane * lanes, lanes});
+    }
+    if (!switchLanes.empty()) {
+      DeviceRef nvswitch = addSwitch(SwitchKind::NVSwitch, "nvswitch", "");
+      for (const auto& [gpu, lanes] : switchLanes) {
+        topo().links.push_back(Link{gpuRef(gpu), nvswitch, LinkKind::NVLink, kNvswitchHopAlphaUs,
+                                    laneBandwidth(gpu) * lanes, lanes});
+      }
+    }
+  }
+
+  // Ranks follow the <gpu rank> attributes when they are present and distinct, else <gpu dev>,
+  // else document order; then GPUs are renumbered so that gpus[r].rank == r.
+  void orderRanks() {
+    size_t n = gpusBeforeRanks_.size();
+    auto distinctKeys = [&](auto member) {
+      std::vector<int64_t> keys;
+      for (const GpuAttributes& a : gpusBeforeRanks_) {
+        if (a.*member < 0) return std::vector<int64_t>{};
+        keys.push_back(a.*member);
+      }
+      std::vector<int64_t> sorted = keys;
+      std::sort(sorted.begin(), sorted.end());
+      if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return std::vector<int64_t>{};
+      return keys;
+    };
+    std::vector<int64_t> keys = distinctKeys(&GpuAttributes::rank);
+    if (keys.empty()) keys = distinctKeys(&GpuAttributes::dev);
+    if (keys.empty()) {
+      keys.resize(n);
+      std::iota(keys.begin(), keys.end(), 0);
+    }
+    std::vector<int32_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return keys[a] < keys[b]; });
+    std::vector<int32_t> rankOf(n);
+    for (size_t r = 0; r < n; ++r) rankOf[order[r]] = static_cast<int32_t>(r);
+    std::vector<Gpu> gpus(n);
+    for (size_t i = 0; i < n; ++i) {
+      gpus[rankOf[i]] = topo().gpus[i];
+      gpus[rankOf[i]].rank = rankOf[i];
+    }
+    topo().gpus = std::move(gpus);
+    for (Link& link : topo().links) {
+      if (link.a.kind == DeviceKind::Gpu) link.a.index = rankOf[link.a.index];
+      if (link.b.kind == DeviceKind::Gpu) link.b.index = rankOf[link.b.index];
+    }
+  }
+
+  struct GpuAttributes {
+    int64_t rank = -1;
+    int64_t dev = -1;
+    SourceLoc loc;
+  };
+
+  const SourceText& source_;
+  NcclXmlImport result_;
+  std::vector<DeviceRef> cpus_;
+  std::vector<std::string> cpuVendors_;
+  std::optional<DeviceRef> implicitCpu_;
+  std::vector<GpuAttributes> gpusBeforeRanks_;
+  std::map<std::string, int32_t> gpuByBusId_;
+  std::vector<NvlinkDecl> nvlinks_;
+  int32_t pcieDefaulted_ = 0;
+  SourceLoc firstPcieDefault_;
+  bool smWarned_ = false;
+};
+
+}  // namespace
+
+NcclXmlImport importNcclXml(const SourceText& source) { return Importer(source).run(); }
+
+}  // namespace tuccl
