@@ -8,6 +8,7 @@
 // A topology is "preset:NAME[:nodes=N,fabric=switch|clos,oversub=R,rack=K]", "local", a TuCCL JSON
 // file or an NCCL topology XML file (one node; --nodes composes copies).
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -61,12 +62,19 @@ LoadedTopology load(const Common& common, bool requireGpus = true) {
   return loaded;
 }
 
+// Set by --force: an existing output file is only replaced when the user asked for it.
+bool overwriteOutput = false;
+
 void writeOutput(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
     std::cout << text;
     return;
   }
-  std::ofstream out(path, std::ios::binary);
+  std::error_code error;
+  if (!overwriteOutput && std::filesystem::exists(path, error)) {
+    throw std::runtime_error(path + " exists; pass --force to overwrite it");
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   if (!out) throw std::runtime_error("cannot write " + path);
 }
@@ -128,6 +136,7 @@ int main(int argc, char** argv) {
   prune->add_option("--format", pruneFormat, "text or taccl")->check(CLI::IsMember({"text", "taccl"}));
   prune->add_option("--chunkup", chunkup, "TACCL input_chunkup")->check(CLI::PositiveNumber);
   prune->add_option("-o,--output", pruneOutput, "output file (default stdout)");
+  prune->add_flag("--force", overwriteOutput, "overwrite an existing output file");
 
   Common exportArgs;
   std::string exportFormat = "json";
@@ -140,8 +149,18 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"json", "taccl", "nccl-xml"}));
   exporter->add_option("--node", exportNode, "nccl-xml: which node to write");
   exporter->add_option("-o,--output", exportOutput, "output file (default stdout)");
+  exporter->add_flag("--force", overwriteOutput, "overwrite an existing output file");
 
-  CLI11_PARSE(app, argc, argv);
+  // Exit status: 0 success, 2 for any error on the command line or in an input.
+  constexpr int kExitError = 2;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& success) {
+    return app.exit(success);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);
+    return kExitError;
+  }
 
   try {
     if (*show) {
@@ -189,10 +208,10 @@ int main(int argc, char** argv) {
     } catch (const DiagnosticError&) {
     }
     std::cerr << formatDiagnostic(error.diagnostic(), source ? &*source : nullptr);
-    return 1;
+    return kExitError;
   } catch (const std::exception& error) {
     std::cerr << "tuccl-topo: error: " << error.what() << "\n";
-    return 1;
+    return kExitError;
   }
   return 0;
 }

@@ -1,0 +1,96 @@
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/source_text.h"
+#include "topo/presets.h"
+#include "topo/topology_json.h"
+
+namespace {
+
+struct ToolRun {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+ToolRun runTopo(const std::string& arguments) {
+  std::string command = std::string(TUCCL_TOPO) + " " + arguments + " 2>&1";
+  ToolRun result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  size_t got;
+  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), got);
+  int status = pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string data(const std::string& name) { return std::string(TUCCL_SOURCE_DIR) + "/tests/data/topo/" + name; }
+
+TEST(TucclTopo, ShowsWhichGpusShareANic) {
+  ToolRun r = runTopo("show preset:resccl-a100:nodes=2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("nodes 2, GPUs 16, NICs 8"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("n1.nic1 mlx5_1  25 GB/s  ranks 10,11"), std::string::npos) << r.output;
+}
+
+TEST(TucclTopo, PathCrossesTheBoundNics) {
+  ToolRun r = runTopo("path preset:resccl-a100:nodes=2 3 13");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("n0.nic1.tx"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("n1.nic2.rx"), std::string::npos) << r.output;
+}
+
+TEST(TucclTopo, PruneGroupsMatchingNics) {
+  ToolRun r = runTopo("prune preset:resccl-a100:nodes=2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("group 1: n0.nic1[ranks 2 3] n1.nic1[ranks 10 11]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 11 -> 2 3"), std::string::npos) << r.output;
+  ToolRun taccl = runTopo("prune preset:resccl-a100:nodes=2 --format taccl");
+  ASSERT_EQ(taccl.status, 0) << taccl.output;
+  nlohmann::json sketch = nlohmann::json::parse(taccl.output);
+  EXPECT_EQ(sketch["nnodes"], 2);
+  EXPECT_TRUE(sketch["internode_sketch"].contains("internode_conn"));
+}
+
+TEST(TucclTopo, ExportRoundTripsAndNeverOverwritesWithoutForce) {
+  std::filesystem::path file = std::filesystem::path(testing::TempDir()) / "tuccl_topo_export.json";
+  std::filesystem::remove(file);
+  ASSERT_EQ(runTopo("export preset:dgx-h100:nodes=2 --format json -o " + file.string()).status, 0);
+  tuccl::Topology loaded = tuccl::readTopologyJson(tuccl::readSourceFile(file.string()));
+  EXPECT_EQ(loaded, tuccl::makePreset("preset:dgx-h100:nodes=2"));
+  ToolRun again = runTopo("export preset:dgx-h100:nodes=2 --format json -o " + file.string());
+  EXPECT_EQ(again.status, 2);
+  EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
+  EXPECT_EQ(runTopo("export preset:dgx-h100:nodes=2 --format json --force -o " + file.string()).status, 0);
+  ToolRun shown = runTopo("show " + file.string());
+  EXPECT_EQ(shown.status, 0) << shown.output;
+  std::filesystem::remove(file);
+}
+
+TEST(TucclTopo, NcclXmlImportPairsGpusWithNics) {
+  ToolRun r = runTopo("show " + data("nccl/v100-shared-nic.xml"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("GPUs"), std::string::npos) << r.output;
+}
+
+TEST(TucclTopo, BadInputsExitTwoWithLocation) {
+  ToolRun broken = runTopo("show " + data("nccl/broken-unclosed.xml"));
+  EXPECT_EQ(broken.status, 2);
+  EXPECT_NE(broken.output.find("broken-unclosed.xml:6:5: error: malformed XML"), std::string::npos) << broken.output;
+  EXPECT_EQ(runTopo("show preset:no-such-machine").status, 2);
+  EXPECT_EQ(runTopo("show preset:dgx-a100:nodes=0").status, 2);
+  EXPECT_EQ(runTopo("show /nonexistent.json").status, 2);
+  EXPECT_EQ(runTopo("path preset:dgx-a100 0 99").status, 2);
+  EXPECT_EQ(runTopo("frobnicate").status, 2);
+  EXPECT_EQ(runTopo("").status, 2);
+}
+
+}  // namespace
