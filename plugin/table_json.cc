@@ -1,0 +1,404 @@
+// JSON tables, schema version 1 (docs/tuning-table.md). Unknown keys are errors, so a typo is
+// reported instead of silently ignored.
+#include <cctype>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "plugin/lookup_table.h"
+
+namespace tuccl {
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+constexpr std::string_view kFormatName = "tuccl-tuning-table";
+
+/// A semantic error at a JSON path; caught at the reader's boundary.
+struct JsonSchemaError {
+  std::string path;
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& path, std::string message) {
+  throw JsonSchemaError{path, std::move(message)};
+}
+
+std::string describe(const Json& value) {
+  std::string text = value.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
+int64_t readInt(const Json& value, const std::string& path) {
+  if (value.is_number_integer()) return value.get<int64_t>();
+  if (value.is_number_float()) {
+    double d = value.get<double>();
+    if (std::floor(d) == d && std::fabs(d) < 9.0e15) return static_cast<int64_t>(d);
+  }
+  fail(path, "expected an integer, got " + describe(value));
+}
+
+int32_t readIntIn(const Json& value, const std::string& path, int64_t lo, int64_t hi, bool allowAny) {
+  int64_t v = readInt(value, path);
+  if (allowAny && v == -1) return -1;
+  if (v < lo || v > hi) {
+    fail(path, std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                   "]" + (allowAny ? " (or -1 for any)" : ""));
+  }
+  return static_cast<int32_t>(v);
+}
+
+uint64_t readBytes(const Json& value, const std::string& path) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  if (value.is_number_integer()) fail(path, "a byte size cannot be negative: " + describe(value));
+  if (value.is_string()) {
+    if (auto bytes = parseByteSize(value.get<std::string>())) return *bytes;
+    fail(path, "expected a byte size such as 65536, \"64K\" or \"1M\", got " + describe(value));
+  }
+  fail(path, "expected a byte size (a number or a string such as \"1M\"), got " + describe(value));
+}
+
+std::string readString(const Json& value, const std::string& path) {
+  if (!value.is_string()) fail(path, "expected a string, got " + describe(value));
+  return value.get<std::string>();
+}
+
+void checkKeys(const Json& object, const std::string& path, std::initializer_list<std::string_view> allowed) {
+  if (!object.is_object()) fail(path, "expected an object, got " + describe(object));
+  for (const auto& [key, value] : object.items()) {
+    bool known = false;
+    for (std::string_view name : allowed) known = known || key == name;
+    if (!known) fail(path + "." + key, "unknown key \"" + key + "\"");
+  }
+}
+
+Choice readChoice(const Json& object, const std::string& path) {
+  Choice choice;
+  if (auto it = object.find("algorithm"); it != object.end()) {
+    auto algorithm = parseAlgorithm(readString(*it, path + ".algorithm"));
+    if (!algorithm) {
+      fail(path + ".algorithm",
+           "unknown algorithm " + describe(*it) +
+               " (expected tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat "
+               "or any)");
+    }
+    choice.algorithm = *algorithm;
+  }
+  if (auto it = object.find("protocol"); it != object.end()) {
+    auto protocol = parseProtocol(readString(*it, path + ".protocol"));
+    if (!protocol)
+      fail(path + ".protocol", "unknown protocol " + describe(*it) + " (expected ll, ll128, simple or any)");
+    choice.protocol = *protocol;
+  }
+  return choice;
+}
+
+void readKeyCommon(const Json& object, const std::string& path, int32_t& nNodes, int32_t& nRanks,
+                   std::string& topology) {
+  if (auto it = object.find("nNodes"); it != object.end())
+    nNodes = readIntIn(*it, path + ".nNodes", 1, INT32_MAX, true);
+  if (auto it = object.find("nRanks"); it != object.end())
+    nRanks = readIntIn(*it, path + ".nRanks", 1, INT32_MAX, true);
+  if (nNodes > 0 && nRanks > 0 && nRanks < nNodes) {
+    fail(path + ".nRanks",
+         "nRanks " + std::to_string(nRanks) + " is smaller than nNodes " + std::to_string(nNodes));
+  }
+  if (auto it = object.find("topology"); it != object.end()) {
+    topology = readString(*it, path + ".topology");
+    if (topology == "any" || topology == "*") topology.clear();
+  }
+}
+
+TableEntry readEntry(const Json& object, const std::string& path, uint32_t index) {
+  checkKeys(object, path,
+            {"collective", "minBytes", "maxBytes", "nNodes", "nRanks", "topology", "numPipeOps", "regBuff",
+             "algorithm", "protocol", "fallback", "nChannels", "chunkSize", "comment"});
+  TableEntry entry;
+  entry.origin = index;
+  auto coll = object.find("collective");
+  if (coll == object.end()) fail(path, "missing \"collective\"");
+  auto collective = parseCollective(readString(*coll, path + ".collective"));
+  if (!collective) {
+    fail(path + ".collective", "unknown collective " + describe(*coll) +
+                                   " (expected broadcast, reduce, allgather, reducescatter or allreduce)");
+  }
+  entry.collective = *collective;
+  if (auto it = object.find("minBytes"); it != object.end())
+    entry.minBytes = readBytes(*it, path + ".minBytes");
+  if (auto it = object.find("maxBytes"); it != object.end()) {
+    entry.maxBytes =
+        it->is_number_integer() && it->get<int64_t>() == -1 ? UINT64_MAX : readBytes(*it, path + ".maxBytes");
+  }
+  if (entry.minBytes > entry.maxBytes) {
+    fail(path, "minBytes " + std::to_string(entry.minBytes) + " is larger than maxBytes " +
+                   std::to_string(entry.maxBytes));
+  }
+  readKeyCommon(object, path, entry.nNodes, entry.nRanks, entry.topology);
+  if (auto it = object.find("numPipeOps"); it != object.end()) {
+    entry.numPipeOps = readIntIn(*it, path + ".numPipeOps", 0, INT32_MAX, true);
+  }
+  if (auto it = object.find("regBuff"); it != object.end())
+    entry.regBuff = readIntIn(*it, path + ".regBuff", 0, 1, true);
+  if (object.contains("algorithm") || object.contains("protocol"))
+    entry.choices.push_back(readChoice(object, path));
+  if (auto it = object.find("fallback"); it != object.end()) {
+    if (!it->is_array())
+      fail(path + ".fallback", "expected an array of {\"algorithm\", \"protocol\"} objects");
+    if (entry.choices.empty())
+      fail(path + ".fallback", "a fallback list needs an \"algorithm\" or \"protocol\" first");
+    for (size_t i = 0; i < it->size(); ++i) {
+      std::string itemPath = path + ".fallback[" + std::to_string(i) + "]";
+      checkKeys((*it)[i], itemPath, {"algorithm", "protocol"});
+      entry.choices.push_back(readChoice((*it)[i], itemPath));
+    }
+    if (entry.choices.size() > static_cast<size_t>(kMaxChoices)) {
+      fail(path + ".fallback", "at most " + std::to_string(kMaxChoices - 1) + " fallbacks per entry");
+    }
+  }
+  if (auto it = object.find("nChannels"); it != object.end()) {
+    int64_t channels = readInt(*it, path + ".nChannels");
+    if (channels != -1 && channels != 0)
+      entry.nChannels = readIntIn(*it, path + ".nChannels", 1, kMaxChannels, false);
+  }
+  if (auto it = object.find("chunkSize"); it != object.end()) {
+    entry.chunkSize = readBytes(*it, path + ".chunkSize");
+    if (entry.chunkSize == 0)
+      fail(path + ".chunkSize", "the chunk size must be positive (omit it to keep NCCL's)");
+  }
+  return entry;
+}
+
+EnvRecommendation readEnvironment(const Json& object, const std::string& path, uint32_t index) {
+  checkKeys(object, path,
+            {"nNodes", "nRanks", "topology", "comment", kEnvSettingNames[0], kEnvSettingNames[1],
+             kEnvSettingNames[2], kEnvSettingNames[3], kEnvSettingNames[4]});
+  EnvRecommendation env;
+  env.origin = index;
+  readKeyCommon(object, path, env.nNodes, env.nRanks, env.topology);
+  for (std::string_view name : kEnvSettingNames) {
+    auto it = object.find(std::string(name));
+    if (it == object.end()) continue;
+    std::string settingPath = path + "." + std::string(name);
+    std::string value;
+    if (name == "NCCL_NTHREADS" || name == "NCCL_LL128_NTHREADS") {
+      // NCCL: multiples of 32 (warps); 64..512 for Simple/LL, 160..640 for LL128.
+      bool ll128 = name == "NCCL_LL128_NTHREADS";
+      int32_t threads = readIntIn(*it, settingPath, ll128 ? 160 : 64, ll128 ? 640 : 512, false);
+      if (threads % 32 != 0) fail(settingPath, std::to_string(threads) + " is not a multiple of 32");
+      value = std::to_string(threads);
+    } else {
+      uint64_t bytes = readBytes(*it, settingPath);
+      if (bytes == 0) fail(settingPath, "the buffer size must be positive");
+      value = std::to_string(bytes);
+    }
+    env.settings.emplace_back(std::string(name), value);
+  }
+  if (env.settings.empty()) fail(path, "an environment entry needs at least one NCCL_* setting");
+  return env;
+}
+
+void readConstants(const Json& node, const std::string& path, std::vector<ConstantOverride>& out) {
+  if (node.is_object()) {
+    for (const auto& [key, value] : node.items())
+      readConstants(value, path.empty() ? key : path + "." + key, out);
+    return;
+  }
+  std::string fullPath = "constants." + path;
+  auto offset = tunerConstantOffset(path);
+  if (!offset) {
+    fail(fullPath,
+         "not a constant of NCCL's cost model (e.g. baseLatencies.RING.LL, hwLatencies.NET.TREE.SIMPLE, "
+         "llMaxBws.HOPPER.2)");
+  }
+  if (!node.is_number()) fail(fullPath, "expected a number, got " + describe(node));
+  double value = node.get<double>();
+  if (!std::isfinite(value) || value < 0) fail(fullPath, "expected a finite, non-negative number");
+  for (const ConstantOverride& other : out) {
+    if (other.offset == *offset) fail(fullPath, "set twice (also as " + other.name + ")");
+  }
+  out.push_back({tunerConstantName(*offset), *offset, value});
+}
+
+LookupTable readTable(const Json& root) {
+  if (!root.is_object()) fail("", "a table is a JSON object with \"version\" and \"entries\"");
+  checkKeys(root, "",
+            {"format", "version", "matchOrder", "entries", "environment", "constants", "description",
+             "generator", "metadata"});
+  LookupTable table;
+  if (auto it = root.find("format"); it != root.end() && readString(*it, "format") != kFormatName) {
+    fail("format", "expected \"" + std::string(kFormatName) + "\", got " + describe(*it));
+  }
+  auto version = root.find("version");
+  if (version == root.end()) fail("", "missing \"version\" (this plugin reads version 1)");
+  table.version = static_cast<int>(readInt(*version, "version"));
+  if (table.version != kTableFormatVersion) {
+    fail("version", "unsupported table version " + std::to_string(table.version) +
+                        " (this plugin reads version " + std::to_string(kTableFormatVersion) + ")");
+  }
+  if (auto it = root.find("matchOrder"); it != root.end()) {
+    std::string order = readString(*it, "matchOrder");
+    if (order == "specific-first") {
+      table.matchOrder = MatchOrder::SpecificFirst;
+    } else if (order == "file") {
+      table.matchOrder = MatchOrder::FileOrder;
+    } else {
+      fail("matchOrder", "expected \"specific-first\" or \"file\", got " + describe(*it));
+    }
+  }
+  std::set<int32_t> pipeOpsValues;
+  if (auto it = root.find("entries"); it != root.end()) {
+    if (!it->is_array()) fail("entries", "expected an array");
+    if (it->size() > kMaxTableEntries) {
+      fail("entries", std::to_string(it->size()) + " entries, more than the limit of " +
+                          std::to_string(kMaxTableEntries));
+    }
+    table.entries.reserve(it->size());
+    for (size_t i = 0; i < it->size(); ++i) {
+      table.entries.push_back(
+          readEntry((*it)[i], "entries[" + std::to_string(i) + "]", static_cast<uint32_t>(i)));
+      if (table.entries.back().numPipeOps >= 0) pipeOpsValues.insert(table.entries.back().numPipeOps);
+      if (pipeOpsValues.size() > static_cast<size_t>(kMaxPipeOpsValues)) {
+        fail("entries[" + std::to_string(i) + "].numPipeOps",
+             "more than " + std::to_string(kMaxPipeOpsValues) + " distinct numPipeOps values in one table");
+      }
+    }
+  }
+  if (auto it = root.find("environment"); it != root.end()) {
+    if (!it->is_array()) fail("environment", "expected an array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      table.environment.push_back(
+          readEnvironment((*it)[i], "environment[" + std::to_string(i) + "]", static_cast<uint32_t>(i)));
+    }
+  }
+  if (auto it = root.find("constants"); it != root.end()) {
+    if (!it->is_object())
+      fail("constants", "expected an object such as {\"baseLatencies\": {\"RING\": {\"LL\": 6.6}}}");
+    readConstants(*it, "", table.constants);
+  }
+  return table;
+}
+
+/// Line and column (from 1) of byte `offset`.
+std::pair<uint32_t, uint32_t> lineColumn(std::string_view text, size_t offset) {
+  uint32_t line = 1;
+  uint32_t column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+OrderedJson byteSizeJson(uint64_t bytes) { return OrderedJson(bytes); }
+
+std::string lowerCase(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
+}
+
+void writeChoice(OrderedJson& object, const Choice& choice) {
+  if (choice.algorithm != kAny) object["algorithm"] = lowerCase(algorithmName(choice.algorithm));
+  if (choice.protocol != kAny) object["protocol"] = lowerCase(protocolName(choice.protocol));
+  if (choice.algorithm == kAny && choice.protocol == kAny) object["algorithm"] = "any";
+}
+
+}  // namespace
+
+TableResult readTableJson(std::string_view text, std::string_view file) {
+  TableResult result;
+  result.error.file = std::string(file);
+  try {
+    Json root = Json::parse(text.begin(), text.end());
+    result.table = readTable(root);
+  } catch (const Json::parse_error& e) {
+    // nlohmann's byte position is one past the offending character.
+    auto [line, column] = lineColumn(text, e.byte > 0 ? e.byte - 1 : 0);
+    result.error.line = line;
+    result.error.column = column;
+    std::string what = e.what();
+    if (auto colon = what.find("syntax error"); colon != std::string::npos) what = what.substr(colon);
+    result.error.message = "invalid JSON: " + what;
+  } catch (const JsonSchemaError& e) {
+    result.error.message = e.path.empty() ? e.message : e.path + ": " + e.message;
+  } catch (const std::exception& e) {
+    result.error.message = std::string("invalid table: ") + e.what();
+  } catch (...) {
+    result.error.message = "invalid table";
+  }
+  return result;
+}
+
+std::string writeTableJson(const LookupTable& table) {
+  OrderedJson root;
+  root["format"] = std::string(kFormatName);
+  root["version"] = table.version;
+  root["matchOrder"] = table.matchOrder == MatchOrder::FileOrder ? "file" : "specific-first";
+  OrderedJson entries = OrderedJson::array();
+  for (const TableEntry& entry : table.entries) {
+    OrderedJson e;
+    e["collective"] = std::string(collectiveName(entry.collective));
+    e["minBytes"] = byteSizeJson(entry.minBytes);
+    if (entry.maxBytes != UINT64_MAX) e["maxBytes"] = byteSizeJson(entry.maxBytes);
+    if (entry.nNodes >= 0) e["nNodes"] = entry.nNodes;
+    if (entry.nRanks >= 0) e["nRanks"] = entry.nRanks;
+    if (!entry.topology.empty()) e["topology"] = entry.topology;
+    if (entry.numPipeOps >= 0) e["numPipeOps"] = entry.numPipeOps;
+    if (entry.regBuff >= 0) e["regBuff"] = entry.regBuff;
+    if (!entry.choices.empty()) writeChoice(e, entry.choices[0]);
+    if (entry.choices.size() > 1) {
+      OrderedJson fallback = OrderedJson::array();
+      for (size_t i = 1; i < entry.choices.size(); ++i) {
+        OrderedJson c = OrderedJson::object();
+        writeChoice(c, entry.choices[i]);
+        fallback.push_back(std::move(c));
+      }
+      e["fallback"] = std::move(fallback);
+    }
+    if (entry.nChannels > 0) e["nChannels"] = entry.nChannels;
+    if (entry.chunkSize > 0) e["chunkSize"] = byteSizeJson(entry.chunkSize);
+    entries.push_back(std::move(e));
+  }
+  root["entries"] = std::move(entries);
+  if (!table.environment.empty()) {
+    OrderedJson environment = OrderedJson::array();
+    for (const EnvRecommendation& env : table.environment) {
+      OrderedJson e;
+      if (env.nNodes >= 0) e["nNodes"] = env.nNodes;
+      if (env.nRanks >= 0) e["nRanks"] = env.nRanks;
+      if (!env.topology.empty()) e["topology"] = env.topology;
+      for (const auto& [name, value] : env.settings) e[name] = std::stoull(value);
+      environment.push_back(std::move(e));
+    }
+    root["environment"] = std::move(environment);
+  }
+  if (!table.constants.empty()) {
+    OrderedJson constants = OrderedJson::object();
+    for (const ConstantOverride& constant : table.constants) {
+      OrderedJson* node = &constants;
+      std::string_view name = constant.name;
+      size_t start = 0;
+      while (true) {
+        size_t dot = name.find('.', start);
+        std::string part(
+            name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+        if (dot == std::string_view::npos) {
+          (*node)[part] = constant.value;
+          break;
+        }
+        node = &(*node)[part];
+        start = dot + 1;
+      }
+    }
+    root["constants"] = std::move(constants);
+  }
+  return root.dump(2) + "\n";
+}
+
+}  // namespace tuccl

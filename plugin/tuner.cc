@@ -1,0 +1,161 @@
+// The NCCL tuner plugin: ncclTunerPlugin_v2 .. ncclTunerPlugin_v6 (nccl-tuner-abi.md), the only
+// symbols libnccl-tuner-tuccl.so exports.
+//
+// Every exported function is noexcept and returns ncclSuccess unless its arguments make going on
+// impossible (a null context pointer in init): NCCL fails the communicator on any error, so a
+// bad table only costs the tuning, never the job. getCollInfo and getChunkSize read an immutable
+// index: no allocation, no lock, no I/O (TRACE logging, when switched on, goes to NCCL's logger).
+#include <cstdio>
+
+#include "plugin/decision.h"
+#include "plugin/tuner_context.h"
+#include "tuccl/nccl_tuner.h"
+
+namespace tuccl {
+namespace {
+
+constexpr const char* kPluginName = "TuCCL";
+
+const char* originPrefix(TableFormat format) { return format == TableFormat::Csv ? "line " : "entries["; }
+const char* originSuffix(TableFormat format) { return format == TableFormat::Csv ? "" : "]"; }
+
+const char* collectiveLabel(int coll) {
+  return coll >= 0 && coll < kNumCollectives ? collectiveDisplayName(static_cast<Collective>(coll)).data()
+                                             : "?";
+}
+
+void traceNoMatch(const TunerContext& ctx, int coll, size_t nBytes, int numPipeOps, int regBuff) noexcept {
+  TUCCL_TUNER_LOG(ctx.logger, NCCL_LOG_TRACE,
+                  "TuCCL tuner: %s %zu B (pipeOps %d, regBuff %d): no table entry matches; NCCL decides",
+                  collectiveLabel(coll), nBytes, numPipeOps, regBuff);
+}
+
+void traceDecision(const TunerContext& ctx, int coll, size_t nBytes, int numPipeOps, int regBuff,
+                   const CompiledDecision& decision, const AppliedDecision& applied) noexcept {
+  char chosen[48];
+  Choice selected{static_cast<int8_t>(applied.algorithm), static_cast<int8_t>(applied.protocol)};
+  formatChoice(selected, chosen, sizeof chosen);
+  char first[48] = "none";
+  if (decision.numChoices > 0) formatChoice(decision.choices[0], first, sizeof first);
+  if (applied.outcome == DecisionOutcome::AllUnavailable) {
+    TUCCL_TUNER_LOG(
+        ctx.logger, NCCL_LOG_TRACE,
+        "TuCCL tuner: %s %zu B (pipeOps %d, regBuff %d): %s%u%s wants %s and %d fallback(s), none "
+        "available; NCCL decides, nChannels unchanged",
+        collectiveLabel(coll), nBytes, numPipeOps, regBuff, originPrefix(ctx.format), decision.origin,
+        originSuffix(ctx.format), first, decision.numChoices - 1);
+    return;
+  }
+  if (decision.numChoices == 0 || applied.algorithm < 0) {
+    TUCCL_TUNER_LOG(
+        ctx.logger, NCCL_LOG_TRACE,
+        "TuCCL tuner: %s %zu B (pipeOps %d, regBuff %d): %s%u%s -> NCCL's algorithm/protocol, nChannels %d%s",
+        collectiveLabel(coll), nBytes, numPipeOps, regBuff, originPrefix(ctx.format), decision.origin,
+        originSuffix(ctx.format), applied.channelsSet ? decision.nChannels : 0,
+        applied.channelsSet ? "" : " (kept)");
+    return;
+  }
+  TUCCL_TUNER_LOG(
+      ctx.logger, NCCL_LOG_TRACE,
+      "TuCCL tuner: %s %zu B (pipeOps %d, regBuff %d): %s%u%s -> %s (choice %d of %d%s), nChannels %d%s",
+      collectiveLabel(coll), nBytes, numPipeOps, regBuff, originPrefix(ctx.format), decision.origin,
+      originSuffix(ctx.format), chosen, applied.choice + 1, static_cast<int>(decision.numChoices),
+      applied.choice > 0 ? "; earlier choices unavailable" : "", applied.channelsSet ? decision.nChannels : 0,
+      applied.channelsSet ? "" : " (kept)");
+}
+
+ncclResult_t collInfoWithCosts(void* context, ncclFunc_t coll, size_t nBytes, int numPipeOps,
+                               float** collCostTable, int numAlgo, int numProto, int regBuff,
+                               int* nChannels) noexcept {
+  const auto* ctx = static_cast<const TunerContext*>(context);
+  if (ctx == nullptr || ctx->index == nullptr) return ncclSuccess;
+  const CompiledDecision* decision = ctx->index->lookup(static_cast<int>(coll), nBytes, numPipeOps, regBuff);
+  if (decision == nullptr) {
+    if (ctx->trace) traceNoMatch(*ctx, coll, nBytes, numPipeOps, regBuff);
+    return ncclSuccess;
+  }
+  // collCostTable is declared float** but NCCL passes a contiguous float[numAlgo][numProto].
+  AppliedDecision applied =
+      applyToCostTable(*decision, reinterpret_cast<float*>(collCostTable), numAlgo, numProto, nChannels);
+  if (ctx->trace) traceDecision(*ctx, coll, nBytes, numPipeOps, regBuff, *decision, applied);
+  return ncclSuccess;
+}
+
+// ---- v2 -------------------------------------------------------------------------------------------
+ncclResult_t initV2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, void** context) noexcept {
+  if (context == nullptr) return ncclInvalidArgument;
+  *context = createTunerContext(nRanks, nNodes, logger);
+  return ncclSuccess;
+}
+
+ncclResult_t collInfoV2(void* context, ncclFunc_t coll, size_t nBytes, int collNetSupport, int nvlsSupport,
+                        int numPipeOps, int* algorithm, int* protocol, int* nChannels) noexcept {
+  const auto* ctx = static_cast<const TunerContext*>(context);
+  if (ctx == nullptr || ctx->index == nullptr) return ncclSuccess;
+  const CompiledDecision* decision = ctx->index->lookup(static_cast<int>(coll), nBytes, numPipeOps, -1);
+  if (decision == nullptr) {
+    if (ctx->trace) traceNoMatch(*ctx, coll, nBytes, numPipeOps, -1);
+    return ncclSuccess;
+  }
+  AppliedDecision applied = applyToV2(*decision, collNetSupport, nvlsSupport, algorithm, protocol, nChannels);
+  if (ctx->trace) traceDecision(*ctx, coll, nBytes, numPipeOps, -1, *decision, applied);
+  return ncclSuccess;
+}
+
+ncclResult_t destroyV2(void* context) noexcept {
+  destroyTunerContext(static_cast<TunerContext*>(context));
+  return ncclSuccess;
+}
+
+// ---- v3 / v4 --------------------------------------------------------------------------------------
+ncclResult_t collInfoV3(void* context, ncclFunc_t coll, size_t nBytes, int numPipeOps, float** collCostTable,
+                        int numAlgo, int numProto, int* nChannels) noexcept {
+  return collInfoWithCosts(context, coll, nBytes, numPipeOps, collCostTable, numAlgo, numProto, -1,
+                           nChannels);
+}
+
+// ---- v5 / v6 --------------------------------------------------------------------------------------
+ncclResult_t initV5(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes,
+                    ncclDebugLogger_t logger, ncclNvlDomainInfo_v5_t* /*nvlDomainInfo*/,
+                    ncclTunerConstants_v5_t* constants) noexcept {
+  if (context == nullptr) return ncclInvalidArgument;
+  TunerContext* ctx = createTunerContext(nRanks, nNodes, logger);
+  *context = ctx;
+  if (ctx != nullptr) applyTunerConstants(*ctx, constants);
+  return ncclSuccess;
+}
+
+ncclResult_t chunkSizeV6(void* context, ncclFunc_t coll, size_t nBytes, int algorithm, int protocol,
+                         int /*nChannels*/, size_t* chunkSize) noexcept {
+  const auto* ctx = static_cast<const TunerContext*>(context);
+  if (ctx == nullptr || ctx->index == nullptr || chunkSize == nullptr) return ncclSuccess;
+  // NCCL does not pass numPipeOps / regBuff here: entries filtering on them do not apply.
+  const CompiledDecision* decision = ctx->index->lookup(static_cast<int>(coll), nBytes, -1, -1);
+  if (decision == nullptr) return ncclSuccess;
+  uint64_t size = chunkSizeFor(*decision, algorithm, protocol);
+  if (size == 0) return ncclSuccess;
+  *chunkSize = static_cast<size_t>(size);
+  if (ctx->trace) {
+    TUCCL_TUNER_LOG(ctx->logger, NCCL_LOG_TRACE, "TuCCL tuner: %s %zu B %s/%s: %s%u%s -> chunk size %zu",
+                    collectiveLabel(coll), nBytes, algorithmName(algorithm).data(),
+                    protocolName(protocol).data(), originPrefix(ctx->format), decision->origin,
+                    originSuffix(ctx->format), *chunkSize);
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+}  // namespace tuccl
+
+#define TUCCL_EXPORT __attribute__((visibility("default")))
+
+extern "C" TUCCL_EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {
+    tuccl::kPluginName, tuccl::initV5, tuccl::collInfoWithCosts, tuccl::destroyV2, tuccl::chunkSizeV6};
+extern "C" TUCCL_EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {
+    tuccl::kPluginName, tuccl::initV5, tuccl::collInfoWithCosts, tuccl::destroyV2};
+extern "C" TUCCL_EXPORT const ncclTuner_v4_t ncclTunerPlugin_v4 = {
+    tuccl::kPluginName, tuccl::initV2, tuccl::collInfoWithCosts, tuccl::destroyV2};
+extern "C" TUCCL_EXPORT const ncclTuner_v3_t ncclTunerPlugin_v3 = {tuccl::kPluginName, tuccl::initV2,
+                                                                   tuccl::collInfoV3, tuccl::destroyV2};
+extern "C" TUCCL_EXPORT const ncclTuner_v2_t ncclTunerPlugin_v2 = {tuccl::kPluginName, tuccl::initV2,
+                                                                   tuccl::collInfoV2, tuccl::destroyV2};

@@ -1,0 +1,190 @@
+#include "plugin/tuner_context.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+#include <tuple>
+
+namespace tuccl {
+namespace {
+
+constexpr const char* kDefaultCsvPath = "nccl_tuner.conf";
+
+const char* nonEmptyEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && value[0] != '\0' ? value : nullptr;
+}
+
+bool equalsIgnoreCase(const char* a, const char* b) {
+  for (; *a != '\0' && *b != '\0'; ++a, ++b) {
+    if (std::tolower(static_cast<unsigned char>(*a)) != std::tolower(static_cast<unsigned char>(*b)))
+      return false;
+  }
+  return *a == *b;
+}
+
+/// Where the table comes from. Precedence (docs/tuning-table.md): TUCCL_TUNER_TABLE, then
+/// NCCL_TUNER_CONFIG_FILE, then ./nccl_tuner.conf when it exists; an explicitly named table that
+/// fails is a warning and does not fall back to the next source.
+struct TableSource {
+  std::string path;
+  const char* variable = nullptr;  ///< the environment variable that named it; null: the default
+};
+
+std::optional<TableSource> resolveTableSource(ncclDebugLogger_t logger) {
+  const char* table = nonEmptyEnv("TUCCL_TUNER_TABLE");
+  const char* csv = nonEmptyEnv("NCCL_TUNER_CONFIG_FILE");
+  if (table != nullptr) {
+    if (csv != nullptr) {
+      TUCCL_TUNER_LOG(
+          logger, NCCL_LOG_INFO,
+          "TuCCL tuner: TUCCL_TUNER_TABLE=%s takes precedence; NCCL_TUNER_CONFIG_FILE=%s is ignored", table,
+          csv);
+    }
+    return TableSource{table, "TUCCL_TUNER_TABLE"};
+  }
+  if (csv != nullptr) return TableSource{csv, "NCCL_TUNER_CONFIG_FILE"};
+  std::error_code ec;
+  if (std::filesystem::exists(kDefaultCsvPath, ec)) return TableSource{kDefaultCsvPath, nullptr};
+  return std::nullopt;
+}
+
+/// Indexes shared between communicators: (table bytes hash, size, communicator key). Entries are
+/// weak, so an index lives exactly as long as some communicator uses it.
+struct IndexCache {
+  std::mutex mutex;
+  std::map<std::tuple<uint64_t, uint64_t, int32_t, int32_t, std::string>, std::weak_ptr<const SharedTable>>
+      entries;
+};
+
+IndexCache& indexCache() {
+  static IndexCache* cache = new IndexCache;  // never destroyed: contexts may outlive static destructors
+  return *cache;
+}
+
+void logEnvironment(const LookupTable& table, const CommKey& comm, ncclDebugLogger_t logger) {
+  const EnvRecommendation* env = recommendEnvironment(table, comm);
+  if (env == nullptr) return;
+  for (const auto& [name, value] : env->settings) {
+    const char* current = std::getenv(name.c_str());
+    bool same = current != nullptr && value == current;
+    TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,
+                    "TuCCL tuner: the table recommends %s=%s for %d ranks on %d nodes (%s%s)", name.c_str(),
+                    value.c_str(), comm.nRanks, comm.nNodes, current == nullptr ? "unset" : "set to ",
+                    current == nullptr ? "" : (same ? "the same" : current));
+  }
+}
+
+std::shared_ptr<const SharedTable> loadSharedTable(const TableSource& source, const CommKey& comm,
+                                                   ncclDebugLogger_t logger) {
+  auto warn = [&](const TableError& error) {
+    std::string message = formatTableError(error);
+    TUCCL_TUNER_LOG(logger, NCCL_LOG_WARN,
+                    "TuCCL tuner: ignoring the tuning table (%s%s): %s; NCCL tunes as usual",
+                    source.variable != nullptr ? source.variable : "default ",
+                    source.variable != nullptr ? "" : kDefaultCsvPath, message.c_str());
+    return nullptr;
+  };
+  std::string bytes;
+  if (auto error = readTableBytes(source.path, bytes)) return warn(*error);
+  uint64_t hash = fnv1a64(bytes);
+  auto key =
+      std::make_tuple(hash, static_cast<uint64_t>(bytes.size()), comm.nNodes, comm.nRanks, comm.topology);
+  IndexCache& cache = indexCache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.entries.find(key);
+    if (it != cache.entries.end()) {
+      if (auto shared = it->second.lock()) {
+        TUCCL_TUNER_LOG(
+            logger, NCCL_LOG_INFO,
+            "TuCCL tuner: table %s (hash 0x%016llx, %zu entries for %d ranks on %d nodes, shared)",
+            source.path.c_str(), static_cast<unsigned long long>(hash), shared->index.candidateEntries(),
+            comm.nRanks, comm.nNodes);
+        return shared;
+      }
+    }
+  }
+  LoadResult loaded = parseTableBytes(bytes, source.path);
+  if (!loaded.ok()) return warn(loaded.error);
+  const LookupTable& table = loaded.loaded->table;
+  auto shared = std::make_shared<SharedTable>();
+  shared->index = CommIndex::build(table, comm);
+  shared->format = loaded.loaded->format;
+  shared->constants = table.constants;
+  TUCCL_TUNER_LOG(
+      logger, NCCL_LOG_INFO,
+      "TuCCL tuner: table %s (%s, hash 0x%016llx, %zu entries; %zu for %d ranks on %d nodes%s%s, "
+      "%zu byte ranges)",
+      source.path.c_str(), loaded.loaded->format == TableFormat::Json ? "json v1" : "NCCL tuner csv",
+      static_cast<unsigned long long>(hash), table.entries.size(), shared->index.candidateEntries(),
+      comm.nRanks, comm.nNodes, comm.topology.empty() ? "" : ", topology ", comm.topology.c_str(),
+      shared->index.rangeCount());
+  logEnvironment(table, comm, logger);
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  for (auto it = cache.entries.begin(); it != cache.entries.end();) {
+    it = it->second.expired() ? cache.entries.erase(it) : std::next(it);
+  }
+  cache.entries[key] = shared;
+  return shared;
+}
+
+}  // namespace
+
+TunerContext* createTunerContext(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger) noexcept {
+  TunerContext* context = new (std::nothrow) TunerContext;
+  if (context == nullptr) return nullptr;
+  context->logger = logger;
+  try {
+    const char* debug = std::getenv("NCCL_DEBUG");
+    const char* trace = std::getenv("TUCCL_TUNER_TRACE");
+    context->trace = (debug != nullptr && equalsIgnoreCase(debug, "TRACE")) ||
+                     (trace != nullptr && trace[0] != '\0' && std::strcmp(trace, "0") != 0);
+    CommKey comm;
+    comm.nNodes = static_cast<int32_t>(std::min<size_t>(nNodes, INT32_MAX));
+    comm.nRanks = static_cast<int32_t>(std::min<size_t>(nRanks, INT32_MAX));
+    if (const char* signature = nonEmptyEnv("TUCCL_TOPOLOGY_SIGNATURE")) comm.topology = signature;
+    std::optional<TableSource> source = resolveTableSource(logger);
+    if (!source) {
+      TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,
+                      "TuCCL tuner: no table (TUCCL_TUNER_TABLE and NCCL_TUNER_CONFIG_FILE unset, no ./%s); "
+                      "NCCL tunes as usual",
+                      kDefaultCsvPath);
+      return context;
+    }
+    context->shared = loadSharedTable(*source, comm, logger);
+    if (context->shared) {
+      context->index = &context->shared->index;
+      context->format = context->shared->format;
+    }
+  } catch (...) {
+    // Out of memory while loading: a no-op tuner for this communicator.
+    context->shared.reset();
+    context->index = nullptr;
+    TUCCL_TUNER_LOG(logger, NCCL_LOG_WARN,
+                    "TuCCL tuner: could not load the tuning table; NCCL tunes as usual");
+  }
+  return context;
+}
+
+void applyTunerConstants(const TunerContext& context, ncclTunerConstants_v5_t* constants) noexcept {
+  if (constants == nullptr || !context.shared) return;
+  double* values = reinterpret_cast<double*>(constants);
+  static_assert(sizeof(ncclTunerConstants_v5_t) == kNumTunerConstants * sizeof(double));
+  for (const ConstantOverride& constant : context.shared->constants) {
+    if (constant.offset >= kNumTunerConstants) continue;
+    TUCCL_TUNER_LOG(context.logger, NCCL_LOG_INFO, "TuCCL tuner: cost model %s: %g -> %g",
+                    constant.name.c_str(), values[constant.offset], constant.value);
+    values[constant.offset] = constant.value;
+  }
+}
+
+void destroyTunerContext(TunerContext* context) noexcept { delete context; }
+
+}  // namespace tuccl

@@ -1,0 +1,278 @@
+// tuccl-table: inspect and convert TuCCL tuning tables (docs/tuning-table.md).
+//
+//   tuccl-table validate FILE
+//   tuccl-table convert FILE [--to json|csv] [-o OUT] [--lossy]
+//   tuccl-table explain FILE --coll allreduce --bytes 1M --nodes 2 --ranks 16 [--topology SIG]
+//                            [--pipe-ops N] [--reg-buff 0|1]
+//   tuccl-table env FILE --nodes 2 --ranks 16 [--topology SIG] [--export]
+//
+// FILE may be a JSON table or NCCL's example tuner CSV (detected from the content).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "plugin/decision.h"
+#include "plugin/lookup_table.h"
+#include "plugin/table_index.h"
+
+namespace {
+
+using namespace tuccl;
+
+/// `file:line:col: error: message`, then the offending line and a caret, when known.
+void printError(const TableError& error) {
+  TableError located = error;
+  located.message = "error: " + error.message;
+  std::cerr << formatTableError(located) << "\n";
+  if (error.line == 0) return;
+  std::ifstream in(error.file);
+  std::string line;
+  for (uint32_t i = 0; i < error.line && std::getline(in, line); ++i) {
+  }
+  if (!in && line.empty()) return;
+  std::string number = std::to_string(error.line);
+  std::cerr << " " << number << " | " << line << "\n";
+  if (error.column > 0) {
+    std::cerr << " " << std::string(number.size(), ' ') << " | " << std::string(error.column - 1, ' ')
+              << "^\n";
+  }
+}
+
+std::optional<LoadedTable> load(const std::string& path) {
+  LoadResult result = loadTableFile(path);
+  if (!result.ok()) {
+    printError(result.error);
+    return std::nullopt;
+  }
+  return std::move(*result.loaded);
+}
+
+const char* formatName(const LoadedTable& loaded) {
+  return loaded.format == TableFormat::Json ? "json v1" : "NCCL tuner csv";
+}
+
+std::string originName(const LoadedTable& loaded, uint32_t origin) {
+  return loaded.format == TableFormat::Csv ? "line " + std::to_string(origin)
+                                           : "entries[" + std::to_string(origin) + "]";
+}
+
+std::string describeKey(const TableEntry& entry) {
+  std::string key =
+      std::string(collectiveName(entry.collective)) + " [" + std::to_string(entry.minBytes) + ", " +
+      (entry.maxBytes == UINT64_MAX ? std::string("inf") : std::to_string(entry.maxBytes)) + "] B";
+  key += ", nNodes " + (entry.nNodes < 0 ? std::string("any") : std::to_string(entry.nNodes));
+  key += ", nRanks " + (entry.nRanks < 0 ? std::string("any") : std::to_string(entry.nRanks));
+  if (!entry.topology.empty()) key += ", topology " + entry.topology;
+  if (entry.numPipeOps >= 0) key += ", numPipeOps " + std::to_string(entry.numPipeOps);
+  if (entry.regBuff >= 0) key += ", regBuff " + std::to_string(entry.regBuff);
+  return key;
+}
+
+std::string describeDecision(const TableEntry& entry) {
+  std::string text;
+  if (entry.choices.empty()) {
+    text = "algorithm/protocol: NCCL's choice";
+  } else {
+    for (size_t i = 0; i < entry.choices.size(); ++i) {
+      char choice[48];
+      formatChoice(entry.choices[i], choice, sizeof choice);
+      text += (i == 0 ? "" : ", else ") + std::string(choice);
+    }
+    text += " (the first NCCL marks available; none: NCCL's choice)";
+  }
+  text += "\n  nChannels: " + (entry.nChannels > 0 ? std::to_string(entry.nChannels) : std::string("NCCL's"));
+  text += "\n  chunk size (v6): " +
+          (entry.chunkSize > 0 ? std::to_string(entry.chunkSize) + " B" : std::string("NCCL's"));
+  return text;
+}
+
+int validate(const std::string& path) {
+  auto loaded = load(path);
+  if (!loaded) return 1;
+  const LookupTable& table = loaded->table;
+  std::printf(
+      "%s: valid: %s, hash %s, %zu entries, %zu environment recommendations, %zu constant overrides\n",
+      path.c_str(), formatName(*loaded), formatHash(loaded->hash).c_str(), table.entries.size(),
+      table.environment.size(), table.constants.size());
+  std::array<size_t, kNumCollectives> perCollective{};
+  for (const TableEntry& entry : table.entries) ++perCollective[static_cast<size_t>(entry.collective)];
+  for (int c = 0; c < kNumCollectives; ++c) {
+    if (perCollective[c] > 0) {
+      std::printf("  %-14s %zu entries\n", std::string(collectiveName(static_cast<Collective>(c))).c_str(),
+                  perCollective[c]);
+    }
+  }
+  std::printf("  match order: %s\n",
+              table.matchOrder == MatchOrder::FileOrder ? "file (first match wins)" : "specific-first");
+  return 0;
+}
+
+int convert(const std::string& path, std::string to, const std::string& output, bool lossy) {
+  auto loaded = load(path);
+  if (!loaded) return 1;
+  if (to.empty()) to = loaded->format == TableFormat::Json ? "csv" : "json";
+  std::string text;
+  if (to == "json") {
+    text = writeTableJson(loaded->table);
+  } else {
+    std::string error;
+    std::vector<std::string> dropped;
+    auto csv = writeTableCsv(loaded->table, lossy, &error, &dropped);
+    if (!csv) {
+      std::cerr << path << ": error: " << error << "\n";
+      return 1;
+    }
+    for (const std::string& loss : dropped) std::cerr << path << ": warning: dropped " << loss << "\n";
+    text = std::move(*csv);
+  }
+  if (output.empty() || output == "-") {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(output, std::ios::binary);
+  if (!(out << text)) {
+    std::cerr << output << ": error: cannot write the file\n";
+    return 1;
+  }
+  return 0;
+}
+
+int explain(const std::string& path, const std::string& collText, const std::string& bytesText,
+            const CommKey& comm, int pipeOps, int regBuff) {
+  auto loaded = load(path);
+  if (!loaded) return 1;
+  auto collective = parseCollective(collText);
+  if (!collective) {
+    std::cerr << "error: unknown collective '" << collText
+              << "' (broadcast, reduce, allgather, reducescatter, allreduce)\n";
+    return 2;
+  }
+  auto bytes = parseByteSize(bytesText);
+  if (!bytes) {
+    std::cerr << "error: '" << bytesText << "' is not a byte size (e.g. 1048576, 64K, 1M)\n";
+    return 2;
+  }
+  std::printf("table: %s (%s, hash %s, %zu entries)\n", path.c_str(), formatName(*loaded),
+              formatHash(loaded->hash).c_str(), loaded->table.entries.size());
+  std::printf("query: %s %llu B, nNodes %d, nRanks %d, topology %s, numPipeOps %s, regBuff %s\n",
+              std::string(collectiveName(*collective)).c_str(), static_cast<unsigned long long>(*bytes),
+              comm.nNodes, comm.nRanks, comm.topology.empty() ? "-" : comm.topology.c_str(),
+              pipeOps < 0 ? "unknown" : std::to_string(pipeOps).c_str(),
+              regBuff < 0 ? "unknown" : std::to_string(regBuff).c_str());
+  CommIndex index = CommIndex::build(loaded->table, comm);
+  const CompiledDecision* decision = index.lookup(static_cast<int>(*collective), *bytes, pipeOps, regBuff);
+  // Every entry whose key covers the query, in match order, to show what the winner shadows.
+  std::vector<uint32_t> covering;
+  for (uint32_t i : entriesInMatchOrder(loaded->table)) {
+    const TableEntry& entry = loaded->table.entries[i];
+    if (entry.collective == *collective && entry.minBytes <= *bytes && *bytes <= entry.maxBytes &&
+        keyMatches(entry.nNodes, entry.nRanks, entry.topology, comm)) {
+      covering.push_back(i);
+    }
+  }
+  if (decision == nullptr) {
+    std::printf("match: none; the tuner leaves NCCL's choice, nChannels and chunk size alone\n");
+    for (uint32_t i : covering) {
+      std::printf("  (%s covers the size but filters on numPipeOps/regBuff: %s)\n",
+                  originName(*loaded, loaded->table.entries[i].origin).c_str(),
+                  describeKey(loaded->table.entries[i]).c_str());
+    }
+    return 0;
+  }
+  const TableEntry& entry = loaded->table.entries[decision->entryIndex];
+  std::printf("match: %s: %s\n", originName(*loaded, entry.origin).c_str(), describeKey(entry).c_str());
+  std::printf("decides:\n  %s\n", describeDecision(entry).c_str());
+  for (uint32_t i : covering) {
+    if (i == decision->entryIndex) continue;
+    const TableEntry& other = loaded->table.entries[i];
+    bool filtered = (other.numPipeOps >= 0 && other.numPipeOps != pipeOps) ||
+                    (other.regBuff >= 0 && other.regBuff != regBuff);
+    std::printf("  (%s: %s: %s)\n",
+                filtered ? "skipped, its numPipeOps/regBuff filter does not match"
+                         : "also covers it, lower in match order",
+                originName(*loaded, other.origin).c_str(), describeKey(other).c_str());
+  }
+  return 0;
+}
+
+int env(const std::string& path, const CommKey& comm, bool exportLines) {
+  auto loaded = load(path);
+  if (!loaded) return 1;
+  const EnvRecommendation* recommendation = recommendEnvironment(loaded->table, comm);
+  if (recommendation == nullptr) {
+    std::printf("# %s: no environment recommendation for %d ranks on %d nodes\n", path.c_str(), comm.nRanks,
+                comm.nNodes);
+    return 0;
+  }
+  std::printf("# %s: environment[%u], for %d ranks on %d nodes (settings a tuner cannot change)\n",
+              path.c_str(), recommendation->origin, comm.nRanks, comm.nNodes);
+  for (const auto& [name, value] : recommendation->settings) {
+    std::printf("%s%s=%s\n", exportLines ? "export " : "", name.c_str(), value.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tuccl-table: validate, convert and explain TuCCL tuning tables (JSON or NCCL tuner CSV)"};
+  app.require_subcommand(1);
+
+  std::string path;
+  std::string to;
+  std::string output;
+  bool lossy = false;
+  std::string coll;
+  std::string bytes;
+  CommKey comm;
+  int pipeOps = -1;
+  int regBuff = -1;
+  bool exportLines = false;
+
+  CLI::App* validateCmd = app.add_subcommand("validate", "check a table and summarise it");
+  validateCmd->add_option("file", path, "table file (JSON or CSV)")->required();
+
+  CLI::App* convertCmd = app.add_subcommand("convert", "convert CSV to JSON or JSON to CSV");
+  convertCmd->add_option("file", path, "table file (JSON or CSV)")->required();
+  convertCmd->add_option("--to", to, "output format (default: the other one)")
+      ->check(CLI::IsMember({"json", "csv"}));
+  convertCmd->add_option("-o,--output", output, "output file (default: stdout)");
+  convertCmd->add_flag("--lossy", lossy, "drop what CSV cannot hold instead of failing");
+
+  CLI::App* explainCmd = app.add_subcommand("explain", "which entry matches a call and what it decides");
+  explainCmd->add_option("file", path, "table file (JSON or CSV)")->required();
+  explainCmd->add_option("--coll", coll, "broadcast, reduce, allgather, reducescatter, allreduce")
+      ->required();
+  explainCmd->add_option("--bytes", bytes, "message size (e.g. 1048576, 64K, 1M)")->required();
+  explainCmd->add_option("--nodes", comm.nNodes, "nNodes of the communicator")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  explainCmd->add_option("--ranks", comm.nRanks, "nRanks of the communicator")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  explainCmd->add_option("--topology", comm.topology, "topology signature (TUCCL_TOPOLOGY_SIGNATURE)");
+  explainCmd->add_option("--pipe-ops", pipeOps, "numPipeOps of the call (default: unknown)");
+  explainCmd->add_option("--reg-buff", regBuff, "regBuff of the call, 0 or 1 (default: unknown)");
+
+  CLI::App* envCmd =
+      app.add_subcommand("env", "recommended NCCL_* environment lines for a communicator size");
+  envCmd->add_option("file", path, "table file (JSON or CSV)")->required();
+  envCmd->add_option("--nodes", comm.nNodes, "nNodes")->required()->check(CLI::PositiveNumber);
+  envCmd->add_option("--ranks", comm.nRanks, "nRanks")->required()->check(CLI::PositiveNumber);
+  envCmd->add_option("--topology", comm.topology, "topology signature");
+  envCmd->add_flag("--export", exportLines, "prefix each line with 'export '");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*validateCmd) return validate(path);
+    if (*convertCmd) return convert(path, to, output, lossy);
+    if (*explainCmd) return explain(path, coll, bytes, comm, pipeOps, regBuff);
+    if (*envCmd) return env(path, comm, exportLines);
+  } catch (const std::exception& e) {
+    std::cerr << "tuccl-table: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
