@@ -153,12 +153,12 @@ Dag buildDependencyDag(const Algorithm& algorithm, const DagOptions& options) {
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   const auto nLinks = static_cast<int32_t>(distinct.size());
   dag.linkOf.resize(ops.size());
-  dag.links.assign(static_cast<size_t>(nLinks), Link{-1, -1});
+  dag.links.assign(static_cast<size_t>(nLinks), DagLink{-1, -1});
   dag.linkTaskBegin.assign(static_cast<size_t>(nLinks) + 1, 0);
   for (int32_t t = 0; t < dag.nTasks; ++t) {
     const auto link = static_cast<int32_t>(std::lower_bound(distinct.begin(), distinct.end(), keys[t]) - distinct.begin());
     dag.linkOf[t] = link;
-    if (dag.links[link].srcRank < 0) dag.links[link] = Link{ops[t].srcRank, ops[t].dstRank};
+    if (dag.links[link].srcRank < 0) dag.links[link] = DagLink{ops[t].srcRank, ops[t].dstRank};
     ++dag.linkTaskBegin[link + 1];
   }
   for (int32_t l = 0; l < nLinks; ++l) dag.linkTaskBegin[l + 1] += dag.linkTaskBegin[l];

@@ -26,11 +26,11 @@ namespace tuccl {
 
 /// A link: the directed connection srcRank -> dstRank (srcRank == dstRank for local operations,
 /// which each rank runs on its own local connection).
-struct Link {
+struct DagLink {
   int32_t srcRank = 0;
   int32_t dstRank = 0;
-  friend bool operator==(const Link&, const Link&) = default;
-  friend auto operator<=>(const Link&, const Link&) = default;
+  friend bool operator==(const DagLink&, const DagLink&) = default;
+  friend auto operator<=>(const DagLink&, const DagLink&) = default;
 };
 
 struct DagOptions {
@@ -50,7 +50,7 @@ struct Dag {
   std::vector<int32_t> succs;
   /// Communication dependencies: the link of each task, and the tasks of each link in op order.
   std::vector<int32_t> linkOf;
-  std::vector<Link> links;  ///< per link id: the connection of its first task (sorted by key)
+  std::vector<DagLink> links;  ///< per link id: the connection of its first task (sorted by key)
   std::vector<int64_t> linkTaskBegin;
   std::vector<int32_t> linkTasks;
   /// The ChunkId of each task (ResCCL §4.3): the first destination chunk index in storage

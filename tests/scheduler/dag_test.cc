@@ -45,7 +45,7 @@ void expectDagMatchesBruteForce(const Algorithm& algorithm) {
   }
   // Links are connections.
   for (int32_t t = 0; t < dag.nTasks; ++t) {
-    const Link& link = dag.links[dag.linkOf[t]];
+    const DagLink& link = dag.links[dag.linkOf[t]];
     EXPECT_EQ(link.srcRank, algorithm.ops[t].srcRank);
     EXPECT_EQ(link.dstRank, algorithm.ops[t].dstRank);
     bool listed = false;
