@@ -1,0 +1,65 @@
+// CPU verification of a plan: generate its kernels, build them for the host, run every rank's
+// TBs concurrently as threads on host memory and compare every output element with a reference
+// computed from the inputs alone (never from the plan).
+//
+// In:  a Plan and VerifyOptions (datatype, op, element count, chunk size, in-place, seed, ...).
+// Out: a CpuVerifyReport: per rank ok or the first mismatches; a diagnosed hang (every blocked TB
+//      and the flag or credit it waits for); or why the plan was refused (static checks, build).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernelgen/codegen.h"
+#include "kernelgen/datatype.h"
+#include "scheduler/plan.h"
+
+namespace tuccl {
+
+struct VerifyOptions {
+  DataType dataType = DataType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  /// Elements of the collective's unit, NCCL's `count`: AllReduce/Broadcast/Reduce the buffer,
+  /// AllGather each rank's input, ReduceScatter each rank's output, AllToAll per peer.
+  int64_t count = 4096;
+  int64_t chunkSize = 0;     ///< bytes of a micro-batch slice; 0: the plan's config.chunkSize
+  bool inPlace = true;       ///< in-place call (NCCL's layout) or separate input and output
+  uint64_t seed = 0;         ///< 0: a fresh random seed (reported)
+  double timeoutSeconds = 30;  ///< a wait longer than this is a hang
+  int32_t stagingSlots = 4;  ///< slots per staging ring (at most the micro-batches; 1..64)
+  const Algorithm* algorithm = nullptr;  ///< optional, for source lines in the generated code
+  /// Run validatePlan and checkPlanRaceFree first (off only to test the run-time detection of
+  /// wrong plans: order mismatches and hangs).
+  bool staticChecks = true;
+};
+
+struct RankVerifyReport {
+  int32_t rank = 0;
+  bool ok = false;
+  int64_t mismatches = 0;
+  std::vector<std::string> firstMismatches;  ///< up to 4 lines "output[i]: expected E, got G"
+};
+
+struct CpuVerifyReport {
+  bool ok = false;
+  std::string refused;  ///< non-empty: the plan was not run (static check, unsupported, build error)
+  bool hang = false;    ///< a wait timed out: `blocked` names every stopped TB
+  bool orderMismatch = false;  ///< a receive got another entry's slice (send/recv order differs)
+  std::vector<std::string> blocked;
+  std::vector<RankVerifyReport> ranks;
+  uint64_t seed = 0;
+  int64_t microBatches = 0;
+  int32_t stagingSlots = 0;
+  double runSeconds = 0;
+  bool buildCached = false;
+
+  /// Multi-line human-readable summary (one line per rank, every blocked TB).
+  std::string summary() const;
+};
+
+/// Runs the whole verification. Never hangs: waits are bounded by `timeoutSeconds`.
+CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options = {});
+
+}  // namespace tuccl

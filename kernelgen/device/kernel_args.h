@@ -1,0 +1,70 @@
+// The plain structs a rank's kernel receives (MSCCL++'s "DeviceHandle" idea: pointers and
+// counters, nothing else). The host executor (kernelgen/cpu_executor.cc) and a GPU backend fill
+// them; the generated code and the primitives only read them.
+#pragma once
+
+#include "tuccl_device.h"
+
+namespace tuccl::dev {
+
+/// Datatypes and reduction operations, numbered like NCCL's ncclDataType_t / ncclRedOp_t
+/// subsets we support.
+enum DataType : int32_t { kInt8Unused = 0, kUint8 = 1, kInt32 = 2, kInt64 = 4, kFloat16 = 6, kFloat32 = 7,
+                          kFloat64 = 8, kBFloat16 = 9 };
+enum RedOp : int32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
+
+/// One staging ring: the directed connection (srcRank, srcTb) -> (dstRank, dstTb). PUSH model:
+/// the sender writes slice k into slot k % nSlots of the receiver's staging buffer, stores the
+/// slot's tag and raises `posted` to k + 1; the receiver consumes the slot and raises `consumed`
+/// to k + 1, which returns the credit. Each side keeps its own running count.
+struct RingDevice {
+  char* staging = nullptr;        ///< receiver memory: nSlots * slotBytes
+  uint64_t* tags = nullptr;       ///< receiver memory: per slot, (op << 32) | slice
+  uint64_t* posted = nullptr;     ///< receiver memory, raised by the sender (data flag)
+  uint64_t* consumed = nullptr;   ///< sender memory, raised by the receiver (credit)
+  uint64_t* sendCount = nullptr;  ///< sender-private: slices sent so far
+  uint64_t* recvCount = nullptr;  ///< receiver-private: slices received so far
+  int64_t slotBytes = 0;
+  int32_t nSlots = 1;
+  int32_t pad = 0;
+};
+
+/// What a TB was doing when it stopped (filled by the TB itself).
+enum TbState : int32_t { kTbRunning = 0, kTbDone = 1, kTbTimedOut = 2, kTbAborted = 3, kTbTagMismatch = 4 };
+enum WaitKind : int32_t { kWaitNone = 0, kWaitData = 1, kWaitCredit = 2, kWaitDependency = 3, kWaitBarrier = 4 };
+
+struct TbReport {
+  int32_t state = kTbRunning;
+  int32_t entry = -1;      ///< the entry being run (-1: prologue / epilogue)
+  int64_t microBatch = -1;
+  int32_t wait = kWaitNone;
+  int32_t ring = -1;       ///< kWaitData / kWaitCredit / kTbTagMismatch
+  int32_t depTb = -1;      ///< kWaitDependency
+  int32_t depEntry = -1;
+  uint64_t expected = 0;   ///< flag value (or tag) waited for
+  uint64_t seen = 0;       ///< the value last seen
+};
+
+struct KernelArgs {
+  void* input = nullptr;
+  void* output = nullptr;
+  void* scratch = nullptr;
+  int64_t count = 0;          ///< elements of the collective's unit (NCCL's count; see chunkGeometry)
+  int64_t sliceElems = 1;     ///< elements of one micro-batch slice of a chunk (chunkSize / element size)
+  int32_t dtype = kFloat32;
+  int32_t op = kSum;
+  int32_t rank = 0;
+  int32_t nRanks = 1;
+  int32_t chunksPerUnit = 1;  ///< k: chunks of one unit (Algorithm::chunksPerRank)
+  int32_t inPlaceCall = 1;    ///< the input already sits at its in-place storage position
+  RingDevice* rings = nullptr;   ///< every ring of the plan, by ring id
+  uint64_t* progress = nullptr;  ///< this rank: per-entry progress counters (micro-batches done)
+  uint64_t* barrier = nullptr;   ///< this rank: TB arrivals (prologue, epilogue)
+  TbReport* reports = nullptr;   ///< this rank: one per TB
+  int32_t* abort = nullptr;      ///< shared by all ranks: set by the first TB that gives up
+  int32_t pad = 0;
+  int64_t spinLimit = 0;         ///< device: clock64 cycles a wait may spin; host: unused
+  int64_t deadlineNs = 0;        ///< host: steady-clock time (ns) after which a wait gives up
+};
+
+}  // namespace tuccl::dev

@@ -1,0 +1,32 @@
+// Host build of generated kernels: the same per-rank sources compiled by the host C++ compiler
+// against the host shim (kernelgen/device/host_shim.h) into a shared library, loaded with dlopen.
+//
+// In:  the GeneratedKernels of one plan.
+// Out: HostKernels: a callable per rank, and the setter of the calling thread's blockIdx.
+// Libraries are cached by a hash of the sources and the compile command (a directory under the
+// system temp dir, or $TUCCL_KERNELGEN_CACHE), so test processes share them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernelgen/codegen.h"
+#include "kernelgen/device/kernel_args.h"
+
+namespace tuccl {
+
+struct HostKernels {
+  using Kernel = void (*)(tuccl::dev::KernelArgs);
+  using SetBlock = void (*)(unsigned);
+  std::vector<Kernel> ranks;
+  SetBlock setBlock = nullptr;
+  std::string libraryPath;
+  bool fromCache = false;
+};
+
+/// Compiles (or finds in the cache) and loads the host library of `kernels`. On failure returns
+/// null and sets `error` to the compiler's output, naming the generated files.
+std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error);
+
+}  // namespace tuccl

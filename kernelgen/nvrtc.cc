@@ -1,0 +1,101 @@
+// NVRTC compilation (nvrtc.h).
+#include "kernelgen/nvrtc.h"
+
+#include <cstdlib>
+
+#if defined(TUCCL_HAVE_CUDA)
+#include <nvrtc.h>
+#endif
+
+namespace tuccl {
+
+std::string deviceIncludeDir() {
+  if (const char* dir = std::getenv("TUCCL_KERNELGEN_DEVICE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  return TUCCL_KERNELGEN_DEVICE_DIR;
+}
+
+#if !defined(TUCCL_HAVE_CUDA)
+
+bool nvrtcAvailable() { return false; }
+
+NvrtcResult compileWithNvrtc(const GeneratedKernel& kernel, std::string_view arch, const NvrtcOptions&) {
+  NvrtcResult result;
+  result.fileName = kernel.fileName;
+  result.arch = std::string(arch);
+  result.error = kernel.fileName + ": cannot compile for " + result.arch + ": TuCCL was built without CUDA (NVRTC)";
+  return result;
+}
+
+#else
+
+bool nvrtcAvailable() { return true; }
+
+namespace {
+
+// One NVRTC compilation for the real architecture `gpuArch` ("sm_90"): CUBIN and PTX.
+bool compileOnce(const GeneratedKernel& kernel, const std::string& gpuArch, const NvrtcOptions& options,
+                 NvrtcResult& result) {
+  nvrtcProgram program = nullptr;
+  nvrtcResult status = nvrtcCreateProgram(&program, kernel.source.c_str(), kernel.fileName.c_str(), 0, nullptr, nullptr);
+  if (status != NVRTC_SUCCESS) {
+    result.error = kernel.fileName + ": nvrtcCreateProgram failed: " + nvrtcGetErrorString(status);
+    return false;
+  }
+  std::vector<std::string> strings = {"--gpu-architecture=" + gpuArch, "-I" + deviceIncludeDir(), "-std=c++17",
+                                      "-DTUCCL_NVRTC=1"};
+  if (options.dataType) strings.push_back("-DTUCCL_ONLY_DTYPE=" + std::to_string(deviceDataType(*options.dataType)));
+  if (options.op) strings.push_back("-DTUCCL_ONLY_OP=" + std::to_string(deviceReduceOp(*options.op)));
+  for (const std::string& extra : options.extraOptions) strings.push_back(extra);
+  std::vector<const char*> argv;
+  for (const std::string& s : strings) argv.push_back(s.c_str());
+  status = nvrtcCompileProgram(program, static_cast<int>(argv.size()), argv.data());
+  size_t logSize = 0;
+  if (nvrtcGetProgramLogSize(program, &logSize) == NVRTC_SUCCESS && logSize > 1) {
+    std::string log(logSize, '\0');
+    nvrtcGetProgramLog(program, log.data());
+    log.resize(logSize - 1);
+    result.log += log;
+  }
+  bool ok = status == NVRTC_SUCCESS;
+  if (!ok) {
+    result.error = kernel.fileName + ": NVRTC compilation for " + gpuArch + " failed: " + nvrtcGetErrorString(status);
+  } else {
+    size_t size = 0;
+    ok = nvrtcGetCUBINSize(program, &size) == NVRTC_SUCCESS && size > 0;
+    if (ok) {
+      result.cubin.resize(size);
+      ok = nvrtcGetCUBIN(program, result.cubin.data()) == NVRTC_SUCCESS;
+    }
+    size = 0;
+    ok = ok && nvrtcGetPTXSize(program, &size) == NVRTC_SUCCESS && size > 1;
+    if (ok) {
+      result.ptx.assign(size, '\0');
+      ok = nvrtcGetPTX(program, result.ptx.data()) == NVRTC_SUCCESS;
+      result.ptx.resize(size - 1);
+    }
+    if (!ok) result.error = kernel.fileName + ": NVRTC produced no CUBIN or PTX for " + gpuArch;
+  }
+  nvrtcDestroyProgram(&program);
+  return ok;
+}
+
+}  // namespace
+
+NvrtcResult compileWithNvrtc(const GeneratedKernel& kernel, std::string_view arch, const NvrtcOptions& options) {
+  NvrtcResult result;
+  result.fileName = kernel.fileName;
+  result.arch = std::string(arch);
+  std::string number(arch);
+  if (number.rfind("sm_", 0) == 0) number = number.substr(3);
+  if (number.rfind("compute_", 0) == 0) number = number.substr(8);
+  if (number.empty() || number.find_first_not_of("0123456789a") != std::string::npos) {
+    result.error = kernel.fileName + ": unknown GPU architecture '" + result.arch + "' (expected e.g. sm_80, sm_90)";
+    return result;
+  }
+  result.ok = compileOnce(kernel, "sm_" + number, options, result);
+  return result;
+}
+
+#endif
+
+}  // namespace tuccl

@@ -1,0 +1,46 @@
+// NVRTC compilation of generated kernels: source -> CUBIN and PTX for a GPU architecture,
+// without a GPU (the toolkit's libnvrtc only).
+//
+// In:  a GeneratedKernel (codegen.h) and an architecture ("sm_80", "sm_90", ...).
+// Out: NvrtcResult: the CUBIN and PTX bytes, or NVRTC's log and the generated file's name.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernelgen/codegen.h"
+#include "kernelgen/datatype.h"
+
+namespace tuccl {
+
+struct NvrtcOptions {
+  /// Specialise the kernel to one datatype (and operation), as a runtime compiling per call
+  /// configuration does; unset: one kernel serves every datatype and operation (runtime switch).
+  std::optional<DataType> dataType;
+  std::optional<ReduceOp> op;
+  std::vector<std::string> extraOptions;  ///< passed to nvrtcCompileProgram as they are
+};
+
+struct NvrtcResult {
+  bool ok = false;
+  std::string fileName;  ///< the generated file the result is about (rank<N>.cu)
+  std::string arch;
+  std::vector<char> cubin;
+  std::string ptx;
+  std::string log;    ///< NVRTC's log (warnings on success, errors on failure)
+  std::string error;  ///< one line: what failed ("built without CUDA", "rank3.cu: compilation failed ...")
+};
+
+/// Whether this build links NVRTC.
+bool nvrtcAvailable();
+
+/// Compiles one rank's kernel for `arch` ("sm_80", "sm_90"); the device headers come from the
+/// kernelgen/device directory of the source tree (deviceIncludeDir()).
+NvrtcResult compileWithNvrtc(const GeneratedKernel& kernel, std::string_view arch, const NvrtcOptions& options = {});
+
+/// kernelgen/device of this build (the include directory of the generated sources).
+std::string deviceIncludeDir();
+
+}  // namespace tuccl

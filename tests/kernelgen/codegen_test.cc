@@ -1,0 +1,139 @@
+// Kernel generation: structure and readability of the generated source, layout and the static
+// race check.
+#include "kernelgen/codegen.h"
+
+#include <gtest/gtest.h>
+
+#include "kernelgen/kernel_layout.h"
+#include "plan_fixtures.h"
+
+namespace tuccl {
+namespace {
+
+using testing::compileExample;
+
+TEST(Codegen, OneKernelPerRankWithCommentedEntries) {
+  const auto& example = compileExample("ring_allreduce");
+  KernelOptions options;
+  options.algorithm = &example.algorithm;
+  std::vector<GeneratedKernel> kernels = generateKernels(example.plan, options);
+  ASSERT_EQ(kernels.size(), 8u);
+  for (const GeneratedKernel& kernel : kernels) {
+    EXPECT_EQ(kernel.fileName, "rank" + std::to_string(kernel.rank) + ".cu");
+    EXPECT_NE(kernel.source.find("TUCCL_KERNEL " + kernel.kernelName + "(tuccl::dev::KernelArgs args)"),
+              std::string::npos);
+    EXPECT_NE(kernel.source.find("switch (blockIdx.x)"), std::string::npos);
+    EXPECT_NE(kernel.source.find("ring_allreduce.resccl:"), std::string::npos) << "source lines in comments";
+    EXPECT_NE(kernel.source.find("for (int64_t mb = 0; mb < t.nMicroBatches; ++mb)"), std::string::npos);
+    EXPECT_EQ(kernel.nTbs, static_cast<int32_t>(example.plan.ranks[kernel.rank].tbs.size()));
+  }
+  // Every plan entry appears once, with its primitive.
+  size_t entries = 0;
+  for (const PlanTb& tb : example.plan.ranks[3].tbs) entries += tb.entries.size();
+  size_t calls = 0;
+  for (size_t at = 0; (at = kernels[3].source.find("t.at(", at)) != std::string::npos; ++at) ++calls;
+  EXPECT_EQ(calls, entries);
+  EXPECT_NE(kernels[3].source.find("TUCCL_TRY(recvReduceCopy(t, "), std::string::npos);
+  EXPECT_NE(kernels[3].source.find("TUCCL_TRY(send(t, "), std::string::npos);
+}
+
+TEST(Codegen, DependenciesBecomeFlagWaits) {
+  const auto& example = compileExample("hm_allreduce");
+  std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
+  bool sawDep = false;
+  for (const PlanTb& tb : example.plan.ranks[0].tbs) {
+    for (const PlanEntry& entry : tb.entries) sawDep = sawDep || !entry.deps.empty();
+  }
+  ASSERT_TRUE(sawDep);
+  EXPECT_NE(kernels[0].source.find("TUCCL_TRY(waitEntry(t, "), std::string::npos);
+  EXPECT_NE(kernels[0].source.find("postEntry(t, "), std::string::npos);
+}
+
+TEST(Codegen, ReplayLevelsLoopMicroBatchesOutsideEntries) {
+  const auto& example = compileExample("ring_allgather", "algorithm");
+  std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
+  EXPECT_NE(kernels[0].source.find("replayed per micro-batch"), std::string::npos);
+}
+
+TEST(KernelLayout, RingsPairSendsWithReceives) {
+  const auto& example = compileExample("hm_allgather");
+  KernelLayout layout = layoutKernels(example.plan);
+  EXPECT_EQ(layout.chunksPerUnit, 1);
+  int64_t sends = 0;
+  for (const PlanRank& rank : example.plan.ranks) {
+    for (const PlanTb& tb : rank.tbs) {
+      for (int32_t e = 0; e < static_cast<int32_t>(tb.entries.size()); ++e) {
+        const PlanEntry& entry = tb.entries[e];
+        const EntryLayout& where = layout.at(rank.rank, tb.id, e);
+        if (entry.kind == PrimitiveKind::Copy || entry.kind == PrimitiveKind::Reduce) {
+          EXPECT_EQ(where.ring, -1);
+          continue;
+        }
+        ASSERT_GE(where.ring, 0);
+        const PlanEntry& peer = example.plan.ranks[entry.peer].tbs[where.peer.tb].entries[where.peer.entry];
+        EXPECT_EQ(peer.op, entry.op);
+        EXPECT_EQ(layout.at(entry.peer, where.peer.tb, where.peer.entry).ring, where.ring);
+        if (entry.kind == PrimitiveKind::Send) ++sends;
+      }
+    }
+  }
+  int64_t messages = 0;
+  for (const RingInfo& ring : layout.rings) messages += ring.messages;
+  EXPECT_EQ(messages, sends);
+}
+
+TEST(KernelLayout, LoweredPlansAreRaceFree) {
+  for (const std::string& name : testing::exampleAlgorithms()) {
+    for (const std::string& scheduler : testing::schedulers()) {
+      const auto& example = compileExample(name, scheduler);
+      KernelLayout layout = layoutKernels(example.plan);
+      EXPECT_FALSE(checkPlanRaceFree(example.plan, layout).has_value()) << name << " " << scheduler;
+    }
+  }
+}
+
+TEST(KernelLayout, RemovedDependencyIsARace) {
+  Plan plan = compileExample("ring_allreduce").plan;
+  bool removed = false;
+  for (PlanTb& tb : plan.ranks[2].tbs) {
+    for (PlanEntry& entry : tb.entries) {
+      // A send's dependency on the receive that reduced its chunk (a receive's WAR dependency
+      // on an earlier send is also implied by the ring's own causality).
+      if (!removed && entry.kind == PrimitiveKind::Send && !entry.deps.empty()) {
+        const EntryRef dep = entry.deps.front();
+        entry.deps.erase(entry.deps.begin());
+        removed = true;
+        // Keep hasDependents consistent so only the ordering is wrong.
+        bool still = false;
+        for (const PlanTb& other : plan.ranks[2].tbs) {
+          for (const PlanEntry& e : other.entries) {
+            for (const EntryRef& d : e.deps) still = still || d == dep;
+          }
+        }
+        plan.ranks[2].tbs[dep.tb].entries[dep.entry].hasDependents = still;
+      }
+    }
+  }
+  ASSERT_TRUE(removed);
+  KernelLayout layout = layoutKernels(plan);
+  auto race = checkPlanRaceFree(plan, layout);
+  ASSERT_TRUE(race.has_value());
+  EXPECT_NE(race->find("race on rank 2"), std::string::npos) << *race;
+}
+
+TEST(KernelLayout, UnpairedSendIsRefused) {
+  Plan plan = compileExample("ring_allgather").plan;
+  for (PlanTb& tb : plan.ranks[1].tbs) {
+    for (size_t e = 0; e < tb.entries.size(); ++e) {
+      if (tb.entries[e].kind == PrimitiveKind::Recv && tb.entries[e].deps.empty() && !tb.entries[e].hasDependents) {
+        tb.entries.erase(tb.entries.begin() + static_cast<std::ptrdiff_t>(e));
+        EXPECT_THROW(layoutKernels(plan), std::invalid_argument);
+        return;
+      }
+    }
+  }
+  GTEST_SKIP() << "no independent receive to remove";
+}
+
+}  // namespace
+}  // namespace tuccl

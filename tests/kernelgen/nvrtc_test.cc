@@ -1,0 +1,127 @@
+// NVRTC compiles the generated kernels of every example plan for sm_80 and sm_90 (no GPU
+// needed); compile errors name the generated file and carry NVRTC's log. nvcc compiles the
+// device header library.
+#include "kernelgen/nvrtc.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "plan_fixtures.h"
+
+namespace tuccl {
+namespace {
+
+TEST(Nvrtc, CompilesEveryExamplePlanForSm80AndSm90) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
+  for (const std::string& name : testing::exampleAlgorithms()) {
+    const auto& example = testing::compileExample(name);
+    KernelOptions options;
+    options.algorithm = &example.algorithm;
+    std::vector<GeneratedKernel> kernels = generateKernels(example.plan, options);
+    // Two compilations at a time (CI has two cores); NVRTC programs are independent.
+    std::vector<std::future<NvrtcResult>> results;
+    for (const GeneratedKernel& kernel : kernels) {
+      for (const char* arch : {"sm_80", "sm_90"}) {
+        results.push_back(std::async(std::launch::deferred, [&kernel, arch] {
+          NvrtcOptions nvrtcOptions;  // specialised like a runtime compiling per call configuration
+          nvrtcOptions.dataType = DataType::Float32;
+          nvrtcOptions.op = ReduceOp::Sum;
+          return compileWithNvrtc(kernel, arch, nvrtcOptions);
+        }));
+      }
+    }
+    std::vector<NvrtcResult> done(results.size());
+    std::thread helper([&] {
+      for (size_t i = 1; i < results.size(); i += 2) done[i] = results[i].get();
+    });
+    for (size_t i = 0; i < results.size(); i += 2) done[i] = results[i].get();
+    helper.join();
+    for (const NvrtcResult& result : done) {
+      ASSERT_TRUE(result.ok) << name << " " << result.fileName << " " << result.arch << ": " << result.error << "\n"
+                             << result.log;
+      EXPECT_GT(result.cubin.size(), 1000u);
+      ASSERT_GE(result.cubin.size(), 4u);
+      EXPECT_EQ(std::string(result.cubin.data() + 1, 3), "ELF");
+      EXPECT_NE(result.ptx.find(".entry tuccl_rank"), std::string::npos);
+      EXPECT_NE(result.ptx.find(".target " + std::string(result.arch == "sm_80" ? "sm_80" : "sm_90")), std::string::npos);
+    }
+  }
+}
+
+TEST(Nvrtc, GenericKernelServesEveryDatatype) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
+  const auto& example = testing::compileExample("hm_allreduce");
+  std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
+  NvrtcResult generic = compileWithNvrtc(kernels[5], "sm_90");
+  ASSERT_TRUE(generic.ok) << generic.error << "\n" << generic.log;
+  NvrtcOptions floatSum;
+  floatSum.dataType = DataType::Float32;
+  floatSum.op = ReduceOp::Sum;
+  NvrtcResult specialised = compileWithNvrtc(kernels[5], "sm_90", floatSum);
+  ASSERT_TRUE(specialised.ok) << specialised.error << "\n" << specialised.log;
+  EXPECT_GT(generic.ptx.size(), specialised.ptx.size() + 10000) << "the generic kernel holds every datatype";
+}
+
+TEST(Nvrtc, ErrorsNameTheFileAndCarryTheLog) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
+  GeneratedKernel broken;
+  broken.fileName = "rank7.cu";
+  broken.kernelName = "tuccl_rank7";
+  broken.source = "#include \"primitives.h\"\nTUCCL_KERNEL tuccl_rank7(tuccl::dev::KernelArgs args) {\n  undefinedThing(args);\n}\n";
+  NvrtcResult result = compileWithNvrtc(broken, "sm_90");
+  EXPECT_FALSE(result.ok);
+  EXPECT_NE(result.error.find("rank7.cu"), std::string::npos) << result.error;
+  EXPECT_NE(result.log.find("rank7.cu"), std::string::npos) << result.log;
+  EXPECT_NE(result.log.find("undefinedThing"), std::string::npos) << result.log;
+}
+
+TEST(Nvrtc, RejectsUnknownArchitecture) {
+  GeneratedKernel kernel;
+  kernel.fileName = "rank0.cu";
+  NvrtcResult result = compileWithNvrtc(kernel, "volta");
+  EXPECT_FALSE(result.ok);
+  EXPECT_FALSE(result.error.empty());
+}
+
+#if defined(TUCCL_KERNELGEN_NVCC)
+// nvcc builds the device header library: every primitive instantiated in a kernel, for two
+// architectures, plus the host pass of nvcc (the headers are also host code there).
+TEST(Nvcc, CompilesTheDeviceHeaderLibrary) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(TUCCL_BINARY_DIR) / "kernelgen_nvcc_test";
+  fs::create_directories(dir);
+  const fs::path source = dir / "device_library.cu";
+  std::ofstream(source) << R"(#include "primitives.h"
+using namespace tuccl::dev;
+TUCCL_KERNEL tuccl_all_primitives(KernelArgs args) {
+  Tb t = makeTb(args, static_cast<int32_t>(blockIdx.x));
+  TUCCL_TRY(prologue(t, 1, 1, 0));
+  for (int64_t mb = 0; mb < t.nMicroBatches; ++mb) {
+    TUCCL_TRY(waitEntry(t, 0, 0, 0, mb));
+    TUCCL_TRY(send(t, 0, kInput, 0, 0, 1, 0, mb));
+    TUCCL_TRY(recv(t, 1, 0, kOutput, 0, 1, 0, mb));
+    TUCCL_TRY(recvReduceCopy(t, 1, 0, kOutput, 0, 1, 0, mb));
+    TUCCL_TRY(recvCopySend(t, 1, 0, 0, kOutput, 0, 1, 0, 1, mb));
+    TUCCL_TRY(recvReduceSend(t, 1, 0, 0, kOutput, 0, 1, 0, 1, mb));
+    TUCCL_TRY(copy(t, kInput, 0, kOutput, 0, 1, mb));
+    TUCCL_TRY(reduce(t, kInput, 0, kOutput, 0, 1, mb));
+    postEntry(t, 0, mb);
+  }
+  TUCCL_TRY(epilogue(t, 1, kOutput, 0, 1));
+}
+int main() { return 0; }
+)";
+  const std::string command = std::string("'") + TUCCL_KERNELGEN_NVCC + "' -std=c++17 -gencode arch=compute_80,code=sm_80 " +
+                              "-gencode arch=compute_90,code=sm_90 -I'" + deviceIncludeDir() + "' -c '" +
+                              source.string() + "' -o '" + (dir / "device_library.o").string() + "' 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+#endif
+
+}  // namespace
+}  // namespace tuccl

@@ -1,0 +1,73 @@
+// Plans of the example algorithms for the kernelgen tests: the pipeline of tuccl-compile
+// (compileResccl -> checkAlgorithm -> DAG -> scheduler -> TB allocation -> lowerToPlan).
+#pragma once
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lang/resccl.h"
+#include "lang/semantic_check.h"
+#include "scheduler/dag.h"
+#include "scheduler/pipeline.h"
+#include "scheduler/plan.h"
+#include "scheduler/tb_allocation.h"
+
+namespace tuccl::testing {
+
+inline const std::vector<std::string>& exampleAlgorithms() {
+  static const std::vector<std::string> names = {"ring_allreduce", "hm_allreduce", "ring_allgather", "hm_allgather",
+                                                 "direct_allgather"};
+  return names;
+}
+
+inline const std::vector<std::string>& schedulers() {
+  static const std::vector<std::string> names = {"hpds", "rr", "algorithm", "stage"};
+  return names;
+}
+
+struct CompiledExample {
+  Algorithm algorithm;
+  Plan plan;
+};
+
+/// The example `name` with 8 ranks, 4 per node, scheduled by `scheduler`; cached.
+inline const CompiledExample& compileExample(const std::string& name, const std::string& scheduler = "hpds",
+                                             bool stateBased = true, int32_t nRanks = 8, int32_t perNode = 4) {
+  static std::map<std::string, std::unique_ptr<CompiledExample>> cache;
+  const std::string key = name + "/" + scheduler + "/" + (stateBased ? "state" : "connection") + "/" +
+                          std::to_string(nRanks) + "x" + std::to_string(perNode);
+  auto& slot = cache[key];
+  if (slot) return *slot;
+  const std::string path = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + name + ".resccl";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  RescclOptions options;
+  options.parameterOverrides = {{"nRanks", nRanks}, {"GPUPerNode", perNode}};
+  auto compiled = std::make_unique<CompiledExample>();
+  compiled->algorithm = compileResccl(SourceText("examples/algorithms/" + name + ".resccl", text.str()), options);
+  EXPECT_TRUE(checkAlgorithm(compiled->algorithm).ok()) << name;
+  const Algorithm& algorithm = compiled->algorithm;
+  Dag dag = buildDependencyDag(algorithm);
+  Pipeline pipeline = scheduler == "rr"          ? scheduleRoundRobin(dag)
+                      : scheduler == "algorithm" ? scheduleAlgorithmLevel(algorithm, dag)
+                      : scheduler == "stage"     ? scheduleStageLevel(algorithm, dag, 4)
+                                                 : scheduleHpds(dag);
+  TbAllocationOptions allocationOptions;
+  allocationOptions.policy = stateBased ? TbPolicy::StateBased : TbPolicy::ConnectionBased;
+  TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline, allocationOptions);
+  PlanConfig config;
+  config.nChannels = 1;
+  compiled->plan = lowerToPlan(algorithm, dag, pipeline, allocation, config);
+  EXPECT_FALSE(validatePlan(compiled->plan).has_value()) << key;
+  slot = std::move(compiled);
+  return *slot;
+}
+
+}  // namespace tuccl::testing
