@@ -1,0 +1,171 @@
+#include "sim/metrics.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace tuccl {
+
+namespace {
+constexpr double kBytesPerUsPerGBps = 1e3;
+}  // namespace
+
+double busBandwidthFactor(CollectiveKind collective, int32_t nRanks) {
+  const double n = std::max(1, nRanks);
+  switch (collective) {
+    case CollectiveKind::AllReduce:
+      return 2 * (n - 1) / n;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllToAll:
+      return (n - 1) / n;
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce:
+      return 1;
+  }
+  return 1;
+}
+
+Metrics computeMetrics(const Plan& plan, const Network& network, const SimResult& result) {
+  Metrics metrics;
+  const CollectiveKind collective = parseCollectiveKind(plan.collective).value_or(CollectiveKind::AllReduce);
+  metrics.timeUs = result.timeUs;
+  if (result.timeUs > 0) {
+    metrics.algBwGBps = static_cast<double>(result.messageBytes) / (result.timeUs * kBytesPerUsPerGBps);
+    metrics.busBwGBps = metrics.algBwGBps * busBandwidthFactor(collective, plan.nRanks);
+  }
+  metrics.bound = collectiveLowerBound(collective, result.messageBytes, network);
+  metrics.efficiency = result.timeUs > 0 ? metrics.bound.timeUs / result.timeUs : 0;
+
+  // TBs.
+  std::vector<int32_t> perRank(plan.nRanks, 0);
+  double busySum = 0;
+  for (const SimTb& tb : result.tbs) {
+    ++perRank[tb.rank];
+    const double lifetime = result.rankEndUs[tb.rank];
+    const double busy = lifetime > 0 ? std::min(1.0, tb.busyUs / lifetime) : 1.0;
+    busySum += busy;
+    metrics.tbIdleMax = std::max(metrics.tbIdleMax, 1 - busy);
+  }
+  metrics.totalTbs = static_cast<int64_t>(result.tbs.size());
+  if (!perRank.empty()) {
+    metrics.minTbsPerRank = *std::min_element(perRank.begin(), perRank.end());
+    metrics.maxTbsPerRank = *std::max_element(perRank.begin(), perRank.end());
+  }
+  if (!result.tbs.empty()) {
+    metrics.tbBusyMean = busySum / result.tbs.size();
+    metrics.tbIdleMean = 1 - metrics.tbBusyMean;
+  }
+
+  // Links.
+  double spanSum = 0;
+  double bubbleSum = 0;
+  const auto& resources = network.resources();
+  for (size_t r = 0; r < result.resources.size() && r < resources.size(); ++r) {
+    const FlowNetwork::ResourceStats& stats = result.resources[r];
+    if (stats.bytes <= 0) continue;
+    LinkUse use;
+    use.resource = static_cast<int32_t>(r);
+    use.name = resources[r].name;
+    use.bytes = stats.bytes;
+    if (result.timeUs > 0) {
+      use.utilisation = stats.bytes / (resources[r].capacityGBps * kBytesPerUsPerGBps * result.timeUs);
+      use.busyFraction = stats.busyUs / result.timeUs;
+    }
+    const double span = stats.lastUs - stats.firstUs;
+    use.bubbleUs = std::max(0.0, span - stats.busyUs);
+    spanSum += std::max(0.0, span);
+    bubbleSum += use.bubbleUs;
+    metrics.links.push_back(use);
+  }
+  metrics.usedLinks = static_cast<int32_t>(metrics.links.size());
+  for (const LinkUse& use : metrics.links) {
+    metrics.linkUtilisationMean += use.utilisation;
+    metrics.linkBusyMean += use.busyFraction;
+    metrics.linkUtilisationMax = std::max(metrics.linkUtilisationMax, use.utilisation);
+  }
+  if (metrics.usedLinks > 0) {
+    metrics.linkUtilisationMean /= metrics.usedLinks;
+    metrics.linkBusyMean /= metrics.usedLinks;
+  }
+  metrics.bubbleFraction = spanSum > 0 ? bubbleSum / spanSum : 0;
+  std::stable_sort(metrics.links.begin(), metrics.links.end(),
+                   [](const LinkUse& a, const LinkUse& b) { return a.utilisation > b.utilisation; });
+  return metrics;
+}
+
+std::string formatMetrics(const Metrics& m, int32_t maxLinks) {
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line, "time %.2f us, algbw %.2f GB/s, busbw %.2f GB/s\n", m.timeUs, m.algBwGBps,
+                m.busBwGBps);
+  out << line;
+  std::snprintf(line, sizeof line,
+                "lower bound %.2f us (%s; ingress %.2f, nic %.2f, bisection %.2f), efficiency %.1f%%\n",
+                m.bound.timeUs, m.bound.binding.c_str(), m.bound.ingressUs, m.bound.nicUs, m.bound.bisectionUs,
+                100 * m.efficiency);
+  out << line;
+  std::snprintf(line, sizeof line, "TBs %lld (%d..%d per rank), busy %.1f%%, idle mean %.1f%% max %.1f%%\n",
+                static_cast<long long>(m.totalTbs), m.minTbsPerRank, m.maxTbsPerRank, 100 * m.tbBusyMean,
+                100 * m.tbIdleMean, 100 * m.tbIdleMax);
+  out << line;
+  std::snprintf(line, sizeof line, "links used %d, utilisation mean %.1f%% max %.1f%%, busy mean %.1f%%, bubbles %.1f%%\n",
+                m.usedLinks, 100 * m.linkUtilisationMean, 100 * m.linkUtilisationMax, 100 * m.linkBusyMean,
+                100 * m.bubbleFraction);
+  out << line;
+  for (int32_t i = 0; i < maxLinks && i < static_cast<int32_t>(m.links.size()); ++i) {
+    const LinkUse& use = m.links[i];
+    std::snprintf(line, sizeof line, "  %-36s util %5.1f%%  busy %5.1f%%  %12.0f B\n", use.name.c_str(),
+                  100 * use.utilisation, 100 * use.busyFraction, use.bytes);
+    out << line;
+  }
+  return out.str();
+}
+
+std::string formatBytes(int64_t bytes) {
+  static const char* const kUnits[] = {"", "K", "M", "G", "T"};
+  int unit = 0;
+  int64_t value = bytes;
+  while (unit < 4 && value >= 1024 && value % 1024 == 0) {
+    value /= 1024;
+    ++unit;
+  }
+  return std::to_string(value) + kUnits[unit];
+}
+
+int64_t parseBytes(std::string_view text) {
+  std::string_view number = text;
+  double scale = 1;
+  while (!number.empty() && (number.back() == 'B' || number.back() == 'b')) number.remove_suffix(1);
+  if (!number.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(number.back()))) {
+      case 'K':
+        scale = 1024.0;
+        break;
+      case 'M':
+        scale = 1024.0 * 1024;
+        break;
+      case 'G':
+        scale = 1024.0 * 1024 * 1024;
+        break;
+      case 'T':
+        scale = 1024.0 * 1024 * 1024 * 1024;
+        break;
+      default:
+        break;
+    }
+    if (scale != 1) number.remove_suffix(1);
+  }
+  double value = 0;
+  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (number.empty() || error != std::errc() || end != number.data() + number.size() || !(value >= 0) ||
+      value * scale > 9.0e18)
+    throw std::invalid_argument("not a size: '" + std::string(text) + "' (examples: 1024, 8K, 64M, 4G)");
+  return static_cast<int64_t>(std::llround(value * scale));
+}
+
+}  // namespace tuccl

@@ -1,0 +1,69 @@
+#include "sim/cost_model.h"
+
+#include <gtest/gtest.h>
+
+namespace tuccl {
+namespace {
+
+TEST(CostModel, DefaultsAreTheCitedNumbers) {
+  const CostModel model = defaultCostModel();
+  const ProtocolCost& simple = model.protocol(Protocol::Simple);
+  EXPECT_DOUBLE_EQ(simple.efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(simple.baseLatencyUs, 8.4);
+  EXPECT_DOUBLE_EQ(simple.hopLatencyUs[static_cast<int>(HopClass::NVLink)], 3.4);
+  EXPECT_DOUBLE_EQ(simple.hopLatencyUs[static_cast<int>(HopClass::Network)], 14.0);
+  EXPECT_DOUBLE_EQ(model.protocol(Protocol::LL).efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(model.protocol(Protocol::LL128).efficiency, 120.0 / 128.0);
+  EXPECT_DOUBLE_EQ(model.protocol(Protocol::LL128).tbCapGBps, 20.0);
+  EXPECT_DOUBLE_EQ(tbCapGBps(model, Protocol::Simple, 512, false), 24.0);
+  EXPECT_DOUBLE_EQ(tbCapGBps(model, Protocol::Simple, 256, false), 12.0);
+  EXPECT_DOUBLE_EQ(tbCapGBps(model, Protocol::LL128, 512, false), 20.0);
+  EXPECT_DOUBLE_EQ(tbCapGBps(model, Protocol::Simple, 512, true), 6.25);  // Figure 4: 4 TBs fill 25 GB/s
+}
+
+TEST(CostModel, ContentionFollowsEquationOne) {
+  const CostModel model = defaultCostModel();
+  EXPECT_DOUBLE_EQ(contentionFactor(model, 0.5), 1.0);
+  EXPECT_DOUBLE_EQ(contentionFactor(model, 1.0), 1.0);
+  EXPECT_NEAR(contentionFactor(model, 2.0), 1.0 / 1.15, 1e-12);
+  EXPECT_GT(contentionFactor(model, 1.5), contentionFactor(model, 2.0));
+  EXPECT_DOUBLE_EQ(contentionFactor(model, 1e9), model.contentionFloor);
+}
+
+TEST(CostModel, StagingSlotsFollowTheBuffer) {
+  const CostModel model = defaultCostModel();
+  EXPECT_EQ(stagingSlots(model, 1 << 20), 4);   // 4 MiB / 1 MiB
+  EXPECT_EQ(stagingSlots(model, 64 << 10), 8);  // NCCL_STEPS
+  EXPECT_EQ(stagingSlots(model, 16 << 20), 1);
+}
+
+TEST(CostModel, JsonRoundTripsAndOverridesSomeFields) {
+  const CostModel model = defaultCostModel();
+  const std::string text = writeCostModelJson(model);
+  const CostModel back = readCostModelJson(SourceText("cost.json", text));
+  EXPECT_EQ(writeCostModelJson(back), text);
+  const CostModel changed = readCostModelJson(
+      SourceText("cost.json", R"({"syncOverheadUs": 2.5, "protocols": {"Simple": {"hopLatencyUs": {"network": 7}}}})"));
+  EXPECT_DOUBLE_EQ(changed.syncOverheadUs, 2.5);
+  EXPECT_DOUBLE_EQ(changed.protocol(Protocol::Simple).hopLatencyUs[static_cast<int>(HopClass::Network)], 7.0);
+  EXPECT_DOUBLE_EQ(changed.protocol(Protocol::Simple).hopLatencyUs[static_cast<int>(HopClass::NVLink)], 3.4);
+  EXPECT_DOUBLE_EQ(changed.perThreadGBps, model.perThreadGBps);
+}
+
+TEST(CostModel, RejectsTyposAndBadValues) {
+  EXPECT_THROW(readCostModelJson(SourceText("c.json", R"({"syncOverhead": 1})")), DiagnosticError);
+  EXPECT_THROW(readCostModelJson(SourceText("c.json", R"({"syncOverheadUs": -1})")), DiagnosticError);
+  EXPECT_THROW(readCostModelJson(SourceText("c.json", R"({"protocols": {"LL256": {}}})")), DiagnosticError);
+  EXPECT_THROW(readCostModelJson(SourceText("c.json", R"({"protocols": {"LL": {"efficiency": 2}}})")), DiagnosticError);
+  try {
+    readCostModelJson(SourceText("c.json", "{\n  \"a\": ,\n}"));
+    FAIL();
+  } catch (const DiagnosticError& error) {
+    EXPECT_EQ(error.diagnostic().loc.line, 2u);
+  }
+  EXPECT_EQ(parseProtocol("ll128"), Protocol::LL128);
+  EXPECT_THROW(parseProtocol("LL256"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tuccl

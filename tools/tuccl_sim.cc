@@ -1,0 +1,205 @@
+// tuccl-sim: simulate a plan (plan.json) or a ResCCLang algorithm on a topology over a range of
+// sizes and print an nccl-tests-shaped table, with the lower bound and the efficiency against it;
+// --compare puts several schedulers side by side.
+//
+// Exit status: 0 success, 2 for any error in the inputs or on the command line.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "sim/cost_model.h"
+#include "sim/lower_bound.h"
+#include "sim/metrics.h"
+#include "sim/network.h"
+#include "scheduler/plan_builder.h"
+#include "sim/simulator.h"
+#include "sim/trace.h"
+
+namespace {
+
+constexpr int kExitError = 2;
+constexpr int kElementBytes = 4;  // nccl-tests default type: float
+
+std::vector<int64_t> sizeRange(const std::string& range, double factor) {
+  const size_t colon = range.find(':');
+  const int64_t lo = tuccl::parseBytes(range.substr(0, colon));
+  const int64_t hi = colon == std::string::npos ? lo : tuccl::parseBytes(range.substr(colon + 1));
+  if (lo <= 0 || hi < lo) throw std::invalid_argument("--sizes wants MIN:MAX with 0 < MIN <= MAX");
+  if (!(factor > 1)) throw std::invalid_argument("--factor must be greater than 1");
+  std::vector<int64_t> sizes;
+  for (double s = static_cast<double>(lo); s <= static_cast<double>(hi) * (1 + 1e-9); s *= factor)
+    sizes.push_back(static_cast<int64_t>(s));
+  return sizes;
+}
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tuccl-sim: simulate a collective on a topology (discrete events, alpha-beta with fair sharing).\n"
+      "  tuccl-sim plan.json --topo preset:resccl-a100:nodes=2 --sizes 1K:4G\n"
+      "  tuccl-sim hm_allreduce.resccl --topo preset:resccl-a100:nodes=2,gpus=4 --compare hpds,rr,algorithm,stage"};
+  app.set_version_flag("--version", "tuccl-sim 0.1.0");
+  std::string input, topo = "preset:resccl-a100:nodes=2", sizes = "1K:4G", compare, scheduler = "hpds";
+  std::string costFile, trace, tbAlloc = "auto", protocol = "Simple";
+  double factor = 2;
+  int32_t stages = 4, threads = 512, channels = 0, ranks = 0, perNode = 0;
+  int64_t chunkSize = 1 << 20;
+  bool report = false, dumpCost = false;
+  app.add_option("INPUT", input, "a plan (.json, from tuccl-compile -o) or a ResCCLang program (.resccl)");
+  app.add_option("--topo", topo, "topology: preset:NAME[:nodes=N,gpus=K,...], a .json or .xml file, local")
+      ->capture_default_str();
+  app.add_option("--sizes", sizes, "size range MIN:MAX in bytes (K, M, G suffixes)")->capture_default_str();
+  app.add_option("-f,--factor", factor, "multiply the size by this between rows")->capture_default_str();
+  app.add_option("--scheduler", scheduler, "for an algorithm: hpds, rr, algorithm, stage")
+      ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage"}))
+      ->capture_default_str();
+  app.add_option("--compare", compare, "for an algorithm: schedulers side by side, e.g. hpds,rr,algorithm,stage");
+  app.add_option("--stages", stages, "stage-level blocks")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--tb-alloc", tbAlloc, "auto (state for hpds/rr, MSCCL connection+channels otherwise), state, "
+                                        "connection, connection+channels")
+      ->check(CLI::IsMember({"auto", "state", "connection", "connection+channels"}))
+      ->capture_default_str();
+  app.add_option("--protocol", protocol, "for an algorithm: LL, LL128, Simple")
+      ->check(CLI::IsMember({"LL", "LL128", "Simple"}))
+      ->capture_default_str();
+  app.add_option("--threads", threads, "for an algorithm: threads per TB")->check(CLI::Range(32, 1024))->capture_default_str();
+  app.add_option("--chunk-size", chunkSize, "for an algorithm: bytes per micro-batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--channels", channels, "for an algorithm: plan replicas (default: the program's nChannels)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--ranks", ranks, "for an algorithm: nRanks (default: the topology's GPUs)");
+  app.add_option("--gpus-per-node", perNode, "for an algorithm: GPUPerNode (default: the topology's)");
+  app.add_option("--cost", costFile, "cost-model JSON overriding the defaults (see --dump-cost)");
+  app.add_flag("--dump-cost", dumpCost, "print the cost model in effect as JSON and exit");
+  app.add_option("--trace", trace, "write a Chrome trace (Perfetto) of the largest size, first scheduler");
+  app.add_flag("--report", report, "print the metrics of the largest size (bound, TBs, links, bubbles)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& success) {
+    return app.exit(success);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);
+    return kExitError;
+  }
+
+  try {
+    tuccl::CostModel cost = tuccl::defaultCostModel();
+    if (!costFile.empty()) cost = tuccl::readCostModelJson(tuccl::readSourceFile(costFile));
+    if (dumpCost) {
+      std::cout << tuccl::writeCostModelJson(cost);
+      return 0;
+    }
+    if (input.empty()) throw std::invalid_argument("no INPUT (a plan .json or a .resccl program); see --help");
+    const tuccl::Network network = tuccl::loadNetwork(topo);
+    const std::vector<int64_t> sizeList = sizeRange(sizes, factor);
+
+    // The plans: one from a file, or one per scheduler from an algorithm.
+    std::vector<tuccl::Plan> plans;
+    std::vector<std::string> labels;
+    const bool isPlan = input.size() >= 5 && input.substr(input.size() - 5) == ".json";
+    if (isPlan) {
+      if (!compare.empty()) throw std::invalid_argument("--compare needs an algorithm, not a plan");
+      plans.push_back(tuccl::readPlanJson(tuccl::readSourceFile(input)));
+      labels.push_back(plans.back().scheduler);
+    } else {
+      const int32_t n = ranks > 0 ? ranks : network.nRanks();
+      const int32_t g = perNode > 0 ? perNode : network.maxGpusPerNode();
+      const tuccl::Algorithm algorithm = tuccl::loadRescclAlgorithm(input, n, g);
+      std::vector<std::string> schedulers = compare.empty() ? std::vector<std::string>{scheduler} : splitList(compare);
+      for (const std::string& name : schedulers) {
+        tuccl::PlanRequest request;
+        request.scheduler = name;
+        request.stages = stages;
+        request.tbAllocation = tbAlloc;
+        request.config.protocol = protocol;
+        request.config.nThreads = threads;
+        request.config.chunkSize = chunkSize;
+        request.config.nChannels = channels;
+        plans.push_back(tuccl::buildPlan(algorithm, request));
+        labels.push_back(name);
+      }
+    }
+    const tuccl::Plan& first = plans.front();
+    const tuccl::CollectiveKind collective = *tuccl::parseCollectiveKind(first.collective);
+    std::printf("# %s %s on %s: %d ranks, %d nodes; protocol %s, %d threads, chunk %s, %d channel(s)\n",
+                first.collective.c_str(), first.algorithm.c_str(), network.name().c_str(), network.nRanks(),
+                network.nNodes(), first.config.protocol.c_str(), first.config.nThreads,
+                tuccl::formatBytes(first.config.chunkSize).c_str(), first.config.nChannels);
+    const bool single = plans.size() == 1;
+    if (single) {
+      std::printf("# scheduler %s (%s level, %s)\n", first.scheduler.c_str(), first.executionLevel.c_str(),
+                  first.tbAllocation.c_str());
+      std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s\n", "size", "count", "type", "redop", "time", "algbw",
+                  "busbw", "bound", "eff");
+      std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)",
+                  "(GB/s)", "(us)", "(%)");
+    } else {
+      std::printf("#%11s %13s %10s", "size", "count", "bound(us)");
+      for (const std::string& label : labels) std::printf(" %10s %8s %6s", (label + "(us)").c_str(), "busbw", "eff%");
+      std::printf(" %s\n", ("speedup " + labels[0] + " vs others").c_str());
+    }
+    double busSum = 0;
+    tuccl::SimResult last;
+    for (size_t i = 0; i < sizeList.size(); ++i) {
+      const int64_t bytes = sizeList[i];
+      const tuccl::LowerBound bound = tuccl::collectiveLowerBound(collective, bytes, network);
+      std::vector<double> times;
+      for (size_t p = 0; p < plans.size(); ++p) {
+        tuccl::SimOptions options;
+        options.messageBytes = bytes;
+        options.cost = cost;
+        options.recordTrace = !trace.empty() && p == 0 && i + 1 == sizeList.size();
+        tuccl::SimResult result = tuccl::simulatePlan(plans[p], network, options);
+        times.push_back(result.timeUs);
+        if (p == 0 && i + 1 == sizeList.size()) last = std::move(result);
+      }
+      const double factorBus = tuccl::busBandwidthFactor(collective, first.nRanks);
+      const char* redop = tuccl::isReduction(collective) ? "sum" : "none";
+      if (single) {
+        const double algbw = bytes / (times[0] * 1e3);
+        busSum += algbw * factorBus;
+        std::printf(" %11lld %13lld %6s %6s %10.1f %8.2f %8.2f %10.1f %6.1f\n", static_cast<long long>(bytes),
+                    static_cast<long long>(bytes / kElementBytes), "float", redop, times[0], algbw, algbw * factorBus,
+                    bound.timeUs, 100 * bound.timeUs / times[0]);
+      } else {
+        std::printf(" %11lld %13lld %10.1f", static_cast<long long>(bytes), static_cast<long long>(bytes / kElementBytes),
+                    bound.timeUs);
+        for (double t : times) std::printf(" %10.1f %8.2f %6.1f", t, bytes / (t * 1e3) * factorBus, 100 * bound.timeUs / t);
+        std::printf("  ");
+        for (size_t p = 1; p < times.size(); ++p) std::printf(" %.2fx", times[p] / times[0]);
+        std::printf("\n");
+      }
+    }
+    if (single) std::printf("# Avg bus bandwidth    : %g\n", busSum / sizeList.size());
+    if (report) std::cout << tuccl::formatMetrics(tuccl::computeMetrics(first, network, last), 12);
+    if (!trace.empty()) {
+      std::ofstream out(trace, std::ios::binary | std::ios::trunc);
+      out << tuccl::writeChromeTrace(first, network, last);
+      if (!out.flush()) throw std::runtime_error("cannot write " + trace);
+      std::fprintf(stderr, "wrote %s (%zu spans%s)\n", trace.c_str(), last.trace.size(),
+                   last.traceTruncated ? ", truncated" : "");
+    }
+  } catch (const tuccl::DiagnosticError& error) {
+    std::cerr << tuccl::formatDiagnostic(error.diagnostic(), nullptr);
+    return kExitError;
+  } catch (const std::exception& error) {
+    std::cerr << "tuccl-sim: error: " << error.what() << '\n';
+    return kExitError;
+  }
+  return 0;
+}
