@@ -1,0 +1,175 @@
+#include "tune/command_profiler.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "tune/nccl_tests_output.h"
+
+namespace tuccl {
+namespace {
+
+std::string dataPath(const std::string& name) { return std::string(TUCCL_SOURCE_DIR) + "/tests/data/tune/" + name; }
+
+std::string readData(const std::string& name) {
+  std::ifstream in(dataPath(name));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+SearchSpace space() { return defaultSearchSpace({"ring"}, {"hpds"}); }
+
+Configuration simple4x256() {
+  SearchSpace s = space();
+  return s.configurationFromJson({{"protocol", "Simple"}, {"nChannels", 4},      {"nThreads", 256},
+                                  {"chunkBytes", 524288}, {"algorithm", "ring"}, {"scheduler", "hpds"}});
+}
+
+TEST(NcclTestsOutput, ParsesCurrentFormat) {
+  NcclTestsOutput out = parseNcclTestsOutput(readData("all_reduce_perf_8gpu.txt"));
+  ASSERT_TRUE(out.ok()) << out.error;
+  ASSERT_EQ(out.rows.size(), 1u);
+  const NcclTestsRow& row = out.rows[0];
+  EXPECT_EQ(row.bytes, 1048576u);
+  EXPECT_EQ(row.count, 262144u);
+  EXPECT_EQ(row.type, "float");
+  EXPECT_DOUBLE_EQ(row.outOfPlace.timeUs, 30.41);
+  EXPECT_DOUBLE_EQ(row.outOfPlace.algBwGBps, 34.48);
+  EXPECT_DOUBLE_EQ(row.outOfPlace.busBwGBps, 60.34);
+  EXPECT_EQ(row.outOfPlace.wrong, 0);
+  EXPECT_DOUBLE_EQ(row.inPlace.busBwGBps, 61.43);
+  ASSERT_TRUE(out.avgBusBwGBps);
+  EXPECT_DOUBLE_EQ(*out.avgBusBwGBps, 60.886);
+}
+
+TEST(NcclTestsOutput, ParsesOldFormatWithoutRedopAndRoot) {
+  NcclTestsOutput out = parseNcclTestsOutput(readData("all_gather_perf_old.txt"));
+  ASSERT_TRUE(out.ok()) << out.error;
+  ASSERT_EQ(out.rows.size(), 3u);
+  EXPECT_EQ(out.rows[1].bytes, 131072u);
+  EXPECT_DOUBLE_EQ(out.rows[1].outOfPlace.timeUs, 21.07);
+  EXPECT_FALSE(out.rows[1].outOfPlace.wrong);  // N/A
+  EXPECT_EQ(findNcclTestsRow(out, 262144)->outOfPlace.busBwGBps, 7.04);
+  EXPECT_EQ(findNcclTestsRow(out, 1000), nullptr);  // several rows, none of that size
+}
+
+TEST(NcclTestsOutput, ReportsMalformedRowsAndSkipsLogs) {
+  NcclTestsOutput bad = parseNcclTestsOutput(readData("garbage.txt"));
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.error.find("line 2: malformed nccl-tests result row"), std::string::npos) << bad.error;
+  NcclTestsOutput logs = parseNcclTestsOutput(readData("nccl_failure.txt"));
+  EXPECT_TRUE(logs.ok());
+  EXPECT_TRUE(logs.rows.empty());
+  EXPECT_TRUE(parseNcclTestsOutput("").rows.empty());
+}
+
+TEST(CommandProfiler, EnvironmentOfAConfiguration) {
+  SearchSpace s = space();
+  auto env = ncclEnvironmentFor(s, simple4x256());
+  std::vector<std::pair<std::string, std::string>> expected = {
+      {"NCCL_PROTO", "Simple"},         {"NCCL_ALGO", "ring"},  {"NCCL_MIN_NCHANNELS", "4"},
+      {"NCCL_MAX_NCHANNELS", "4"},      {"NCCL_NTHREADS", "256"}, {"NCCL_BUFFSIZE", "524288"}};
+  EXPECT_EQ(env, expected);
+  Configuration ll128 = simple4x256();
+  ll128.index[s.dimensionIndex("protocol")] = 1;
+  env = ncclEnvironmentFor(s, ll128);
+  EXPECT_EQ(env[4].first, "NCCL_LL128_NTHREADS");
+  EXPECT_EQ(env[5].first, "NCCL_LL128_BUFFSIZE");
+  // A TuCCL algorithm program is not an NCCL_ALGO value.
+  SearchSpace tuccl = defaultSearchSpace({"hm_allreduce"}, {"hpds"});
+  Configuration c = tuccl.configurationFromJson({{"protocol", "LL"}, {"nChannels", 1}, {"nThreads", 64},
+                                                 {"chunkBytes", 256}, {"algorithm", "hm_allreduce"},
+                                                 {"scheduler", "hpds"}});
+  for (const auto& [k, v] : ncclEnvironmentFor(tuccl, c)) EXPECT_NE(k, "NCCL_ALGO");
+}
+
+TEST(CommandProfiler, ExpandsTemplates) {
+  std::map<std::string, std::string> v = {{"bytes", "1024"}, {"iters", "9"}};
+  EXPECT_EQ(expandCommandTemplate("perf -b {bytes} -e {bytes} -n {iters}", v), "perf -b 1024 -e 1024 -n 9");
+  EXPECT_THROW(expandCommandTemplate("perf {nope}", v), std::invalid_argument);
+  EXPECT_THROW(expandCommandTemplate("perf {bytes", v), std::invalid_argument);
+}
+
+// The profiled command sees the configuration's environment and the substituted size.
+TEST(CommandProfiler, MeasuresThroughACommand) {
+  SearchSpace s = space();
+  CommandProfilerOptions o;
+  o.bytes = 1048576;
+  o.commandTemplate = "test \"$NCCL_NTHREADS\" = 256 && test \"$NCCL_MAX_NCHANNELS\" = 4 && test {iters} = 27 && "
+                      "test {protocol} = Simple && test {size} = 1048576 && cat '" +
+                      dataPath("all_reduce_perf_8gpu.txt") + "'";
+  CommandProfiler profiler(o);
+  Measurement m = profiler.profile(s, simple4x256(), 27);
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_DOUBLE_EQ(m.timeUs, 30.41);
+  EXPECT_DOUBLE_EQ(m.busBwGBps, 60.34);
+  EXPECT_EQ(m.cost, 27);
+  o.inPlace = true;
+  EXPECT_DOUBLE_EQ(CommandProfiler(o).profile(s, simple4x256(), 27).timeUs, 29.87);
+}
+
+TEST(CommandProfiler, FailingCommandIsAClearError) {
+  CommandProfilerOptions o;
+  o.bytes = 1048576;
+  o.commandTemplate = "cat '" + dataPath("nccl_failure.txt") + "'; exit 3";
+  Measurement m = CommandProfiler(o).profile(space(), simple4x256(), 5);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("exited with status 3"), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("Invalid NCCL_LL128_NTHREADS"), std::string::npos) << m.error;
+  EXPECT_EQ(m.cost, 5);
+
+  o.commandTemplate = "kill -SEGV $$";
+  m = CommandProfiler(o).profile(space(), simple4x256(), 5);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("signal 11"), std::string::npos) << m.error;
+
+  o.commandTemplate = "/nonexistent/all_reduce_perf -b {bytes}";
+  m = CommandProfiler(o).profile(space(), simple4x256(), 5);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("exited with status 127"), std::string::npos) << m.error;
+
+  o.commandTemplate = "perf -n {warmup}";
+  m = CommandProfiler(o).profile(space(), simple4x256(), 5);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("unknown placeholder {warmup}"), std::string::npos) << m.error;
+}
+
+TEST(CommandProfiler, GarbageAndMissingRowsAreErrors) {
+  CommandProfilerOptions o;
+  o.bytes = 1048576;
+  o.commandTemplate = "cat '" + dataPath("garbage.txt") + "'";
+  Measurement m = CommandProfiler(o).profile(space(), simple4x256(), 5);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("malformed nccl-tests result row"), std::string::npos) << m.error;
+
+  o.commandTemplate = "echo 'hello, this is not nccl-tests'";
+  m = CommandProfiler(o).profile(space(), simple4x256(), 5);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("no nccl-tests result row for 1048576 bytes"), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("hello, this is not nccl-tests"), std::string::npos) << m.error;
+
+  o.commandTemplate = "cat '" + dataPath("all_reduce_perf_wrong.txt") + "'";
+  m = CommandProfiler(o).profile(space(), simple4x256(), 5);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("12 wrong elements"), std::string::npos) << m.error;
+}
+
+TEST(CommandProfiler, TimeoutKillsTheProcessGroup) {
+  CommandProfilerOptions o;
+  o.bytes = 1048576;
+  o.timeoutSeconds = 0.3;
+  o.commandTemplate = "echo started; sleep 30 & sleep 30";
+  const auto start = std::chrono::steady_clock::now();
+  Measurement m = CommandProfiler(o).profile(space(), simple4x256(), 5);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("timed out after 0.3 s"), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("started"), std::string::npos) << m.error;
+  EXPECT_LT(seconds, 5.0);
+}
+
+}  // namespace
+}  // namespace tuccl

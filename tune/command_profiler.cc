@@ -1,0 +1,250 @@
+#include "tune/command_profiler.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "tune/nccl_tests_output.h"
+
+extern char** environ;
+
+namespace tuccl {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// The last `n` characters of `text`, on whole lines where possible.
+std::string tail(const std::string& text, size_t n = 600) {
+  if (text.size() <= n) return text;
+  std::string t = text.substr(text.size() - n);
+  size_t nl = t.find('\n');
+  return "..." + (nl != std::string::npos && nl + 1 < t.size() ? t.substr(nl + 1) : t);
+}
+
+std::string formatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
+Measurement failure(std::string message, int64_t resource) {
+  Measurement m;
+  m.ok = false;
+  m.cost = static_cast<double>(resource);
+  m.error = std::move(message);
+  return m;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const SearchSpace& space,
+                                                                   const Configuration& config) {
+  std::vector<std::pair<std::string, std::string>> env;
+  const std::string protocol = space.valueOf(config, kDimProtocol);
+  if (!protocol.empty()) env.emplace_back("NCCL_PROTO", protocol);
+  const std::string algorithm = space.valueOf(config, kDimAlgorithm);
+  static const std::set<std::string> kNcclAlgorithms = {"ring", "tree", "collnet_direct", "collnet_chain",
+                                                        "nvls", "nvls_tree", "pat", "collnet"};
+  if (kNcclAlgorithms.count(lower(algorithm))) env.emplace_back("NCCL_ALGO", algorithm);
+  if (space.dimensionIndex(kDimChannels) != SearchSpace::npos) {
+    const std::string c = space.valueOf(config, kDimChannels);
+    env.emplace_back("NCCL_MIN_NCHANNELS", c);
+    env.emplace_back("NCCL_MAX_NCHANNELS", c);
+  }
+  const std::string proto = lower(protocol);
+  if (space.dimensionIndex(kDimThreads) != SearchSpace::npos)
+    env.emplace_back(proto == "ll128" ? "NCCL_LL128_NTHREADS" : "NCCL_NTHREADS", space.valueOf(config, kDimThreads));
+  if (space.dimensionIndex(kDimChunkBytes) != SearchSpace::npos)
+    env.emplace_back(proto == "ll" ? "NCCL_LL_BUFFSIZE" : proto == "ll128" ? "NCCL_LL128_BUFFSIZE" : "NCCL_BUFFSIZE",
+                     space.valueOf(config, kDimChunkBytes));
+  return env;
+}
+
+std::string expandCommandTemplate(std::string_view text, const std::map<std::string, std::string>& values) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] != '{') {
+      out += text[i++];
+      continue;
+    }
+    size_t close = text.find('}', i);
+    if (close == std::string_view::npos)
+      throw std::invalid_argument("command template: unterminated placeholder at column " + std::to_string(i + 1));
+    std::string name(text.substr(i + 1, close - i - 1));
+    auto it = values.find(name);
+    if (it == values.end()) {
+      std::string known;
+      for (const auto& [k, v] : values) known += (known.empty() ? "" : ", ") + k;
+      throw std::invalid_argument("command template: unknown placeholder {" + name + "} (known: " + known + ")");
+    }
+    out += it->second;
+    i = close + 1;
+  }
+  return out;
+}
+
+CommandRun runShellCommand(const std::string& shell, const std::string& command,
+                           const std::vector<std::pair<std::string, std::string>>& environment,
+                           double timeoutSeconds, size_t maxOutputBytes) {
+  CommandRun run;
+  // The child's environment: ours, with `environment` replacing or adding variables.
+  std::vector<std::string> envStrings;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view entry(*e);
+    std::string_view key = entry.substr(0, entry.find('='));
+    bool replaced = std::any_of(environment.begin(), environment.end(), [&](const auto& kv) { return kv.first == key; });
+    if (!replaced) envStrings.emplace_back(entry);
+  }
+  for (const auto& [k, v] : environment) {
+    std::erase_if(envStrings, [&](const std::string& s) { return s.compare(0, k.size() + 1, k + "=") == 0; });
+    envStrings.push_back(k + "=" + v);
+  }
+  std::vector<char*> envp;
+  for (std::string& s : envStrings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    run.error = std::string("pipe: ") + std::strerror(errno);
+    return run;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::string arg0 = shell, arg1 = "-c", arg2 = command;
+  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, shell.c_str(), &actions, &attr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    run.error = "cannot start " + shell + ": " + std::strerror(rc);
+    return run;
+  }
+  run.started = true;
+  fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  auto drain = [&] {
+    char buffer[65536];
+    while (true) {
+      ssize_t n = read(fds[0], buffer, sizeof buffer);
+      if (n <= 0) return n == 0;  // true at end of file
+      run.output.append(buffer, static_cast<size_t>(n));
+      if (run.output.size() > maxOutputBytes) run.output.erase(0, run.output.size() - maxOutputBytes);
+    }
+  };
+  bool eof = false;
+  int status = 0;
+  while (true) {
+    if (!eof) {
+      pollfd p{fds[0], POLLIN, 0};
+      poll(&p, 1, 20);
+      eof = drain();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) {
+      if (!eof) drain();
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      run.timedOut = true;
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      drain();
+      break;
+    }
+  }
+  kill(-pid, SIGKILL);  // whatever the command left running in its group
+  close(fds[0]);
+  if (!run.timedOut) {
+    if (WIFEXITED(status)) run.exitStatus = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) run.signal = WTERMSIG(status);
+  }
+  return run;
+}
+
+CommandProfiler::CommandProfiler(CommandProfilerOptions options) : options_(std::move(options)) {
+  if (options_.commandTemplate.empty()) throw std::invalid_argument("command profiler: empty command template");
+  if (!(options_.timeoutSeconds > 0)) throw std::invalid_argument("command profiler: timeout must be > 0");
+}
+
+Measurement CommandProfiler::profile(const SearchSpace& space, const Configuration& config, int64_t resource) {
+  if (resource < 1) throw std::invalid_argument("profile: resource must be >= 1");
+  std::map<std::string, std::string> values = {{"bytes", std::to_string(options_.bytes)},
+                                               {"size", std::to_string(options_.bytes)},
+                                               {"iters", std::to_string(resource)}};
+  for (size_t d = 0; d < space.dimensionCount(); ++d)
+    values[space.dimension(d).name] = space.dimension(d).label(config.index.at(d));
+  std::string command;
+  try {
+    command = expandCommandTemplate(options_.commandTemplate, values);
+  } catch (const std::invalid_argument& e) {
+    return failure(e.what(), resource);
+  }
+  std::vector<std::pair<std::string, std::string>> env = options_.environment;
+  for (auto& kv : ncclEnvironmentFor(space, config)) env.push_back(std::move(kv));
+
+  const CommandRun run = runShellCommand(options_.shell, command, env, options_.timeoutSeconds, options_.maxOutputBytes);
+  const std::string where = "`" + command + "`";
+  if (!run.started) return failure(where + ": " + run.error, resource);
+  if (run.timedOut)
+    return failure(where + " timed out after " + formatSeconds(options_.timeoutSeconds) +
+                       " s and was killed; output so far:\n" + tail(run.output),
+                   resource);
+  if (run.signal != 0)
+    return failure(where + " was killed by signal " + std::to_string(run.signal) + " (" + strsignal(run.signal) +
+                       "); output:\n" + tail(run.output),
+                   resource);
+  if (run.exitStatus != 0)
+    return failure(where + " exited with status " + std::to_string(run.exitStatus) + "; output:\n" + tail(run.output),
+                   resource);
+
+  const NcclTestsOutput parsed = parseNcclTestsOutput(run.output);
+  if (!parsed.ok()) return failure(where + ": " + parsed.error, resource);
+  const NcclTestsRow* row = findNcclTestsRow(parsed, options_.bytes);
+  if (!row)
+    return failure(where + ": no nccl-tests result row for " + std::to_string(options_.bytes) + " bytes in its output (" +
+                       std::to_string(parsed.rows.size()) + " rows); output:\n" + tail(run.output),
+                   resource);
+  const NcclTestsHalf& half = options_.inPlace ? row->inPlace : row->outOfPlace;
+  if (half.wrong && *half.wrong > 0)
+    return failure(where + ": nccl-tests reports " + std::to_string(*half.wrong) + " wrong elements at " +
+                       std::to_string(row->bytes) + " bytes (output line " + std::to_string(row->line) + ")",
+                   resource);
+  Measurement m;
+  m.timeUs = half.timeUs;
+  m.busBwGBps = half.busBwGBps;
+  m.cost = static_cast<double>(resource);
+  return m;
+}
+
+}  // namespace tuccl

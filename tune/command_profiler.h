@@ -1,0 +1,75 @@
+// The command profiler: runs a benchmark command per configuration — how users tune real
+// clusters (issue 8 item 4), e.g.
+//   mpirun -np 16 all_reduce_perf -b {bytes} -e {bytes} -n {iters} -w 5 -c 0
+// The configuration goes in as NCCL environment variables (ncclEnvironmentFor), the placeholders
+// {bytes} / {size} (the workload size), {iters} (the resource r) and {<dimension>} (a value of the
+// configuration) are substituted, and the nccl-tests output is parsed for time and busbw.
+//
+// In:  CommandProfilerOptions (template, size, timeout, extra environment).
+// Out: Measurements; a failing command, a timeout (the process group is killed), output without a
+//      result row, or #wrong > 0 are failed Measurements whose error quotes the tail of the output.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tune/profiler.h"
+
+namespace tuccl {
+
+struct CommandProfilerOptions {
+  std::string commandTemplate;
+  uint64_t bytes = 0;
+  double timeoutSeconds = 300;
+  bool inPlace = false;  ///< read the in-place half instead of the out-of-place one
+  /// Set before the configuration's variables (which win on a clash).
+  std::vector<std::pair<std::string, std::string>> environment;
+  size_t maxOutputBytes = 8u << 20;  ///< output beyond this is dropped (the tail is kept)
+  std::string shell = "/bin/sh";
+};
+
+/// The NCCL environment of a configuration, in a fixed order:
+///   protocol   -> NCCL_PROTO
+///   algorithm  -> NCCL_ALGO, only for NCCL's own names (ring, tree, collnet_direct, collnet_chain,
+///                 nvls, nvls_tree, pat; any case) — TuCCL algorithm programs mean nothing to NCCL
+///   nChannels  -> NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS
+///   nThreads   -> NCCL_LL128_NTHREADS for LL128, NCCL_NTHREADS otherwise
+///   chunkBytes -> the protocol's buffer: NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_BUFFSIZE
+/// Other dimensions (scheduler, ...) are not NCCL settings and reach the command only through
+/// their {placeholders}.
+std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const SearchSpace& space,
+                                                                   const Configuration& config);
+
+/// Replaces every {name} by values.at(name); throws std::invalid_argument for an unknown or
+/// unterminated placeholder.
+std::string expandCommandTemplate(std::string_view text, const std::map<std::string, std::string>& values);
+
+/// What running a shell command produced.
+struct CommandRun {
+  bool started = false;
+  bool timedOut = false;
+  int exitStatus = -1;  ///< when it exited
+  int signal = 0;       ///< when a signal ended it
+  std::string output;   ///< stdout and stderr, interleaved
+  std::string error;    ///< why it could not start
+  bool succeeded() const { return started && !timedOut && signal == 0 && exitStatus == 0; }
+};
+/// Runs `command` with `shell -c` in its own process group, with `environment` added to this
+/// process's, and kills the group (SIGKILL) after `timeoutSeconds`.
+CommandRun runShellCommand(const std::string& shell, const std::string& command,
+                           const std::vector<std::pair<std::string, std::string>>& environment,
+                           double timeoutSeconds, size_t maxOutputBytes);
+
+class CommandProfiler : public Profiler {
+ public:
+  explicit CommandProfiler(CommandProfilerOptions options);
+  std::string_view name() const override { return "command"; }
+  Measurement profile(const SearchSpace& space, const Configuration& config, int64_t resource) override;
+
+ private:
+  CommandProfilerOptions options_;
+};
+
+}  // namespace tuccl

@@ -1,0 +1,49 @@
+// Reading the output of nccl-tests (all_reduce_perf, all_gather_perf, ...; formats.md).
+//
+// In:  the text a benchmark printed (stdout and stderr together).
+// Out: its result rows — size, count, type, and for the out-of-place and in-place halves the
+//      time (µs), algbw and busbw (GB/s) and #wrong — and the footer's average bus bandwidth;
+//      or an error naming the line that looks like a result row but is not one.
+//
+// Rows are read from the end (the last eight fields are the two halves), so the layouts of old
+// (no redop / root columns) and new nccl-tests versions both parse. Lines that start with '#' and
+// lines whose first field is not a number (NCCL INFO / WARN logs) are skipped.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tuccl {
+
+struct NcclTestsHalf {
+  double timeUs = 0;
+  double algBwGBps = 0;
+  double busBwGBps = 0;
+  std::optional<int64_t> wrong;  ///< empty for "N/A" (run without -c)
+};
+
+struct NcclTestsRow {
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  std::string type;
+  NcclTestsHalf outOfPlace, inPlace;
+  uint32_t line = 0;  ///< 1-based line in the output
+};
+
+struct NcclTestsOutput {
+  std::vector<NcclTestsRow> rows;
+  std::optional<double> avgBusBwGBps;  ///< "# Avg bus bandwidth : X"
+  std::string error;                   ///< set when a row-like line is malformed
+  bool ok() const { return error.empty(); }
+};
+
+NcclTestsOutput parseNcclTestsOutput(std::string_view text);
+
+/// The row for `bytes`: the exact size when present, else the only row (nccl-tests rounds sizes
+/// down to a multiple of ranks × type size); nullptr otherwise.
+const NcclTestsRow* findNcclTestsRow(const NcclTestsOutput& output, uint64_t bytes);
+
+}  // namespace tuccl

@@ -1,0 +1,86 @@
+#include "tune/sim_profiler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+#include "scheduler/plan_builder.h"
+#include "sim/simulator.h"
+#include "tune/synthetic_profiler.h"
+
+namespace tuccl {
+namespace {
+
+/// nccl-tests' busbw factor (formats.md).
+double busBwFactor(const std::string& collective, int32_t n) {
+  const double ranks = static_cast<double>(std::max(n, 1));
+  if (collective == "allreduce") return 2 * (ranks - 1) / ranks;
+  if (collective == "allgather" || collective == "reducescatter" || collective == "alltoall")
+    return (ranks - 1) / ranks;
+  return 1;
+}
+
+}  // namespace
+
+SimProfiler::SimProfiler(Network network, std::map<std::string, Algorithm> algorithms, SimProfilerOptions options)
+    : network_(std::move(network)), algorithms_(std::move(algorithms)), options_(std::move(options)) {
+  if (algorithms_.empty()) throw std::invalid_argument("sim profiler: no candidate algorithm");
+  if (options_.defaultAlgorithm.empty()) options_.defaultAlgorithm = algorithms_.begin()->first;
+}
+
+double SimProfiler::simulatedTime(const SearchSpace& space, const Configuration& config) {
+  if (auto it = simulated_.find(config); it != simulated_.end()) return it->second.timeUs;
+  std::string algorithm = space.valueOf(config, kDimAlgorithm);
+  if (algorithm.empty()) algorithm = options_.defaultAlgorithm;
+  std::string scheduler = space.valueOf(config, kDimScheduler);
+  if (scheduler.empty()) scheduler = options_.defaultScheduler;
+  auto found = algorithms_.find(algorithm);
+  if (found == algorithms_.end()) throw std::invalid_argument("sim profiler: unknown algorithm '" + algorithm + "'");
+
+  auto key = std::make_pair(algorithm, scheduler);
+  auto planIt = plans_.find(key);
+  if (planIt == plans_.end()) {
+    PlanRequest request;
+    request.scheduler = scheduler;
+    request.config.nChannels = 1;
+    planIt = plans_.emplace(key, buildPlan(found->second, request)).first;
+  }
+  Plan& plan = planIt->second;
+  PlanConfig c = plan.config;
+  if (std::string p = space.valueOf(config, kDimProtocol); !p.empty()) c.protocol = p;
+  c.nThreads = static_cast<int32_t>(space.levelOf(config, kDimThreads, c.nThreads));
+  c.chunkSize = space.levelOf(config, kDimChunkBytes, c.chunkSize);
+  c.nChannels = static_cast<int32_t>(space.levelOf(config, kDimChannels, c.nChannels));
+  plan.config = c;
+  SimOptions sim;
+  sim.messageBytes = options_.messageBytes;
+  sim.cost = options_.cost;
+  const double t = simulatePlan(plan, network_, sim).timeUs;
+  simulated_.emplace(config, Simulated{t, busBwFactor(plan.collective, plan.nRanks)});
+  return t;
+}
+
+Measurement SimProfiler::profile(const SearchSpace& space, const Configuration& config, int64_t resource) {
+  if (resource < 1) throw std::invalid_argument("profile: resource must be >= 1");
+  Measurement m;
+  m.cost = static_cast<double>(resource);
+  double t = 0;
+  try {
+    if (!space.isValid(config)) throw std::invalid_argument("invalid configuration: " + space.describe(config));
+    t = simulatedTime(space, config);
+  } catch (const std::exception& e) {
+    m.ok = false;
+    m.error = std::string("simulation of ") + space.describe(config) + " failed: " + e.what();
+    return m;
+  }
+  uint64_t& repeat = repeats_[{config, resource}];
+  std::mt19937_64 rng(mixBits(options_.seed ^ mixBits(hashConfiguration(config) ^
+                                                      mixBits(static_cast<uint64_t>(resource) + (repeat++ << 32)))));
+  const double z = std::clamp(std::normal_distribution<double>(0.0, 1.0)(rng), -3.0, 3.0);
+  m.timeUs = t * std::max(0.05, 1.0 + options_.sigma / std::sqrt(static_cast<double>(resource)) * z);
+  m.busBwGBps = static_cast<double>(options_.messageBytes) / (m.timeUs * 1e3) * simulated_.at(config).busBwFactor;
+  return m;
+}
+
+}  // namespace tuccl
