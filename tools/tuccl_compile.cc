@@ -1,26 +1,32 @@
 // tuccl-compile: the offline compiler. It reads a ResCCLang program, proves it correct with the
-// semantic checker (--check prints a summary), and with -o DIR schedules it and writes the plan:
-// parse -> check -> DAG -> pipeline (HPDS or a baseline) -> TB allocation -> plan.json.
+// semantic checker (--check prints a summary), and with -o DIR schedules it and writes the plan
+// and the kernels: parse -> check -> DAG -> pipeline (HPDS or a baseline) -> TB allocation ->
+// plan.json -> rank<N>.cu -> (NVRTC) CUBIN/PTX. --verify runs the kernels on the CPU.
 //
-// Exit status: 0 success, 2 for any error in the program or on the command line.
+// Exit status: 0 success, 2 for any error in the program, on the command line or in the CPU
+// verification, 3 for an internal error (a plan that fails its own check).
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "kernelgen/codegen.h"
+#include "kernelgen/cpu_verify.h"
+#include "kernelgen/datatype.h"
+#include "kernelgen/nvrtc.h"
 #include "lang/algorithm_summary.h"
 #include "lang/resccl.h"
 #include "lang/semantic_check.h"
-#include "scheduler/dag.h"
-#include "scheduler/pipeline.h"
 #include "scheduler/plan.h"
-#include "scheduler/tb_allocation.h"
+#include "scheduler/plan_builder.h"
 #include "support/source_text.h"
 
 namespace tuccl {
@@ -30,6 +36,7 @@ extern const char kEmbeddedHmAllReduce[];
 namespace {
 
 constexpr int kExitError = 2;
+constexpr int kExitInternal = 3;
 constexpr const char* kEmbeddedName = "<bundled>/examples/algorithms/hm_allreduce.resccl";
 
 // "NAME=VALUE" with an integer value.
@@ -48,45 +55,125 @@ bool parseParameter(const std::string& text, std::pair<std::string, int64_t>& ou
 struct CompileOptions {
   bool printSummary = false;
   int32_t rankLines = 16;
-  std::string outputDir;  ///< empty: no plan
+  std::string outputDir;  ///< empty: no plan written
   bool force = false;
-  std::string scheduler = "hpds";
-  std::string tbAlloc = "state";
-  int32_t stages = 4;
+  tuccl::PlanRequest request;
   bool report = false;
-  tuccl::PlanConfig config;
+  std::vector<std::string> archs{"sm_90"};
+  bool cubin = true;  ///< with NVRTC, write CUBIN and PTX beside the sources
+  bool verify = false;
+  tuccl::VerifyOptions verifyOptions;
 };
 
-tuccl::Pipeline schedule(const tuccl::Algorithm& algorithm, const tuccl::Dag& dag, const CompileOptions& options) {
-  if (options.scheduler == "rr") return tuccl::scheduleRoundRobin(dag);
-  if (options.scheduler == "algorithm") return tuccl::scheduleAlgorithmLevel(algorithm, dag);
-  if (options.scheduler == "stage") return tuccl::scheduleStageLevel(algorithm, dag, options.stages);
-  return tuccl::scheduleHpds(dag);
+// Writes through a temporary file and a rename, so a failed write leaves no half file behind.
+bool writeFileAtomically(const std::filesystem::path& path, std::string_view bytes) {
+  std::filesystem::path temporary = path;
+  temporary += ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) {
+      std::cerr << "tuccl-compile: error: cannot write " << temporary.string() << '\n';
+      return false;
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    std::cerr << "tuccl-compile: error: cannot write " << path.string() << ": " << error.message() << '\n';
+    return false;
+  }
+  return true;
 }
 
-// --report: per rank, TBs with one TB per connection (plain, and split into channels as MSCCL
-// does), after state-based merging, and the primitives the plan gives the rank.
-void printReport(const tuccl::Algorithm& algorithm, const tuccl::Dag& dag, const tuccl::Pipeline& pipeline,
-                 const tuccl::TbAllocation& connectionBased, const tuccl::TbAllocation& stateBased,
-                 const tuccl::Plan& plan, int32_t rankLines) {
-  tuccl::TbAllocationOptions mscclOptions{tuccl::TbPolicy::ConnectionBased, tuccl::channelsByForwarding(algorithm, dag)};
-  tuccl::TbAllocation msccl = tuccl::allocateThreadBlocks(algorithm, dag, pipeline, mscclOptions);
-  std::cout << "schedule     " << pipeline.scheduler << " (" << tuccl::executionLevelName(pipeline.level)
-            << "-level), " << pipeline.subPipelineCount() << " sub-pipelines\n";
+int32_t tbsOf(const tuccl::Plan& plan, int32_t rank) { return static_cast<int32_t>(plan.ranks[rank].tbs.size()); }
+
+// --report: per rank, the TBs of the plan's schedule under one TB per connection (plain, and split
+// into channels as MSCCL does, ResCCL Table 3) and after state-based merging, and the primitives.
+void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, const CompileOptions& options) {
+  tuccl::PlanRequest request = options.request;
+  request.tbAllocation = "connection";
+  const tuccl::Plan connection = tuccl::buildPlan(algorithm, request);
+  request.tbAllocation = "connection+channels";
+  const tuccl::Plan msccl = tuccl::buildPlan(algorithm, request);
+  request.tbAllocation = "state";
+  const tuccl::Plan state = tuccl::buildPlan(algorithm, request);
+  std::cout << "schedule     " << plan.scheduler << " (" << plan.executionLevel << "-level), " << plan.subPipelines
+            << " sub-pipelines\n";
   std::cout << "tb-alloc     " << plan.tbAllocation << '\n';
   std::cout << "  rank  TBs(connection)  TBs(connection+channels, MSCCL)  TBs(state)  primitives\n";
-  const int32_t shown = rankLines < 0 ? algorithm.nRanks : std::min(algorithm.nRanks, rankLines);
+  const int32_t shown = options.rankLines < 0 ? algorithm.nRanks : std::min(algorithm.nRanks, options.rankLines);
   for (int32_t r = 0; r < shown; ++r) {
     size_t primitives = 0;
     for (const tuccl::PlanTb& tb : plan.ranks[r].tbs) primitives += tb.entries.size();
-    std::printf("%6d  %15d  %31d  %10d  %10zu\n", r, connectionBased.tbCount[r], msccl.tbCount[r],
-                stateBased.tbCount[r], primitives);
+    std::printf("%6d  %15d  %31d  %10d  %10zu\n", r, tbsOf(connection, r), tbsOf(msccl, r), tbsOf(state, r),
+                primitives);
   }
   if (shown < algorithm.nRanks) std::cout << "  ... " << (algorithm.nRanks - shown) << " more ranks\n";
 }
 
-int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclOptions, const CompileOptions& options) {
+// -o DIR: plan.json, rank<N>.cu and, with NVRTC, rank<N>.<arch>.cubin / .ptx.
+int writeOutputs(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, const CompileOptions& options) {
   namespace fs = std::filesystem;
+  const fs::path dir(options.outputDir);
+  std::error_code error;
+  for (const char* name : {"plan.json", "rank0.cu"}) {
+    if (!options.force && fs::exists(dir / name, error)) {
+      std::cerr << "tuccl-compile: error: " << (dir / name).string() << " exists; pass --force to overwrite it\n";
+      return kExitError;
+    }
+  }
+  fs::create_directories(dir, error);
+  if (error) {
+    std::cerr << "tuccl-compile: error: cannot create " << dir.string() << ": " << error.message() << '\n';
+    return kExitError;
+  }
+  if (!writeFileAtomically(dir / "plan.json", tuccl::writePlanJson(plan))) return kExitError;
+  tuccl::KernelOptions kernelOptions;
+  kernelOptions.algorithm = &algorithm;
+  const std::vector<tuccl::GeneratedKernel> kernels = tuccl::generateKernels(plan, kernelOptions);
+  for (const tuccl::GeneratedKernel& kernel : kernels) {
+    if (!writeFileAtomically(dir / kernel.fileName, kernel.source)) return kExitError;
+  }
+  std::cout << "wrote " << (dir / "plan.json").string() << " (" << plan.scheduler << ", " << plan.tbAllocation << ", "
+            << plan.subPipelines << " sub-pipelines) and " << kernels.size() << " kernels (rank<N>.cu)\n";
+  if (!options.cubin) return 0;
+  if (!tuccl::nvrtcAvailable()) {
+    std::cout << "no CUBIN/PTX: this build has no NVRTC (configure with the CUDA toolkit)\n";
+    return 0;
+  }
+  // NVRTC compiles independent programs concurrently; one worker per core.
+  const size_t workers = std::max(1u, std::thread::hardware_concurrency());
+  for (const std::string& arch : options.archs) {
+    std::vector<tuccl::NvrtcResult> results(kernels.size());
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> pool;
+    for (size_t w = 0; w < std::min(workers, kernels.size()); ++w) {
+      pool.emplace_back([&] {
+        for (size_t i = next++; i < kernels.size(); i = next++) results[i] = tuccl::compileWithNvrtc(kernels[i], arch);
+      });
+    }
+    for (std::thread& thread : pool) thread.join();
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const tuccl::NvrtcResult& result = results[i];
+      if (!result.ok) {
+        std::cerr << "tuccl-compile: error: NVRTC failed on " << (dir / kernels[i].fileName).string() << " for "
+                  << arch << ": " << result.error << '\n'
+                  << result.log;
+        return kExitError;
+      }
+      const std::string stem = "rank" + std::to_string(kernels[i].rank) + "." + arch;
+      if (!writeFileAtomically(dir / (stem + ".cubin"), std::string_view(result.cubin.data(), result.cubin.size())) ||
+          !writeFileAtomically(dir / (stem + ".ptx"), result.ptx)) {
+        return kExitError;
+      }
+    }
+    std::cout << "wrote rank<N>." << arch << ".cubin and .ptx (NVRTC)\n";
+  }
+  return 0;
+}
+
+int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclOptions, const CompileOptions& options) {
   tuccl::Algorithm algorithm = tuccl::compileResccl(source, rescclOptions);
   tuccl::CheckReport report = tuccl::checkAlgorithm(algorithm);
   if (options.printSummary) {
@@ -102,60 +189,32 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
   if (options.printSummary) {
     std::cout << "verified: " << tuccl::collectiveName(algorithm.collective) << " postcondition holds\n";
   }
-  if (options.outputDir.empty()) return 0;
+  if (options.outputDir.empty() && !options.verify) return 0;
 
-  const fs::path planPath = fs::path(options.outputDir) / "plan.json";
-  std::error_code error;
-  if (!options.force && fs::exists(planPath, error)) {
-    std::cerr << "tuccl-compile: error: " << planPath.string() << " exists; pass --force to overwrite it\n";
+  tuccl::Plan plan;
+  try {
+    plan = tuccl::buildPlan(algorithm, options.request);
+  } catch (const std::logic_error& error) {
+    // The checker proved the algorithm, so a plan failing its static check is a scheduler bug.
+    std::cerr << "tuccl-compile: internal error: " << error.what() << '\n';
+    return kExitInternal;
+  }
+  if (options.report) printReport(algorithm, plan, options);
+  if (!options.outputDir.empty()) {
+    if (int status = writeOutputs(algorithm, plan, options); status != 0) return status;
+  }
+  if (!options.verify) return 0;
+  tuccl::VerifyOptions verifyOptions = options.verifyOptions;
+  verifyOptions.algorithm = &algorithm;
+  const tuccl::CpuVerifyReport verification = tuccl::verifyPlanOnCpu(plan, verifyOptions);
+  std::cout << "cpu verify   " << tuccl::dataTypeName(verifyOptions.dataType) << " "
+            << tuccl::reduceOpName(verifyOptions.op) << ", count " << verifyOptions.count
+            << (verifyOptions.inPlace ? ", in place" : ", out of place") << '\n'
+            << verification.summary();
+  if (!verification.ok) {
+    std::cerr << "tuccl-compile: error: CPU verification of the " << plan.scheduler << " plan failed\n";
     return kExitError;
   }
-  tuccl::Dag dag = tuccl::buildDependencyDag(algorithm);
-  tuccl::Pipeline pipeline = schedule(algorithm, dag, options);
-  tuccl::TbAllocationOptions allocationOptions;
-  allocationOptions.policy =
-      options.tbAlloc == "connection" ? tuccl::TbPolicy::ConnectionBased : tuccl::TbPolicy::StateBased;
-  tuccl::TbAllocation allocation = tuccl::allocateThreadBlocks(algorithm, dag, pipeline, allocationOptions);
-  tuccl::PlanConfig config = options.config;
-  if (algorithm.nChannels > 0 && config.nChannels == 0) config.nChannels = algorithm.nChannels;
-  if (config.nChannels == 0) config.nChannels = 1;
-  tuccl::Plan plan = tuccl::lowerToPlan(algorithm, dag, pipeline, allocation, config);
-  if (auto problem = tuccl::validatePlan(plan)) {
-    // The checker proved the algorithm, so this is a scheduler bug, not the user's.
-    std::cerr << "tuccl-compile: internal error: the " << pipeline.scheduler << " plan fails its static check: "
-              << *problem << '\n';
-    return 3;
-  }
-  if (options.report) {
-    tuccl::TbAllocationOptions other = allocationOptions;
-    other.policy = allocationOptions.policy == tuccl::TbPolicy::StateBased ? tuccl::TbPolicy::ConnectionBased
-                                                                          : tuccl::TbPolicy::StateBased;
-    tuccl::TbAllocation otherAllocation = tuccl::allocateThreadBlocks(algorithm, dag, pipeline, other);
-    const bool stateFirst = allocationOptions.policy == tuccl::TbPolicy::StateBased;
-    printReport(algorithm, dag, pipeline, stateFirst ? otherAllocation : allocation,
-                stateFirst ? allocation : otherAllocation, plan, options.rankLines);
-  }
-  fs::create_directories(options.outputDir, error);
-  if (error) {
-    std::cerr << "tuccl-compile: error: cannot create " << options.outputDir << ": " << error.message() << '\n';
-    return kExitError;
-  }
-  const fs::path temporary = fs::path(options.outputDir) / ".plan.json.tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << tuccl::writePlanJson(plan);
-    if (!out.flush()) {
-      std::cerr << "tuccl-compile: error: cannot write " << temporary.string() << '\n';
-      return kExitError;
-    }
-  }
-  fs::rename(temporary, planPath, error);
-  if (error) {
-    std::cerr << "tuccl-compile: error: cannot write " << planPath.string() << ": " << error.message() << '\n';
-    return kExitError;
-  }
-  std::cout << "wrote " << planPath.string() << " (" << pipeline.scheduler << ", " << plan.tbAllocation << ", "
-            << pipeline.subPipelineCount() << " sub-pipelines)\n";
   return 0;
 }
 
@@ -166,7 +225,8 @@ int main(int argc, char** argv) {
       "tuccl-compile: compile a collective algorithm (ResCCLang) for TuCCL.\n"
       "With no FILE it uses the bundled hierarchical-mesh AllReduce (examples/algorithms/hm_allreduce.resccl).\n"
       "  tuccl-compile --check FILE        prove the algorithm correct and summarise it\n"
-      "  tuccl-compile FILE -o DIR         also schedule it and write DIR/plan.json"};
+      "  tuccl-compile FILE -o DIR         also schedule it and write DIR/plan.json and DIR/rank<N>.cu\n"
+      "  tuccl-compile FILE --verify       run the generated kernels on the CPU and check every element"};
   app.set_version_flag("--version", "tuccl-compile 0.1.0");
   std::string file;
   bool check = false;
@@ -192,31 +252,52 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", options.outputDir, "schedule the algorithm and write DIR/plan.json")
       ->type_name("DIR");
   app.add_flag("--force", options.force, "overwrite an existing DIR/plan.json");
-  app.add_option("--scheduler", options.scheduler,
+  app.add_option("--scheduler", options.request.scheduler,
                  "hpds (ResCCL Algorithm 1), rr (round-robin over chunks), algorithm (step list replayed per "
                  "micro-batch), stage (blocks of steps)")
       ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage"}))
       ->capture_default_str();
-  app.add_option("--stages", options.stages, "number of stages of --scheduler stage")
+  app.add_option("--stages", options.request.stages, "number of stages of --scheduler stage")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--tb-alloc", options.tbAlloc,
-                 "connection (one thread block per connection) or state (merge connections never active together)")
-      ->check(CLI::IsMember({"connection", "state"}))
+  app.add_option("--tb-alloc", options.request.tbAllocation,
+                 "state (merge connections never active together), connection (one thread block per connection), "
+                 "connection+channels (MSCCL's channel split), auto (state for hpds/rr, else connection+channels)")
+      ->check(CLI::IsMember({"auto", "state", "connection", "connection+channels"}))
       ->capture_default_str();
   app.add_flag("--report", options.report, "print per rank the TBs before and after merging and the primitives");
-  app.add_option("--protocol", options.config.protocol, "protocol recorded in the plan")
+  app.add_option("--protocol", options.request.config.protocol, "protocol recorded in the plan")
       ->check(CLI::IsMember({"Simple", "LL", "LL128"}))
       ->capture_default_str();
-  app.add_option("--threads", options.config.nThreads, "threads per thread block recorded in the plan")
+  app.add_option("--threads", options.request.config.nThreads, "threads per thread block recorded in the plan")
       ->check(CLI::Range(32, 1024))
       ->capture_default_str();
-  app.add_option("--chunk-size", options.config.chunkSize, "bytes per micro-batch slice recorded in the plan")
+  app.add_option("--chunk-size", options.request.config.chunkSize, "bytes per micro-batch slice recorded in the plan")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  options.config.nChannels = 0;  // 0: take the program's nChannels hint
-  app.add_option("--channels", options.config.nChannels, "channels recorded in the plan (default: the program's nChannels)")
+  options.request.config.nChannels = 0;  // 0: take the program's nChannels hint
+  app.add_option("--channels", options.request.config.nChannels,
+                 "channels recorded in the plan (default: the program's nChannels)")
       ->check(CLI::Range(1, 64));
+  app.add_option("--arch", options.archs, "with -o and NVRTC: GPU architectures to compile for (sm_80, sm_90, ...)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_flag("!--no-cubin", options.cubin, "with -o: write only the .cu sources, no NVRTC CUBIN/PTX");
+  app.add_flag("--verify", options.verify,
+                "run the generated kernels on the CPU (every rank a set of threads) on random data and compare "
+                "every element with a reference");
+  std::string dataType = "float32";
+  std::string reduceOp = "sum";
+  bool outOfPlace = false;
+  app.add_option("--dtype", dataType, "--verify: float32, float16, bfloat16, float64, int32, int64, uint8")
+      ->capture_default_str();
+  app.add_option("--op", reduceOp, "--verify: sum, prod, min, max, avg")->capture_default_str();
+  app.add_option("--count", options.verifyOptions.count, "--verify: elements (NCCL's count)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--seed", options.verifyOptions.seed, "--verify: random seed (0: a fresh one, printed)")
+      ->capture_default_str();
+  app.add_flag("--out-of-place", outOfPlace, "--verify: separate input and output buffers");
 
   try {
     app.parse(argc, argv);
@@ -244,11 +325,24 @@ int main(int argc, char** argv) {
       return kExitError;
     }
   }
-  if (!check && options.outputDir.empty()) {
-    std::cerr << "tuccl-compile: error: nothing to do: pass --check, or -o DIR to write a plan (--help lists the "
-                 "options)\n";
+  if (!check && options.outputDir.empty() && !options.verify) {
+    std::cerr << "tuccl-compile: error: nothing to do: pass --check, -o DIR to write a plan and kernels, or "
+                 "--verify (--help lists the options)\n";
     return kExitError;
   }
+  if (auto type = tuccl::parseDataType(dataType)) {
+    options.verifyOptions.dataType = *type;
+  } else {
+    std::cerr << "tuccl-compile: error: --dtype: unknown datatype '" << dataType << "'\n";
+    return kExitError;
+  }
+  if (auto op = tuccl::parseReduceOp(reduceOp)) {
+    options.verifyOptions.op = *op;
+  } else {
+    std::cerr << "tuccl-compile: error: --op: unknown reduction '" << reduceOp << "'\n";
+    return kExitError;
+  }
+  options.verifyOptions.inPlace = !outOfPlace;
   options.printSummary = check;
 
   tuccl::SourceText source;

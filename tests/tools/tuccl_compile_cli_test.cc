@@ -3,6 +3,8 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -111,7 +113,7 @@ TEST_F(TucclCompilePlan, WritesAValidPlanForEveryScheduler) {
   for (const char* scheduler : {"hpds", "rr", "algorithm", "stage"}) {
     for (const char* tbAlloc : {"connection", "state"}) {
       SCOPED_TRACE(std::string(scheduler) + " " + tbAlloc);
-      ToolRun r = runTool(example("hm_allgather.resccl") + " -p nRanks=8 -p GPUPerNode=4 --force -o " + dir_.string() +
+      ToolRun r = runTool(example("hm_allgather.resccl") + " -p nRanks=8 -p GPUPerNode=4 --no-cubin --force -o " + dir_.string() +
                           " --scheduler " + scheduler + " --tb-alloc " + tbAlloc);
       ASSERT_EQ(r.status, 0) << r.output;
       tuccl::Plan plan = tuccl::readPlanJson(tuccl::readSourceFile((dir_ / "plan.json").string()));
@@ -119,20 +121,50 @@ TEST_F(TucclCompilePlan, WritesAValidPlanForEveryScheduler) {
       EXPECT_EQ(plan.collective, "AllGather");
       EXPECT_EQ(plan.config.nChannels, 4);  // the program's nChannels hint
       EXPECT_FALSE(tuccl::validatePlan(plan).has_value());
+      for (int rank = 0; rank < 8; ++rank) {
+        EXPECT_TRUE(std::filesystem::exists(dir_ / ("rank" + std::to_string(rank) + ".cu")));
+      }
     }
   }
 }
 
+TEST_F(TucclCompilePlan, WritesCubinAndPtxWithNvrtc) {
+  ToolRun r = runTool(example("ring_allgather.resccl") + " -p nRanks=2 -p GPUPerNode=2 --arch sm_80,sm_90 -o " +
+                      dir_.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+#if defined(TUCCL_HAVE_CUDA)
+  for (const char* file : {"rank0.sm_80.cubin", "rank1.sm_90.cubin", "rank0.sm_90.ptx"}) {
+    EXPECT_GT(std::filesystem::file_size(dir_ / file), 0u) << file;
+  }
+  std::ifstream ptx(dir_ / "rank1.sm_80.ptx");
+  std::string text((std::istreambuf_iterator<char>(ptx)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(".target sm_80"), std::string::npos);
+  EXPECT_NE(text.find("tuccl_rank1"), std::string::npos);
+#else
+  EXPECT_NE(r.output.find("no NVRTC"), std::string::npos) << r.output;
+#endif
+}
+
+TEST(TucclCompileVerify, RunsTheKernelsOnTheCpu) {
+  ToolRun r = runTool(example("ring_allreduce.resccl") +
+                      " -p nRanks=8 -p GPUPerNode=4 --verify --dtype int32 --count 1237 --out-of-place");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("cpu verify   int32 sum, count 1237, out of place"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 7: ok"), std::string::npos) << r.output;
+  EXPECT_EQ(runTool("--verify --dtype complex").status, 2);
+  EXPECT_EQ(runTool("--verify --op xor").status, 2);
+}
+
 TEST_F(TucclCompilePlan, NeverOverwritesWithoutForce) {
-  ASSERT_EQ(runTool("-o " + dir_.string()).status, 0);
-  ToolRun again = runTool("-o " + dir_.string());
+  ASSERT_EQ(runTool("--no-cubin -o " + dir_.string()).status, 0);
+  ToolRun again = runTool("--no-cubin -o " + dir_.string());
   EXPECT_EQ(again.status, 2);
   EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
-  EXPECT_EQ(runTool("-o " + dir_.string() + " --force").status, 0);
+  EXPECT_EQ(runTool("--no-cubin -o " + dir_.string() + " --force").status, 0);
 }
 
 TEST_F(TucclCompilePlan, ReportListsThreadBlocks) {
-  ToolRun r = runTool("-o " + dir_.string() + " --report --ranks 1 -p nRanks=16 -p GPUPerNode=8");
+  ToolRun r = runTool("--no-cubin -o " + dir_.string() + " --report --ranks 1 -p nRanks=16 -p GPUPerNode=8");
   ASSERT_EQ(r.status, 0) << r.output;
   // HM AllReduce on 2x8: 16 connections per rank; MSCCL's channel split gives 30 (ResCCL Table 3).
   EXPECT_NE(r.output.find("     0               16                               30          16"), std::string::npos)
