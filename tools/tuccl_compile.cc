@@ -28,6 +28,7 @@
 #include "scheduler/plan.h"
 #include "scheduler/plan_builder.h"
 #include "support/source_text.h"
+#include "tools/cli.h"
 
 namespace tuccl {
 extern const char kEmbeddedHmAllReduce[];
@@ -35,8 +36,8 @@ extern const char kEmbeddedHmAllReduce[];
 
 namespace {
 
-constexpr int kExitError = 2;
-constexpr int kExitInternal = 3;
+using tuccl::cli::kExitError;
+using tuccl::cli::kExitInternal;
 constexpr const char* kEmbeddedName = "<bundled>/examples/algorithms/hm_allreduce.resccl";
 
 // "NAME=VALUE" with an integer value.
@@ -299,14 +300,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--out-of-place", outOfPlace, "--verify: separate input and output buffers");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& success) {
-    return app.exit(success);
-  } catch (const CLI::ParseError& error) {
-    app.exit(error);
-    return kExitError;
-  }
+  if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
 
   for (const std::string& text : parameters) {
     std::pair<std::string, int64_t> parameter;
@@ -350,7 +344,7 @@ int main(int argc, char** argv) {
     source = file.empty() ? tuccl::SourceText(kEmbeddedName, tuccl::kEmbeddedHmAllReduce) : tuccl::readSourceFile(file);
     return compile(source, rescclOptions, options);
   } catch (const tuccl::DiagnosticError& error) {
-    std::cerr << tuccl::formatDiagnostic(error.diagnostic(), &source);
+    tuccl::cli::printDiagnostic(error.diagnostic(), &source);
     return kExitError;
   } catch (const std::bad_alloc&) {
     std::cerr << "tuccl-compile: error: out of memory (lower --max-ops to stop large programs earlier)\n";

@@ -19,10 +19,11 @@
 #include "scheduler/plan_builder.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
+#include "tools/cli.h"
 
 namespace {
 
-constexpr int kExitError = 2;
+using tuccl::cli::kExitError;
 constexpr int kElementBytes = 4;  // nccl-tests default type: float
 
 std::vector<int64_t> sizeRange(const std::string& range, double factor) {
@@ -88,14 +89,7 @@ int main(int argc, char** argv) {
   app.add_flag("--dump-cost", dumpCost, "print the cost model in effect as JSON and exit");
   app.add_option("--trace", trace, "write a Chrome trace (Perfetto) of the largest size, first scheduler");
   app.add_flag("--report", report, "print the metrics of the largest size (bound, TBs, links, bubbles)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& success) {
-    return app.exit(success);
-  } catch (const CLI::ParseError& error) {
-    app.exit(error);
-    return kExitError;
-  }
+  if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
 
   try {
     tuccl::CostModel cost = tuccl::defaultCostModel();
@@ -195,7 +189,7 @@ int main(int argc, char** argv) {
                    last.traceTruncated ? ", truncated" : "");
     }
   } catch (const tuccl::DiagnosticError& error) {
-    std::cerr << tuccl::formatDiagnostic(error.diagnostic(), nullptr);
+    tuccl::cli::printDiagnostic(error.diagnostic());
     return kExitError;
   } catch (const std::exception& error) {
     std::cerr << "tuccl-sim: error: " << error.what() << '\n';

@@ -9,6 +9,7 @@
 // FILE may be a JSON table or NCCL's example tuner CSV (detected from the content).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "plugin/decision.h"
 #include "plugin/lookup_table.h"
 #include "plugin/table_index.h"
+#include "tools/cli.h"
 
 namespace {
 
@@ -90,7 +92,7 @@ std::string describeDecision(const TableEntry& entry) {
 
 int validate(const std::string& path) {
   auto loaded = load(path);
-  if (!loaded) return 1;
+  if (!loaded) return tuccl::cli::kExitError;
   const LookupTable& table = loaded->table;
   std::printf(
       "%s: valid: %s, hash %s, %zu entries, %zu environment recommendations, %zu constant overrides\n",
@@ -109,9 +111,9 @@ int validate(const std::string& path) {
   return 0;
 }
 
-int convert(const std::string& path, std::string to, const std::string& output, bool lossy) {
+int convert(const std::string& path, std::string to, const std::string& output, bool lossy, bool force) {
   auto loaded = load(path);
-  if (!loaded) return 1;
+  if (!loaded) return tuccl::cli::kExitError;
   if (to.empty()) to = loaded->format == TableFormat::Json ? "csv" : "json";
   std::string text;
   if (to == "json") {
@@ -122,7 +124,7 @@ int convert(const std::string& path, std::string to, const std::string& output, 
     auto csv = writeTableCsv(loaded->table, lossy, &error, &dropped);
     if (!csv) {
       std::cerr << path << ": error: " << error << "\n";
-      return 1;
+      return tuccl::cli::kExitError;
     }
     for (const std::string& loss : dropped) std::cerr << path << ": warning: dropped " << loss << "\n";
     text = std::move(*csv);
@@ -131,10 +133,15 @@ int convert(const std::string& path, std::string to, const std::string& output, 
     std::cout << text;
     return 0;
   }
-  std::ofstream out(output, std::ios::binary);
+  std::error_code exists;
+  if (!force && std::filesystem::exists(output, exists)) {
+    std::cerr << output << ": error: the file exists; pass --force to overwrite it\n";
+    return tuccl::cli::kExitError;
+  }
+  std::ofstream out(output, std::ios::binary | std::ios::trunc);
   if (!(out << text)) {
     std::cerr << output << ": error: cannot write the file\n";
-    return 1;
+    return tuccl::cli::kExitError;
   }
   return 0;
 }
@@ -142,17 +149,17 @@ int convert(const std::string& path, std::string to, const std::string& output, 
 int explain(const std::string& path, const std::string& collText, const std::string& bytesText,
             const CommKey& comm, int pipeOps, int regBuff) {
   auto loaded = load(path);
-  if (!loaded) return 1;
+  if (!loaded) return tuccl::cli::kExitError;
   auto collective = parseCollective(collText);
   if (!collective) {
     std::cerr << "error: unknown collective '" << collText
               << "' (broadcast, reduce, allgather, reducescatter, allreduce)\n";
-    return 2;
+    return tuccl::cli::kExitError;
   }
   auto bytes = parseByteSize(bytesText);
   if (!bytes) {
     std::cerr << "error: '" << bytesText << "' is not a byte size (e.g. 1048576, 64K, 1M)\n";
-    return 2;
+    return tuccl::cli::kExitError;
   }
   std::printf("table: %s (%s, hash %s, %zu entries)\n", path.c_str(), formatName(*loaded),
               formatHash(loaded->hash).c_str(), loaded->table.entries.size());
@@ -199,7 +206,7 @@ int explain(const std::string& path, const std::string& collText, const std::str
 
 int env(const std::string& path, const CommKey& comm, bool exportLines) {
   auto loaded = load(path);
-  if (!loaded) return 1;
+  if (!loaded) return tuccl::cli::kExitError;
   const EnvRecommendation* recommendation = recommendEnvironment(loaded->table, comm);
   if (recommendation == nullptr) {
     std::printf("# %s: no environment recommendation for %d ranks on %d nodes\n", path.c_str(), comm.nRanks,
@@ -239,6 +246,8 @@ int main(int argc, char** argv) {
   convertCmd->add_option("--to", to, "output format (default: the other one)")
       ->check(CLI::IsMember({"json", "csv"}));
   convertCmd->add_option("-o,--output", output, "output file (default: stdout)");
+  bool force = false;
+  convertCmd->add_flag("--force", force, "overwrite an existing output file");
   convertCmd->add_flag("--lossy", lossy, "drop what CSV cannot hold instead of failing");
 
   CLI::App* explainCmd = app.add_subcommand("explain", "which entry matches a call and what it decides");
@@ -264,15 +273,15 @@ int main(int argc, char** argv) {
   envCmd->add_option("--topology", comm.topology, "topology signature");
   envCmd->add_flag("--export", exportLines, "prefix each line with 'export '");
 
-  CLI11_PARSE(app, argc, argv);
+  if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
   try {
     if (*validateCmd) return validate(path);
-    if (*convertCmd) return convert(path, to, output, lossy);
+    if (*convertCmd) return convert(path, to, output, lossy, force);
     if (*explainCmd) return explain(path, coll, bytes, comm, pipeOps, regBuff);
     if (*envCmd) return env(path, comm, exportLines);
   } catch (const std::exception& e) {
     std::cerr << "tuccl-table: error: " << e.what() << "\n";
-    return 1;
+    return tuccl::cli::kExitError;
   }
   return 0;
 }

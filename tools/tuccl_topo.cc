@@ -21,6 +21,7 @@
 #include "topo/presets.h"
 #include "topo/sketch.h"
 #include "topo/topology_json.h"
+#include "tools/cli.h"
 
 namespace {
 
@@ -152,15 +153,8 @@ int main(int argc, char** argv) {
   exporter->add_flag("--force", overwriteOutput, "overwrite an existing output file");
 
   // Exit status: 0 success, 2 for any error on the command line or in an input.
-  constexpr int kExitError = 2;
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& success) {
-    return app.exit(success);
-  } catch (const CLI::ParseError& error) {
-    app.exit(error);
-    return kExitError;
-  }
+  using tuccl::cli::kExitError;
+  if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
 
   try {
     if (*show) {
@@ -201,13 +195,7 @@ int main(int argc, char** argv) {
       }
     }
   } catch (const DiagnosticError& error) {
-    // Quote the offending line when the file can be read again.
-    std::optional<SourceText> source;
-    try {
-      if (error.diagnostic().loc.known()) source = readSourceFile(error.diagnostic().file);
-    } catch (const DiagnosticError&) {
-    }
-    std::cerr << formatDiagnostic(error.diagnostic(), source ? &*source : nullptr);
+    tuccl::cli::printDiagnostic(error.diagnostic());
     return kExitError;
   } catch (const std::exception& error) {
     std::cerr << "tuccl-topo: error: " << error.what() << "\n";

@@ -1,7 +1,3 @@
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -11,25 +7,14 @@
 
 #include "scheduler/plan.h"
 #include "support/source_text.h"
+#include "tests/tools/run_tool.h"
 
 namespace {
 
-struct ToolRun {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using tuccl::tooltest::ToolRun;
 
 ToolRun runTool(const std::string& arguments) {
-  std::string command = std::string(TUCCL_COMPILE) + " " + arguments + " 2>&1";
-  ToolRun result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  size_t got;
-  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), got);
-  int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return tuccl::tooltest::runCommand(std::string(TUCCL_COMPILE) + " " + arguments);
 }
 
 std::string example(const std::string& name) { return std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + name; }

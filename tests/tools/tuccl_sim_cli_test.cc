@@ -1,7 +1,3 @@
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,24 +6,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/tools/run_tool.h"
+
 namespace {
 
-struct ToolRun {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-ToolRun runCommand(const std::string& command) {
-  ToolRun result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  size_t got;
-  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), got);
-  int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using tuccl::tooltest::runCommand;
+using tuccl::tooltest::ToolRun;
 
 ToolRun runSim(const std::string& arguments) { return runCommand(std::string(TUCCL_SIM) + " " + arguments); }
 

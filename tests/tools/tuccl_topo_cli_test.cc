@@ -1,7 +1,3 @@
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -11,25 +7,14 @@
 #include "support/source_text.h"
 #include "topo/presets.h"
 #include "topo/topology_json.h"
+#include "tests/tools/run_tool.h"
 
 namespace {
 
-struct ToolRun {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using tuccl::tooltest::ToolRun;
 
 ToolRun runTopo(const std::string& arguments) {
-  std::string command = std::string(TUCCL_TOPO) + " " + arguments + " 2>&1";
-  ToolRun result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  size_t got;
-  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), got);
-  int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return tuccl::tooltest::runCommand(std::string(TUCCL_TOPO) + " " + arguments);
 }
 
 std::string data(const std::string& name) { return std::string(TUCCL_SOURCE_DIR) + "/tests/data/topo/" + name; }
