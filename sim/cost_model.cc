@@ -84,7 +84,7 @@ std::string_view protocolName(Protocol protocol) {
   return "Simple";
 }
 
-Protocol parseProtocol(std::string_view name) {
+Protocol parseSimProtocol(std::string_view name) {
   for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     if (equalsIgnoreCase(name, protocolName(p))) return p;
   }
@@ -172,7 +172,7 @@ CostModel costModelFromJson(const json& document, const CostModel& base) {
     for (auto p = it->begin(); p != it->end(); ++p) {
       const std::string where = "cost.protocols." + p.key();
       rejectUnknown(*p, {"efficiency", "baseLatencyUs", "hopLatencyUs", "tbCapGBps"}, where);
-      ProtocolCost& cost = model.protocols[static_cast<int>(parseProtocol(p.key()))];
+      ProtocolCost& cost = model.protocols[static_cast<int>(parseSimProtocol(p.key()))];
       cost.efficiency = number(*p, "efficiency", cost.efficiency, 1e-6, where);
       if (cost.efficiency > 1.0) throw std::invalid_argument(where + ".efficiency must be at most 1");
       cost.baseLatencyUs = number(*p, "baseLatencyUs", cost.baseLatencyUs, 0, where);

@@ -34,7 +34,7 @@ inline constexpr int kHopClasses = 3;
 
 /// "LL", "LL128", "Simple" (case-insensitive when parsing).
 std::string_view protocolName(Protocol protocol);
-Protocol parseProtocol(std::string_view name);  ///< throws std::invalid_argument
+Protocol parseSimProtocol(std::string_view name);  ///< throws std::invalid_argument; not parseProtocol: plugin/lookup_table.h has that name (one program links both)
 
 struct ProtocolCost {
   double efficiency = 1.0;     ///< payload bytes per wire byte
