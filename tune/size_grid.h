@@ -1,0 +1,46 @@
+// Message sizes for a tuning run and the byte ranges of the table it writes (issue 8 item 5).
+//
+// In:  a size range "1K:1G" and a growth factor (2: powers of two), or the winners found at
+//      each grid size.
+// Out: the grid of sizes; the byte ranges of the table, adjacent sizes with the same winner merged
+//      into one range; the chunk sizes worth searching at one message size.
+//
+// Range semantics: grid size s_i stands for the calls from s_i up to s_{i+1} - 1; the first range
+// starts at 0 and the last one has no upper bound, so every call size matches exactly one range.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tuccl {
+
+/// "1048576", "64K", "1M", "2G", "1MiB" (binary units); throws std::invalid_argument naming the text.
+int64_t parseSizeText(std::string_view text);
+/// "MIN:MAX" or a single size; throws std::invalid_argument when MIN > MAX or a bound is not a size.
+std::pair<int64_t, int64_t> parseSizeRange(std::string_view text);
+/// min, min·factor, min·factor², ... up to max (max itself included when the walk lands on it,
+/// within rounding). factor must be > 1.
+std::vector<int64_t> sizeGrid(int64_t minBytes, int64_t maxBytes, double factor = 2);
+
+/// One table range: the grid sizes [first, last] (indices into the grid) share one winner.
+struct SizeRange {
+  size_t first = 0;
+  size_t last = 0;
+  uint64_t minBytes = 0;           ///< inclusive
+  uint64_t maxBytes = UINT64_MAX;  ///< inclusive; UINT64_MAX: no bound
+};
+
+/// Merges adjacent grid sizes whose winners (`winnerKeys[i]`, any text identifying the decision
+/// the table would record) are equal. `sizes` ascending, same length as `winnerKeys`.
+std::vector<SizeRange> mergeSizeRanges(const std::vector<int64_t>& sizes, const std::vector<std::string>& winnerKeys);
+
+/// The chunk sizes (micro-batch bytes) worth searching for a message of `messageBytes` split into
+/// `nRanks` chunks: the levels of `levels` from the smallest giving at most `maxSlices`
+/// micro-batches per chunk up to the first that holds a whole chunk (larger ones behave the same:
+/// one micro-batch). Never empty: when no level fits, the nearest one.
+std::vector<int64_t> chunkLevelsFor(const std::vector<int64_t>& levels, int64_t messageBytes, int32_t nRanks,
+                                    int64_t maxSlices);
+
+}  // namespace tuccl

@@ -1,0 +1,168 @@
+// Built only with the simulator (tune/CMakeLists.txt globs every file; topo/ and the scheduler
+// are linked only then).
+#ifdef TUCCL_HAVE_SIM_PROFILER
+#include "tune/sketch_candidates.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <stdexcept>
+
+#include "lang/semantic_check.h"
+#include "scheduler/plan_builder.h"
+
+namespace tuccl {
+namespace {
+
+std::vector<std::vector<int32_t>> ranksByNode(const Topology& topology) {
+  std::vector<std::vector<int32_t>> nodes(static_cast<size_t>(topology.nNodes()));
+  for (int32_t r = 0; r < topology.nRanks(); ++r) nodes[static_cast<size_t>(topology.gpus[r].node)].push_back(r);
+  return nodes;
+}
+
+}  // namespace
+
+std::vector<std::pair<int32_t, int32_t>> interNodePairs(const Algorithm& algorithm, const Topology& topology) {
+  std::set<std::pair<int32_t, int32_t>> pairs;
+  for (const Operation& op : algorithm.ops) {
+    if (op.isLocal()) continue;
+    if (topology.gpus[op.srcRank].node != topology.gpus[op.dstRank].node) pairs.emplace(op.srcRank, op.dstRank);
+  }
+  return {pairs.begin(), pairs.end()};
+}
+
+bool sketchAdmits(const Sketch& sketch, const Algorithm& algorithm, const Topology& topology) {
+  for (const auto& pair : interNodePairs(algorithm, topology))
+    if (!std::binary_search(sketch.interNodePairs.begin(), sketch.interNodePairs.end(), pair)) return false;
+  return true;
+}
+
+std::optional<std::vector<int32_t>> sketchRingOrder(const Topology& topology, const Sketch& sketch) {
+  const auto nodes = ranksByNode(topology);
+  const size_t n = nodes.size();
+  if (n == 0) return std::nullopt;
+  auto edge = [&](int32_t a, int32_t b) {
+    return std::binary_search(sketch.interNodePairs.begin(), sketch.interNodePairs.end(), std::make_pair(a, b));
+  };
+  std::vector<int32_t> entry(n, -1), exit(n, -1);
+  // Depth-first over (entry of node 0, exit of node i -> entry of node i+1, ..., exit of the last
+  // node -> entry of node 0); a node of one GPU enters and leaves through it.
+  std::function<bool(size_t)> place = [&](size_t i) -> bool {
+    for (int32_t out : nodes[i]) {
+      if (out == entry[i] && nodes[i].size() > 1) continue;
+      const size_t next = (i + 1) % n;
+      if (next == 0) {
+        if (n == 1 || edge(out, entry[0])) {
+          exit[i] = out;
+          return true;
+        }
+        continue;
+      }
+      for (int32_t in : nodes[next]) {
+        if (!edge(out, in)) continue;
+        exit[i] = out;
+        entry[next] = in;
+        if (place(next)) return true;
+      }
+    }
+    return false;
+  };
+  for (int32_t first : nodes[0]) {
+    entry[0] = first;
+    if (!place(0)) continue;
+    std::vector<int32_t> order;
+    for (size_t i = 0; i < n; ++i) {
+      order.push_back(entry[i]);
+      for (int32_t r : nodes[i])
+        if (r != entry[i] && r != exit[i]) order.push_back(r);
+      if (exit[i] != entry[i]) order.push_back(exit[i]);
+    }
+    return order;
+  }
+  return std::nullopt;
+}
+
+Algorithm relabelRanks(const Algorithm& algorithm, const std::vector<int32_t>& order) {
+  if (order.size() != static_cast<size_t>(algorithm.nRanks))
+    throw std::invalid_argument("relabelRanks: the order must name every rank once");
+  Algorithm out = algorithm;
+  const int32_t k = algorithm.chunksPerRank();
+  auto block = [&](BufferKind buffer, int32_t index) {
+    if (algorithm.collective != CollectiveKind::AllGather || buffer != BufferKind::Output || k <= 0) return index;
+    return order[static_cast<size_t>(index / k)] * k + index % k;
+  };
+  for (Operation& op : out.ops) {
+    op.srcIndex = block(op.srcBuffer, op.srcIndex);
+    op.dstIndex = block(op.dstBuffer, op.dstIndex);
+    op.srcRank = order[static_cast<size_t>(op.srcRank)];
+    op.dstRank = order[static_cast<size_t>(op.dstRank)];
+  }
+  if (CheckReport report = checkAlgorithm(out); !report.ok())
+    throw std::logic_error("relabelled " + algorithm.name + " fails the semantic check: " + report.violation->message);
+  return out;
+}
+
+std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, CollectiveKind collective,
+                                                    const std::string& examplesDir, std::vector<std::string>* notes) {
+  std::vector<std::pair<std::string, std::string>> programs;  // (name, example)
+  if (collective == CollectiveKind::AllReduce) {
+    programs = {{"ring", "ring_allreduce"}, {"hm", "hm_allreduce"}};
+  } else if (collective == CollectiveKind::AllGather) {
+    programs = {{"ring", "ring_allgather"}, {"hm", "hm_allgather"}, {"direct", "direct_allgather"}};
+  } else {
+    throw std::invalid_argument("no candidate algorithms for " + std::string(collectiveName(collective)) +
+                                " (allreduce, allgather)");
+  }
+  const int32_t nRanks = topology.nRanks();
+  const int32_t perNode = maxGpusPerNode(topology);
+  const std::vector<SketchVariant> variants = {SketchVariant::Relay, SketchVariant::Pruned, SketchVariant::FullMesh};
+  std::vector<Sketch> sketches;
+  for (SketchVariant v : variants) sketches.push_back(buildSketch(topology, v));
+
+  auto admitting = [&](const Algorithm& algorithm) {
+    std::vector<std::string> names;
+    for (const Sketch& s : sketches)
+      if (sketchAdmits(s, algorithm, topology)) names.emplace_back(sketchVariantName(s.variant));
+    return names;
+  };
+  std::vector<AlgorithmCandidate> out;
+  for (const auto& [name, example] : programs) {
+    AlgorithmCandidate c;
+    c.name = name;
+    c.program = example;
+    try {
+      c.algorithm = loadRescclAlgorithm(examplesDir + "/" + example + ".resccl", nRanks, perNode);
+    } catch (const std::exception& e) {
+      if (notes != nullptr) notes->push_back(example + " does not fit " + std::to_string(nRanks) + " ranks: " + e.what());
+      continue;
+    }
+    c.sketches = admitting(c.algorithm);
+    c.ncclRing = name == "ring";
+    c.interNodeConnections = static_cast<int32_t>(interNodePairs(c.algorithm, topology).size());
+    out.push_back(std::move(c));
+    if (name != "ring") continue;
+    // The sketch-derived ring: along the sparsest sketch that has a Hamiltonian cycle.
+    for (const Sketch& s : sketches) {
+      if (s.variant == SketchVariant::FullMesh) break;
+      auto order = sketchRingOrder(topology, s);
+      if (!order) continue;
+      bool identity = true;
+      for (int32_t p = 0; p < nRanks; ++p) identity = identity && (*order)[static_cast<size_t>(p)] == p;
+      if (identity || sketchAdmits(s, out.back().algorithm, topology)) break;  // the plain ring already fits
+      AlgorithmCandidate rail;
+      rail.name = "ring-rail";
+      rail.program = example;
+      rail.algorithm = relabelRanks(out.back().algorithm, *order);
+      rail.algorithm.name += "-rail";
+      rail.sketches = admitting(rail.algorithm);
+      rail.interNodeConnections = static_cast<int32_t>(interNodePairs(rail.algorithm, topology).size());
+      out.push_back(std::move(rail));
+      break;
+    }
+  }
+  if (out.empty()) throw std::runtime_error("no candidate algorithm fits the topology");
+  return out;
+}
+
+}  // namespace tuccl
+#endif  // TUCCL_HAVE_SIM_PROFILER

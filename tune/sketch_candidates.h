@@ -1,0 +1,66 @@
+// The sketch × algorithm dimension of the search (TuCCL §III-B/C): which algorithm programs a
+// communication sketch admits on a topology. Built only with the simulator (it needs topo/ and the
+// scheduler's loader; TUCCL_HAVE_SIM_PROFILER).
+//
+// In:  a Topology, a collective, the directory of the example programs.
+// Out: AlgorithmCandidates — a program at the topology's shape, the sketches that admit it, and
+//      whether it is NCCL's ring.
+//
+// What the sketch means here. Our algorithms are fixed programs (examples/algorithms/*.resccl),
+// not synthesised from a sketch, so a sketch cannot reshape them; it decides which programs are
+// admissible: a program is admitted by a sketch when every inter-node rank pair it sends on is an
+// edge of that sketch (topo/sketch.h). Full mesh admits everything; pruned (NIC groups) admits
+// programs whose inter-node peers share a NIC group — HM's same-local-index rings; relay admits
+// only the one sender→receiver pair per NIC group. One program is *derived* from a sketch:
+// "ring-rail", the rank-order ring program relabelled along a Hamiltonian cycle whose inter-node
+// hops are edges of the sparsest sketch that has one (relay, else pruned) — a rail-aligned ring.
+// A program's simulated time does not depend on which admitting sketch it was drawn from, so each
+// program is listed once, labelled with the sparsest sketch that admits it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lang/algorithm.h"
+#include "topo/sketch.h"
+#include "topo/topology.h"
+
+namespace tuccl {
+
+struct AlgorithmCandidate {
+  std::string name;     ///< "ring", "ring-rail", "hm", "direct": the value of the "algorithm" dimension
+  std::string program;  ///< the example it comes from ("ring_allreduce")
+  Algorithm algorithm;
+  /// Admitting sketch variants, sparsest first ("relay", "pruned", "full-mesh").
+  std::vector<std::string> sketches;
+  bool ncclRing = false;  ///< the ring in rank order: what NCCL's RING runs
+  int32_t interNodeConnections = 0;
+
+  const std::string& sketch() const { return sketches.front(); }
+};
+
+/// The ordered inter-node (src, dst) rank pairs the algorithm sends on, sorted and unique.
+std::vector<std::pair<int32_t, int32_t>> interNodePairs(const Algorithm& algorithm, const Topology& topology);
+/// Whether every inter-node pair of `algorithm` is an edge of `sketch`.
+bool sketchAdmits(const Sketch& sketch, const Algorithm& algorithm, const Topology& topology);
+
+/// A rank order visiting every node's ranks contiguously whose node-to-node hops (including the
+/// wrap-around) are edges of `sketch`; nullopt when there is none. Ranks of one node: the entry
+/// rank, the others ascending, the exit rank.
+std::optional<std::vector<int32_t>> sketchRingOrder(const Topology& topology, const Sketch& sketch);
+
+/// `algorithm` with rank p renamed order[p]; AllGather's output chunk blocks follow their ranks
+/// (block p becomes block order[p]) so the collective's conventions still hold. The result is
+/// proved by the semantic checker; std::logic_error when it fails.
+Algorithm relabelRanks(const Algorithm& algorithm, const std::vector<int32_t>& order);
+
+/// The candidates for `collective` on `topology` (nRanks = its GPUs, GPUPerNode = the largest
+/// node): allreduce: ring, ring-rail, hm; allgather: ring, ring-rail, hm, direct. A program that
+/// does not fit the shape is left out and named in `notes`.
+std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, CollectiveKind collective,
+                                                    const std::string& examplesDir,
+                                                    std::vector<std::string>* notes = nullptr);
+
+}  // namespace tuccl
