@@ -1,0 +1,162 @@
+// tuccl-tune end to end: the table it writes loads in the plugin's reader and tuccl-table explains
+// it; the same seed gives the same table; a killed run resumes to the same table; nothing is
+// overwritten silently.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "plugin/lookup_table.h"
+
+namespace {
+
+struct ToolRun {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+ToolRun run(const std::string& program, const std::string& arguments) {
+  std::string command = program + " " + arguments + " 2>&1";
+  ToolRun result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  size_t got;
+  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), got);
+  int status = pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+ToolRun tune(const std::string& arguments) { return run(TUCCL_TUNE, arguments); }
+ToolRun table(const std::string& arguments) { return run(TUCCL_TABLE, arguments); }
+
+std::string readAll(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::filesystem::path freshDir(const std::string& name) {
+  std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Small and quick: 8 ranks on 2 nodes, 3 sizes, one scheduler, a fixed budget.
+const std::string kRun =
+    "--topo preset:resccl-a100:nodes=2,gpus=4 --collectives allreduce,allgather --sizes 64K:256K "
+    "--schedulers hpds --budget 3000 --seed 3 -q";
+
+TEST(TucclTune, WritesATableThePluginLoadsAndExplains) {
+  const auto dir = freshDir("tuccl_tune_table");
+  const std::string json = (dir / "t.json").string();
+  ToolRun r = tune(kRun + " -o " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("allreduce"), std::string::npos) << r.output;
+  ASSERT_TRUE(std::filesystem::exists(dir / "t.csv"));
+  ASSERT_TRUE(std::filesystem::exists(dir / "t.trials.jsonl"));
+
+  tuccl::LoadResult loaded = tuccl::loadTableFile(json);
+  ASSERT_TRUE(loaded.ok()) << tuccl::formatTableError(loaded.error);
+  const tuccl::LookupTable& t = loaded.loaded->table;
+  ASSERT_GE(t.entries.size(), 2u);  // at least one range per collective
+  uint64_t expectedMin = 0;
+  for (const tuccl::TableEntry& e : t.entries) {
+    if (e.collective != tuccl::Collective::AllReduce) continue;
+    EXPECT_EQ(e.minBytes, expectedMin);  // ranges tile [0, inf)
+    expectedMin = e.maxBytes == UINT64_MAX ? 0 : e.maxBytes + 1;
+    EXPECT_EQ(e.nNodes, 2);
+    EXPECT_EQ(e.nRanks, 8);
+    ASSERT_EQ(e.choices.size(), 1u);
+    EXPECT_NE(e.choices[0].protocol, tuccl::kAny);
+    EXPECT_GE(e.nChannels, 1);
+    EXPECT_GT(e.chunkSize, 0u);
+  }
+  EXPECT_EQ(expectedMin, 0u);  // the last range is unbounded
+  ASSERT_EQ(t.environment.size(), 1u);
+
+  // Every entry says what TuCCL chose; the metadata lists it per entry.
+  nlohmann::json doc = nlohmann::json::parse(readAll(json));
+  for (const auto& e : doc["entries"]) EXPECT_NE(e["comment"].get<std::string>().find("sketch"), std::string::npos);
+  EXPECT_EQ(doc["metadata"]["tuccl"]["entries"].size(), doc["entries"].size());
+
+  ToolRun valid = table("validate " + json);
+  EXPECT_EQ(valid.status, 0) << valid.output;
+  ToolRun explained = table("explain " + json + " --coll allreduce --bytes 128K --nodes 2 --ranks 8");
+  EXPECT_EQ(explained.status, 0) << explained.output;
+  EXPECT_NE(explained.output.find("match: entries["), std::string::npos) << explained.output;
+  EXPECT_NE(explained.output.find("chunk size (v6)"), std::string::npos) << explained.output;
+  ToolRun csv = table("explain " + (dir / "t.csv").string() + " --coll allgather --bytes 1G --nodes 2 --ranks 8");
+  EXPECT_EQ(csv.status, 0) << csv.output;
+  EXPECT_NE(csv.output.find("match:"), std::string::npos) << csv.output;
+  ToolRun env = table("env " + json + " --nodes 2 --ranks 8");
+  EXPECT_NE(env.output.find("NTHREADS="), std::string::npos) << env.output;
+}
+
+TEST(TucclTune, SameSeedSameTableAndNoSilentOverwrite) {
+  const auto dir = freshDir("tuccl_tune_seed");
+  ASSERT_EQ(tune(kRun + " -o " + (dir / "a.json").string()).status, 0);
+  ASSERT_EQ(tune(kRun + " -o " + (dir / "b.json").string()).status, 0);
+  EXPECT_TRUE(readAll(dir / "a.json") == readAll(dir / "b.json"));
+  EXPECT_TRUE(readAll(dir / "a.csv") == readAll(dir / "b.csv"));
+  EXPECT_TRUE(readAll(dir / "a.trials.jsonl") == readAll(dir / "b.trials.jsonl"));
+
+  const std::string before = readAll(dir / "a.json");
+  ToolRun again = tune(kRun + " -o " + (dir / "a.json").string());
+  EXPECT_EQ(again.status, 2);
+  EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
+  // --force replaces the tables but an existing trial log still needs --resume.
+  ToolRun forced = tune(kRun + " --force -o " + (dir / "a.json").string());
+  EXPECT_NE(forced.status, 0);
+  EXPECT_NE(forced.output.find("--resume"), std::string::npos) << forced.output;
+  EXPECT_TRUE(readAll(dir / "a.json") == before);
+  // A different seed with the old log is another run: refused.
+  std::string otherSeed = kRun;
+  otherSeed.replace(otherSeed.find("--seed 3"), 8, "--seed 4");
+  ToolRun other = tune(otherSeed + " --force --resume -o " + (dir / "a.json").string());
+  EXPECT_NE(other.status, 0);
+  EXPECT_NE(other.output.find("seed"), std::string::npos) << other.output;
+}
+
+TEST(TucclTune, AKilledRunResumesToTheSameTable) {
+  const auto dir = freshDir("tuccl_tune_resume");
+  ASSERT_EQ(tune(kRun + " -o " + (dir / "whole.json").string()).status, 0);
+  const std::string log = readAll(dir / "whole.trials.jsonl");
+  // The first half of the log, the last line torn, as a killed run leaves it.
+  const size_t half = log.find('\n', log.size() / 2);
+  ASSERT_NE(half, std::string::npos);
+  {
+    std::ofstream out(dir / "cut.trials.jsonl", std::ios::binary);
+    out << log.substr(0, half + 1) << log.substr(half + 1, 40);
+  }
+  ToolRun refused = tune(kRun + " -o " + (dir / "cut.json").string());
+  EXPECT_NE(refused.status, 0);
+  ToolRun resumed = tune(kRun + " --resume -o " + (dir / "cut.json").string());
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_TRUE(readAll(dir / "cut.json") == readAll(dir / "whole.json"));
+  EXPECT_TRUE(readAll(dir / "cut.trials.jsonl") == log);
+}
+
+TEST(TucclTune, ReportsBadArguments) {
+  const auto dir = freshDir("tuccl_tune_bad");
+  ToolRun r = tune("--topo preset:resccl-a100:nodes=2 --collectives broadcast -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("broadcast"), std::string::npos) << r.output;
+  r = tune("--topo preset:resccl-a100:nodes=2 --sizes 1G:1K -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("MIN:MAX"), std::string::npos) << r.output;
+  r = tune("--topo preset:nope -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
+}
+
+}  // namespace
