@@ -228,6 +228,13 @@ int main(int argc, char** argv) {
     if (logPath.empty()) logPath = std::filesystem::path(outPath).replace_extension(".trials.jsonl").string();
     for (const std::string& path : {output, csvPath})
       if (std::filesystem::exists(path) && !force) throw UsageError(path + " exists; pass --force to overwrite it");
+    // The folders of the outputs are made on demand, as `tuccl-compile -o` does.
+    for (const std::string& path : {output, csvPath, logPath}) {
+      const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+      std::error_code error;
+      if (!parent.empty()) std::filesystem::create_directories(parent, error);
+      if (error) throw UsageError("cannot create " + parent.string() + ": " + error.message());
+    }
     if (profilerName == "command" && commandTemplate.empty())
       throw UsageError("--profiler command needs --command TEMPLATE");
     const auto [minBytes, maxBytes] = parseSizeRange(sizesText);

@@ -1,10 +1,6 @@
 // tuccl-tune end to end: the table it writes loads in the plugin's reader and tuccl-table explains
 // it; the same seed gives the same table; a killed run resumes to the same table; nothing is
 // overwritten silently.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,25 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "plugin/lookup_table.h"
+#include "tests/tools/run_tool.h"
 
 namespace {
 
-struct ToolRun {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using tuccl::tooltest::ToolRun;
 
 ToolRun run(const std::string& program, const std::string& arguments) {
-  std::string command = program + " " + arguments + " 2>&1";
-  ToolRun result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  size_t got;
-  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), got);
-  int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return tuccl::tooltest::runCommand(program + " " + arguments);
 }
 ToolRun tune(const std::string& arguments) { return run(TUCCL_TUNE, arguments); }
 ToolRun table(const std::string& arguments) { return run(TUCCL_TABLE, arguments); }
@@ -157,6 +142,17 @@ TEST(TucclTune, ReportsBadArguments) {
   r = tune("--topo preset:nope -o " + (dir / "x.json").string());
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
+}
+
+TEST(TucclTune, MakesTheOutputFolder) {
+  const auto dir = freshDir("tuccl_tune_folder") / "new" / "folder";
+  ToolRun r = tune("--topo preset:resccl-a100:nodes=2,gpus=4 --collectives allreduce --sizes 64K:64K --schedulers hpds "
+                   "--budget 1000 --seed 3 -q -o " +
+                   (dir / "table.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "table.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "table.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "table.trials.jsonl"));
 }
 
 }  // namespace
