@@ -1,7 +1,9 @@
 // MRACO (TuCCL §III-D, Algorithm 1): TPE proposes the configurations of every Hyperband bracket
 // (BOHB-style), successive halving prunes them with growing resource (Eq. 4), the incumbent is
 // the best measurement at R_max (elite retention, line 10), and the search ends when Eq. 5 holds
-// between consecutive Hyperband iterations, or the budget is spent.
+// between consecutive Hyperband iterations, or the budget is spent. Before returning, a reserve
+// held back from the budget re-measures the best few R_max configurations (a race) so that
+// near-ties under measurement noise are settled by several samples, not one or two.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -45,6 +47,72 @@ struct Elite {
     best = c;
     bestMean = mean(v);
   }
+  /// Final selection (a race at R_max): the `finalCandidates` best distinct configurations by
+  /// their R_max mean are re-measured in rounds, best first, while a round's measurements fit in
+  /// the reserve (finalReserve x searchCost, never past the budget) and more than one candidate is
+  /// in the race. After each round a candidate whose mean is more than finalZ standard errors
+  /// above the leader's leaves (the noise variance is pooled over every candidate's samples: the
+  /// candidates are near-ties, so their noise is alike). x* becomes the candidate with the lowest
+  /// pooled mean (search and race samples). The winner's curse that brought a candidate into the
+  /// top k fades as its fresh samples accumulate.
+  void race(ProfilingSession& session, const SearchOptions& options, double searchCost) {
+    if (!(options.finalReserve > 0) || options.finalCandidates < 2) return;
+    const int64_t r = options.maxResource;
+    double reserve = options.finalReserve * searchCost;
+    if (options.budget > 0) reserve = std::min(reserve, options.budget - session.spent());
+    std::vector<const Configuration*> candidates;  // by R_max mean; ties keep the map's order
+    for (const auto& [c, v] : samples)
+      if (std::isfinite(mean(v))) candidates.push_back(&c);
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](const Configuration* a, const Configuration* b) { return mean(samples[*a]) < mean(samples[*b]); });
+    if (candidates.size() > static_cast<size_t>(options.finalCandidates)) candidates.resize(options.finalCandidates);
+    if (candidates.size() < 2) return;
+    std::vector<const Configuration*> racing = candidates;
+    double used = 0;
+    try {
+      while (racing.size() > 1) {
+        bool roundComplete = true;
+        for (const Configuration* c : racing) {
+          if (used + static_cast<double>(r) > reserve * (1 + 1e-12) || !session.canAfford(r)) {
+            roundComplete = false;
+            break;
+          }
+          samples[*c].push_back(objectiveOf(session.profile(*c, r)));
+          used += static_cast<double>(r);
+        }
+        if (!roundComplete) break;
+        // Failed measurements (+inf) leave the race; the rest are ranked by their means.
+        std::erase_if(racing, [&](const Configuration* c) { return !std::isfinite(mean(samples[*c])); });
+        std::stable_sort(racing.begin(), racing.end(),
+                         [&](const Configuration* a, const Configuration* b) { return mean(samples[*a]) < mean(samples[*b]); });
+        // Pooled within-candidate variance.
+        double squares = 0, dof = 0;
+        for (const Configuration* c : candidates) {
+          const std::vector<double>& v = samples[*c];
+          const double m = mean(v);
+          if (!std::isfinite(m) || v.size() < 2) continue;
+          for (double x : v) squares += (x - m) * (x - m);
+          dof += static_cast<double>(v.size() - 1);
+        }
+        if (racing.size() < 2 || dof < 1) continue;
+        const double variance = squares / dof;
+        const std::vector<double>& lead = samples[*racing.front()];
+        const double leadMean = mean(lead);
+        std::erase_if(racing, [&](const Configuration* c) {
+          const std::vector<double>& v = samples[*c];
+          const double se = std::sqrt(variance / static_cast<double>(v.size()) + variance / static_cast<double>(lead.size()));
+          return mean(v) - leadMean > options.finalZ * se;
+        });
+      }
+    } catch (const SearchStopped&) {
+      // the trial limit: keep what was measured
+    }
+    const Configuration* pick = nullptr;
+    double pickMean = std::numeric_limits<double>::infinity();
+    for (const Configuration* c : candidates)
+      if (const double m = mean(samples[*c]); m < pickMean) pick = c, pickMean = m;
+    if (pick) best = *pick, bestMean = pickMean;
+  }
   SearchResult finish(SearchResult result) const {
     if (best) {
       result.best = *best;
@@ -69,7 +137,19 @@ class MracoSearcher : public Searcher {
   SearchResult search(const SearchSpace& space, Profiler& profiler, const SearchOptions& options) override {
     if (options.budget <= 0 && options.maxTrials == 0 && !options.convergence.enabled)
       throw std::invalid_argument("mraco needs a budget, maxTrials or the convergence test");
-    ProfilingSession session("mraco", space, profiler, options);
+    // The search runs under `phase`, whose budget holds back the final selection's reserve;
+    // the race gets the whole budget back (the session reads the budget through this reference).
+    Elite elite;
+    SearchOptions phase = options;
+    const bool racing = options.finalReserve > 0 && options.finalCandidates >= 2;
+    if (racing && options.budget > 0) phase.budget = options.budget / (1 + options.finalReserve);
+    ProfilingSession session("mraco", space, profiler, phase);
+    auto conclude = [&](std::string reason, bool converged) {
+      const double searchCost = session.spent();
+      phase.budget = options.budget;
+      elite.race(session, options, searchCost);
+      return elite.finish(session.finish(std::move(reason), converged));
+    };
     std::mt19937_64 rng(options.seed);
     const TpeSampler sampler(space, options.tpe);
     const std::vector<Bracket> brackets = hyperbandBrackets(options.maxResource, options.eta, options.rounding);
@@ -78,13 +158,12 @@ class MracoSearcher : public Searcher {
 
     std::map<int64_t, std::vector<Observation>> observations;  // by resource
     std::map<int64_t, std::set<Configuration>> measured;       // by resource
-    Elite elite;
 
     try {
       while (true) {
         for (const Bracket& bracket : brackets) {
-          if (measured[options.maxResource].size() >= valid) return session.finish("exhausted");
-          runBracket(space, sampler, bracket, options, session, observations, measured, elite, rng);
+          if (measured[options.maxResource].size() >= valid) return conclude("exhausted", false);
+          runBracket(space, sampler, bracket, phase, session, observations, measured, elite, rng);
         }
         // Eq. 5 between consecutive Hyperband iterations: the incumbent at R_max and the good
         // set's estimator at the model's fidelity.
@@ -99,11 +178,10 @@ class MracoSearcher : public Searcher {
         componentLogger("tune")->debug("mraco: iteration {} incumbent {:.4g} us, improvement {:.4g}, KL {:.4g}, cost {}",
                                        monitor.steps(), elite.value(), monitor.lastRelativeImprovement(),
                                        monitor.lastKl(), session.spent());
-        if (stop)
-          return elite.finish(session.finish("converged", true));
+        if (stop) return conclude("converged", true);
       }
     } catch (const SearchStopped& stop) {
-      return elite.finish(session.finish(stop.reason));
+      return conclude(stop.reason, false);
     }
   }
 

@@ -52,6 +52,15 @@ struct SearchOptions {
   uint32_t maxTrials = 0;
   TpeOptions tpe;
   ConvergenceOptions convergence;
+  /// MRACO's final selection: before returning, the `finalCandidates` best distinct
+  /// configurations by their mean at R_max are re-measured at R_max in rounds (a race) with a
+  /// reserve of `finalReserve` x the search's cost (held back from the budget: the search itself
+  /// stops at budget / (1 + finalReserve)); a candidate leaves the race when its mean is more than
+  /// `finalZ` standard errors (pooled noise estimate) above the leader's; the pick is the lowest
+  /// pooled mean. finalReserve = 0 or finalCandidates < 2 turns it off.
+  double finalReserve = 0.15;
+  int finalCandidates = 4;
+  double finalZ = 2.0;
   /// Coordinate descent: the categorical dimensions that span the subspaces.
   std::vector<std::string> subspaceDimensions = {"algorithm", "protocol"};
   /// Abort (std::runtime_error carrying the profiler's message) when this many trials in a row

@@ -98,6 +98,78 @@ TEST(Searchers, MracoUsesHyperbandRungs) {
   for (size_t i = 0; i < 9; ++i) EXPECT_EQ(r.trials[27 + i].config, rung0[i].second);
 }
 
+// The final selection (a race at R_max on the best few configurations) spends at most
+// finalReserve x the search's cost, never more than the budget, and is deterministic.
+TEST(Searchers, MracoFinalRaceStaysInItsReserveAndIsDeterministic) {
+  Landscape land(4);
+  const double gridCost = static_cast<double>(land.space.validCount()) * 27;
+  auto run = [&](double budget, bool convergence, double reserve) {
+    SyntheticProfiler profiler = land.profiler(9);
+    SearchOptions options;
+    options.seed = 9;
+    options.budget = budget;
+    options.convergence.enabled = convergence;
+    options.finalReserve = reserve;
+    return makeMracoSearcher()->search(land.space, profiler, options);
+  };
+  for (const double budget : {0.02 * gridCost, 0.1 * gridCost, 5000.0, 700.0}) {
+    for (const bool convergence : {true, false}) {
+      SearchResult a = run(budget, convergence, 0.15), b = run(budget, convergence, 0.15);
+      EXPECT_LE(a.cost, budget);
+      ASSERT_EQ(a.trials.size(), b.trials.size());
+      for (size_t i = 0; i < a.trials.size(); ++i) {
+        EXPECT_EQ(a.trials[i].config, b.trials[i].config) << i;
+        EXPECT_EQ(a.trials[i].resource, b.trials[i].resource) << i;
+        EXPECT_EQ(a.trials[i].measurement.timeUs, b.trials[i].measurement.timeUs) << i;
+      }
+      EXPECT_EQ(a.best, b.best);
+      EXPECT_EQ(a.bestMeasurement.timeUs, b.bestMeasurement.timeUs);
+      // The race trials: the tail outside any bracket, all at R_max, within the reserve.
+      size_t first = a.trials.size();
+      while (first > 0 && a.trials[first - 1].bracket == -1) --first;
+      double searchCost = 0, raceCost = 0;
+      for (size_t i = 0; i < a.trials.size(); ++i) {
+        if (i < first) {
+          EXPECT_GE(a.trials[i].bracket, 0) << i;  // no race trial inside the search
+          searchCost += static_cast<double>(a.trials[i].resource);
+        } else {
+          EXPECT_EQ(a.trials[i].resource, 27);
+          raceCost += static_cast<double>(a.trials[i].resource);
+        }
+      }
+      EXPECT_LE(raceCost, 0.15 * searchCost * (1 + 1e-12)) << budget << " " << convergence;
+      EXPECT_LE(searchCost, budget / 1.15 * (1 + 1e-12));
+      if (budget >= 5000) {
+        EXPECT_GT(raceCost, 0) << budget << " " << convergence;  // enough reserve for one round
+      }
+      ASSERT_TRUE(a.best);
+      // x* is a raced candidate (or the only one) and its reported time is its pooled mean.
+      double sum = 0;
+      int n = 0;
+      for (const Trial& t : a.trials)
+        if (t.resource == 27 && t.config == *a.best) sum += t.measurement.timeUs, ++n;
+      ASSERT_GT(n, 0);
+      EXPECT_NEAR(a.bestMeasurement.timeUs, sum / n, 1e-9 * sum / n);
+      if (raceCost > 0) {
+        EXPECT_GE(n, 2);
+      }
+    }
+  }
+  // finalReserve = 0: no race, and the search may use the whole budget.
+  SearchResult off = run(0.05 * gridCost, false, 0);
+  for (const Trial& t : off.trials) EXPECT_GE(t.bracket, 0);
+  EXPECT_GT(off.cost, 0.05 * gridCost / 1.15);
+  // maxTrials cuts the race too.
+  SyntheticProfiler profiler = land.profiler(9);
+  SearchOptions options;
+  options.seed = 9;
+  options.maxTrials = 120;
+  options.convergence.enabled = false;
+  SearchResult capped = makeMracoSearcher()->search(land.space, profiler, options);
+  EXPECT_LE(capped.trials.size(), 120u);
+  EXPECT_TRUE(capped.best);
+}
+
 TEST(Searchers, LeadingFailuresAbortWithTheProfilersMessage) {
   SearchSpace space = defaultSearchSpace();
   struct Broken : Profiler {
