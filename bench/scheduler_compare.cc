@@ -55,7 +55,7 @@ struct Case {
   Shape shape;
   std::string spec;
   tuccl::Network network;
-  tuccl::CollectiveKind collective;
+  tuccl::Collective collective;
   std::vector<std::vector<tuccl::Plan>> plans;  // [scheduler][chunk candidate]
 };
 

@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
     const Topology topology = loadSimTopology(topo);
     const Network network = makeNetwork(topology);
     for (const std::string& coll : split(collectivesText, ',')) {
-      const CollectiveKind kind = *parseCollectiveKind(coll);
+      const Collective kind = *parseCollective(coll);
       const std::vector<AlgorithmCandidate> candidates = algorithmCandidates(topology, kind, examples);
       std::map<std::string, Algorithm> algorithms;
       std::vector<std::string> names;

@@ -25,9 +25,9 @@ std::string slotText(StorageSlot slot, int32_t count) {
 std::pair<int32_t, int32_t> prologueCopy(const Plan& plan, const KernelLayout& layout, int32_t rank) {
   if (!plan.inPlace) return {0, 0};
   switch (layout.collective) {
-    case CollectiveKind::AllGather: return {1, rank};
-    case CollectiveKind::ReduceScatter: return {0, 0};  // storage is the input: see docs/kernels.md
-    case CollectiveKind::AllToAll: return {plan.nRanks, 0};
+    case Collective::AllGather: return {1, rank};
+    case Collective::ReduceScatter: return {0, 0};  // storage is the input: see docs/kernels.md
+    case Collective::AllToAll: return {plan.nRanks, 0};
     default: return {1, 0};
   }
 }

@@ -212,8 +212,8 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
     report.refused = "the plan fails its race check: " + *race;
     return report;
   }
-  const CollectiveKind collective = layout.collective;
-  if (collective == CollectiveKind::Broadcast || collective == CollectiveKind::Reduce) {
+  const Collective collective = layout.collective;
+  if (collective == Collective::Broadcast || collective == Collective::Reduce) {
     report.refused = "CPU verification of " + plan.collective + " needs the root, which plans do not carry";
     return report;
   }
@@ -221,7 +221,7 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
     report.refused = "an in-place call of an out-of-place plan is not supported";
     return report;
   }
-  if (!options.inPlace && plan.inPlace && collective == CollectiveKind::ReduceScatter) {
+  if (!options.inPlace && plan.inPlace && collective == Collective::ReduceScatter) {
     report.refused = "an out-of-place call of an in-place ReduceScatter plan is not supported (docs/kernels.md)";
     return report;
   }
@@ -312,22 +312,22 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
     return options.op == ReduceOp::Avg ? acc / n : acc;
   };
   // expected[r]: the rank's result, `resultElems` elements.
-  const int64_t resultElems = collective == CollectiveKind::ReduceScatter ? count : outElems;
+  const int64_t resultElems = collective == Collective::ReduceScatter ? count : outElems;
   std::vector<std::vector<double>> expected(n, std::vector<double>(static_cast<size_t>(resultElems)));
   for (int32_t r = 0; r < n; ++r) {
     for (int64_t i = 0; i < resultElems; ++i) {
       double& e = expected[r][i];
       switch (collective) {
-        case CollectiveKind::AllGather: e = inputs[i / count][i % count]; break;
-        case CollectiveKind::AllToAll: e = inputs[i / count][r * count + i % count]; break;
-        case CollectiveKind::ReduceScatter: e = reduceReference([&](int32_t q) { return inputs[q][r * count + i]; }); break;
+        case Collective::AllGather: e = inputs[i / count][i % count]; break;
+        case Collective::AllToAll: e = inputs[i / count][r * count + i % count]; break;
+        case Collective::ReduceScatter: e = reduceReference([&](int32_t q) { return inputs[q][r * count + i]; }); break;
         default: e = reduceReference([&](int32_t q) { return inputs[q][i]; }); break;
       }
     }
   }
 
   // ---- Host memory: buffers, rings, flags. ------------------------------------------------------
-  const bool storageIsInput = plan.inPlace && collective == CollectiveKind::ReduceScatter;
+  const bool storageIsInput = plan.inPlace && collective == Collective::ReduceScatter;
   std::vector<HostBuffer> inputBuffers, outputBuffers, scratchBuffers;
   std::vector<dev::KernelArgs> args(n);
   std::vector<std::vector<uint64_t>> progress(n);
@@ -343,7 +343,7 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
     if (separateInput) {
       in = inputBuffers.back().data();
     } else {
-      in = outputBuffers.back().data() + (collective == CollectiveKind::AllGather ? r * count * es : 0);
+      in = outputBuffers.back().data() + (collective == Collective::AllGather ? r * count * es : 0);
     }
     for (int64_t i = 0; i < inElems; ++i) encode(type, in + i * es, inputs[r][i]);
     dev::KernelArgs& a = args[r];

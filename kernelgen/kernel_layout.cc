@@ -11,12 +11,12 @@ namespace {
 
 bool isRecv(PrimitiveKind kind) { return kind == PrimitiveKind::Recv || kind == PrimitiveKind::RecvReduceCopy; }
 
-int32_t chunksPerUnitOf(const Plan& plan, CollectiveKind kind) {
+int32_t chunksPerUnitOf(const Plan& plan, Collective kind) {
   const auto& b = plan.bufferChunks;
   switch (kind) {
-    case CollectiveKind::AllGather: return b[static_cast<int>(BufferKind::Input)];
-    case CollectiveKind::ReduceScatter: return b[static_cast<int>(BufferKind::Output)];
-    case CollectiveKind::AllToAll: return plan.nRanks > 0 ? b[static_cast<int>(BufferKind::Input)] / plan.nRanks : 0;
+    case Collective::AllGather: return b[static_cast<int>(BufferKind::Input)];
+    case Collective::ReduceScatter: return b[static_cast<int>(BufferKind::Output)];
+    case Collective::AllToAll: return plan.nRanks > 0 ? b[static_cast<int>(BufferKind::Input)] / plan.nRanks : 0;
     default: return b[static_cast<int>(BufferKind::Input)];
   }
 }
@@ -31,7 +31,7 @@ std::string describe(const Plan& plan, int32_t rank, int32_t tb, int32_t entry) 
 
 KernelLayout layoutKernels(const Plan& plan) {
   KernelLayout layout;
-  auto kind = parseCollectiveKind(plan.collective);
+  auto kind = parseCollective(plan.collective);
   if (!kind) throw std::invalid_argument("kernelgen: unknown collective '" + plan.collective + "'");
   layout.collective = *kind;
   layout.chunksPerUnit = chunksPerUnitOf(plan, *kind);
@@ -93,10 +93,10 @@ StorageSlot planStorage(const Plan& plan, const KernelLayout& layout, int32_t ra
   if (!plan.inPlace || buffer == BufferKind::Scratch) return {buffer, index};
   const int32_t k = layout.chunksPerUnit;
   switch (layout.collective) {
-    case CollectiveKind::AllGather:
+    case Collective::AllGather:
       if (buffer == BufferKind::Input) return {BufferKind::Output, rank * k + index};
       return {BufferKind::Output, index};
-    case CollectiveKind::ReduceScatter:
+    case Collective::ReduceScatter:
       if (buffer == BufferKind::Output) return {BufferKind::Input, rank * k + index};
       return {BufferKind::Input, index};
     default:

@@ -33,7 +33,7 @@ struct EntryLayout {
 };
 
 struct KernelLayout {
-  CollectiveKind collective = CollectiveKind::AllReduce;
+  Collective collective = Collective::AllReduce;
   int32_t chunksPerUnit = 1;  ///< k (Algorithm::chunksPerRank)
   std::vector<RingInfo> rings;
   std::vector<std::vector<std::vector<EntryLayout>>> entries;  ///< [rank][tb][entry]

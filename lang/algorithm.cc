@@ -6,64 +6,13 @@
 
 namespace tuccl {
 
-std::string_view collectiveName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::AllGather:
-      return "AllGather";
-    case CollectiveKind::AllReduce:
-      return "AllReduce";
-    case CollectiveKind::ReduceScatter:
-      return "ReduceScatter";
-    case CollectiveKind::Broadcast:
-      return "Broadcast";
-    case CollectiveKind::Reduce:
-      return "Reduce";
-    case CollectiveKind::AllToAll:
-      return "AllToAll";
-  }
-  return "?";
-}
-
-std::optional<CollectiveKind> parseCollectiveKind(std::string_view name) {
-  std::string key;
-  for (char c : name) {
-    if (c == '_' || c == '-' || c == ' ') continue;
-    key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  if (key == "allgather") return CollectiveKind::AllGather;
-  if (key == "allreduce") return CollectiveKind::AllReduce;
-  if (key == "reducescatter") return CollectiveKind::ReduceScatter;
-  if (key == "broadcast") return CollectiveKind::Broadcast;
-  if (key == "reduce") return CollectiveKind::Reduce;
-  if (key == "alltoall") return CollectiveKind::AllToAll;
-  return std::nullopt;
-}
-
-std::string_view bufferName(BufferKind buffer) {
-  switch (buffer) {
-    case BufferKind::Input:
-      return "input";
-    case BufferKind::Output:
-      return "output";
-    case BufferKind::Scratch:
-      return "scratch";
-  }
-  return "?";
-}
-
-bool hasRoot(CollectiveKind kind) { return kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce; }
-
-bool isReduction(CollectiveKind kind) {
-  return kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::Reduce;
-}
-
 int32_t Algorithm::chunksPerRank() const {
   switch (collective) {
-    case CollectiveKind::AllGather:
+    case Collective::AllGather:
       return chunks(BufferKind::Input);
-    case CollectiveKind::ReduceScatter:
+    case Collective::ReduceScatter:
       return chunks(BufferKind::Output);
-    case CollectiveKind::AllToAll:
+    case Collective::AllToAll:
       return nRanks > 0 ? chunks(BufferKind::Input) / nRanks : 0;
     default:
       return chunks(BufferKind::Input);
@@ -76,14 +25,14 @@ int32_t Algorithm::maxStep() const {
   return result;
 }
 
-std::array<int32_t, kBufferKinds> conventionalBufferChunks(CollectiveKind kind, int32_t nRanks, int32_t k,
+std::array<int32_t, kBufferKinds> conventionalBufferChunks(Collective kind, int32_t nRanks, int32_t k,
                                                            int32_t scratch) {
   switch (kind) {
-    case CollectiveKind::AllGather:
+    case Collective::AllGather:
       return {k, nRanks * k, scratch};
-    case CollectiveKind::ReduceScatter:
+    case Collective::ReduceScatter:
       return {nRanks * k, k, scratch};
-    case CollectiveKind::AllToAll:
+    case Collective::AllToAll:
       return {nRanks * k, nRanks * k, scratch};
     default:
       return {k, k, scratch};
@@ -93,10 +42,10 @@ std::array<int32_t, kBufferKinds> conventionalBufferChunks(CollectiveKind kind, 
 StorageSlot inPlaceStorage(const Algorithm& algorithm, int32_t rank, BufferKind buffer, int32_t index) {
   if (!algorithm.inPlace || buffer == BufferKind::Scratch) return {buffer, index};
   switch (algorithm.collective) {
-    case CollectiveKind::AllGather:
+    case Collective::AllGather:
       if (buffer == BufferKind::Input) return {BufferKind::Output, rank * algorithm.chunks(BufferKind::Input) + index};
       return {BufferKind::Output, index};
-    case CollectiveKind::ReduceScatter:
+    case Collective::ReduceScatter:
       if (buffer == BufferKind::Output) return {BufferKind::Input, rank * algorithm.chunks(BufferKind::Output) + index};
       return {BufferKind::Input, index};
     default:

@@ -18,26 +18,12 @@
 #include <vector>
 
 #include "support/source_text.h"
+#include "support/vocabulary.h"
 
 namespace tuccl {
 
-enum class CollectiveKind : uint8_t { AllGather, AllReduce, ReduceScatter, Broadcast, Reduce, AllToAll };
-enum class BufferKind : uint8_t { Input, Output, Scratch };
+/// Collective, BufferKind and their names come from the shared vocabulary (support/vocabulary.h).
 enum class OpKind : uint8_t { Copy, Reduce };
-
-inline constexpr int kBufferKinds = 3;
-
-/// "AllGather", "AllReduce", ... (NCCL's spelling).
-std::string_view collectiveName(CollectiveKind kind);
-/// Accepts NCCL, MSCCL and ResCCLang spellings, case-insensitively: "allreduce", "Allreduce",
-/// "all_reduce", "reduce_scatter", "reducescatter", "alltoall", ...
-std::optional<CollectiveKind> parseCollectiveKind(std::string_view name);
-/// "input", "output", "scratch".
-std::string_view bufferName(BufferKind buffer);
-/// Whether the collective has a root rank (Broadcast, Reduce).
-bool hasRoot(CollectiveKind kind);
-/// Whether the collective combines data of several ranks (AllReduce, ReduceScatter, Reduce).
-bool isReduction(CollectiveKind kind);
 
 /// One data movement. 36 bytes, so millions of them are cheap to hold.
 struct Operation {
@@ -60,7 +46,7 @@ struct Operation {
 struct Algorithm {
   std::string name;            ///< e.g. "HM"
   std::string sourceName;      ///< the file it came from, for diagnostics
-  CollectiveKind collective = CollectiveKind::AllReduce;
+  Collective collective = Collective::AllReduce;
   int32_t nRanks = 0;
   int32_t ranksPerNode = 0;    ///< 0 when unknown
   int32_t nicsPerNode = 0;     ///< 0 when unknown
@@ -82,7 +68,7 @@ struct Algorithm {
 };
 
 /// The buffer sizes NCCL's conventions give a collective with chunk unit k (see chunksPerRank).
-std::array<int32_t, kBufferKinds> conventionalBufferChunks(CollectiveKind kind, int32_t nRanks, int32_t k,
+std::array<int32_t, kBufferKinds> conventionalBufferChunks(Collective kind, int32_t nRanks, int32_t k,
                                                            int32_t scratch = 0);
 
 /// Where chunk `index` of `buffer` on `rank` lives when the algorithm is in place: in-place

@@ -92,7 +92,7 @@ class Interpreter {
     ParamValue& opType = param("OpType");
     if (!opType.present)
       fail(program_.headerLoc, "missing required header parameter 'OpType' (e.g. OpType=\"Allreduce\")");
-    std::optional<CollectiveKind> kind = parseCollectiveKind(opType.string);
+    std::optional<Collective> kind = parseCollective(opType.string);
     if (!kind) {
       fail(opType.loc,
            "unknown OpType \"" + opType.string +
@@ -149,8 +149,8 @@ class Interpreter {
       require(chunks, "nChunks", nChunks >= 1 && nChunks <= kMaxChunks,
               "the chunks per buffer must be in [1, " + std::to_string(kMaxChunks) + "]");
     }
-    bool perRank = *kind == CollectiveKind::AllGather || *kind == CollectiveKind::ReduceScatter ||
-                   *kind == CollectiveKind::AllToAll;
+    bool perRank = *kind == Collective::AllGather || *kind == Collective::ReduceScatter ||
+                   *kind == Collective::AllToAll;
     if (perRank) {
       require(chunks, "nChunks", nChunks % n == 0,
               "must be a multiple of nRanks = " + std::to_string(n) + " for " +
@@ -166,7 +166,7 @@ class Interpreter {
         conventionalBufferChunks(*kind, static_cast<int32_t>(n), static_cast<int32_t>(k),
                                  static_cast<int32_t>(scratch.present ? scratch.integer : 0));
     // The single data buffer of ResCCLang is the in-place storage (lang/algorithm.h).
-    storage_ = *kind == CollectiveKind::ReduceScatter ? BufferKind::Input : BufferKind::Output;
+    storage_ = *kind == Collective::ReduceScatter ? BufferKind::Input : BufferKind::Output;
 
     // Integer parameters are predefined variables of the body.
     for (size_t i = 0; i < kParamCount; ++i) {

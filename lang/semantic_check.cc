@@ -170,7 +170,7 @@ class SymbolicRun {
   void initialise() {
     const int32_t inputChunks = algorithm_.chunks(BufferKind::Input);
     for (int32_t rank = 0; rank < n_; ++rank) {
-      const bool needed = algorithm_.collective != CollectiveKind::Broadcast || rank == algorithm_.root;
+      const bool needed = algorithm_.collective != Collective::Broadcast || rank == algorithm_.root;
       for (int32_t i = 0; i < inputChunks; ++i) {
         const int64_t slot = slotOf(rank, BufferKind::Input, i);
         meta_[slot].origin = i;
@@ -388,33 +388,33 @@ class SymbolicRun {
   // ---- The end state ----------------------------------------------------------------------------
 
   std::optional<Violation> checkPostcondition() {
-    const CollectiveKind kind = algorithm_.collective;
+    const Collective kind = algorithm_.collective;
     const int32_t outputChunks = algorithm_.chunks(BufferKind::Output);
     std::vector<uint64_t> all(static_cast<size_t>(words_), 0);
     for (int32_t q = 0; q < n_; ++q) all[q / 64] |= uint64_t{1} << (q % 64);
     for (int32_t rank = 0; rank < n_; ++rank) {
-      if (kind == CollectiveKind::Reduce && rank != algorithm_.root) continue;
+      if (kind == Collective::Reduce && rank != algorithm_.root) continue;
       for (int32_t i = 0; i < outputChunks; ++i) {
         // The expected value: chunk `origin` of one rank `owner`, or reduced over all (owner -1).
         int32_t origin = i;
         int32_t owner = -1;
         switch (kind) {
-          case CollectiveKind::AllGather:
+          case Collective::AllGather:
             origin = i % k_;
             owner = i / k_;
             break;
-          case CollectiveKind::ReduceScatter:
+          case Collective::ReduceScatter:
             origin = rank * k_ + i;
             break;
-          case CollectiveKind::Broadcast:
+          case Collective::Broadcast:
             owner = algorithm_.root;
             break;
-          case CollectiveKind::AllToAll:
+          case Collective::AllToAll:
             origin = rank * k_ + i % k_;
             owner = i / k_;
             break;
-          case CollectiveKind::AllReduce:
-          case CollectiveKind::Reduce:
+          case Collective::AllReduce:
+          case Collective::Reduce:
             break;
         }
         const int64_t slot = slotOf(rank, BufferKind::Output, i);

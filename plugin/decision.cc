@@ -121,7 +121,7 @@ uint64_t chunkSizeFor(const CompiledDecision& decision, int algorithm, int proto
 
 const char* formatChoice(Choice choice, char* out, size_t size) noexcept {
   std::string_view algorithm = algorithmName(choice.algorithm);
-  std::string_view protocol = protocolName(choice.protocol);
+  std::string_view protocol = choiceProtocolName(choice.protocol);
   std::snprintf(out, size, "%.*s/%.*s", static_cast<int>(algorithm.size()), algorithm.data(),
                 static_cast<int>(protocol.size()), protocol.data());
   return out;

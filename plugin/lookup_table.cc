@@ -9,10 +9,6 @@
 namespace tuccl {
 namespace {
 
-constexpr std::array<std::string_view, kNumCollectives> kCollectiveNames = {
-    "broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
-constexpr std::array<std::string_view, kNumCollectives> kCollectiveDisplayNames = {
-    "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
 constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmNames = {
     "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
 constexpr std::array<std::string_view, kNumProtocols> kProtocolNames = {"LL", "LL128", "SIMPLE"};
@@ -68,27 +64,27 @@ std::vector<std::string_view> splitDots(std::string_view name) {
 
 }  // namespace
 
-std::string_view collectiveName(Collective collective) {
-  return kCollectiveNames[static_cast<size_t>(collective)];
-}
-std::string_view collectiveDisplayName(Collective collective) {
-  return kCollectiveDisplayNames[static_cast<size_t>(collective)];
+std::string_view tableCollectiveName(Collective collective) {
+  // The files' lower-case spelling of the vocabulary's names.
+  static constexpr std::array<std::string_view, kCollectives> kLowerCase = {
+      "broadcast", "reduce", "allgather", "reducescatter", "allreduce", "alltoall"};
+  const auto index = static_cast<size_t>(collective);
+  return index < kLowerCase.size() ? kLowerCase[index] : "?";
 }
 std::string_view algorithmName(int algorithm) {
   return algorithm >= 0 && algorithm < kNumAlgorithms ? kAlgorithmNames[algorithm] : "any";
 }
-std::string_view protocolName(int protocol) {
+std::string_view choiceProtocolName(int protocol) {
   return protocol >= 0 && protocol < kNumProtocols ? kProtocolNames[protocol] : "any";
 }
 
-std::optional<Collective> parseCollective(std::string_view text) {
-  for (size_t i = 0; i < kCollectiveNames.size(); ++i) {
-    if (equalsIgnoreCase(text, kCollectiveNames[i])) return static_cast<Collective>(i);
-  }
-  return std::nullopt;
+std::optional<Collective> parseTableCollective(std::string_view text) {
+  auto collective = parseCollective(text);
+  if (!collective || static_cast<int>(*collective) >= kTunerCollectives) return std::nullopt;
+  return collective;
 }
 std::optional<int8_t> parseAlgorithm(std::string_view text) { return findName(kAlgorithmNames, text); }
-std::optional<int8_t> parseProtocol(std::string_view text) { return findName(kProtocolNames, text); }
+std::optional<int8_t> parseChoiceProtocol(std::string_view text) { return findName(kProtocolNames, text); }
 
 std::optional<uint64_t> parseByteSize(std::string_view text) {
   size_t i = 0;

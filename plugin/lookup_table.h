@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "support/vocabulary.h"
+
 namespace tuccl {
 
 inline constexpr int kTableFormatVersion = 1;
@@ -30,15 +32,6 @@ inline constexpr int kMaxChoices = 8;
 inline constexpr int kMaxPipeOpsValues = 16;
 inline constexpr int kMaxChannels = 64;
 
-/// NCCL's collectives as the tuner sees them (ncclFunc_t 0..4).
-enum class Collective : uint8_t {
-  Broadcast = 0,
-  Reduce = 1,
-  AllGather = 2,
-  ReduceScatter = 3,
-  AllReduce = 4
-};
-inline constexpr int kNumCollectives = 5;
 
 // Algorithm and protocol indices are NCCL's cost-table indices; kAny is "no constraint".
 inline constexpr int8_t kAny = -1;
@@ -46,21 +39,20 @@ inline constexpr int kNumAlgorithms = 7;  // TREE RING COLLNET_DIRECT COLLNET_CH
 inline constexpr int kNumProtocols = 3;   // LL LL128 SIMPLE
 inline constexpr int8_t kAlgoTree = 0, kAlgoRing = 1, kAlgoCollNetDirect = 2, kAlgoCollNetChain = 3,
                         kAlgoNvls = 4, kAlgoNvlsTree = 5, kAlgoPat = 6;
-inline constexpr int8_t kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2;
+inline constexpr int8_t kProtoLL = static_cast<int8_t>(Protocol::LL), kProtoLL128 = static_cast<int8_t>(Protocol::LL128),
+                        kProtoSimple = static_cast<int8_t>(Protocol::Simple);
 
-/// "allreduce", ... (lower case, as in the files).
-std::string_view collectiveName(Collective collective);
-/// "AllReduce", ... (as NCCL prints them).
-std::string_view collectiveDisplayName(Collective collective);
+/// "allreduce", ... (lower case, as the table files and NCCL's CSV spell them).
+std::string_view tableCollectiveName(Collective collective);
 /// "TREE", "RING", ..., "any" for kAny.
 std::string_view algorithmName(int algorithm);
-/// "LL", "LL128", "SIMPLE", "any" for kAny.
-std::string_view protocolName(int protocol);
-/// Case-insensitive; "allgatherv" is not a tuner collective.
-std::optional<Collective> parseCollective(std::string_view text);
+/// "LL", "LL128", "SIMPLE" (NCCL's spelling), "any" for kAny.
+std::string_view choiceProtocolName(int protocol);
+/// parseCollective restricted to the collectives NCCL's tuner is asked about (not AllToAll).
+std::optional<Collective> parseTableCollective(std::string_view text);
 /// Case-insensitive name, "any" or "-1" (kAny).
 std::optional<int8_t> parseAlgorithm(std::string_view text);
-std::optional<int8_t> parseProtocol(std::string_view text);
+std::optional<int8_t> parseChoiceProtocol(std::string_view text);
 /// "1048576", "1M", "1MiB", "64K", "4k", "2G" (binary units); nullopt on junk or overflow.
 std::optional<uint64_t> parseByteSize(std::string_view text);
 /// 1048576 -> "1M", 1000 -> "1000".

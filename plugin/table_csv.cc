@@ -81,7 +81,7 @@ TableResult readTableCsv(std::string_view text, std::string_view file) {
     TableEntry entry;
     entry.origin = lineNumber;
     auto [collText, collColumn] = fields[0];
-    auto collective = parseCollective(collText);
+    auto collective = parseTableCollective(collText);
     if (!collective) {
       return lineError(collColumn,
                        "unknown collective '" + std::string(collText) +
@@ -112,7 +112,7 @@ TableResult readTableCsv(std::string_view text, std::string_view file) {
                            "' (expected tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree "
                            "or pat)");
     }
-    auto protocol = parseProtocol(fields[4].first);
+    auto protocol = parseChoiceProtocol(fields[4].first);
     if (!protocol) {
       return lineError(fields[4].second, "unknown protocol '" + std::string(fields[4].first) +
                                              "' (expected ll, ll128 or simple)");
@@ -183,10 +183,10 @@ std::optional<std::string> writeTableCsv(const LookupTable& table, bool lossy, s
         return lower;
       }();
     };
-    out += std::string(collectiveName(entry.collective)) + "," + std::to_string(entry.minBytes) + "," +
+    out += std::string(tableCollectiveName(entry.collective)) + "," + std::to_string(entry.minBytes) + "," +
            (entry.maxBytes == UINT64_MAX ? std::string("-1") : std::to_string(entry.maxBytes)) + "," +
            field(choice.algorithm, algorithmName(choice.algorithm)) + "," +
-           field(choice.protocol, protocolName(choice.protocol)) + "," +
+           field(choice.protocol, choiceProtocolName(choice.protocol)) + "," +
            std::to_string(entry.nChannels > 0 ? entry.nChannels : -1) + "," + std::to_string(entry.nNodes) +
            "," + std::to_string(entry.nRanks) + "," + std::to_string(entry.numPipeOps) + "," +
            std::to_string(entry.regBuff) + "\n";

@@ -94,11 +94,11 @@ CommIndex CommIndex::build(const LookupTable& table, const CommKey& comm) {
   };
   std::vector<Event> events;
   // Candidate priorities per collective, ascending.
-  std::array<std::vector<uint32_t>, kNumCollectives> byCollective;
+  std::array<std::vector<uint32_t>, kTunerCollectives> byCollective;
   for (uint32_t priority = 0; priority < candidates.size(); ++priority) {
     byCollective[static_cast<size_t>(table.entries[candidates[priority]].collective)].push_back(priority);
   }
-  for (int coll = 0; coll < kNumCollectives; ++coll) {
+  for (int coll = 0; coll < kTunerCollectives; ++coll) {
     index.ranges_[coll].resize(index.classesPerCollective_);
     for (int pipeClass = 0; pipeClass < pipeClasses; ++pipeClass) {
       for (int regClass = 0; regClass < index.regBuffClasses_; ++regClass) {
@@ -141,7 +141,7 @@ CommIndex CommIndex::build(const LookupTable& table, const CommKey& comm) {
 
 const CompiledDecision* CommIndex::lookup(int collective, uint64_t nBytes, int numPipeOps,
                                           int regBuff) const noexcept {
-  if (collective < 0 || collective >= kNumCollectives || decisions_.empty()) return nullptr;
+  if (collective < 0 || collective >= kTunerCollectives || decisions_.empty()) return nullptr;
   int pipeClass = static_cast<int>(pipeOpsValues_.size());
   if (numPipeOps >= 0 && !pipeOpsValues_.empty()) {
     auto it = std::lower_bound(pipeOpsValues_.begin(), pipeOpsValues_.end(), numPipeOps);

@@ -67,7 +67,7 @@ class CommIndex {
   std::vector<int32_t> pipeOpsValues_;  ///< sorted distinct numPipeOps filters; class = position
   int regBuffClasses_ = 1;              ///< 3 (0, 1, unknown) when some entry filters on regBuff
   int classesPerCollective_ = 1;
-  std::array<std::vector<Ranges>, kNumCollectives> ranges_;
+  std::array<std::vector<Ranges>, kTunerCollectives> ranges_;
   std::vector<CompiledDecision> decisions_;
 };
 

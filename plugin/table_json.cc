@@ -87,7 +87,7 @@ Choice readChoice(const Json& object, const std::string& path) {
     choice.algorithm = *algorithm;
   }
   if (auto it = object.find("protocol"); it != object.end()) {
-    auto protocol = parseProtocol(readString(*it, path + ".protocol"));
+    auto protocol = parseChoiceProtocol(readString(*it, path + ".protocol"));
     if (!protocol)
       fail(path + ".protocol", "unknown protocol " + describe(*it) + " (expected ll, ll128, simple or any)");
     choice.protocol = *protocol;
@@ -119,7 +119,7 @@ TableEntry readEntry(const Json& object, const std::string& path, uint32_t index
   entry.origin = index;
   auto coll = object.find("collective");
   if (coll == object.end()) fail(path, "missing \"collective\"");
-  auto collective = parseCollective(readString(*coll, path + ".collective"));
+  auto collective = parseTableCollective(readString(*coll, path + ".collective"));
   if (!collective) {
     fail(path + ".collective", "unknown collective " + describe(*coll) +
                                    " (expected broadcast, reduce, allgather, reducescatter or allreduce)");
@@ -305,7 +305,7 @@ std::string lowerCase(std::string_view name) {
 
 void writeChoice(OrderedJson& object, const Choice& choice) {
   if (choice.algorithm != kAny) object["algorithm"] = lowerCase(algorithmName(choice.algorithm));
-  if (choice.protocol != kAny) object["protocol"] = lowerCase(protocolName(choice.protocol));
+  if (choice.protocol != kAny) object["protocol"] = lowerCase(choiceProtocolName(choice.protocol));
   if (choice.algorithm == kAny && choice.protocol == kAny) object["algorithm"] = "any";
 }
 
@@ -343,7 +343,7 @@ std::string writeTableJson(const LookupTable& table) {
   OrderedJson entries = OrderedJson::array();
   for (const TableEntry& entry : table.entries) {
     OrderedJson e;
-    e["collective"] = std::string(collectiveName(entry.collective));
+    e["collective"] = std::string(tableCollectiveName(entry.collective));
     e["minBytes"] = byteSizeJson(entry.minBytes);
     if (entry.maxBytes != UINT64_MAX) e["maxBytes"] = byteSizeJson(entry.maxBytes);
     if (entry.nNodes >= 0) e["nNodes"] = entry.nNodes;

@@ -20,7 +20,7 @@ const char* originPrefix(TableFormat format) { return format == TableFormat::Csv
 const char* originSuffix(TableFormat format) { return format == TableFormat::Csv ? "" : "]"; }
 
 const char* collectiveLabel(int coll) {
-  return coll >= 0 && coll < kNumCollectives ? collectiveDisplayName(static_cast<Collective>(coll)).data()
+  return coll >= 0 && coll < kTunerCollectives ? collectiveName(static_cast<Collective>(coll)).data()
                                              : "?";
 }
 
@@ -138,7 +138,7 @@ ncclResult_t chunkSizeV6(void* context, ncclFunc_t coll, size_t nBytes, int algo
   if (ctx->trace) {
     TUCCL_TUNER_LOG(ctx->logger, NCCL_LOG_TRACE, "TuCCL tuner: %s %zu B %s/%s: %s%u%s -> chunk size %zu",
                     collectiveLabel(coll), nBytes, algorithmName(algorithm).data(),
-                    protocolName(protocol).data(), originPrefix(ctx->format), decision->origin,
+                    choiceProtocolName(protocol).data(), originPrefix(ctx->format), decision->origin,
                     originSuffix(ctx->format), *chunkSize);
   }
   return ncclSuccess;

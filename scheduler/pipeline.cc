@@ -6,18 +6,6 @@
 
 namespace tuccl {
 
-std::string_view executionLevelName(ExecutionLevel level) {
-  switch (level) {
-    case ExecutionLevel::Task:
-      return "task";
-    case ExecutionLevel::Stage:
-      return "stage";
-    case ExecutionLevel::Algorithm:
-      return "algorithm";
-  }
-  return "?";
-}
-
 std::string validatePipeline(const Dag& dag, const Pipeline& pipeline) {
   const auto n = static_cast<size_t>(dag.nTasks);
   if (pipeline.order.size() != n || pipeline.subPipelineOf.size() != n) return "the pipeline does not hold every task once";

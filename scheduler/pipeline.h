@@ -21,11 +21,6 @@
 
 namespace tuccl {
 
-enum class ExecutionLevel : uint8_t { Task, Stage, Algorithm };
-
-/// "task", "stage", "algorithm".
-std::string_view executionLevelName(ExecutionLevel level);
-
 struct Pipeline {
   std::string scheduler;  ///< "hpds", "rr", "algorithm-level", "stage-level"
   ExecutionLevel level = ExecutionLevel::Task;

@@ -167,7 +167,7 @@ Plan readPlanJson(const SourceText& source) {
   constexpr int64_t kMax = INT32_MAX;
   Plan plan;
   plan.collective = read.text(document, "collective", "plan");
-  if (!parseCollectiveKind(plan.collective)) fail(source, "plan.collective \"" + plan.collective + "\" is unknown");
+  if (!parseCollective(plan.collective)) fail(source, "plan.collective \"" + plan.collective + "\" is unknown");
   plan.algorithm = read.text(document, "algorithm", "plan");
   plan.nRanks = static_cast<int32_t>(read.integer(document, "nRanks", "plan", 1, (1 << 22) - 1));
   const json& buffers = read.field(document, "buffers", "plan");

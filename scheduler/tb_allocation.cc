@@ -21,10 +21,6 @@ std::string_view directionName(Direction direction) {
   return "?";
 }
 
-std::string_view tbPolicyName(TbPolicy policy) {
-  return policy == TbPolicy::ConnectionBased ? "connection-based" : "state-based";
-}
-
 namespace {
 
 // (rank, peer, direction, channel) packed so that integer order is the documented sort order.

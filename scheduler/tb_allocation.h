@@ -26,11 +26,9 @@
 namespace tuccl {
 
 enum class Direction : uint8_t { Send, Recv, Local };
-enum class TbPolicy : uint8_t { ConnectionBased, StateBased };
 
-/// "send", "recv", "local"; "connection-based", "state-based".
+/// "send", "recv", "local".
 std::string_view directionName(Direction direction);
-std::string_view tbPolicyName(TbPolicy policy);
 
 struct Connection {
   int32_t rank = 0;

@@ -44,12 +44,6 @@ constexpr double kContentionFloor = 0.25;
 constexpr int64_t kStagingBufferBytes = 4 << 20;
 constexpr int32_t kStagingSlots = 8;
 
-bool equalsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 const char* const kHopClassNames[kHopClasses] = {"nvlink", "pcie", "network"};
 
 double number(const json& object, const char* key, double value, double min, const std::string& where) {
@@ -71,25 +65,6 @@ void rejectUnknown(const json& object, std::initializer_list<const char*> known,
 }
 
 }  // namespace
-
-std::string_view protocolName(Protocol protocol) {
-  switch (protocol) {
-    case Protocol::LL:
-      return "LL";
-    case Protocol::LL128:
-      return "LL128";
-    case Protocol::Simple:
-      return "Simple";
-  }
-  return "Simple";
-}
-
-Protocol parseSimProtocol(std::string_view name) {
-  for (Protocol p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
-    if (equalsIgnoreCase(name, protocolName(p))) return p;
-  }
-  throw std::invalid_argument("unknown protocol '" + std::string(name) + "' (LL, LL128, Simple)");
-}
 
 CostModel defaultCostModel() {
   CostModel model;
@@ -172,7 +147,9 @@ CostModel costModelFromJson(const json& document, const CostModel& base) {
     for (auto p = it->begin(); p != it->end(); ++p) {
       const std::string where = "cost.protocols." + p.key();
       rejectUnknown(*p, {"efficiency", "baseLatencyUs", "hopLatencyUs", "tbCapGBps"}, where);
-      ProtocolCost& cost = model.protocols[static_cast<int>(parseSimProtocol(p.key()))];
+      auto protocol = parseProtocol(p.key());
+      if (!protocol) throw std::invalid_argument("unknown protocol '" + p.key() + "' (LL, LL128, Simple)");
+      ProtocolCost& cost = model.protocols[static_cast<int>(*protocol)];
       cost.efficiency = number(*p, "efficiency", cost.efficiency, 1e-6, where);
       if (cost.efficiency > 1.0) throw std::invalid_argument(where + ".efficiency must be at most 1");
       cost.baseLatencyUs = number(*p, "baseLatencyUs", cost.baseLatencyUs, 0, where);

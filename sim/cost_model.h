@@ -23,18 +23,14 @@
 #include <nlohmann/json.hpp>
 
 #include "support/source_text.h"
+#include "support/vocabulary.h"
 
 namespace tuccl {
 
-enum class Protocol : uint8_t { LL, LL128, Simple };
-inline constexpr int kProtocols = 3;
 /// NCCL's latency classes of a hop (cost-model.md, per-hop table).
 enum class HopClass : uint8_t { NVLink, Pcie, Network };
 inline constexpr int kHopClasses = 3;
 
-/// "LL", "LL128", "Simple" (case-insensitive when parsing).
-std::string_view protocolName(Protocol protocol);
-Protocol parseSimProtocol(std::string_view name);  ///< throws std::invalid_argument; not parseProtocol: plugin/lookup_table.h has that name (one program links both)
 
 struct ProtocolCost {
   double efficiency = 1.0;     ///< payload bytes per wire byte

@@ -10,56 +10,56 @@ constexpr double kBytesPerUsPerGBps = 1e3;
 
 // Bytes rank `rank` must receive (nccl-tests sizes: AllGather S is the output, ReduceScatter S
 // the input).
-double ingressBytes(CollectiveKind collective, double s, int32_t n, int32_t rank, int32_t root) {
+double ingressBytes(Collective collective, double s, int32_t n, int32_t rank, int32_t root) {
   const double share = static_cast<double>(n - 1) / n;
   switch (collective) {
-    case CollectiveKind::AllReduce:
+    case Collective::AllReduce:
       return 2 * share * s;  // Patarasuk & Yuan (2009): every rank receives 2(n-1)/n·S
-    case CollectiveKind::AllGather:
-    case CollectiveKind::ReduceScatter:
-    case CollectiveKind::AllToAll:
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll:
       return share * s;
-    case CollectiveKind::Broadcast:
+    case Collective::Broadcast:
       return rank == root ? 0 : s;
-    case CollectiveKind::Reduce:
+    case Collective::Reduce:
       return rank == root ? share * s : 0;
   }
   return 0;
 }
 
 // Bytes that must enter one node (g ranks of n, m nodes) from outside: nodes as super-ranks.
-double nodeIngressBytes(CollectiveKind collective, double s, int32_t n, int32_t g, int32_t m, bool hasRoot) {
+double nodeIngressBytes(Collective collective, double s, int32_t n, int32_t g, int32_t m, bool hasRoot) {
   const double nodeShare = static_cast<double>(m - 1) / m;
   switch (collective) {
-    case CollectiveKind::AllReduce:
+    case Collective::AllReduce:
       return 2 * nodeShare * s;
-    case CollectiveKind::AllGather:
+    case Collective::AllGather:
       return static_cast<double>(n - g) / n * s;
-    case CollectiveKind::ReduceScatter:
+    case Collective::ReduceScatter:
       return nodeShare * s;
-    case CollectiveKind::AllToAll:
+    case Collective::AllToAll:
       return static_cast<double>(g) * (n - g) / n * s;
-    case CollectiveKind::Broadcast:
+    case Collective::Broadcast:
       return hasRoot ? 0 : s;
-    case CollectiveKind::Reduce:
+    case Collective::Reduce:
       return hasRoot ? nodeShare * s : 0;
   }
   return 0;
 }
 
 // Bytes that must cross from the second half of the ranks (nB of n) into the first (nA).
-double crossingBytes(CollectiveKind collective, double s, int32_t n, int32_t nA, int32_t nB, bool rootInA) {
+double crossingBytes(Collective collective, double s, int32_t n, int32_t nA, int32_t nB, bool rootInA) {
   switch (collective) {
-    case CollectiveKind::AllReduce:  // at least its AllGather half
-    case CollectiveKind::AllGather:
+    case Collective::AllReduce:  // at least its AllGather half
+    case Collective::AllGather:
       return static_cast<double>(nB) / n * s;
-    case CollectiveKind::ReduceScatter:
+    case Collective::ReduceScatter:
       return static_cast<double>(nA) / n * s;
-    case CollectiveKind::AllToAll:
+    case Collective::AllToAll:
       return static_cast<double>(nA) * nB / n * s;
-    case CollectiveKind::Broadcast:
+    case Collective::Broadcast:
       return rootInA ? 0 : s;
-    case CollectiveKind::Reduce:
+    case Collective::Reduce:
       return 0;
   }
   return 0;
@@ -67,7 +67,7 @@ double crossingBytes(CollectiveKind collective, double s, int32_t n, int32_t nA,
 
 }  // namespace
 
-LowerBound collectiveLowerBound(CollectiveKind collective, int64_t bytes, const Network& network, int32_t root) {
+LowerBound collectiveLowerBound(Collective collective, int64_t bytes, const Network& network, int32_t root) {
   const int32_t n = network.nRanks();
   const double s = static_cast<double>(bytes);
   LowerBound bound;

@@ -32,6 +32,6 @@ struct LowerBound {
   std::string binding;      ///< "ingress", "nic" or "bisection"
 };
 
-LowerBound collectiveLowerBound(CollectiveKind collective, int64_t bytes, const Network& network, int32_t root = 0);
+LowerBound collectiveLowerBound(Collective collective, int64_t bytes, const Network& network, int32_t root = 0);
 
 }  // namespace tuccl

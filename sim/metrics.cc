@@ -14,17 +14,17 @@ namespace {
 constexpr double kBytesPerUsPerGBps = 1e3;
 }  // namespace
 
-double busBandwidthFactor(CollectiveKind collective, int32_t nRanks) {
+double busBandwidthFactor(Collective collective, int32_t nRanks) {
   const double n = std::max(1, nRanks);
   switch (collective) {
-    case CollectiveKind::AllReduce:
+    case Collective::AllReduce:
       return 2 * (n - 1) / n;
-    case CollectiveKind::AllGather:
-    case CollectiveKind::ReduceScatter:
-    case CollectiveKind::AllToAll:
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll:
       return (n - 1) / n;
-    case CollectiveKind::Broadcast:
-    case CollectiveKind::Reduce:
+    case Collective::Broadcast:
+    case Collective::Reduce:
       return 1;
   }
   return 1;
@@ -32,7 +32,7 @@ double busBandwidthFactor(CollectiveKind collective, int32_t nRanks) {
 
 Metrics computeMetrics(const Plan& plan, const Network& network, const SimResult& result) {
   Metrics metrics;
-  const CollectiveKind collective = parseCollectiveKind(plan.collective).value_or(CollectiveKind::AllReduce);
+  const Collective collective = parseCollective(plan.collective).value_or(Collective::AllReduce);
   metrics.timeUs = result.timeUs;
   if (result.timeUs > 0) {
     metrics.algBwGBps = static_cast<double>(result.messageBytes) / (result.timeUs * kBytesPerUsPerGBps);

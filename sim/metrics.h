@@ -18,7 +18,7 @@ namespace tuccl {
 
 /// nccl-tests' bus bandwidth factor: AllReduce 2(n-1)/n; AllGather, ReduceScatter, AllToAll
 /// (n-1)/n; Broadcast, Reduce 1 (reference/formats.md).
-double busBandwidthFactor(CollectiveKind collective, int32_t nRanks);
+double busBandwidthFactor(Collective collective, int32_t nRanks);
 
 struct LinkUse {
   int32_t resource = 0;

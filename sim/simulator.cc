@@ -139,7 +139,9 @@ void Engine::build() {
     throw std::invalid_argument("the plan lists " + std::to_string(plan_.ranks.size()) + " ranks, not nRanks");
   if (options_.messageBytes < 0) throw std::invalid_argument("the message size must not be negative");
   const CostModel& cost = options_.cost;
-  protocol_ = parseSimProtocol(plan_.config.protocol);
+  const auto protocol = parseProtocol(plan_.config.protocol);
+  if (!protocol) throw std::invalid_argument("unknown protocol '" + plan_.config.protocol + "' (LL, LL128, Simple)");
+  protocol_ = *protocol;
   syncUs_ = cost.syncOverheadUs;
   localGBps_ = cost.localGBps > 0 ? cost.localGBps : tbCapGBps(cost, protocol_, plan_.config.nThreads, false);
   const int32_t replicas = std::max(1, plan_.config.nChannels);

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
       }
     }
     const tuccl::Plan& first = plans.front();
-    const tuccl::CollectiveKind collective = *tuccl::parseCollectiveKind(first.collective);
+    const tuccl::Collective collective = *tuccl::parseCollective(first.collective);
     std::printf("# %s %s on %s: %d ranks, %d nodes; protocol %s, %d threads, chunk %s, %d channel(s)\n",
                 first.collective.c_str(), first.algorithm.c_str(), network.name().c_str(), network.nRanks(),
                 network.nNodes(), first.config.protocol.c_str(), first.config.nThreads,

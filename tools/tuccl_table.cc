@@ -62,7 +62,7 @@ std::string originName(const LoadedTable& loaded, uint32_t origin) {
 
 std::string describeKey(const TableEntry& entry) {
   std::string key =
-      std::string(collectiveName(entry.collective)) + " [" + std::to_string(entry.minBytes) + ", " +
+      std::string(tableCollectiveName(entry.collective)) + " [" + std::to_string(entry.minBytes) + ", " +
       (entry.maxBytes == UINT64_MAX ? std::string("inf") : std::to_string(entry.maxBytes)) + "] B";
   key += ", nNodes " + (entry.nNodes < 0 ? std::string("any") : std::to_string(entry.nNodes));
   key += ", nRanks " + (entry.nRanks < 0 ? std::string("any") : std::to_string(entry.nRanks));
@@ -98,11 +98,11 @@ int validate(const std::string& path) {
       "%s: valid: %s, hash %s, %zu entries, %zu environment recommendations, %zu constant overrides\n",
       path.c_str(), formatName(*loaded), formatHash(loaded->hash).c_str(), table.entries.size(),
       table.environment.size(), table.constants.size());
-  std::array<size_t, kNumCollectives> perCollective{};
+  std::array<size_t, kTunerCollectives> perCollective{};
   for (const TableEntry& entry : table.entries) ++perCollective[static_cast<size_t>(entry.collective)];
-  for (int c = 0; c < kNumCollectives; ++c) {
+  for (int c = 0; c < kTunerCollectives; ++c) {
     if (perCollective[c] > 0) {
-      std::printf("  %-14s %zu entries\n", std::string(collectiveName(static_cast<Collective>(c))).c_str(),
+      std::printf("  %-14s %zu entries\n", std::string(tableCollectiveName(static_cast<Collective>(c))).c_str(),
                   perCollective[c]);
     }
   }
@@ -150,7 +150,7 @@ int explain(const std::string& path, const std::string& collText, const std::str
             const CommKey& comm, int pipeOps, int regBuff) {
   auto loaded = load(path);
   if (!loaded) return tuccl::cli::kExitError;
-  auto collective = parseCollective(collText);
+  auto collective = parseTableCollective(collText);
   if (!collective) {
     std::cerr << "error: unknown collective '" << collText
               << "' (broadcast, reduce, allgather, reducescatter, allreduce)\n";
@@ -164,7 +164,7 @@ int explain(const std::string& path, const std::string& collText, const std::str
   std::printf("table: %s (%s, hash %s, %zu entries)\n", path.c_str(), formatName(*loaded),
               formatHash(loaded->hash).c_str(), loaded->table.entries.size());
   std::printf("query: %s %llu B, nNodes %d, nRanks %d, topology %s, numPipeOps %s, regBuff %s\n",
-              std::string(collectiveName(*collective)).c_str(), static_cast<unsigned long long>(*bytes),
+              std::string(tableCollectiveName(*collective)).c_str(), static_cast<unsigned long long>(*bytes),
               comm.nNodes, comm.nRanks, comm.topology.empty() ? "-" : comm.topology.c_str(),
               pipeOps < 0 ? "unknown" : std::to_string(pipeOps).c_str(),
               regBuff < 0 ? "unknown" : std::to_string(regBuff).c_str());

@@ -87,7 +87,7 @@ struct UsageError : std::runtime_error {
 /// One (collective, size) and what its search found.
 struct Workload {
   std::string collective;
-  CollectiveKind kind = CollectiveKind::AllReduce;
+  Collective kind = Collective::AllReduce;
   int64_t bytes = 0;
   SearchSpace space;
   SearchResult result;
@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
     // ---- the spaces, one base per collective
     struct CollectivePlan {
       std::string name;
-      CollectiveKind kind;
+      Collective kind;
       std::vector<AlgorithmCandidate> candidates;
       SearchSpace base;
     };
@@ -264,10 +264,10 @@ int main(int argc, char** argv) {
     const std::vector<std::string> schedulers = splitList(schedulersText);
     const std::vector<std::string> restrictAlgorithms = splitList(algorithmsText);
     for (const std::string& name : collectives) {
-      auto kind = parseCollectiveKind(name);
-      if (!kind || (*kind != CollectiveKind::AllReduce && *kind != CollectiveKind::AllGather))
+      auto kind = parseCollective(name);
+      if (!kind || (*kind != Collective::AllReduce && *kind != Collective::AllGather))
         throw UsageError("unknown collective '" + name + "' (allreduce, allgather)");
-      CollectivePlan plan{*kind == CollectiveKind::AllReduce ? "allreduce" : "allgather", *kind, {}, {}};
+      CollectivePlan plan{*kind == Collective::AllReduce ? "allreduce" : "allgather", *kind, {}, {}};
       if (profilerName == "sim") {
         std::vector<std::string> notes;
         for (AlgorithmCandidate& c : algorithmCandidates(topology, *kind, examplesDir, &notes))
@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
           o.sigma = 0;
           o.seed = seed;
           sim = std::make_unique<SimProfiler>(network, algorithms, o);
-          noisy = std::make_unique<NoisyProfiler>(*sim, sigma, mixBits(seed ^ mixBits(w.kind == CollectiveKind::AllReduce ? 1 : 2) ^
+          noisy = std::make_unique<NoisyProfiler>(*sim, sigma, mixBits(seed ^ mixBits(w.kind == Collective::AllReduce ? 1 : 2) ^
                                                                           static_cast<uint64_t>(bytes)));
           measured = noisy.get();
         } else {

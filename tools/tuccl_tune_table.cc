@@ -12,7 +12,7 @@ RenderedTable renderTunedTable(const TunedTable& tuned, const std::string& jsonN
   LookupTable table;
   for (const TunedEntry& t : tuned.entries) {
     TableEntry e;
-    auto collective = parseCollective(t.collective);
+    auto collective = parseTableCollective(t.collective);
     if (!collective) throw std::runtime_error("unknown collective " + t.collective);
     e.collective = *collective;
     e.minBytes = t.minBytes;
@@ -27,7 +27,7 @@ RenderedTable renderTunedTable(const TunedTable& tuned, const std::string& jsonN
       choice.algorithm = *a;
     }
     if (!t.protocol.empty()) {
-      auto p = parseProtocol(t.protocol);
+      auto p = parseChoiceProtocol(t.protocol);
       if (!p) throw std::runtime_error("not an NCCL protocol: " + t.protocol);
       choice.protocol = *p;
     }

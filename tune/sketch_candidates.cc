@@ -88,7 +88,7 @@ Algorithm relabelRanks(const Algorithm& algorithm, const std::vector<int32_t>& o
   Algorithm out = algorithm;
   const int32_t k = algorithm.chunksPerRank();
   auto block = [&](BufferKind buffer, int32_t index) {
-    if (algorithm.collective != CollectiveKind::AllGather || buffer != BufferKind::Output || k <= 0) return index;
+    if (algorithm.collective != Collective::AllGather || buffer != BufferKind::Output || k <= 0) return index;
     return order[static_cast<size_t>(index / k)] * k + index % k;
   };
   for (Operation& op : out.ops) {
@@ -102,12 +102,12 @@ Algorithm relabelRanks(const Algorithm& algorithm, const std::vector<int32_t>& o
   return out;
 }
 
-std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, CollectiveKind collective,
+std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Collective collective,
                                                     const std::string& examplesDir, std::vector<std::string>* notes) {
   std::vector<std::pair<std::string, std::string>> programs;  // (name, example)
-  if (collective == CollectiveKind::AllReduce) {
+  if (collective == Collective::AllReduce) {
     programs = {{"ring", "ring_allreduce"}, {"hm", "hm_allreduce"}};
-  } else if (collective == CollectiveKind::AllGather) {
+  } else if (collective == Collective::AllGather) {
     programs = {{"ring", "ring_allgather"}, {"hm", "hm_allgather"}, {"direct", "direct_allgather"}};
   } else {
     throw std::invalid_argument("no candidate algorithms for " + std::string(collectiveName(collective)) +

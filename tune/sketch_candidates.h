@@ -59,7 +59,7 @@ Algorithm relabelRanks(const Algorithm& algorithm, const std::vector<int32_t>& o
 /// The candidates for `collective` on `topology` (nRanks = its GPUs, GPUPerNode = the largest
 /// node): allreduce: ring, ring-rail, hm; allgather: ring, ring-rail, hm, direct. A program that
 /// does not fit the shape is left out and named in `notes`.
-std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, CollectiveKind collective,
+std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Collective collective,
                                                     const std::string& examplesDir,
                                                     std::vector<std::string>* notes = nullptr);
 

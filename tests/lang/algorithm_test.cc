@@ -11,9 +11,9 @@ Algorithm ringAllGather(int32_t n) {
   Algorithm algorithm;
   algorithm.name = "ring";
   algorithm.sourceName = "ring.resccl";
-  algorithm.collective = CollectiveKind::AllGather;
+  algorithm.collective = Collective::AllGather;
   algorithm.nRanks = n;
-  algorithm.bufferChunks = conventionalBufferChunks(CollectiveKind::AllGather, n, 1);
+  algorithm.bufferChunks = conventionalBufferChunks(Collective::AllGather, n, 1);
   for (int32_t r = 0; r < n; ++r) {
     for (int32_t s = 0; s + 1 < n; ++s) {
       Operation op;
@@ -33,23 +33,23 @@ Algorithm ringAllGather(int32_t n) {
 TEST(Algorithm, OperationIsSmall) { EXPECT_LE(sizeof(Operation), 36u); }
 
 TEST(Algorithm, CollectiveNames) {
-  EXPECT_EQ(parseCollectiveKind("Allreduce"), CollectiveKind::AllReduce);
-  EXPECT_EQ(parseCollectiveKind("reduce_scatter"), CollectiveKind::ReduceScatter);
-  EXPECT_EQ(parseCollectiveKind("ReduceScatter"), CollectiveKind::ReduceScatter);
-  EXPECT_EQ(parseCollectiveKind("alltoall"), CollectiveKind::AllToAll);
-  EXPECT_EQ(parseCollectiveKind("Broadcast"), CollectiveKind::Broadcast);
-  EXPECT_EQ(parseCollectiveKind("gather"), std::nullopt);
-  for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
-                              CollectiveKind::Broadcast, CollectiveKind::Reduce, CollectiveKind::AllToAll}) {
-    EXPECT_EQ(parseCollectiveKind(collectiveName(kind)), kind);
+  EXPECT_EQ(parseCollective("Allreduce"), Collective::AllReduce);
+  EXPECT_EQ(parseCollective("reduce_scatter"), Collective::ReduceScatter);
+  EXPECT_EQ(parseCollective("ReduceScatter"), Collective::ReduceScatter);
+  EXPECT_EQ(parseCollective("alltoall"), Collective::AllToAll);
+  EXPECT_EQ(parseCollective("Broadcast"), Collective::Broadcast);
+  EXPECT_EQ(parseCollective("gather"), std::nullopt);
+  for (Collective kind : {Collective::AllGather, Collective::AllReduce, Collective::ReduceScatter,
+                              Collective::Broadcast, Collective::Reduce, Collective::AllToAll}) {
+    EXPECT_EQ(parseCollective(collectiveName(kind)), kind);
   }
 }
 
 TEST(Algorithm, ConventionalBuffers) {
-  EXPECT_EQ(conventionalBufferChunks(CollectiveKind::AllGather, 4, 2), (std::array<int32_t, 3>{2, 8, 0}));
-  EXPECT_EQ(conventionalBufferChunks(CollectiveKind::ReduceScatter, 4, 2), (std::array<int32_t, 3>{8, 2, 0}));
-  EXPECT_EQ(conventionalBufferChunks(CollectiveKind::AllReduce, 4, 8, 3), (std::array<int32_t, 3>{8, 8, 3}));
-  EXPECT_EQ(conventionalBufferChunks(CollectiveKind::AllToAll, 4, 1), (std::array<int32_t, 3>{4, 4, 0}));
+  EXPECT_EQ(conventionalBufferChunks(Collective::AllGather, 4, 2), (std::array<int32_t, 3>{2, 8, 0}));
+  EXPECT_EQ(conventionalBufferChunks(Collective::ReduceScatter, 4, 2), (std::array<int32_t, 3>{8, 2, 0}));
+  EXPECT_EQ(conventionalBufferChunks(Collective::AllReduce, 4, 8, 3), (std::array<int32_t, 3>{8, 8, 3}));
+  EXPECT_EQ(conventionalBufferChunks(Collective::AllToAll, 4, 1), (std::array<int32_t, 3>{4, 4, 0}));
 }
 
 TEST(Algorithm, InPlaceStorage) {
@@ -58,9 +58,9 @@ TEST(Algorithm, InPlaceStorage) {
   EXPECT_EQ(slot.buffer, BufferKind::Output);
   EXPECT_EQ(slot.index, 3);
   Algorithm rs;
-  rs.collective = CollectiveKind::ReduceScatter;
+  rs.collective = Collective::ReduceScatter;
   rs.nRanks = 4;
-  rs.bufferChunks = conventionalBufferChunks(CollectiveKind::ReduceScatter, 4, 2);
+  rs.bufferChunks = conventionalBufferChunks(Collective::ReduceScatter, 4, 2);
   rs.inPlace = true;
   slot = inPlaceStorage(rs, 2, BufferKind::Output, 1);
   EXPECT_EQ(slot.buffer, BufferKind::Input);
@@ -112,8 +112,8 @@ TEST(Algorithm, StructuralErrorsNameTheOperation) {
   EXPECT_TRUE(validateStructure(algorithm).has_value());
 
   algorithm = ringAllGather(4);
-  algorithm.collective = CollectiveKind::Broadcast;
-  algorithm.bufferChunks = conventionalBufferChunks(CollectiveKind::Broadcast, 4, 4);
+  algorithm.collective = Collective::Broadcast;
+  algorithm.bufferChunks = conventionalBufferChunks(Collective::Broadcast, 4, 4);
   algorithm.root = 7;
   problem = validateStructure(algorithm);
   ASSERT_TRUE(problem.has_value());

@@ -66,7 +66,7 @@ TEST(Examples, HmAllReduceOperationCounts) {
     Algorithm algorithm = compileShape("hm_allreduce.resccl", shape);
     EXPECT_EQ(static_cast<int64_t>(algorithm.ops.size()), 2 * n * g * n * (g - 1) + 2 * n * g * (n - 1));
     EXPECT_EQ(algorithm.maxStep(), n * (g - 1) + 3 * n - 3);
-    EXPECT_EQ(algorithm.collective, CollectiveKind::AllReduce);
+    EXPECT_EQ(algorithm.collective, Collective::AllReduce);
   }
 }
 

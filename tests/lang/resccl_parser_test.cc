@@ -53,7 +53,7 @@ TEST(RescclParser, HmAllReduceFromThePaper) {
   Algorithm algorithm = compile(testing::kHmAllReduce);
   EXPECT_EQ(algorithm.name, "HM");
   EXPECT_EQ(algorithm.sourceName, "algo.txt");
-  EXPECT_EQ(algorithm.collective, CollectiveKind::AllReduce);
+  EXPECT_EQ(algorithm.collective, Collective::AllReduce);
   EXPECT_EQ(algorithm.nRanks, 32);
   EXPECT_EQ(algorithm.ranksPerNode, 8);
   EXPECT_EQ(algorithm.nicsPerNode, 8);
@@ -150,7 +150,7 @@ TEST(RescclParser, HeaderParametersInAnyOrderAndExtensions) {
       "def ResCCLAlgo(OpType=\"broadcast\", Root=3, nRanks=8, nChunks=4, nScratch=2, GPUPerNode=4):\n"
       "    transfer(Root, 0, 0, nChunks - 1, recv)\n"
       "    transfer(Root, 1, nScratch, 0, recv, dstBuf=\"scratch\", dstChunk=nScratch - 1)\n");
-  EXPECT_EQ(algorithm.collective, CollectiveKind::Broadcast);
+  EXPECT_EQ(algorithm.collective, Collective::Broadcast);
   EXPECT_EQ(algorithm.root, 3);
   EXPECT_EQ(algorithm.ranksPerNode, 4);
   EXPECT_EQ(algorithm.nicsPerNode, 0);

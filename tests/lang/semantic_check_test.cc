@@ -11,7 +11,7 @@ namespace {
 
 // ---- Algorithm builders ---------------------------------------------------------------------------
 
-Algorithm makeAlgorithm(CollectiveKind kind, int32_t n, int32_t k, bool inPlace, int32_t scratch = 0,
+Algorithm makeAlgorithm(Collective kind, int32_t n, int32_t k, bool inPlace, int32_t scratch = 0,
                         int32_t root = -1) {
   Algorithm algorithm;
   algorithm.name = "test";
@@ -51,7 +51,7 @@ int32_t mod(int32_t a, int32_t n) { return ((a % n) + n) % n; }
 
 // Ring AllGather with k chunks per rank. Out of place, step 0 also copies the rank's own block.
 Algorithm ringAllGather(int32_t n, int32_t k, bool inPlace) {
-  Algorithm a = makeAlgorithm(CollectiveKind::AllGather, n, k, inPlace);
+  Algorithm a = makeAlgorithm(Collective::AllGather, n, k, inPlace);
   for (int32_t s = 0; s < n - 1; ++s) {
     for (int32_t r = 0; r < n; ++r) {
       const int32_t block = mod(r - s, n);
@@ -68,7 +68,7 @@ Algorithm ringAllGather(int32_t n, int32_t k, bool inPlace) {
 
 // Direct AllGather: every rank sends its block to every rank (itself included) in step 0.
 Algorithm directAllGather(int32_t n) {
-  Algorithm a = makeAlgorithm(CollectiveKind::AllGather, n, 1, false);
+  Algorithm a = makeAlgorithm(Collective::AllGather, n, 1, false);
   for (int32_t r = 0; r < n; ++r) {
     for (int32_t q = 0; q < n; ++q) add(a, r, kIn, 0, q, kOut, r, 0);
   }
@@ -78,7 +78,7 @@ Algorithm directAllGather(int32_t n) {
 // Ring AllReduce over C = n chunks: n-1 reduce (rrc) steps, then n-1 copy (recv) steps. Out of
 // place, a local copy of the input comes first.
 Algorithm ringAllReduce(int32_t n, bool inPlace) {
-  Algorithm a = makeAlgorithm(CollectiveKind::AllReduce, n, n, inPlace);
+  Algorithm a = makeAlgorithm(Collective::AllReduce, n, n, inPlace);
   const int32_t first = inPlace ? 0 : 1;
   if (!inPlace) {
     for (int32_t r = 0; r < n; ++r) add(a, r, kIn, 0, r, kOut, 0, 0, OpKind::Copy, n);
@@ -106,7 +106,7 @@ size_t ringCopyOp(int32_t n, int32_t s, int32_t r) { return static_cast<size_t>(
 // intra-node reduce, inter-node ring reduce, inter-node ring copy, intra-node copy.
 Algorithm hmAllReduce(int32_t nodes, int32_t gpus) {
   const int32_t N = nodes, G = gpus, n = N * G, C = n;
-  Algorithm a = makeAlgorithm(CollectiveKind::AllReduce, n, C, true);
+  Algorithm a = makeAlgorithm(Collective::AllReduce, n, C, true);
   a.ranksPerNode = G;
   a.ops.reserve(static_cast<size_t>(2 * N * G * N * (G - 1) + 2 * N * G * (N - 1)));
   auto transfer = [&](int32_t src, int32_t dst, int32_t step, int32_t chunk, OpKind kind) {
@@ -143,7 +143,7 @@ Algorithm hmAllReduce(int32_t nodes, int32_t gpus) {
 
 // Ring ReduceScatter in place (storage: the input); the last step writes through the output view.
 Algorithm ringReduceScatterInPlace(int32_t n) {
-  Algorithm a = makeAlgorithm(CollectiveKind::ReduceScatter, n, 1, true);
+  Algorithm a = makeAlgorithm(Collective::ReduceScatter, n, 1, true);
   for (int32_t s = 0; s < n - 1; ++s) {
     for (int32_t r = 0; r < n; ++r) {
       const int32_t chunk = mod(r - 1 - s, n);
@@ -160,7 +160,7 @@ Algorithm ringReduceScatterInPlace(int32_t n) {
 
 // Ring ReduceScatter out of place through scratch.
 Algorithm ringReduceScatterScratch(int32_t n) {
-  Algorithm a = makeAlgorithm(CollectiveKind::ReduceScatter, n, 1, false, n);
+  Algorithm a = makeAlgorithm(Collective::ReduceScatter, n, 1, false, n);
   for (int32_t r = 0; r < n; ++r) {
     add(a, r, kIn, 0, r, kScratch, 0, 0, OpKind::Copy, n);
     add(a, r, kIn, r, r, kOut, 0, 0);
@@ -181,7 +181,7 @@ Algorithm ringReduceScatterScratch(int32_t n) {
 
 // Broadcast along a chain root, root+1, ...; k chunks.
 Algorithm chainBroadcast(int32_t n, int32_t k, int32_t root, bool inPlace) {
-  Algorithm a = makeAlgorithm(CollectiveKind::Broadcast, n, k, inPlace, 0, root);
+  Algorithm a = makeAlgorithm(Collective::Broadcast, n, k, inPlace, 0, root);
   if (!inPlace) add(a, root, kIn, 0, root, kOut, 0, 0, OpKind::Copy, k);
   for (int32_t s = 0; s < n - 1; ++s) {
     const int32_t from = (root + s) % n;
@@ -192,7 +192,7 @@ Algorithm chainBroadcast(int32_t n, int32_t k, int32_t root, bool inPlace) {
 
 // Binomial-tree Broadcast: at step s, relative ranks below 2^s send to relative rank + 2^s.
 Algorithm treeBroadcast(int32_t n, int32_t root, bool inPlace) {
-  Algorithm a = makeAlgorithm(CollectiveKind::Broadcast, n, 2, inPlace, 0, root);
+  Algorithm a = makeAlgorithm(Collective::Broadcast, n, 2, inPlace, 0, root);
   if (!inPlace) add(a, root, kIn, 0, root, kOut, 0, 0, OpKind::Copy, 2);
   for (int32_t s = 0, span = 1; span < n; ++s, span *= 2) {
     for (int32_t rel = 0; rel < span && rel + span < n; ++rel) {
@@ -206,7 +206,7 @@ Algorithm treeBroadcast(int32_t n, int32_t root, bool inPlace) {
 
 // Reduce to root along a chain ending at the root; in place.
 Algorithm chainReduce(int32_t n, int32_t root) {
-  Algorithm a = makeAlgorithm(CollectiveKind::Reduce, n, 3, true, 0, root);
+  Algorithm a = makeAlgorithm(Collective::Reduce, n, 3, true, 0, root);
   for (int32_t s = 0; s < n - 1; ++s) {
     const int32_t from = (root + n - 1 - s) % n;
     add(a, from, kOut, 0, (from + n - 1) % n, kOut, 0, s, kReduce, 3);
@@ -216,7 +216,7 @@ Algorithm chainReduce(int32_t n, int32_t root) {
 
 // Direct AllToAll out of place: rank i sends block j to rank j's block i.
 Algorithm directAllToAll(int32_t n, int32_t k) {
-  Algorithm a = makeAlgorithm(CollectiveKind::AllToAll, n, k, false);
+  Algorithm a = makeAlgorithm(Collective::AllToAll, n, k, false);
   for (int32_t i = 0; i < n; ++i) {
     for (int32_t j = 0; j < n; ++j) add(a, i, kIn, j * k, j, kOut, i * k, 0, OpKind::Copy, k);
   }
@@ -225,7 +225,7 @@ Algorithm directAllToAll(int32_t n, int32_t k) {
 
 // AllToAll in place: send blocks to the peers' scratch, then copy them into place.
 Algorithm scratchAllToAllInPlace(int32_t n, int32_t k) {
-  Algorithm a = makeAlgorithm(CollectiveKind::AllToAll, n, k, true, n * k);
+  Algorithm a = makeAlgorithm(Collective::AllToAll, n, k, true, n * k);
   for (int32_t i = 0; i < n; ++i) {
     for (int32_t j = 0; j < n; ++j) {
       if (i != j) add(a, i, kIn, j * k, j, kScratch, i * k, 0, OpKind::Copy, k);
@@ -413,12 +413,12 @@ TEST(SemanticCheck, SameStepRace) {
 
 TEST(SemanticCheck, RaceKinds) {
   // Write then read, read then write, and two writes, of one slot in one step.
-  Algorithm writeRead = makeAlgorithm(CollectiveKind::AllGather, 3, 1, false);
+  Algorithm writeRead = makeAlgorithm(Collective::AllGather, 3, 1, false);
   add(writeRead, 0, kIn, 0, 1, kOut, 0, 0);
   add(writeRead, 1, kOut, 0, 2, kOut, 0, 0);
   EXPECT_TRUE(contains(expectViolation(writeRead, ViolationKind::Race, 1).message, "reads it while another"));
 
-  Algorithm readWrite = makeAlgorithm(CollectiveKind::AllGather, 3, 1, false);
+  Algorithm readWrite = makeAlgorithm(Collective::AllGather, 3, 1, false);
   add(readWrite, 0, kIn, 0, 0, kOut, 0, 0);
   add(readWrite, 0, kOut, 0, 2, kOut, 0, 1);
   add(readWrite, 1, kIn, 0, 0, kOut, 0, 1);
@@ -426,14 +426,14 @@ TEST(SemanticCheck, RaceKinds) {
   EXPECT_EQ(v.otherOpIndex, 1);
   EXPECT_TRUE(contains(v.message, "this one writes it while another (line 2) reads it")) << v.message;
 
-  Algorithm writeWrite = makeAlgorithm(CollectiveKind::AllGather, 3, 1, false);
+  Algorithm writeWrite = makeAlgorithm(Collective::AllGather, 3, 1, false);
   add(writeWrite, 0, kIn, 0, 2, kOut, 0, 4);
   add(writeWrite, 1, kIn, 0, 2, kOut, 0, 4);
   EXPECT_EQ(expectViolation(writeWrite, ViolationKind::Race, 1).otherOpIndex, 0);
 
   // A reduce reads its destination too: a second reader of it in the step races with it, even
   // when the reduce itself also read the slot as a source earlier.
-  Algorithm reduceRead = makeAlgorithm(CollectiveKind::AllReduce, 3, 2, true);
+  Algorithm reduceRead = makeAlgorithm(Collective::AllReduce, 3, 2, true);
   add(reduceRead, 0, kOut, 0, 1, kOut, 0, 0);           // reads rank 0 chunk 0
   add(reduceRead, 0, kOut, 0, 2, kOut, 1, 0, kReduce);  // reads rank 0 chunk 0 (chunk mismatch aside)
   add(reduceRead, 1, kOut, 1, 0, kOut, 0, 0, kReduce);  // writes rank 0 chunk 0
@@ -441,12 +441,12 @@ TEST(SemanticCheck, RaceKinds) {
 }
 
 TEST(SemanticCheck, OperationOntoItself) {
-  Algorithm self = makeAlgorithm(CollectiveKind::AllGather, 2, 1, true);
+  Algorithm self = makeAlgorithm(Collective::AllGather, 2, 1, true);
   add(self, 0, kIn, 0, 0, kOut, 0, 0);  // in place, input 0 of rank 0 is output 0
   EXPECT_EQ(expectViolation(self, ViolationKind::Race, 0).message,
             "copies rank 0 output chunk 0 onto itself");
 
-  Algorithm overlap = makeAlgorithm(CollectiveKind::AllReduce, 2, 4, true);
+  Algorithm overlap = makeAlgorithm(Collective::AllReduce, 2, 4, true);
   add(overlap, 0, kOut, 1, 0, kOut, 0, 0, OpKind::Copy, 2);
   EXPECT_EQ(expectViolation(overlap, ViolationKind::Race, 0).message,
             "the operation's source and destination overlap at rank 0 output chunk 1");
@@ -505,21 +505,21 @@ TEST(SemanticCheck, ReadOfUnwrittenScratch) {
 }
 
 TEST(SemanticCheck, ReduceIntoEmptySlot) {
-  Algorithm a = makeAlgorithm(CollectiveKind::AllReduce, 2, 1, false);
+  Algorithm a = makeAlgorithm(Collective::AllReduce, 2, 1, false);
   add(a, 0, kIn, 0, 1, kOut, 0, 0, kReduce);
   EXPECT_EQ(expectViolation(a, ViolationKind::UnwrittenRead, 0).message,
             "reduces into rank 1 output chunk 0, which holds no data at step 0");
 }
 
 TEST(SemanticCheck, ReduceInAllGather) {
-  Algorithm mixed = makeAlgorithm(CollectiveKind::AllGather, 2, 1, true);
+  Algorithm mixed = makeAlgorithm(Collective::AllGather, 2, 1, true);
   add(mixed, 0, kOut, 0, 1, kOut, 1, 0, kReduce);
   EXPECT_EQ(
       expectViolation(mixed, ViolationKind::MixedChunks, 0).message,
       "reduces chunk 0 of rank 0 into rank 1 output chunk 1, which holds chunk 0 of rank 1, but AllGather "
       "combines no data");
 
-  Algorithm twice = makeAlgorithm(CollectiveKind::AllGather, 2, 1, true);
+  Algorithm twice = makeAlgorithm(Collective::AllGather, 2, 1, true);
   add(twice, 0, kOut, 0, 1, kOut, 0, 0);
   add(twice, 0, kOut, 0, 1, kOut, 0, 1, kReduce);
   expectViolation(twice, ViolationKind::DoubleCount, 1);
@@ -568,7 +568,7 @@ TEST(SemanticCheck, StructureProblemsComeFirst) {
 
 TEST(SemanticCheck, RefusesStateTooLargeToHold) {
   // 2^20 ranks of AllGather: 2^40 slots of 2^20-bit sets. Refused before allocating anything.
-  Algorithm a = makeAlgorithm(CollectiveKind::AllGather, 1 << 20, 1, false);
+  Algorithm a = makeAlgorithm(Collective::AllGather, 1 << 20, 1, false);
   const Violation v = expectViolation(a, ViolationKind::Structure, -1);
   EXPECT_TRUE(contains(v.message, "too large to check")) << v.message;
 }

@@ -31,17 +31,17 @@ std::string csvError(const std::string& text) {
 }
 
 TEST(Names, ParseCaseInsensitiveAndAny) {
-  EXPECT_EQ(parseCollective("AllReduce"), Collective::AllReduce);
-  EXPECT_EQ(parseCollective("reducescatter"), Collective::ReduceScatter);
-  EXPECT_FALSE(parseCollective("alltoall"));
+  EXPECT_EQ(parseTableCollective("AllReduce"), Collective::AllReduce);
+  EXPECT_EQ(parseTableCollective("reducescatter"), Collective::ReduceScatter);
+  EXPECT_FALSE(parseTableCollective("alltoall"));
   EXPECT_EQ(parseAlgorithm("NVLS_TREE"), kAlgoNvlsTree);
   EXPECT_EQ(parseAlgorithm("collnet_chain"), kAlgoCollNetChain);
   EXPECT_EQ(parseAlgorithm("any"), kAny);
   EXPECT_EQ(parseAlgorithm("-1"), kAny);
-  EXPECT_EQ(parseProtocol("ll128"), kProtoLL128);
-  EXPECT_FALSE(parseProtocol("ll256"));
+  EXPECT_EQ(parseChoiceProtocol("ll128"), kProtoLL128);
+  EXPECT_FALSE(parseChoiceProtocol("ll256"));
   EXPECT_EQ(algorithmName(kAlgoPat), "PAT");
-  EXPECT_EQ(protocolName(kAny), "any");
+  EXPECT_EQ(choiceProtocolName(kAny), "any");
 }
 
 TEST(ByteSize, UnitsAndOverflow) {

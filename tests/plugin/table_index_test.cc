@@ -110,7 +110,7 @@ TEST(CommIndex, EnvironmentRecommendationMostSpecificFirst) {
 TEST(CommIndex, EmptyTableMatchesNothing) {
   CommIndex index = CommIndex::build(LookupTable{}, {2, 16, ""});
   EXPECT_EQ(index.candidateEntries(), 0u);
-  for (int coll = 0; coll < kNumCollectives; ++coll) EXPECT_EQ(indexed(index, coll, 100, 1, 0), -1);
+  for (int coll = 0; coll < kTunerCollectives; ++coll) EXPECT_EQ(indexed(index, coll, 100, 1, 0), -1);
 }
 
 /// Random tables with overlapping ranges, wildcards, topology and per-call filters: the index
@@ -124,7 +124,7 @@ TEST(CommIndex, AgreesWithBruteForceOnRandomTables) {
     std::vector<uint64_t> probes = {0, 1, UINT64_MAX, UINT64_MAX - 1};
     for (int i = 0; i < entries; ++i) {
       TableEntry e;
-      e.collective = static_cast<Collective>(rng() % kNumCollectives);
+      e.collective = static_cast<Collective>(rng() % kTunerCollectives);
       uint64_t a = rng() % 5000;
       uint64_t b = rng() % 6 == 0 ? UINT64_MAX : a + rng() % 3000;
       e.minBytes = a;
@@ -141,7 +141,7 @@ TEST(CommIndex, AgreesWithBruteForceOnRandomTables) {
     for (int i = 0; i < 200; ++i) probes.push_back(rng() % 9000);
     for (CommKey comm : {CommKey{1, 8, ""}, CommKey{2, 16, "sig"}, CommKey{2, 8, "other"}}) {
       CommIndex index = CommIndex::build(table, comm);
-      for (int coll = 0; coll < kNumCollectives; ++coll) {
+      for (int coll = 0; coll < kTunerCollectives; ++coll) {
         for (uint64_t bytes : probes) {
           for (int pipeOps : {-1, 1, 2, 3, 4}) {
             for (int regBuff : {-1, 0, 1}) {

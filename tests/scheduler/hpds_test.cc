@@ -66,7 +66,7 @@ TEST(Hpds, SubPipelineCountIsAtLeastTheBusiestLink) {
 // Two independent chunks, each a chain of three tasks 0->1->2->3 on ranks 0..3 (chunk 0) and
 // the same links (chunk 1). HPDS alternates chunks by priority; RR also cycles, starting at 0.
 TEST(Hpds, PriorityPrefersTheLeastExecutedChunk) {
-  Algorithm algorithm = testing::emptyAlgorithm(CollectiveKind::AllGather, 1, 4, 1);
+  Algorithm algorithm = testing::emptyAlgorithm(Collective::AllGather, 1, 4, 1);
   algorithm.ranksPerNode = 0;
   for (int32_t chunk : {0, 1})
     for (int32_t hop = 0; hop < 3; ++hop) testing::addTransfer(algorithm, hop, hop + 1, hop, chunk, OpKind::Copy);

@@ -149,7 +149,7 @@ TEST(PlanJson, ReaderErrors) {
 TEST(PlanCheck, DetectsDeadlock) {
   // Rank 0 TB: [send to 1 (op a), recv from 1 (op b)]; rank 1 TB: [send to 0 (op b), recv from 0 (op a)]
   // is fine; swapping rank 1's two entries makes each rank wait for the other.
-  Algorithm algorithm = testing::emptyAlgorithm(CollectiveKind::AllGather, 1, 2, 1);
+  Algorithm algorithm = testing::emptyAlgorithm(Collective::AllGather, 1, 2, 1);
   testing::addTransfer(algorithm, 0, 1, 0, 0, OpKind::Copy);
   testing::addTransfer(algorithm, 1, 0, 0, 1, OpKind::Copy);
   Plan plan;

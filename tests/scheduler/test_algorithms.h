@@ -22,7 +22,7 @@ inline void addTransfer(Algorithm& algorithm, int32_t src, int32_t dst, int32_t 
   algorithm.ops.push_back(op);
 }
 
-inline Algorithm emptyAlgorithm(CollectiveKind kind, int32_t nNodes, int32_t gpusPerNode, int32_t k) {
+inline Algorithm emptyAlgorithm(Collective kind, int32_t nNodes, int32_t gpusPerNode, int32_t k) {
   Algorithm algorithm;
   algorithm.name = "HM";
   algorithm.collective = kind;
@@ -36,7 +36,7 @@ inline Algorithm emptyAlgorithm(CollectiveKind kind, int32_t nNodes, int32_t gpu
 // examples/algorithms/hm_allreduce.resccl
 inline Algorithm hmAllReduce(int32_t nNodes, int32_t G) {
   const int32_t n = nNodes * G;
-  Algorithm a = emptyAlgorithm(CollectiveKind::AllReduce, nNodes, G, n);
+  Algorithm a = emptyAlgorithm(Collective::AllReduce, nNodes, G, n);
   a.ops.reserve(static_cast<size_t>(n) * (2 * nNodes * (G - 1) + 2 * (nNodes - 1)));
   for (int32_t node = 0; node < nNodes; ++node)
     for (int32_t r = 0; r < G; ++r)
@@ -73,7 +73,7 @@ inline Algorithm hmAllReduce(int32_t nNodes, int32_t G) {
 // examples/algorithms/hm_allgather.resccl
 inline Algorithm hmAllGather(int32_t nNodes, int32_t G) {
   const int32_t n = nNodes * G;
-  Algorithm a = emptyAlgorithm(CollectiveKind::AllGather, nNodes, G, 1);
+  Algorithm a = emptyAlgorithm(Collective::AllGather, nNodes, G, 1);
   for (int32_t node = 0; node < nNodes; ++node)
     for (int32_t r = 0; r < G; ++r) {
       const int32_t src = G * node + r;
@@ -91,10 +91,10 @@ inline Algorithm hmAllGather(int32_t nNodes, int32_t G) {
 inline Algorithm stagedRingAllReduce(int32_t n) {
   Algorithm a;
   a.name = "staged-ring";
-  a.collective = CollectiveKind::AllReduce;
+  a.collective = Collective::AllReduce;
   a.nRanks = n;
   a.inPlace = false;
-  a.bufferChunks = conventionalBufferChunks(CollectiveKind::AllReduce, n, 2 * n, 2);
+  a.bufferChunks = conventionalBufferChunks(Collective::AllReduce, n, 2 * n, 2);
   auto op = [&](int32_t src, BufferKind sb, int32_t si, int32_t dst, BufferKind db, int32_t di, int32_t step, OpKind kind) {
     Operation o;
     o.srcRank = src;

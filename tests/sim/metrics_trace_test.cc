@@ -9,10 +9,10 @@ namespace tuccl {
 namespace {
 
 TEST(Metrics, BusBandwidthFactorsAreNcclTests) {
-  EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveKind::AllReduce, 8), 2 * 7.0 / 8);
-  EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveKind::AllGather, 8), 7.0 / 8);
-  EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveKind::ReduceScatter, 8), 7.0 / 8);
-  EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveKind::Broadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::AllReduce, 8), 2 * 7.0 / 8);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::AllGather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::ReduceScatter, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::Broadcast, 8), 1.0);
 }
 
 TEST(Metrics, SizesParseAndPrint) {

@@ -129,7 +129,7 @@ TEST(Simulator, NeverBelowTheLowerBound) {
           SimOptions options;
           options.messageBytes = bytes;
           const SimResult result = simulatePlan(plan, network, options);
-          const LowerBound bound = collectiveLowerBound(*parseCollectiveKind(plan.collective), bytes, network);
+          const LowerBound bound = collectiveLowerBound(*parseCollective(plan.collective), bytes, network);
           EXPECT_GE(result.timeUs, bound.timeUs) << example << " " << scheduler << " " << bytes << " on " << shape.topo;
           // The bare model (topology only) is still above the bound.
           options.cost = bareCostModel();

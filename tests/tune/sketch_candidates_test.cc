@@ -20,7 +20,7 @@ const AlgorithmCandidate* find(const std::vector<AlgorithmCandidate>& cs, const 
 TEST(SketchCandidates, SketchesAdmitProgramsByTheirInterNodePeers) {
   // Two GPUs per NIC: pruned keeps NIC groups, relay one sender->receiver pair per group.
   const Topology t = loadSimTopology("preset:resccl-a100:nodes=2");
-  const auto cs = algorithmCandidates(t, CollectiveKind::AllGather, kExamples);
+  const auto cs = algorithmCandidates(t, Collective::AllGather, kExamples);
   const auto* ring = find(cs, "ring");
   const auto* rail = find(cs, "ring-rail");
   const auto* hm = find(cs, "hm");
@@ -39,7 +39,7 @@ TEST(SketchCandidates, SketchesAdmitProgramsByTheirInterNodePeers) {
 
 TEST(SketchCandidates, OneGpuPerNicLetsRelayAdmitHm) {
   const Topology t = loadSimTopology("preset:dgx-h100:nodes=2,gpus=4");
-  const auto cs = algorithmCandidates(t, CollectiveKind::AllReduce, kExamples);
+  const auto cs = algorithmCandidates(t, Collective::AllReduce, kExamples);
   ASSERT_TRUE(find(cs, "hm"));
   EXPECT_EQ(find(cs, "hm")->sketch(), "relay");
   EXPECT_EQ(find(cs, "direct"), nullptr);  // no direct AllReduce program
@@ -47,7 +47,7 @@ TEST(SketchCandidates, OneGpuPerNicLetsRelayAdmitHm) {
 
 TEST(SketchCandidates, OneNodeAdmitsEverythingAndNeedsNoRailRing) {
   const Topology t = loadSimTopology("preset:dgx-a100:nodes=1");
-  const auto cs = algorithmCandidates(t, CollectiveKind::AllGather, kExamples);
+  const auto cs = algorithmCandidates(t, Collective::AllGather, kExamples);
   EXPECT_EQ(find(cs, "ring-rail"), nullptr);
   for (const AlgorithmCandidate& c : cs) EXPECT_EQ(c.sketch(), "relay") << c.name;
 }
@@ -68,7 +68,7 @@ TEST(SketchCandidates, RingOrderFollowsTheSketch) {
 
 TEST(SketchCandidates, RelabellingKeepsAllGatherCorrect) {
   const Topology t = loadSimTopology("preset:resccl-a100:nodes=2,gpus=4");
-  const auto cs = algorithmCandidates(t, CollectiveKind::AllGather, kExamples);
+  const auto cs = algorithmCandidates(t, Collective::AllGather, kExamples);
   const Algorithm& ring = find(cs, "ring")->algorithm;
   std::vector<int32_t> reversed(static_cast<size_t>(ring.nRanks));
   for (int32_t p = 0; p < ring.nRanks; ++p) reversed[static_cast<size_t>(p)] = ring.nRanks - 1 - p;

@@ -1,0 +1,98 @@
+// The vocabulary every stage shares: collective, protocol, datatype, reduction op, scheduler,
+// execution level, TB policy and buffer kind, each one enum with one name function and one parse
+// function. Strings live only at the edges (JSON, CSV, CLI, logs); inside, code compares enums.
+//
+// Dependency-free on purpose (only the standard library): the plan, the table, the plugins and
+// the runtime all include it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace tuccl {
+
+/// The collectives. The first five carry NCCL's ncclFunc_t numbering (the tuner ABI's collType),
+/// so a tuner value converts with a cast.
+enum class Collective : uint8_t { Broadcast = 0, Reduce = 1, AllGather = 2, ReduceScatter = 3, AllReduce = 4, AllToAll = 5 };
+inline constexpr int kCollectives = 6;
+/// Collectives NCCL's tuner plugin is asked about (ncclFunc_t 0..4).
+inline constexpr int kTunerCollectives = 5;
+
+/// NCCL's protocols, with NCCL_PROTO_LL / LL128 / SIMPLE numbering.
+enum class Protocol : uint8_t { LL = 0, LL128 = 1, Simple = 2 };
+inline constexpr int kProtocols = 3;
+
+/// Element types of collective calls.
+enum class DataType : uint8_t { Float32, Float16, BFloat16, Float64, Int32, Int64, Uint8 };
+inline constexpr int kDataTypes = 7;
+
+/// Reduction operations.
+enum class ReduceOp : uint8_t { Sum, Prod, Min, Max, Avg };
+inline constexpr int kReduceOps = 5;
+
+/// How the pipeline of a plan was built (ResCCL §4.3 and its baselines, docs/scheduling.md).
+enum class Scheduler : uint8_t { Hpds, RoundRobin, AlgorithmLevel, StageLevel };
+inline constexpr int kSchedulers = 4;
+
+/// Task-level: a TB runs one entry for all micro-batches before the next (ResCCL). Stage- and
+/// algorithm-level: the TB replays a block of entries per micro-batch (ResCCL Eq. 3, Eq. 4).
+enum class ExecutionLevel : uint8_t { Task, Stage, Algorithm };
+inline constexpr int kExecutionLevels = 3;
+
+/// Thread-block allocation (ResCCL §4.4).
+enum class TbPolicy : uint8_t { ConnectionBased, StateBased };
+inline constexpr int kTbPolicies = 2;
+
+/// The three buffers of a rank.
+enum class BufferKind : uint8_t { Input, Output, Scratch };
+inline constexpr int kBufferKinds = 3;
+
+/// "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "AllToAll" (NCCL's spelling).
+std::string_view collectiveName(Collective collective);
+/// Accepts NCCL, MSCCL and ResCCLang spellings, case-insensitively and ignoring '_', '-' and ' ':
+/// "allreduce", "Allreduce", "all_reduce", "reduce_scatter", "AllToAll", ...
+std::optional<Collective> parseCollective(std::string_view name);
+/// Whether the collective has a root rank (Broadcast, Reduce).
+bool hasRoot(Collective collective);
+/// Whether the collective combines data of several ranks (AllReduce, ReduceScatter, Reduce).
+bool isReduction(Collective collective);
+
+/// "LL", "LL128", "Simple".
+std::string_view protocolName(Protocol protocol);
+/// Case-insensitive: "LL", "ll128", "SIMPLE", "simple", ...
+std::optional<Protocol> parseProtocol(std::string_view name);
+
+/// "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8".
+std::string_view dataTypeName(DataType type);
+/// The names above and NCCL's ("float", "half", "bf16", "double", "int", "ncclFloat32", ...).
+std::optional<DataType> parseDataType(std::string_view name);
+/// Bytes of one element.
+int32_t dataTypeSize(DataType type);
+
+/// "sum", "prod", "min", "max", "avg".
+std::string_view reduceOpName(ReduceOp op);
+/// The names above and NCCL's ("ncclSum", ...), case-insensitively.
+std::optional<ReduceOp> parseReduceOp(std::string_view name);
+
+/// "hpds", "rr", "algorithm-level", "stage-level".
+std::string_view schedulerName(Scheduler scheduler);
+/// The names above, and "algorithm", "stage", "round-robin".
+std::optional<Scheduler> parseScheduler(std::string_view name);
+/// The execution level a scheduler's pipeline runs at.
+ExecutionLevel executionLevelOf(Scheduler scheduler);
+
+/// "task", "stage", "algorithm".
+std::string_view executionLevelName(ExecutionLevel level);
+std::optional<ExecutionLevel> parseExecutionLevel(std::string_view name);
+
+/// "connection-based", "state-based".
+std::string_view tbPolicyName(TbPolicy policy);
+/// The names above, and "connection", "state".
+std::optional<TbPolicy> parseTbPolicy(std::string_view name);
+
+/// "input", "output", "scratch".
+std::string_view bufferName(BufferKind buffer);
+std::optional<BufferKind> parseBufferKind(std::string_view name);
+
+}  // namespace tuccl
