@@ -47,7 +47,7 @@ Measurement measure(const tuccl::SourceText& source, int ranks, int gpusPerNode,
   options.maxStatements = 2'000'000'000;
   Measurement m;
   auto start = std::chrono::steady_clock::now();
-  tuccl::Algorithm algorithm = tuccl::compileResccl(source, options);
+  tuccl::Algorithm algorithm = tuccl::compileResccl(source, options).value();
   m.parseMs = millisecondsSince(start);
   m.operations = static_cast<long long>(algorithm.ops.size());
   start = std::chrono::steady_clock::now();

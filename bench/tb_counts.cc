@@ -28,7 +28,7 @@ Algorithm compileProgram(const std::string& file, int nodes, int gpus) {
   options.parameterOverrides = {{"nRanks", nodes * gpus}, {"GPUPerNode", gpus}};
   options.maxOperations = 64'000'000;
   options.maxStatements = 2'000'000'000;
-  return compileResccl(source, options);
+  return compileResccl(source, options).value();
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {

@@ -18,12 +18,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tuccl::RescclOptions options;
   options.maxOperations = 100'000;  // small limits so runaway loops end quickly
   options.maxStatements = 1'000'000;
-  try {
-    tuccl::Algorithm algorithm = tuccl::compileResccl(source, options);
-    if (tuccl::validateStructure(algorithm).has_value()) std::abort();
-    if (algorithm.ops.size() > 100'000u) std::abort();
-  } catch (const tuccl::DiagnosticError& error) {
-    const tuccl::Diagnostic& diagnostic = error.diagnostic();
+  tuccl::Expected<tuccl::Algorithm> algorithm = tuccl::compileResccl(source, options);
+  if (algorithm.ok()) {
+    if (!tuccl::validateStructure(*algorithm).ok()) std::abort();
+    if (algorithm->ops.size() > 100'000u) std::abort();
+  } else {
+    const tuccl::Diagnostic& diagnostic = algorithm.diagnostic();
     if (diagnostic.loc.line > source.lineCount() + 1 || diagnostic.message.empty()) std::abort();
     (void)tuccl::formatDiagnostic(diagnostic, &source);
   }

@@ -61,9 +61,7 @@ Diagnostic errorAt(const Algorithm& algorithm, SourceLoc loc, std::string messag
 
 std::string range(int64_t limit) { return "[0, " + std::to_string(limit) + ")"; }
 
-}  // namespace
-
-std::optional<Diagnostic> validateStructure(const Algorithm& algorithm) {
+std::optional<Diagnostic> firstStructureProblem(const Algorithm& algorithm) {
   const int64_t n = algorithm.nRanks;
   if (n <= 0) return errorAt(algorithm, {}, "the algorithm has no ranks (nRanks = " + std::to_string(n) + ")");
   if (algorithm.ranksPerNode < 0 || (algorithm.ranksPerNode > 0 && n % algorithm.ranksPerNode != 0)) {
@@ -118,6 +116,13 @@ std::optional<Diagnostic> validateStructure(const Algorithm& algorithm) {
     }
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+Status validateStructure(const Algorithm& algorithm) {
+  if (auto problem = firstStructureProblem(algorithm)) return Status(ErrorCode::InvalidInput, std::move(*problem));
+  return {};
 }
 
 }  // namespace tuccl

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/source_text.h"
+#include "support/status.h"
 #include "support/vocabulary.h"
 
 namespace tuccl {
@@ -82,8 +83,8 @@ struct StorageSlot {
 StorageSlot inPlaceStorage(const Algorithm& algorithm, int32_t rank, BufferKind buffer, int32_t index);
 
 /// Structural validation: sizes, ranks, buffer ranges, counts, steps. Returns the first problem
-/// as a diagnostic at the operation's location (empty when the algorithm is well-formed). The
-/// semantic checker assumes a structurally valid algorithm.
-std::optional<Diagnostic> validateStructure(const Algorithm& algorithm);
+/// as an InvalidInput status with a diagnostic at the operation's location (ok when the
+/// algorithm is well-formed). The semantic checker assumes a structurally valid algorithm.
+Status validateStructure(const Algorithm& algorithm);
 
 }  // namespace tuccl

@@ -6,9 +6,14 @@
 
 namespace tuccl {
 
-Algorithm compileResccl(const SourceText& source, const RescclOptions& options) {
-  RescclProgram program = parseResccl(source, tokenizeResccl(source));
-  return runResccl(program, source, options);
+Expected<Algorithm> compileResccl(const SourceText& source, const RescclOptions& options) {
+  // The lexer, parser and interpreter unwind with DiagnosticError; it stops here.
+  try {
+    RescclProgram program = parseResccl(source, tokenizeResccl(source));
+    return runResccl(program, source, options);
+  } catch (const DiagnosticError& error) {
+    return statusFromDiagnostic(error);
+  }
 }
 
 }  // namespace tuccl

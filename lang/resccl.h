@@ -2,7 +2,7 @@
 //
 // In:  the text of a ResCCLang program.
 // Out: an Algorithm (lang/algorithm.h) whose operations carry the source location of the
-//      transfer() call that produced them, or a DiagnosticError at the first problem.
+//      transfer() call that produced them, or a Status naming the first problem.
 //
 // The language and its extensions are documented in docs/resccl-language.md.
 #pragma once
@@ -14,6 +14,7 @@
 
 #include "lang/algorithm.h"
 #include "support/source_text.h"
+#include "support/status.h"
 
 namespace tuccl {
 
@@ -26,8 +27,8 @@ struct RescclOptions {
   int64_t maxStatements = 500'000'000;   ///< statements executed
 };
 
-/// Parses and runs a ResCCLang program. Throws DiagnosticError (file:line:col) on any syntax or
-/// evaluation error; never crashes or hangs on any input.
-Algorithm compileResccl(const SourceText& source, const RescclOptions& options = {});
+/// Parses and runs a ResCCLang program: the Algorithm, or an InvalidInput status whose diagnostic
+/// names file:line:col of the first syntax or evaluation error. Never crashes or hangs on any input.
+Expected<Algorithm> compileResccl(const SourceText& source, const RescclOptions& options = {});
 
 }  // namespace tuccl

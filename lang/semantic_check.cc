@@ -478,7 +478,8 @@ CheckReport checkAlgorithm(const Algorithm& algorithm) {
     structure.loc = loc;
     return CheckReport{std::move(structure)};
   };
-  if (auto problem = validateStructure(algorithm)) return refuse(problem->message, problem->loc);
+  if (Status problem = validateStructure(algorithm); !problem.ok())
+    return refuse(problem.message(), problem.diagnostic().loc);
   if (algorithm.ops.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return refuse("too many operations to check (" + std::to_string(algorithm.ops.size()) + ")");
   }

@@ -62,8 +62,8 @@ void buildCsr(int32_t nTasks, const std::vector<std::pair<int32_t, int32_t>>& ed
 }  // namespace
 
 Dag buildDependencyDag(const Algorithm& algorithm, const DagOptions& options) {
-  if (auto problem = validateStructure(algorithm)) {
-    throw std::invalid_argument("buildDependencyDag: " + problem->message);
+  if (Status problem = validateStructure(algorithm); !problem.ok()) {
+    throw std::invalid_argument("buildDependencyDag: " + problem.message());
   }
   if (algorithm.ops.size() >= static_cast<size_t>(INT32_MAX)) {
     throw std::invalid_argument("buildDependencyDag: too many operations");

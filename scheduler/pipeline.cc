@@ -5,8 +5,9 @@
 #include "scheduler/pipeline.h"
 
 namespace tuccl {
+namespace {
 
-std::string validatePipeline(const Dag& dag, const Pipeline& pipeline) {
+std::string firstPipelineProblem(const Dag& dag, const Pipeline& pipeline) {
   const auto n = static_cast<size_t>(dag.nTasks);
   if (pipeline.order.size() != n || pipeline.subPipelineOf.size() != n) return "the pipeline does not hold every task once";
   if (pipeline.subPipelineBegin.empty() || pipeline.subPipelineBegin.front() != 0 ||
@@ -42,6 +43,14 @@ std::string validatePipeline(const Dag& dag, const Pipeline& pipeline) {
     }
   }
   return {};
+}
+
+}  // namespace
+
+Status validatePipeline(const Dag& dag, const Pipeline& pipeline) {
+  std::string problem = firstPipelineProblem(dag, pipeline);
+  if (problem.empty()) return {};
+  return makeError(ErrorCode::Internal, "invalid pipeline: " + problem);
 }
 
 }  // namespace tuccl

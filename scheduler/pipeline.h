@@ -18,6 +18,7 @@
 
 #include "lang/algorithm.h"
 #include "scheduler/dag.h"
+#include "support/status.h"
 
 namespace tuccl {
 
@@ -52,7 +53,7 @@ Pipeline scheduleStageLevel(const Algorithm& algorithm, const Dag& dag, int32_t 
 /// Checks the invariants every Pipeline must satisfy: a permutation of the tasks, subPipelineOf
 /// consistent, every data dependency in the same or an earlier sub-pipeline and earlier in
 /// `order`, and for task-level pipelines distinct links within each sub-pipeline. Returns the
-/// first violation, empty when valid.
-std::string validatePipeline(const Dag& dag, const Pipeline& pipeline);
+/// first violation as an Internal status (an invalid pipeline is a scheduler bug), ok when valid.
+Status validatePipeline(const Dag& dag, const Pipeline& pipeline);
 
 }  // namespace tuccl

@@ -57,7 +57,9 @@ Algorithm loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t g
   RescclOptions options;
   if (nRanks > 0) options.parameterOverrides.emplace_back("nRanks", nRanks);
   if (gpusPerNode > 0) options.parameterOverrides.emplace_back("GPUPerNode", gpusPerNode);
-  Algorithm algorithm = compileResccl(source, options);
+  Expected<Algorithm> compiled = compileResccl(source, options);
+  throwIfError(compiled.status());
+  Algorithm algorithm = std::move(compiled).value();
   const CheckReport report = checkAlgorithm(algorithm);
   if (!report.ok()) {
     const std::vector<Diagnostic> diagnostics = violationDiagnostics(algorithm, *report.violation);

@@ -270,7 +270,11 @@ Topology reduceNodeGpus(const Topology& node, int32_t gpus) {
 }
 
 Topology loadSimTopology(std::string_view spec) {
-  if (!isPresetSpec(spec)) return loadTopology(spec).topology;
+  if (!isPresetSpec(spec)) {
+    Expected<LoadedTopology> loaded = loadTopology(spec);
+    throwIfError(loaded.status());
+    return std::move(loaded)->topology;
+  }
   // Pull gpus=K out of the option list; the rest goes to the preset.
   const std::string_view rest = spec.substr(7);
   const size_t colon = rest.find(':');

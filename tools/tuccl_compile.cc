@@ -175,7 +175,12 @@ int writeOutputs(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, con
 }
 
 int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclOptions, const CompileOptions& options) {
-  tuccl::Algorithm algorithm = tuccl::compileResccl(source, rescclOptions);
+  tuccl::Expected<tuccl::Algorithm> compiled = tuccl::compileResccl(source, rescclOptions);
+  if (!compiled.ok()) {
+    tuccl::cli::printDiagnostic(compiled.diagnostic(), &source);
+    return kExitError;
+  }
+  tuccl::Algorithm algorithm = std::move(compiled).value();
   tuccl::CheckReport report = tuccl::checkAlgorithm(algorithm);
   if (options.printSummary) {
     std::cout << tuccl::renderSummary(algorithm, tuccl::summarizeAlgorithm(algorithm), options.rankLines);

@@ -57,7 +57,9 @@ LoadedTopology load(const Common& common, bool requireGpus = true) {
   options.cluster.oversubscription = common.oversub;
   options.cluster.nodesPerTor = common.rack;
   options.sysfsRoot = common.sysfsRoot;
-  LoadedTopology loaded = loadTopology(common.spec, options);
+  Expected<LoadedTopology> result = loadTopology(common.spec, options);
+  throwIfError(result.status());
+  LoadedTopology loaded = std::move(result).value();
   for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";
   if (requireGpus && loaded.topology.empty()) throw std::runtime_error("the topology has no GPUs");
   return loaded;

@@ -20,9 +20,9 @@ bool looksLikeXml(const SourceText& source) {
   return false;
 }
 
-}  // namespace
-
-LoadedTopology loadTopology(std::string_view spec, const LoadOptions& options) {
+// The readers below unwind with DiagnosticError (files) or std::invalid_argument (specs, options);
+// loadTopology turns them into a Status.
+LoadedTopology loadOrThrow(std::string_view spec, const LoadOptions& options) {
   LoadedTopology loaded;
   if (isPresetSpec(spec)) {
     loaded.topology = makePreset(spec);
@@ -55,6 +55,18 @@ LoadedTopology loadTopology(std::string_view spec, const LoadOptions& options) {
   if (options.cluster.nodes > 1) name += ":nodes=" + std::to_string(options.cluster.nodes);
   loaded.topology.name = name;
   return loaded;
+}
+
+}  // namespace
+
+Expected<LoadedTopology> loadTopology(std::string_view spec, const LoadOptions& options) {
+  try {
+    return loadOrThrow(spec, options);
+  } catch (const DiagnosticError& error) {
+    return statusFromDiagnostic(error);
+  } catch (const std::invalid_argument& error) {
+    return makeError(ErrorCode::InvalidArgument, std::string(spec), SourceLoc{}, error.what());
+  }
 }
 
 }  // namespace tuccl

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/source_text.h"
+#include "support/status.h"
 #include "topo/topology.h"
 
 namespace tuccl {
@@ -25,8 +26,9 @@ struct LoadedTopology {
   std::vector<std::string> notes;  ///< what discovery found or could not see
 };
 
-/// Throws DiagnosticError (files) or std::invalid_argument (specs) with a readable message.
-LoadedTopology loadTopology(std::string_view spec, const LoadOptions& options = {});
+/// The topology, or an error status: InvalidInput with file:line:col for a malformed file,
+/// InvalidArgument naming the option for a bad spec, NotFound/IoError for a file that cannot be read.
+Expected<LoadedTopology> loadTopology(std::string_view spec, const LoadOptions& options = {});
 
 /// A readable multi-line summary: nodes, GPUs, NICs and the GPUs bound to each, link classes with
 /// alpha and bandwidth, and the signature.

@@ -51,7 +51,7 @@ inline const CompiledExample& compileExample(const std::string& name, const std:
   RescclOptions options;
   options.parameterOverrides = {{"nRanks", nRanks}, {"GPUPerNode", perNode}};
   auto compiled = std::make_unique<CompiledExample>();
-  compiled->algorithm = compileResccl(SourceText("examples/algorithms/" + name + ".resccl", text.str()), options);
+  compiled->algorithm = compileResccl(SourceText("examples/algorithms/" + name + ".resccl", text.str()), options).value();
   EXPECT_TRUE(checkAlgorithm(compiled->algorithm).ok()) << name;
   const Algorithm& algorithm = compiled->algorithm;
   Dag dag = buildDependencyDag(algorithm);

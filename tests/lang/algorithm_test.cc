@@ -73,7 +73,7 @@ TEST(Algorithm, InPlaceStorage) {
 
 TEST(Algorithm, ValidStructure) {
   Algorithm algorithm = ringAllGather(4);
-  EXPECT_FALSE(validateStructure(algorithm).has_value());
+  EXPECT_TRUE(validateStructure(algorithm).ok());
   EXPECT_EQ(algorithm.chunksPerRank(), 1);
   EXPECT_EQ(algorithm.maxStep(), 2);
 }
@@ -81,43 +81,44 @@ TEST(Algorithm, ValidStructure) {
 TEST(Algorithm, StructuralErrorsNameTheOperation) {
   Algorithm algorithm = ringAllGather(4);
   algorithm.ops[5].dstRank = 4;
-  auto problem = validateStructure(algorithm);
-  ASSERT_TRUE(problem.has_value());
-  EXPECT_EQ(problem->loc, algorithm.ops[5].loc);
-  EXPECT_EQ(problem->file, "ring.resccl");
-  EXPECT_NE(problem->message.find("destination rank 4 out of range [0, 4)"), std::string::npos) << problem->message;
+  Status problem = validateStructure(algorithm);
+  ASSERT_FALSE(problem.ok());
+  EXPECT_EQ(problem.code(), ErrorCode::InvalidInput);
+  EXPECT_EQ(problem.diagnostic().loc, algorithm.ops[5].loc);
+  EXPECT_EQ(problem.diagnostic().file, "ring.resccl");
+  EXPECT_NE(problem.message().find("destination rank 4 out of range [0, 4)"), std::string::npos) << problem.message();
 
   algorithm = ringAllGather(4);
   algorithm.ops[2].srcIndex = 3;
   algorithm.ops[2].count = 2;
   problem = validateStructure(algorithm);
-  ASSERT_TRUE(problem.has_value());
-  EXPECT_NE(problem->message.find("source chunk 3 (count 2) out of range [0, 4)"), std::string::npos)
-      << problem->message;
+  ASSERT_FALSE(problem.ok());
+  EXPECT_NE(problem.message().find("source chunk 3 (count 2) out of range [0, 4)"), std::string::npos)
+      << problem.message();
 
   algorithm = ringAllGather(4);
   algorithm.ops[0].step = -1;
   problem = validateStructure(algorithm);
-  ASSERT_TRUE(problem.has_value());
-  EXPECT_NE(problem->message.find("negative"), std::string::npos);
+  ASSERT_FALSE(problem.ok());
+  EXPECT_NE(problem.message().find("negative"), std::string::npos);
 
   algorithm = ringAllGather(4);
   algorithm.bufferChunks[1] = 5;
   problem = validateStructure(algorithm);
-  ASSERT_TRUE(problem.has_value());
-  EXPECT_NE(problem->message.find("do not fit"), std::string::npos);
+  ASSERT_FALSE(problem.ok());
+  EXPECT_NE(problem.message().find("do not fit"), std::string::npos);
 
   algorithm = ringAllGather(4);
   algorithm.ranksPerNode = 3;
-  EXPECT_TRUE(validateStructure(algorithm).has_value());
+  EXPECT_FALSE(validateStructure(algorithm).ok());
 
   algorithm = ringAllGather(4);
   algorithm.collective = Collective::Broadcast;
   algorithm.bufferChunks = conventionalBufferChunks(Collective::Broadcast, 4, 4);
   algorithm.root = 7;
   problem = validateStructure(algorithm);
-  ASSERT_TRUE(problem.has_value());
-  EXPECT_NE(problem->message.find("root 7"), std::string::npos);
+  ASSERT_FALSE(problem.ok());
+  EXPECT_NE(problem.message().find("root 7"), std::string::npos);
 }
 
 TEST(AlgorithmSummary, PeersAndCounts) {

@@ -30,7 +30,7 @@ const Shape kShapes[] = {{2, 4}, {2, 8}, {4, 4}, {4, 8}};
 Algorithm compileShape(const std::string& file, Shape shape) {
   RescclOptions options;
   options.parameterOverrides = {{"nRanks", shape.nodes * shape.gpusPerNode}, {"GPUPerNode", shape.gpusPerNode}};
-  return compileResccl(readSourceFile((kSourceDir / "examples/algorithms" / file).string()), options);
+  return compileResccl(readSourceFile((kSourceDir / "examples/algorithms" / file).string()), options).value();
 }
 
 class ExampleTest : public testing::TestWithParam<std::string> {};
@@ -118,26 +118,20 @@ TEST_P(BrokenProgramTest, RejectedWhereExpected) {
     std::string where, message;
     words >> where;
     std::getline(words >> std::ws, message);
-    try {
-      compileResccl(source, options);
-      FAIL() << "expected a front-end error: " << expectation.text;
-    } catch (const DiagnosticError& error) {
-      std::string shown = formatDiagnostic(error.diagnostic(), &source);
-      EXPECT_EQ(std::to_string(error.diagnostic().loc.line) + ":" + std::to_string(error.diagnostic().loc.column),
-                where)
-          << shown;
-      EXPECT_NE(error.diagnostic().message.find(message), std::string::npos) << shown;
-      EXPECT_EQ(error.diagnostic().file, GetParam());
-    }
+    Expected<Algorithm> compiled = compileResccl(source, options);
+    ASSERT_FALSE(compiled.ok()) << "expected a front-end error: " << expectation.text;
+    const Diagnostic& diagnostic = compiled.diagnostic();
+    std::string shown = formatDiagnostic(diagnostic, &source);
+    EXPECT_EQ(compiled.status().code(), ErrorCode::InvalidInput);
+    EXPECT_EQ(std::to_string(diagnostic.loc.line) + ":" + std::to_string(diagnostic.loc.column), where) << shown;
+    EXPECT_NE(diagnostic.message.find(message), std::string::npos) << shown;
+    EXPECT_EQ(diagnostic.file, GetParam());
     return;
   }
 
-  Algorithm algorithm;
-  try {
-    algorithm = compileResccl(source, options);
-  } catch (const DiagnosticError& error) {
-    FAIL() << formatDiagnostic(error.diagnostic(), &source);
-  }
+  Expected<Algorithm> compiled = compileResccl(source, options);
+  ASSERT_TRUE(compiled.ok()) << formatDiagnostic(compiled.diagnostic(), &source);
+  Algorithm algorithm = std::move(compiled).value();
   CheckReport report = checkAlgorithm(algorithm);
   ASSERT_FALSE(report.ok()) << "expected " << expectation.text;
   const Violation& violation = *report.violation;

@@ -62,11 +62,11 @@ TEST(Discovery, LocalSpecComposesNodes) {
   LoadOptions options;
   options.sysfsRoot = fakeRoot("sysfs-2gpu");
   options.cluster.nodes = 3;
-  LoadedTopology loaded = loadTopology("local", options);
+  LoadedTopology loaded = loadTopology("local", options).value();
   EXPECT_EQ(loaded.topology.nRanks(), 6);
   EXPECT_EQ(Router(loaded.topology).pathBetween(0, 5).kind, PathKind::Network);
   options.sysfsRoot = fakeRoot("sysfs-nogpu");
-  EXPECT_TRUE(loadTopology("local", options).topology.empty());
+  EXPECT_TRUE(loadTopology("local", options)->topology.empty());
 }
 
 // The machine this runs on: whatever it has, discovery must not crash and must not invent GPUs.

@@ -35,8 +35,9 @@ TEST(TopologyJson, MinimalHandWrittenFile) {
 
 TEST(TopologyJson, ExamplesLoad) {
   for (const char* file : {"/examples/topologies/two-node-a100.json", "/examples/topologies/pcie-box.json"}) {
-    LoadedTopology loaded = loadTopology(std::string(TUCCL_SOURCE_DIR) + file);
-    EXPECT_GT(loaded.topology.nRanks(), 0) << file;
+    Expected<LoadedTopology> loaded = loadTopology(std::string(TUCCL_SOURCE_DIR) + file);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+    EXPECT_GT(loaded->topology.nRanks(), 0) << file;
   }
 }
 
@@ -74,6 +75,24 @@ TEST(TopologyJson, SemanticErrorsNameTheField) {
           R"({"nodes": 1, "links": [{"a": "gpu0", "b": "gpu:1", "kind": "pcie", "bandwidth_gbps": 1}]})"),
       "links[0].a: expected 'gpu:N', 'nic:N' or 'switch:N' (got 'gpu0')");
   EXPECT_EQ(messageOf(R"({"nodes": 1, "version": 7})"), "version: unsupported version 7 (expected 1)");
+}
+
+}  // namespace
+}  // namespace tuccl
+
+namespace tuccl {
+namespace {
+
+TEST(LoadTopology, ErrorsComeBackAsStatus) {
+  Expected<LoadedTopology> missing = loadTopology("/nonexistent/topology.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.diagnostic().message.find("cannot"), std::string::npos) << missing.status().toString();
+
+  Expected<LoadedTopology> badPreset = loadTopology("preset:no-such-machine");
+  ASSERT_FALSE(badPreset.ok());
+  EXPECT_EQ(badPreset.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(badPreset.diagnostic().message.find("no-such-machine"), std::string::npos)
+      << badPreset.status().toString();
 }
 
 }  // namespace

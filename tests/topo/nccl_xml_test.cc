@@ -87,7 +87,7 @@ TEST(NcclXml, PartialPciOnlyVendorFile) {
 TEST(NcclXml, ComposesNodesWithTheFileAsEachNode) {
   LoadOptions options;
   options.cluster.nodes = 2;
-  LoadedTopology loaded = loadTopology(dataPath("a100-nvswitch-full.xml"), options);
+  LoadedTopology loaded = loadTopology(dataPath("a100-nvswitch-full.xml"), options).value();
   EXPECT_EQ(loaded.topology.nRanks(), 16);
   EXPECT_EQ(loaded.topology.name, "a100-nvswitch-full:nodes=2");
   EXPECT_EQ(Router(loaded.topology).pathBetween(3, 11).kind, PathKind::Network);
