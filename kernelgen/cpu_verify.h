@@ -1,10 +1,12 @@
 // CPU verification of a plan: generate its kernels, build them for the host, run every rank's
-// TBs concurrently as threads on host memory and compare every output element with a reference
-// computed from the inputs alone (never from the plan).
+// TBs concurrently as threads on host memory (host_executor.h) and compare every output element
+// (output_compare.h) with a reference computed from the inputs alone, never from the plan
+// (collective_reference.h). It is the composition of those three building blocks.
 //
 // In:  a Plan and VerifyOptions (datatype, op, element count, chunk size, in-place, seed, ...).
 // Out: a CpuVerifyReport: per rank ok or the first mismatches; a diagnosed hang (every blocked TB
-//      and the flag or credit it waits for); or why the plan was refused (static checks, build).
+//      and the flag or credit it waits for); or the Status saying why the plan was refused (static
+//      checks, an unsupported call, the host build).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include "kernelgen/codegen.h"
 #include "kernelgen/datatype.h"
 #include "scheduler/plan.h"
+#include "support/status.h"
 
 namespace tuccl {
 
@@ -38,13 +41,14 @@ struct VerifyOptions {
 struct RankVerifyReport {
   int32_t rank = 0;
   bool ok = false;
+  bool compared = true;  ///< false: the call leaves this rank's output unspecified (Reduce off the root)
   int64_t mismatches = 0;
   std::vector<std::string> firstMismatches;  ///< up to 4 lines "output[i]: expected E, got G"
 };
 
 struct CpuVerifyReport {
   bool ok = false;
-  std::string refused;  ///< non-empty: the plan was not run (static check, unsupported, build error)
+  Status refusal;       ///< an error: the plan was not run (static check, unsupported call, build error)
   bool hang = false;    ///< a wait timed out: `blocked` names every stopped TB
   bool orderMismatch = false;  ///< a receive got another entry's slice (send/recv order differs)
   std::vector<std::string> blocked;
@@ -54,6 +58,8 @@ struct CpuVerifyReport {
   int32_t stagingSlots = 0;
   double runSeconds = 0;
   bool buildCached = false;
+
+  bool refused() const { return !refusal.ok(); }
 
   /// Multi-line human-readable summary (one line per rank, every blocked TB).
   std::string summary() const;

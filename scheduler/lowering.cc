@@ -32,6 +32,7 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
   plan.collective = std::string(collectiveName(algorithm.collective));
   plan.algorithm = algorithm.name;
   plan.nRanks = algorithm.nRanks;
+  plan.root = algorithm.root;
   plan.bufferChunks = algorithm.bufferChunks;
   plan.inPlace = algorithm.inPlace;
   plan.config = config;

@@ -131,6 +131,7 @@ std::string writePlanJson(const Plan& plan) {
       {"collective", plan.collective},
       {"algorithm", plan.algorithm},
       {"nRanks", plan.nRanks},
+      {"root", plan.root},
       {"buffers",
        json{{"input", plan.bufferChunks[0]}, {"output", plan.bufferChunks[1]}, {"scratch", plan.bufferChunks[2]}}},
       {"inPlace", plan.inPlace},
@@ -170,6 +171,8 @@ Plan readPlanJson(const SourceText& source) {
   if (!parseCollective(plan.collective)) fail(source, "plan.collective \"" + plan.collective + "\" is unknown");
   plan.algorithm = read.text(document, "algorithm", "plan");
   plan.nRanks = static_cast<int32_t>(read.integer(document, "nRanks", "plan", 1, (1 << 22) - 1));
+  // Plans written before "root" existed have none (-1); validatePlan checks it fits the collective.
+  if (document.contains("root")) plan.root = static_cast<int32_t>(read.integer(document, "root", "plan", -1, kMax));
   const json& buffers = read.field(document, "buffers", "plan");
   plan.bufferChunks = {static_cast<int32_t>(read.integer(buffers, "input", "plan.buffers", 0, kMax)),
                        static_cast<int32_t>(read.integer(buffers, "output", "plan.buffers", 0, kMax)),
@@ -242,6 +245,9 @@ std::optional<std::string> validatePlan(const Plan& plan) {
     return "rank " + std::to_string(rank) + " tb " + std::to_string(tb) + " entry " + std::to_string(entry);
   };
   if (static_cast<int64_t>(plan.ranks.size()) != plan.nRanks) return "the plan lists " + std::to_string(plan.ranks.size()) + " ranks, not nRanks";
+  if (auto kind = parseCollective(plan.collective); kind && hasRoot(*kind) && (plan.root < 0 || plan.root >= plan.nRanks)) {
+    return "root " + std::to_string(plan.root) + " is not a rank of the " + plan.collective + " plan";
+  }
   // Per directed connection (from, to): the sends of `from` and the receives of `to`. Entries of
   // one connection may sit in several TBs (channels); the k-th send pairs with the k-th receive
   // in (subPipeline, op) order, the order lowering emits them in (docs/plan-format.md).

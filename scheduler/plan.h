@@ -85,6 +85,7 @@ struct Plan {
   std::string collective;  ///< collectiveName()
   std::string algorithm;   ///< Algorithm::name
   int32_t nRanks = 0;
+  int32_t root = -1;  ///< Broadcast and Reduce: the root rank (Algorithm::root); -1 otherwise
   std::array<int32_t, kBufferKinds> bufferChunks{0, 0, 0};
   bool inPlace = false;
   PlanConfig config;

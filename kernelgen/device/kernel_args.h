@@ -1,5 +1,5 @@
 // The plain structs a rank's kernel receives (MSCCL++'s "DeviceHandle" idea: pointers and
-// counters, nothing else). The host executor (kernelgen/cpu_executor.cc) and a GPU backend fill
+// counters, nothing else). The host executor (kernelgen/host_executor.h) and a GPU backend fill
 // them; the generated code and the primitives only read them.
 #pragma once
 

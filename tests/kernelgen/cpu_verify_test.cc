@@ -105,12 +105,12 @@ TEST(CpuVerify, MismatchedSendRecvOrderIsCaught) {
   options.timeoutSeconds = 2;
   CpuVerifyReport refused = verifyPlanOnCpu(plan, options);
   EXPECT_FALSE(refused.ok);
-  EXPECT_NE(refused.refused.find("static check"), std::string::npos) << refused.summary();
+  EXPECT_NE(refused.refusal.message().find("static check"), std::string::npos) << refused.summary();
   // Without the static checks the run itself catches it.
   options.staticChecks = false;
   CpuVerifyReport run = verifyPlanOnCpu(plan, options);
   EXPECT_FALSE(run.ok);
-  EXPECT_TRUE(run.refused.empty()) << run.refused;
+  EXPECT_FALSE(run.refused()) << run.refusal.message();
   EXPECT_TRUE(run.orderMismatch || run.hang) << run.summary();
   std::cout << run.summary();
   EXPECT_NE(run.summary().find("rank 3 tb " + std::to_string(tb)), std::string::npos) << run.summary();
@@ -135,7 +135,7 @@ TEST(CpuVerify, RemovedDependencyIsRefused) {
   ASSERT_FALSE(validatePlan(plan).has_value()) << "the plan is structurally fine";
   CpuVerifyReport report = verifyPlanOnCpu(plan, optionsFor(compileExample("hm_allreduce"), DataType::Float32, 512, 64));
   EXPECT_FALSE(report.ok);
-  EXPECT_NE(report.refused.find("race on rank 5"), std::string::npos) << report.summary();
+  EXPECT_NE(report.refusal.message().find("race on rank 5"), std::string::npos) << report.summary();
 }
 
 TEST(CpuVerify, DeadlockBecomesADiagnosedHang) {

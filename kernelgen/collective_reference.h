@@ -1,0 +1,58 @@
+// The reference result of a collective call, computed from the collective's definition alone
+// (NCCL's semantics, design.md "Algorithm IR"), never from a plan: what every rank's output must
+// hold after the call, given every rank's input.
+//
+// In:  a CollectiveCall (collective, ranks, root, datatype, op, count, in place) and the input
+//      elements of every rank as float64 values (already rounded to the datatype).
+// Out: per rank the expected output elements, or nothing where the call leaves the output
+//      unspecified; integers as the kernels compute them (wrapping), floats in float64.
+//
+// Per rank r, with n ranks and count c (NCCL's count of the call):
+//   AllReduce      input c, output c:   the element-wise reduction over all ranks
+//   AllGather      input c, output n·c: block q is rank q's input
+//   ReduceScatter  input n·c, output c: block r of the reduction
+//   AllToAll       input n·c, output n·c: block q is block r of rank q's input
+//   Broadcast      input c, output c:   the root's input (the others' inputs are not read)
+//   Reduce         input c, output c:   the reduction at the root; unspecified elsewhere — NCCL
+//                  ignores recvbuff on non-roots, and a plan may use a non-root's output (in
+//                  place: its data buffer) as working storage for partial reductions
+// The result does not depend on `inPlace` (NCCL's in-place calls compute the same values); what
+// in place changes is where the input lives and whether it must survive, which the comparison
+// checks (output_compare.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "support/status.h"
+#include "support/vocabulary.h"
+
+namespace tuccl {
+
+struct CollectiveCall {
+  Collective collective = Collective::AllReduce;
+  int32_t nRanks = 0;
+  int32_t root = -1;  ///< Broadcast and Reduce: the root rank; ignored by the others
+  DataType dataType = DataType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  int64_t count = 0;  ///< NCCL's count (elements)
+  bool inPlace = true;
+};
+
+/// Elements of a rank's input (sendbuff) and output (recvbuff) under NCCL's conventions.
+int64_t inputElements(const CollectiveCall& call);
+int64_t outputElements(const CollectiveCall& call);
+
+/// Whether the call is well-formed: at least one rank, a count >= 0 whose buffers fit in memory
+/// sizes, and a root in [0, nRanks) for Broadcast and Reduce.
+Status checkCall(const CollectiveCall& call);
+
+/// Per rank the expected output elements; nullopt where the output is unspecified.
+using RankOutputs = std::vector<std::optional<std::vector<double>>>;
+
+/// The reference outputs of `call`; `inputs[r]` holds rank r's inputElements(call) values. An
+/// InvalidArgument status when the call is malformed or an input has the wrong length.
+Expected<RankOutputs> referenceOutputs(const CollectiveCall& call, const std::vector<std::vector<double>>& inputs);
+
+}  // namespace tuccl

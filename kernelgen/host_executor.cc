@@ -1,0 +1,325 @@
+// The host executor (host_executor.h): TBs as threads, bounded waits, a watchdog, and the
+// diagnosis of every TB that did not finish.
+#include "kernelgen/host_executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <sstream>
+#include <system_error>
+#include <thread>
+
+#include "kernelgen/datatype.h"
+
+namespace tuccl {
+namespace {
+
+int64_t microBatchesOf(int64_t count, int32_t chunksPerUnit, int64_t sliceElems) {
+  const int64_t chunkElems = (count + chunksPerUnit - 1) / chunksPerUnit;
+  return chunkElems > 0 ? (chunkElems + sliceElems - 1) / sliceElems : 1;
+}
+
+const char* stateName(int32_t state) {
+  switch (state) {
+    case dev::kTbRunning: return "never finished";
+    case dev::kTbTimedOut: return "timed out";
+    case dev::kTbAborted: return "stopped after another TB gave up";
+    case dev::kTbTagMismatch: return "got a slice of another entry";
+    default: return "done";
+  }
+}
+
+std::string ringText(const KernelLayout& layout, int32_t ring) {
+  std::ostringstream out;
+  out << "ring " << ring;
+  if (ring >= 0 && ring < static_cast<int32_t>(layout.rings.size())) {
+    const RingInfo& info = layout.rings[ring];
+    out << " (rank " << info.srcRank << " tb " << info.srcTb << " -> rank " << info.dstRank << " tb " << info.dstTb
+        << ")";
+  }
+  return out.str();
+}
+
+// What the TB was running: "entry 1 (send to rank 2, op 15) micro-batch 0", or the prologue.
+std::string entryText(const Plan& plan, int32_t rank, int32_t tb, const dev::TbReport& report) {
+  const auto& entries = plan.ranks[rank].tbs[tb].entries;
+  if (report.entry < 0 || report.entry >= static_cast<int32_t>(entries.size())) return "prologue/epilogue";
+  const PlanEntry& entry = entries[report.entry];
+  std::ostringstream out;
+  out << "entry " << report.entry << " (" << primitiveName(entry.kind);
+  if (entry.kind != PrimitiveKind::Copy && entry.kind != PrimitiveKind::Reduce) {
+    out << (entry.kind == PrimitiveKind::Send ? " to rank " : " from rank ") << entry.peer;
+  }
+  out << ", op " << entry.op << ") micro-batch " << report.microBatch;
+  return out.str();
+}
+
+// What the TB waited for when it stopped.
+std::string waitText(const KernelLayout& layout, const dev::TbReport& report) {
+  std::ostringstream out;
+  switch (report.wait) {
+    case dev::kWaitData:
+      if (report.state == dev::kTbTagMismatch) {
+        out << ": on " << ringText(layout, report.ring) << " expected op " << (report.expected >> 32) << " slice "
+            << (report.expected & 0xffffffffu) << ", received op " << (report.seen >> 32) << " slice "
+            << (report.seen & 0xffffffffu);
+      } else {
+        out << ", waiting for data on " << ringText(layout, report.ring) << ": posted flag is " << report.seen
+            << ", needs " << report.expected;
+      }
+      break;
+    case dev::kWaitCredit:
+      out << ", waiting for a credit on " << ringText(layout, report.ring) << ": consumed flag is " << report.seen
+          << ", needs " << report.expected;
+      break;
+    case dev::kWaitDependency:
+      out << ", waiting for tb " << report.depTb << " entry " << report.depEntry << ": it finished " << report.seen
+          << " micro-batches, needs " << report.expected;
+      break;
+    case dev::kWaitBarrier:
+      out << ", waiting at the rank barrier: " << report.seen << " of " << report.expected << " TBs arrived";
+      break;
+    default:
+      break;
+  }
+  return out.str();
+}
+
+std::string describeStopped(const Plan& plan, const KernelLayout& layout, int32_t rank, int32_t tb,
+                            const dev::TbReport& report) {
+  return "rank " + std::to_string(rank) + " tb " + std::to_string(tb) + " " + entryText(plan, rank, tb, report) + ": " +
+         stateName(report.state) + waitText(layout, report);
+}
+
+Status invalid(const std::string& message) { return makeError(ErrorCode::InvalidArgument, "host executor: " + message); }
+
+// The ranks to run: options.ranks, or all; each once and in range.
+Expected<std::vector<int32_t>> ranksToRun(const Plan& plan, const HostRunOptions& options) {
+  std::vector<int32_t> ranks = options.ranks;
+  if (ranks.empty()) {
+    for (int32_t r = 0; r < plan.nRanks; ++r) ranks.push_back(r);
+  }
+  std::vector<bool> seen(static_cast<size_t>(plan.nRanks), false);
+  for (int32_t r : ranks) {
+    if (r < 0 || r >= plan.nRanks) return invalid("rank " + std::to_string(r) + " is not a rank of the plan");
+    if (seen[r]) return invalid("rank " + std::to_string(r) + " is listed twice");
+    seen[r] = true;
+  }
+  return ranks;
+}
+
+// Everything a run needs must be there and agree with the plan.
+Status checkRequest(const HostKernels& kernels, const Plan& plan, const KernelLayout& layout, const CollectiveCall& call,
+                    std::span<const RankBuffers> buffers, const HostStaging& staging,
+                    const std::vector<int32_t>& ranks) {
+  if (Status status = checkCall(call); !status) return status;
+  if (call.collective != layout.collective || call.nRanks != plan.nRanks) {
+    return invalid("the call (" + std::string(collectiveName(call.collective)) + ", " + std::to_string(call.nRanks) +
+                   " ranks) is not the plan's (" + plan.collective + ", " + std::to_string(plan.nRanks) + " ranks)");
+  }
+  if (hasRoot(call.collective) && call.root != plan.root) {
+    return invalid("the plan's root is rank " + std::to_string(plan.root) + ", the call's rank " +
+                   std::to_string(call.root));
+  }
+  if (static_cast<int32_t>(kernels.ranks.size()) != plan.nRanks || kernels.setBlock == nullptr) {
+    return invalid("the host kernels are not those of the plan's " + std::to_string(plan.nRanks) + " ranks");
+  }
+  if (static_cast<int32_t>(buffers.size()) != plan.nRanks) {
+    return invalid(std::to_string(buffers.size()) + " rank buffers for " + std::to_string(plan.nRanks) + " ranks");
+  }
+  const CallGeometry& geometry = staging.geometry();
+  if (staging.ringCount() != layout.rings.size() || geometry.sliceElems < 1 ||
+      geometry.microBatches != microBatchesOf(call.count, layout.chunksPerUnit, geometry.sliceElems)) {
+    return invalid("the staging was made for another layout or count");
+  }
+  const RankBufferElements needed = planBufferElements(plan, layout, call.count);
+  for (int32_t r : ranks) {
+    const RankBuffers& b = buffers[r];
+    auto missing = [&](const char* name) { return invalid("rank " + std::to_string(r) + " has no " + name + " buffer"); };
+    if (b.input == nullptr && needed.input > 0) return missing("input");
+    if (b.output == nullptr && needed.output > 0) return missing("output");
+    if (b.scratch == nullptr && needed.scratch > 0) return missing("scratch");
+  }
+  return {};
+}
+
+// The per-rank state of one run: the kernel's arguments and the rank-private flags.
+struct RankState {
+  dev::KernelArgs args;
+  std::vector<uint64_t> progress;
+  std::vector<uint64_t> barrier = std::vector<uint64_t>(2, 0);
+  std::vector<dev::TbReport> reports;
+};
+
+std::vector<RankState> rankStates(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call,
+                                  std::span<const RankBuffers> buffers, HostStaging& staging, int64_t deadlineNs) {
+  std::vector<RankState> states(static_cast<size_t>(plan.nRanks));
+  for (int32_t r = 0; r < plan.nRanks; ++r) {
+    RankState& state = states[r];
+    state.progress.assign(static_cast<size_t>(std::max(1, layout.progressCounters[r])), 0);
+    state.reports.assign(plan.ranks[r].tbs.size(), dev::TbReport{});
+    dev::KernelArgs& a = state.args;
+    a.input = buffers[r].input;
+    a.output = buffers[r].output;
+    a.scratch = buffers[r].scratch;
+    a.count = call.count;
+    a.sliceElems = staging.geometry().sliceElems;
+    a.dtype = deviceDataType(call.dataType);
+    a.op = deviceReduceOp(call.op);
+    a.rank = r;
+    a.nRanks = plan.nRanks;
+    a.chunksPerUnit = layout.chunksPerUnit;
+    a.inPlaceCall = call.inPlace ? 1 : 0;
+    a.rings = staging.rings();
+    a.progress = state.progress.data();
+    a.barrier = state.barrier.data();
+    a.reports = state.reports.data();
+    a.abort = staging.abortFlag();
+    a.deadlineNs = deadlineNs;
+  }
+  return states;
+}
+
+void raiseAbort(int32_t* flag) { std::atomic_ref<int32_t>(*flag).store(1, std::memory_order_relaxed); }
+
+// Starts a thread per TB of `ranks`, waits for them (the watchdog raises the abort flag once the
+// deadline and its grace have passed) and joins them. Returns whether the watchdog fired.
+Expected<bool> runThreads(const HostKernels& kernels, const Plan& plan, const std::vector<int32_t>& ranks,
+                          std::vector<RankState>& states, int32_t* abort,
+                          std::chrono::steady_clock::time_point watchdogAt) {
+  std::mutex mutex;
+  std::condition_variable allDone;
+  size_t finished = 0;
+  std::vector<std::thread> threads;
+  Status started;
+  try {
+    for (int32_t r : ranks) {
+      for (size_t tb = 0; tb < plan.ranks[r].tbs.size(); ++tb) {
+        threads.emplace_back([&, r, tb] {
+          kernels.setBlock(static_cast<unsigned>(tb));
+          kernels.ranks[r](states[r].args);
+          std::lock_guard lock(mutex);
+          ++finished;
+          allDone.notify_one();
+        });
+      }
+    }
+  } catch (const std::system_error& error) {
+    raiseAbort(abort);  // the started TBs give up at their next wait
+    started = makeError(ErrorCode::SystemError, std::string("host executor: cannot start a TB thread: ") + error.what());
+  }
+  bool fired = false;
+  {
+    std::unique_lock lock(mutex);
+    if (!allDone.wait_until(lock, watchdogAt, [&] { return finished == threads.size(); })) {
+      raiseAbort(abort);
+      fired = true;
+    }
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (!started) return started;
+  return fired;
+}
+
+}  // namespace
+
+CallGeometry callGeometry(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call, int64_t chunkSize,
+                          int32_t stagingSlots) {
+  const int64_t elementSize = dataTypeSize(call.dataType);
+  CallGeometry geometry;
+  geometry.sliceElems = std::max<int64_t>(1, (chunkSize > 0 ? chunkSize : plan.config.chunkSize) / elementSize);
+  geometry.microBatches = microBatchesOf(call.count, layout.chunksPerUnit, geometry.sliceElems);
+  geometry.stagingSlots =
+      static_cast<int32_t>(std::clamp<int64_t>(std::min<int64_t>(stagingSlots, geometry.microBatches), 1, 64));
+  geometry.slotBytes = (geometry.sliceElems * elementSize + 15) / 16 * 16;
+  return geometry;
+}
+
+RankBufferElements planBufferElements(const Plan& plan, const KernelLayout& layout, int64_t count) {
+  auto elementsOf = [&](BufferKind buffer) {
+    const int64_t chunks = plan.bufferChunks[static_cast<int>(buffer)];
+    return (chunks + layout.chunksPerUnit - 1) / layout.chunksPerUnit * count;
+  };
+  return {elementsOf(BufferKind::Input), elementsOf(BufferKind::Output), elementsOf(BufferKind::Scratch)};
+}
+
+HostStaging::HostStaging(const KernelLayout& layout, const CallGeometry& geometry) : geometry_(geometry) {
+  const size_t nRings = layout.rings.size();
+  counters_.assign(nRings * 4, 0);
+  tags_.resize(nRings);
+  rings_.resize(nRings);
+  for (size_t i = 0; i < nRings; ++i) {
+    slots_.emplace_back(static_cast<size_t>(geometry.slotBytes * geometry.stagingSlots));
+    tags_[i].assign(static_cast<size_t>(geometry.stagingSlots), ~uint64_t{0});
+    dev::RingDevice& ring = rings_[i];
+    ring.staging = reinterpret_cast<char*>(slots_.back().data());
+    ring.tags = tags_[i].data();
+    ring.posted = &counters_[i * 4 + 0];
+    ring.consumed = &counters_[i * 4 + 1];
+    ring.sendCount = &counters_[i * 4 + 2];
+    ring.recvCount = &counters_[i * 4 + 3];
+    ring.slotBytes = geometry.slotBytes;
+    ring.nSlots = geometry.stagingSlots;
+  }
+}
+
+std::vector<int32_t> HostStaging::overrunRings() const {
+  std::vector<int32_t> rings;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!slots_[i].canaryIntact()) rings.push_back(static_cast<int32_t>(i));
+  }
+  return rings;
+}
+
+Status HostRun::status() const {
+  if (completed) return {};
+  std::string message = hang            ? "hang: a wait timed out"
+                        : orderMismatch ? "order mismatch: a receive got a slice of another entry"
+                                        : "the run did not complete";
+  if (watchdogFired) message += " (the watchdog stopped TBs still running past the timeout)";
+  for (const StoppedTb& tb : stopped) message += "\n  " + tb.description;
+  return makeError(orderMismatch && !hang ? ErrorCode::Internal : ErrorCode::Timeout, message);
+}
+
+Expected<HostRun> runPlanOnHost(const HostKernels& kernels, const Plan& plan, const KernelLayout& layout,
+                                const CollectiveCall& call, std::span<const RankBuffers> buffers, HostStaging& staging,
+                                const HostRunOptions& options) {
+  Expected<std::vector<int32_t>> ranks = ranksToRun(plan, options);
+  if (!ranks) return ranks.status();
+  if (Status status = checkRequest(kernels, plan, layout, call, buffers, staging, *ranks); !status) return status;
+
+  // Bounded to a day, so the time points cannot overflow.
+  auto seconds = [](double value) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(std::clamp(value, 0.0, 86400.0)));
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + seconds(options.timeoutSeconds);
+  const auto watchdogAt = deadline + seconds(options.watchdogGraceSeconds);
+  std::vector<RankState> states = rankStates(plan, layout, call, buffers, staging,
+                                             std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 deadline.time_since_epoch()).count());
+  Expected<bool> fired = runThreads(kernels, plan, *ranks, states, staging.abortFlag(), watchdogAt);
+  if (!fired) return fired.status();
+
+  HostRun run;
+  run.runSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.watchdogFired = *fired;
+  for (int32_t r : *ranks) {
+    for (size_t tb = 0; tb < states[r].reports.size(); ++tb) {
+      const dev::TbReport& report = states[r].reports[tb];
+      if (report.state == dev::kTbDone) continue;
+      run.hang = run.hang || report.state == dev::kTbTimedOut;
+      run.orderMismatch = run.orderMismatch || report.state == dev::kTbTagMismatch;
+      const auto id = static_cast<int32_t>(tb);
+      run.stopped.push_back(StoppedTb{r, id, report, describeStopped(plan, layout, r, id, report)});
+    }
+  }
+  run.hang = run.hang || run.watchdogFired;
+  run.completed = run.stopped.empty();
+  return run;
+}
+
+}  // namespace tuccl
