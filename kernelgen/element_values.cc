@@ -64,7 +64,7 @@ std::string formatElement(DataType type, double value) {
   if (isIntegerType(type)) {
     out << static_cast<int64_t>(value);
   } else {
-    out.precision(9);
+    out.precision(type == DataType::Float64 ? 17 : 9);  // enough to tell neighbouring values apart
     out << value;
   }
   return out.str();

@@ -29,7 +29,8 @@ void writeElement(DataType type, void* element, double value);
 /// computed unsigned).
 double wrapInteger(DataType type, int64_t value);
 
-/// The value as a test report prints it: integers exactly, floats with 9 significant digits.
+/// The value as a test report prints it: integers exactly, floats with the digits that tell
+/// neighbouring values apart (17 for float64, 9 for the others).
 std::string formatElement(DataType type, double value);
 
 }  // namespace tuccl

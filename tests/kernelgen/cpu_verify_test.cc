@@ -65,6 +65,87 @@ TEST(CpuVerify, FreshSeedPerRun) {
   EXPECT_NE(a.seed, b.seed);
 }
 
+TEST(CpuVerify, ReduceAtANonZeroRootEveryDatatypeAndOperation) {
+  const auto& example = compileExample("chain_reduce", "hpds", true, 8, 4, 5);
+  ASSERT_EQ(example.plan.root, 5);
+  for (DataType type : {DataType::Float16, DataType::Float64, DataType::Int64, DataType::Uint8}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg}) {
+      VerifyOptions options = optionsFor(example, type, 301, 16);
+      options.op = op;
+      options.inPlace = (static_cast<int>(type) + static_cast<int>(op)) % 2 == 0;
+      CpuVerifyReport report = verifyPlanOnCpu(example.plan, options);
+      EXPECT_TRUE(report.ok) << dataTypeName(type) << " " << reduceOpName(op) << "\n" << report.summary();
+      ASSERT_EQ(report.ranks.size(), 8u);
+      for (const RankVerifyReport& rank : report.ranks) EXPECT_EQ(rank.compared, rank.rank == 5);
+    }
+  }
+}
+
+TEST(CpuVerify, BroadcastFromEveryRoot) {
+  for (int32_t root = 0; root < 8; ++root) {
+    const auto& example = compileExample("binomial_broadcast", "hpds", true, 8, 4, root);
+    VerifyOptions options = optionsFor(example, root % 2 ? DataType::BFloat16 : DataType::Int32, 203, 12);
+    options.inPlace = root % 3 != 0;
+    CpuVerifyReport report = verifyPlanOnCpu(example.plan, options);
+    EXPECT_TRUE(report.ok) << "root " << root << "\n" << report.summary();
+    for (const RankVerifyReport& rank : report.ranks) EXPECT_TRUE(rank.compared);
+  }
+}
+
+TEST(CpuVerify, APlanDeliveringToAnotherRootFails) {
+  // The reference comes from the collective and the root, never from the plan's operations: a
+  // plan that reduces to rank 0 but claims root 3 must fail at rank 3.
+  Plan reduce = compileExample("chain_reduce").plan;
+  ASSERT_EQ(reduce.root, 0);
+  reduce.root = 3;
+  CpuVerifyReport report = verifyPlanOnCpu(reduce, optionsFor(compileExample("chain_reduce"), DataType::Int32, 64, 64));
+  EXPECT_FALSE(report.ok);
+  EXPECT_FALSE(report.refused()) << report.summary();
+  ASSERT_EQ(report.ranks.size(), 8u);
+  EXPECT_FALSE(report.ranks[3].ok) << report.summary();
+  EXPECT_GT(report.ranks[3].mismatches, 0);
+  EXPECT_FALSE(report.ranks[0].compared);
+  // A broadcast from rank 0 claiming root 2 leaves every rank with the wrong data.
+  Plan broadcast = compileExample("chain_broadcast").plan;
+  broadcast.root = 2;
+  report = verifyPlanOnCpu(broadcast, optionsFor(compileExample("chain_broadcast"), DataType::Float32, 64, 64));
+  EXPECT_FALSE(report.ok);
+  EXPECT_FALSE(report.refused()) << report.summary();
+  ASSERT_EQ(report.ranks.size(), 8u);
+  for (const RankVerifyReport& rank : report.ranks) EXPECT_GT(rank.mismatches, 0) << report.summary();
+}
+
+TEST(CpuVerify, ARootedPlanWithoutARootIsRefused) {
+  Plan plan = compileExample("chain_broadcast").plan;
+  plan.root = -1;
+  VerifyOptions options = optionsFor(compileExample("chain_broadcast"), DataType::Float32, 64, 64);
+  CpuVerifyReport report = verifyPlanOnCpu(plan, options);
+  EXPECT_TRUE(report.refused());
+  EXPECT_EQ(report.refusal.code(), ErrorCode::InvalidInput);
+  EXPECT_NE(report.summary().find("refused: the plan fails its static check: root -1 is not a rank of the Broadcast plan"),
+            std::string::npos)
+      << report.summary();
+  options.staticChecks = false;
+  report = verifyPlanOnCpu(plan, options);
+  EXPECT_EQ(report.refusal.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(report.refusal.message().find("root -1 is not a rank in [0, 8)"), std::string::npos)
+      << report.summary();
+}
+
+TEST(CpuVerify, UnsupportedCallsAreRefusedWithAStatus) {
+  const auto& example = compileExample("ring_allreduce");
+  VerifyOptions options = optionsFor(example, DataType::Float32, -1, 64);
+  CpuVerifyReport report = verifyPlanOnCpu(example.plan, options);
+  EXPECT_EQ(report.refusal.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(report.refusal.message().find("negative"), std::string::npos);
+  Plan outOfPlace = example.plan;
+  outOfPlace.inPlace = false;
+  options.count = 64;
+  report = verifyPlanOnCpu(outOfPlace, options);
+  EXPECT_EQ(report.refusal.code(), ErrorCode::Unsupported);
+  EXPECT_EQ(report.summary(), "refused: an in-place call of an out-of-place plan is not supported\n");
+}
+
 // Swaps entries i and j of one TB and keeps every dependency pointing at the same entries.
 void swapEntries(Plan& plan, int32_t rank, int32_t tb, int32_t i, int32_t j) {
   std::swap(plan.ranks[rank].tbs[tb].entries[i], plan.ranks[rank].tbs[tb].entries[j]);

@@ -26,6 +26,13 @@ inline const std::vector<std::string>& exampleAlgorithms() {
   return names;
 }
 
+/// The examples of collectives with a root (Broadcast, Reduce); their Root is a parameter.
+inline const std::vector<std::string>& rootedExampleAlgorithms() {
+  static const std::vector<std::string> names = {"chain_broadcast", "binomial_broadcast", "chain_reduce",
+                                                 "binomial_reduce"};
+  return names;
+}
+
 inline const std::vector<std::string>& schedulers() {
   static const std::vector<std::string> names = {"hpds", "rr", "algorithm", "stage"};
   return names;
@@ -36,12 +43,14 @@ struct CompiledExample {
   Plan plan;
 };
 
-/// The example `name` with 8 ranks, 4 per node, scheduled by `scheduler`; cached.
+/// The example `name` with 8 ranks, 4 per node, scheduled by `scheduler`; cached. `root` >= 0
+/// overrides the Root of a Broadcast or Reduce program.
 inline const CompiledExample& compileExample(const std::string& name, const std::string& scheduler = "hpds",
-                                             bool stateBased = true, int32_t nRanks = 8, int32_t perNode = 4) {
+                                             bool stateBased = true, int32_t nRanks = 8, int32_t perNode = 4,
+                                             int32_t root = -1) {
   static std::map<std::string, std::unique_ptr<CompiledExample>> cache;
   const std::string key = name + "/" + scheduler + "/" + (stateBased ? "state" : "connection") + "/" +
-                          std::to_string(nRanks) + "x" + std::to_string(perNode);
+                          std::to_string(nRanks) + "x" + std::to_string(perNode) + "/root" + std::to_string(root);
   auto& slot = cache[key];
   if (slot) return *slot;
   const std::string path = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + name + ".resccl";
@@ -50,6 +59,7 @@ inline const CompiledExample& compileExample(const std::string& name, const std:
   text << in.rdbuf();
   RescclOptions options;
   options.parameterOverrides = {{"nRanks", nRanks}, {"GPUPerNode", perNode}};
+  if (root >= 0) options.parameterOverrides.emplace_back("Root", root);
   auto compiled = std::make_unique<CompiledExample>();
   compiled->algorithm = compileResccl(SourceText("examples/algorithms/" + name + ".resccl", text.str()), options).value();
   EXPECT_TRUE(checkAlgorithm(compiled->algorithm).ok()) << name;

@@ -146,6 +146,44 @@ TEST(PlanJson, ReaderErrors) {
   EXPECT_NE(errorOf(replaced(good, "\"count\": 1", "\"count\": 2")).find("does not match"), std::string::npos);
 }
 
+// A chain Reduce of three ranks into root 2, in place (the data buffer is the output).
+Algorithm chainReduceToRankTwo() {
+  Algorithm a;
+  a.name = "chain";
+  a.collective = Collective::Reduce;
+  a.nRanks = 3;
+  a.root = 2;
+  a.inPlace = true;
+  a.bufferChunks = conventionalBufferChunks(Collective::Reduce, 3, 1);
+  for (int32_t r = 0; r < 2; ++r) {
+    Operation op;
+    op.srcRank = r;
+    op.dstRank = r + 1;
+    op.step = r;
+    op.srcBuffer = op.dstBuffer = BufferKind::Output;
+    op.kind = OpKind::Reduce;
+    a.ops.push_back(op);
+  }
+  return a;
+}
+
+TEST(PlanJson, TheRootOfBroadcastAndReduce) {
+  const Plan plan = compile(chainReduceToRankTwo(), "hpds", TbPolicy::StateBased);
+  EXPECT_EQ(plan.root, 2);
+  EXPECT_FALSE(validatePlan(plan).has_value());
+  const std::string text = writePlanJson(plan);
+  EXPECT_NE(text.find("\"root\": 2,"), std::string::npos);
+  EXPECT_EQ(readPlanJson(SourceText("plan.json", text)).root, 2);
+  EXPECT_NE(errorOf(replaced(text, "\"root\": 2,", "\"root\": 3,")).find("root 3 is not a rank of the Reduce plan"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(text, "\"root\": 2,", "")).find("root -1 is not a rank of the Reduce plan"),
+            std::string::npos);
+  // Plans of collectives without a root say -1, and may leave it out.
+  const std::string allReduce = writePlanJson(compile(testing::hmAllReduce(2, 2), "hpds", TbPolicy::StateBased));
+  EXPECT_NE(allReduce.find("\"root\": -1,"), std::string::npos);
+  EXPECT_EQ(readPlanJson(SourceText("plan.json", replaced(allReduce, "\"root\": -1,", ""))).root, -1);
+}
+
 TEST(PlanCheck, DetectsDeadlock) {
   // Rank 0 TB: [send to 1 (op a), recv from 1 (op b)]; rank 1 TB: [send to 0 (op b), recv from 0 (op a)]
   // is fine; swapping rank 1's two entries makes each rank wait for the other.
