@@ -83,7 +83,9 @@ TEST(KernelLayout, RingsPairSendsWithReceives) {
 }
 
 TEST(KernelLayout, LoweredPlansAreRaceFree) {
-  for (const std::string& name : testing::exampleAlgorithms()) {
+  std::vector<std::string> names = testing::exampleAlgorithms();
+  for (const std::string& rooted : testing::rootedExampleAlgorithms()) names.push_back(rooted);
+  for (const std::string& name : names) {
     for (const std::string& scheduler : testing::schedulers()) {
       const auto& example = compileExample(name, scheduler);
       KernelLayout layout = layoutKernels(example.plan);

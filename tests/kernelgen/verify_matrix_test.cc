@@ -1,4 +1,4 @@
-// The verification matrix (issue 6): every example algorithm under HPDS and each baseline
+// The verification matrix: every example algorithm under HPDS and each baseline
 // (round-robin, algorithm-level, stage-level; plus connection-based TBs under HPDS), run on the
 // CPU from the generated kernels with random inputs (never zero, fresh per run) and poisoned
 // outputs; every element of every rank compared with a reference computed from the inputs
@@ -7,7 +7,8 @@
 // Per plan: float32, bfloat16 and int32, each in place and out of place (6 runs); the
 // (size, micro-batches) pair rotates over 3 sizes (a multiple of every chunk count, one leaving
 // remainders, one smaller than the chunk count so chunks are empty) x (1, a few, many
-// micro-batches), so every plan sees 6 of the 9 pairs and the suite covers all of them.
+// micro-batches), so every plan sees 6 of the 9 pairs and the suite covers all of them. The
+// Broadcast and Reduce examples take a different root in each of their five plans (0, 3, 6, 1, 4).
 #include <gtest/gtest.h>
 
 #include "kernelgen/cpu_verify.h"
@@ -20,6 +21,7 @@ struct MatrixCase {
   std::string algorithm;
   std::string scheduler;
   bool stateBased = true;
+  int32_t root = -1;  ///< Broadcast and Reduce: the program's Root
 };
 
 std::vector<MatrixCase> matrixCases() {
@@ -28,6 +30,12 @@ std::vector<MatrixCase> matrixCases() {
     for (const std::string& scheduler : testing::schedulers()) cases.push_back({name, scheduler, true});
     cases.push_back({name, "hpds", false});
   }
+  for (const std::string& name : testing::rootedExampleAlgorithms()) {
+    int32_t plans = 0;
+    auto root = [&plans] { return plans++ * 3 % 8; };
+    for (const std::string& scheduler : testing::schedulers()) cases.push_back({name, scheduler, true, root()});
+    cases.push_back({name, "hpds", false, root()});
+  }
   return cases;
 }
 
@@ -35,7 +43,8 @@ class VerifyMatrix : public ::testing::TestWithParam<int> {};
 
 TEST_P(VerifyMatrix, EveryRankEveryElement) {
   const MatrixCase c = matrixCases()[static_cast<size_t>(GetParam())];
-  const auto& example = testing::compileExample(c.algorithm, c.scheduler, c.stateBased);
+  const auto& example = testing::compileExample(c.algorithm, c.scheduler, c.stateBased, 8, 4, c.root);
+  ASSERT_EQ(example.plan.root, c.root);
   const int64_t sizes[] = {3072, 1237, 5};
   const int64_t microBatchTargets[] = {1, 3, 24};
   const DataType types[] = {DataType::Float32, DataType::BFloat16, DataType::Int32};
@@ -57,7 +66,8 @@ TEST_P(VerifyMatrix, EveryRankEveryElement) {
       options.algorithm = &example.algorithm;
       options.timeoutSeconds = 60;
       CpuVerifyReport report = verifyPlanOnCpu(example.plan, options);
-      EXPECT_TRUE(report.ok) << c.algorithm << " " << c.scheduler << (c.stateBased ? " state" : " connection") << " "
+      EXPECT_TRUE(report.ok) << c.algorithm << " " << c.scheduler << (c.stateBased ? " state" : " connection")
+                             << " root " << c.root << " "
                              << dataTypeName(type) << " count " << count << " chunkSize " << options.chunkSize
                              << (inPlace ? " in-place" : " out-of-place") << "\n"
                              << report.summary();
@@ -71,6 +81,7 @@ TEST_P(VerifyMatrix, EveryRankEveryElement) {
 std::string caseName(const ::testing::TestParamInfo<int>& info) {
   const MatrixCase c = matrixCases()[static_cast<size_t>(info.param)];
   std::string name = c.algorithm + "_" + c.scheduler + (c.stateBased ? "" : "_connection");
+  if (c.root >= 0) name += "_root" + std::to_string(c.root);
   for (char& ch : name) {
     if (ch == '-') ch = '_';
   }

@@ -54,7 +54,8 @@ TEST_P(ExampleTest, VerifiesAtEveryShape) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest,
                          testing::Values("hm_allreduce.resccl", "hm_allgather.resccl", "ring_allgather.resccl",
-                                         "ring_allreduce.resccl", "direct_allgather.resccl"),
+                                         "ring_allreduce.resccl", "direct_allgather.resccl", "chain_broadcast.resccl",
+                                         "binomial_broadcast.resccl", "chain_reduce.resccl", "binomial_reduce.resccl"),
                          [](const testing::TestParamInfo<std::string>& param) {
                            return param.param.substr(0, param.param.find('.'));
                          });
@@ -70,13 +71,50 @@ TEST(Examples, HmAllReduceOperationCounts) {
   }
 }
 
+TEST(Examples, RootedExamplesVerifyAtEveryRoot) {
+  // Broadcast and Reduce programs take their root as the Root parameter; 12 ranks is not a
+  // power of two, so the binomial trees are incomplete there.
+  for (const char* file : {"chain_broadcast.resccl", "binomial_broadcast.resccl", "chain_reduce.resccl",
+                           "binomial_reduce.resccl"}) {
+    for (Shape shape : {Shape{2, 4}, Shape{3, 4}}) {
+      const int32_t n = shape.nodes * shape.gpusPerNode;
+      for (int32_t root = 0; root < n; ++root) {
+        SCOPED_TRACE(std::string(file) + " with " + std::to_string(n) + " ranks, root " + std::to_string(root));
+        RescclOptions options;
+        options.parameterOverrides = {{"nRanks", n}, {"GPUPerNode", shape.gpusPerNode}, {"Root", root}};
+        const Algorithm algorithm =
+            compileResccl(readSourceFile((kSourceDir / "examples/algorithms" / file).string()), options);
+        EXPECT_EQ(algorithm.root, root);
+        EXPECT_TRUE(algorithm.collective == Collective::Broadcast || algorithm.collective == Collective::Reduce);
+        CheckReport report = checkAlgorithm(algorithm);
+        EXPECT_TRUE(report.ok()) << (report.violation ? report.violation->message : "");
+      }
+    }
+  }
+}
+
+TEST(Examples, RootedExampleOperationCounts) {
+  // Every chain and binomial tree has nRanks - 1 edges, each carrying the nChunks = 4 chunks.
+  for (const char* file : {"chain_broadcast.resccl", "binomial_broadcast.resccl", "chain_reduce.resccl",
+                           "binomial_reduce.resccl"}) {
+    for (Shape shape : kShapes) {
+      const Algorithm algorithm = compileShape(file, shape);
+      EXPECT_EQ(static_cast<int64_t>(algorithm.ops.size()), 4 * (shape.nodes * shape.gpusPerNode - 1)) << file;
+    }
+  }
+  // The chains take n - 1 hops plus the pipeline of 4 chunks; the trees ceil(log2 n) rounds.
+  EXPECT_EQ(compileShape("chain_broadcast.resccl", {4, 8}).maxStep(), 31 + 3 - 1);
+  EXPECT_EQ(compileShape("binomial_broadcast.resccl", {4, 8}).maxStep(), 5 + 3 - 1);
+  EXPECT_EQ(compileShape("binomial_reduce.resccl", {2, 4}).maxStep(), 3 + 3 - 1);
+}
+
 TEST(Examples, EveryExampleIsListed) {
   // A new example must be added to the parameterised list above.
   int count = 0;
   for (const auto& entry : fs::directory_iterator(kSourceDir / "examples/algorithms")) {
     if (entry.path().extension() == ".resccl") ++count;
   }
-  EXPECT_EQ(count, 5);
+  EXPECT_EQ(count, 9);
 }
 
 struct Expectation {

@@ -140,6 +140,44 @@ TEST(TucclCompileVerify, RunsTheKernelsOnTheCpu) {
   EXPECT_EQ(runTool("--verify --op xor").status, 2);
 }
 
+TEST(TucclCompileVerify, BroadcastAndReduceOnEveryRankAtAnyRoot) {
+  for (const char* file : {"chain_broadcast.resccl", "binomial_broadcast.resccl", "chain_reduce.resccl",
+                           "binomial_reduce.resccl"}) {
+    for (int root : {0, 5}) {
+      SCOPED_TRACE(std::string(file) + " root " + std::to_string(root));
+      const bool reduce = std::string(file).find("reduce") != std::string::npos;
+      ToolRun r = runTool(example(file) + " -p nRanks=8 -p GPUPerNode=4 -p Root=" + std::to_string(root) +
+                          " --verify --dtype bfloat16 --count 999" + (root == 0 ? "" : " --out-of-place") +
+                          (reduce ? " --op avg" : ""));
+      ASSERT_EQ(r.status, 0) << r.output;
+      EXPECT_NE(r.output.find("\nok (seed "), std::string::npos) << r.output;
+      for (int rank = 0; rank < 8; ++rank) {
+        const std::string line = "  rank " + std::to_string(rank) + ": ok" +
+                                 (reduce && rank != root ? " (not the root: its output is unspecified)" : "") + "\n";
+        EXPECT_NE(r.output.find(line), std::string::npos) << line << r.output;
+      }
+    }
+  }
+  ToolRun bad = runTool(example("chain_reduce.resccl") + " -p nRanks=8 -p Root=8 --verify");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("Root = 8: the root rank is out of range [0, 8)"), std::string::npos) << bad.output;
+}
+
+TEST_F(TucclCompilePlan, RootedPlansCarryTheirRoot) {
+  ToolRun r = runTool(example("binomial_reduce.resccl") + " -p nRanks=4 -p GPUPerNode=4 -p Root=3 --arch sm_90 -o " +
+                      dir_.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  tuccl::Plan plan = tuccl::readPlanJson(tuccl::readSourceFile((dir_ / "plan.json").string()));
+  EXPECT_EQ(plan.collective, "Reduce");
+  EXPECT_EQ(plan.root, 3);
+  EXPECT_FALSE(tuccl::validatePlan(plan).has_value());
+#if defined(TUCCL_HAVE_CUDA)
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_GT(std::filesystem::file_size(dir_ / ("rank" + std::to_string(rank) + ".sm_90.cubin")), 0u) << rank;
+  }
+#endif
+}
+
 TEST_F(TucclCompilePlan, NeverOverwritesWithoutForce) {
   ASSERT_EQ(runTool("--no-cubin -o " + dir_.string()).status, 0);
   ToolRun again = runTool("--no-cubin -o " + dir_.string());
