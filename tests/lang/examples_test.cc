@@ -83,7 +83,7 @@ TEST(Examples, RootedExamplesVerifyAtEveryRoot) {
         RescclOptions options;
         options.parameterOverrides = {{"nRanks", n}, {"GPUPerNode", shape.gpusPerNode}, {"Root", root}};
         const Algorithm algorithm =
-            compileResccl(readSourceFile((kSourceDir / "examples/algorithms" / file).string()), options);
+            compileResccl(readSourceFile((kSourceDir / "examples/algorithms" / file).string()), options).value();
         EXPECT_EQ(algorithm.root, root);
         EXPECT_TRUE(algorithm.collective == Collective::Broadcast || algorithm.collective == Collective::Reduce);
         CheckReport report = checkAlgorithm(algorithm);
