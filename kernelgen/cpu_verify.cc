@@ -14,6 +14,7 @@
 #include "kernelgen/device/kernel_args.h"
 #include "kernelgen/host_build.h"
 #include "kernelgen/kernel_layout.h"
+#include "plan/plan_validate.h"
 
 namespace tuccl {
 namespace {
@@ -197,8 +198,8 @@ std::string CpuVerifyReport::summary() const {
 CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) {
   CpuVerifyReport report;
   // ---- Static checks: the plan, then races between entries of a rank. -------------------------
-  if (auto problem = options.staticChecks ? validatePlan(plan) : std::nullopt) {
-    report.refused = "the plan fails its static check: " + *problem;
+  if (Status problem = options.staticChecks ? validatePlan(plan) : Status(); !problem) {
+    report.refused = "the plan fails its static check: " + problem.message();
     return report;
   }
   KernelLayout layout;
@@ -208,13 +209,13 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
     report.refused = e.what();
     return report;
   }
-  if (auto race = options.staticChecks ? checkPlanRaceFree(plan, layout) : std::nullopt) {
-    report.refused = "the plan fails its race check: " + *race;
+  if (Status race = options.staticChecks ? checkPlanRaceFree(plan) : Status(); !race) {
+    report.refused = "the plan fails its race check: " + race.message();
     return report;
   }
   const Collective collective = layout.collective;
   if (collective == Collective::Broadcast || collective == Collective::Reduce) {
-    report.refused = "CPU verification of " + plan.collective + " needs the root, which plans do not carry";
+    report.refused = "CPU verification of " + std::string(collectiveName(collective)) + " is not supported";
     return report;
   }
   if (options.inPlace && !plan.inPlace) {
@@ -231,10 +232,8 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
   }
 
   // ---- Build. -----------------------------------------------------------------------------------
-  KernelOptions kernelOptions;
-  kernelOptions.algorithm = options.algorithm;
   std::vector<GeneratedKernel> kernels;
-  for (int32_t r = 0; r < plan.nRanks; ++r) kernels.push_back(generateRankKernel(plan, layout, r, kernelOptions));
+  for (int32_t r = 0; r < plan.nRanks; ++r) kernels.push_back(generateRankKernel(plan, layout, r));
   std::string buildError;
   std::shared_ptr<const HostKernels> host = buildHostKernels(kernels, buildError);
   if (!host) {

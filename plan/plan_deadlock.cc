@@ -1,0 +1,89 @@
+// checkPlanDeadlockFree: the wait-for graph of a plan must be acyclic (plan_validate.h).
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "plan/plan_pairing.h"
+#include "plan/plan_validate.h"
+
+namespace tuccl {
+
+Status checkPlanDeadlockFree(const Plan& plan) {
+  // Global entry numbering.
+  std::vector<std::vector<int64_t>> tbBase(plan.ranks.size());
+  int64_t total = 0;
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    for (const PlanTb& tb : plan.ranks[r].tbs) {
+      tbBase[r].push_back(total);
+      total += static_cast<int64_t>(tb.entries.size());
+    }
+  }
+  auto id = [&](int32_t rank, EntryRef ref) { return tbBase[rank][ref.tb] + ref.entry; };
+  // A send and its receive are one node of the graph (rendezvous): the receive's node is the
+  // send's.
+  std::vector<int64_t> node(static_cast<size_t>(total));
+  std::iota(node.begin(), node.end(), 0);
+  Expected<std::vector<PlanTransfer>> transfers = pairTransfers(plan);
+  if (!transfers) return transfers.status();
+  for (const PlanTransfer& t : *transfers) node[id(t.dstRank, t.recv)] = id(t.srcRank, t.send);
+
+  // Wait-for edges between nodes: the previous entry of the TB, and the deps.
+  std::vector<std::pair<int64_t, int64_t>> edges;
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    for (size_t b = 0; b < plan.ranks[r].tbs.size(); ++b) {
+      const auto& entries = plan.ranks[r].tbs[b].entries;
+      for (size_t e = 0; e < entries.size(); ++e) {
+        const int64_t self = node[tbBase[r][b] + static_cast<int64_t>(e)];
+        if (e > 0) edges.emplace_back(node[tbBase[r][b] + static_cast<int64_t>(e) - 1], self);
+        for (const EntryRef& dep : entries[e].deps) edges.emplace_back(node[tbBase[r][dep.tb] + dep.entry], self);
+      }
+    }
+  }
+  std::vector<int64_t> begin(static_cast<size_t>(total) + 1, 0);
+  std::vector<int64_t> indegree(static_cast<size_t>(total), 0);
+  for (const auto& [from, to] : edges) {
+    ++begin[from + 1];
+    ++indegree[to];
+  }
+  for (int64_t i = 0; i < total; ++i) begin[i + 1] += begin[i];
+  std::vector<int64_t> targets(edges.size());
+  {
+    std::vector<int64_t> fill(begin.begin(), begin.end() - 1);
+    for (const auto& [from, to] : edges) targets[fill[from]++] = to;
+  }
+  // Kahn's algorithm over the nodes that are representatives.
+  std::vector<int64_t> queue;
+  int64_t nodes = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    if (node[i] != i) continue;
+    ++nodes;
+    if (indegree[i] == 0) queue.push_back(i);
+  }
+  int64_t done = 0;
+  while (!queue.empty()) {
+    const int64_t n = queue.back();
+    queue.pop_back();
+    ++done;
+    for (int64_t i = begin[n]; i < begin[n + 1]; ++i) {
+      if (--indegree[targets[i]] == 0) queue.push_back(targets[i]);
+    }
+  }
+  if (done == nodes) return {};
+  // Name the first stuck entry.
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    for (size_t b = 0; b < plan.ranks[r].tbs.size(); ++b) {
+      const auto& entries = plan.ranks[r].tbs[b].entries;
+      for (size_t e = 0; e < entries.size(); ++e) {
+        if (indegree[node[tbBase[r][b] + static_cast<int64_t>(e)]] > 0) {
+          return makeError(ErrorCode::InvalidInput, "deadlock: rank " + std::to_string(r) + " tb " + std::to_string(b) +
+                                                        " entry " + std::to_string(e) + " (" +
+                                                        std::string(primitiveName(entries[e].kind)) + " of op " +
+                                                        std::to_string(entries[e].op) + ") waits in a cycle");
+        }
+      }
+    }
+  }
+  return makeError(ErrorCode::InvalidInput, "deadlock");
+}
+
+}  // namespace tuccl
