@@ -19,7 +19,7 @@
 #include "lang/semantic_check.h"
 #include "scheduler/dag.h"
 #include "scheduler/pipeline.h"
-#include "scheduler/plan.h"
+#include "scheduler/lowering.h"
 #include "scheduler/tb_allocation.h"
 
 namespace {

@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
         c.plans.emplace_back();
         for (int64_t chunk : candidates) {
           tuccl::PlanRequest request;
-          request.scheduler = scheduler;
+          request.scheduler = tuccl::parseScheduler(scheduler).value();
           request.config.chunkSize = chunk;
           request.config.nChannels = channels;
           c.plans.back().push_back(tuccl::buildPlan(algorithm, request));

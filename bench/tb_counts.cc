@@ -15,7 +15,7 @@
 #include "lang/resccl.h"
 #include "scheduler/dag.h"
 #include "scheduler/pipeline.h"
-#include "scheduler/plan.h"
+#include "scheduler/lowering.h"
 #include "scheduler/tb_allocation.h"
 
 namespace {
@@ -56,7 +56,7 @@ void printTable() {
           const TbUsage usage = measureTbUsage(algorithm, pipeline, allocateThreadBlocks(algorithm, dag, pipeline, row.options));
           std::printf("%-13s %dx%-3d %-5s %5d  %-24s %5d %5d %6.1f%% %6.1f%% %6.1f%%\n",
                       (std::string("HM ") + std::string(collectiveName(algorithm.collective))).c_str(), shape[0], shape[1],
-                      pipeline.scheduler.c_str(), pipeline.subPipelineCount(), row.name, usage.minTbs, usage.maxTbs,
+                      std::string(schedulerName(pipeline.scheduler)).c_str(), pipeline.subPipelineCount(), row.name, usage.minTbs, usage.maxTbs,
                       100 * usage.busyFraction, 100 * usage.meanIdle, 100 * usage.maxIdle);
         }
       }

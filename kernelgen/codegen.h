@@ -1,11 +1,12 @@
 // Kernel generation: a plan -> one CUDA C++ kernel per rank (ResCCL §4.5; design.md "Kernels").
 //
-// In:  a Plan (scheduler/plan.h) and KernelOptions.
+// In:  a Plan (plan/plan.h).
 // Out: per rank a self-contained source file rank<N>.cu defining
 //        TUCCL_KERNEL tuccl_rank<N>(tuccl::dev::KernelArgs args)
 //      whose blockIdx.x selects a TB's straight-line code: each entry loops over its
 //      micro-batches, waits on the flags of the entries it depends on, runs its primitive
-//      (kernelgen/device/primitives.h) and posts its own progress. The same text compiles with
+//      (kernelgen/device/primitives.h) and posts its own progress; comments name every entry's
+//      operation in the algorithm source (Plan::sourceName, PlanEntry::loc). The same text compiles with
 //      NVRTC/nvcc for the GPU and with the host compiler against the host shim
 //      (docs/kernels.md).
 #pragma once
@@ -15,15 +16,9 @@
 #include <vector>
 
 #include "kernelgen/kernel_layout.h"
-#include "lang/algorithm.h"
-#include "scheduler/plan.h"
+#include "plan/plan.h"
 
 namespace tuccl {
-
-struct KernelOptions {
-  /// The algorithm the plan came from, for source locations in the comments (may be null).
-  const Algorithm* algorithm = nullptr;
-};
 
 struct GeneratedKernel {
   int32_t rank = 0;
@@ -35,11 +30,10 @@ struct GeneratedKernel {
 
 /// One kernel per rank. Throws std::invalid_argument for a plan whose sends and receives do not
 /// pair up (layoutKernels).
-std::vector<GeneratedKernel> generateKernels(const Plan& plan, const KernelOptions& options = {});
+std::vector<GeneratedKernel> generateKernels(const Plan& plan);
 
 /// The generated source of one rank given a precomputed layout.
-GeneratedKernel generateRankKernel(const Plan& plan, const KernelLayout& layout, int32_t rank,
-                                   const KernelOptions& options = {});
+GeneratedKernel generateRankKernel(const Plan& plan, const KernelLayout& layout, int32_t rank);
 
 /// The host translation unit of all ranks: includes every rank<N>.cu (which must sit beside it)
 /// and exports tuccl_host_set_block, which the executor calls on each TB thread.

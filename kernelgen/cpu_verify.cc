@@ -13,6 +13,7 @@
 #include "kernelgen/host_executor.h"
 #include "kernelgen/kernel_layout.h"
 #include "kernelgen/output_compare.h"
+#include "plan/plan_validate.h"
 
 namespace tuccl {
 namespace {
@@ -22,8 +23,8 @@ Status unsupported(std::string message) { return makeError(ErrorCode::Unsupporte
 
 // validatePlan, the send/recv pairing (layoutKernels) and the race check.
 Expected<KernelLayout> checkPlan(const Plan& plan, bool staticChecks) {
-  if (auto problem = staticChecks ? validatePlan(plan) : std::nullopt) {
-    return refuse("the plan fails its static check: " + *problem);
+  if (Status problem = staticChecks ? validatePlan(plan) : Status(); !problem) {
+    return refuse("the plan fails its static check: " + problem.message());
   }
   KernelLayout layout;
   try {
@@ -31,8 +32,8 @@ Expected<KernelLayout> checkPlan(const Plan& plan, bool staticChecks) {
   } catch (const std::invalid_argument& error) {
     return refuse(error.what());
   }
-  if (auto race = staticChecks ? checkPlanRaceFree(plan, layout) : std::nullopt) {
-    return refuse("the plan fails its race check: " + *race);
+  if (Status race = staticChecks ? checkPlanRaceFree(plan) : Status(); !race) {
+    return refuse("the plan fails its race check: " + race.message());
   }
   return layout;
 }
@@ -54,17 +55,14 @@ Status checkVerifiable(const Plan& plan, const KernelLayout& layout, const Colle
   unit.count = 1;
   if (elements.input != inputElements(unit) || elements.output != outputElements(unit)) {
     return unsupported("the plan's buffers (" + std::to_string(elements.input) + " input and " +
-                       std::to_string(elements.output) + " output units) are not NCCL's for " + plan.collective);
+                       std::to_string(elements.output) + " output units) are not NCCL's for " + std::string(collectiveName(plan.collective)));
   }
   return {};
 }
 
-Expected<std::shared_ptr<const HostKernels>> buildKernels(const Plan& plan, const KernelLayout& layout,
-                                                          const VerifyOptions& options) {
-  KernelOptions kernelOptions;
-  kernelOptions.algorithm = options.algorithm;
+Expected<std::shared_ptr<const HostKernels>> buildKernels(const Plan& plan, const KernelLayout& layout) {
   std::vector<GeneratedKernel> kernels;
-  for (int32_t r = 0; r < plan.nRanks; ++r) kernels.push_back(generateRankKernel(plan, layout, r, kernelOptions));
+  for (int32_t r = 0; r < plan.nRanks; ++r) kernels.push_back(generateRankKernel(plan, layout, r));
   std::string error;
   std::shared_ptr<const HostKernels> host = buildHostKernels(kernels, error);
   if (!host) return makeError(ErrorCode::Internal, error);
@@ -199,7 +197,7 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
   if (!layout) return refusedReport(layout.status());
   const CollectiveCall call = callOf(plan, *layout, options);
   if (Status status = checkVerifiable(plan, *layout, call); !status) return refusedReport(status);
-  Expected<std::shared_ptr<const HostKernels>> kernels = buildKernels(plan, *layout, options);
+  Expected<std::shared_ptr<const HostKernels>> kernels = buildKernels(plan, *layout);
   if (!kernels) return refusedReport(kernels.status());
   CpuVerifyReport report;
   report.buildCached = (*kernels)->fromCache;

@@ -16,7 +16,7 @@
 
 #include "kernelgen/codegen.h"
 #include "kernelgen/datatype.h"
-#include "scheduler/plan.h"
+#include "plan/plan.h"
 #include "support/status.h"
 
 namespace tuccl {
@@ -32,7 +32,6 @@ struct VerifyOptions {
   uint64_t seed = 0;         ///< 0: a fresh random seed (reported)
   double timeoutSeconds = 30;  ///< a wait longer than this is a hang
   int32_t stagingSlots = 4;  ///< slots per staging ring (at most the micro-batches; 1..64)
-  const Algorithm* algorithm = nullptr;  ///< optional, for source lines in the generated code
   /// Run validatePlan and checkPlanRaceFree first (off only to test the run-time detection of
   /// wrong plans: order mismatches and hangs).
   bool staticChecks = true;

@@ -117,7 +117,7 @@ Status checkRequest(const HostKernels& kernels, const Plan& plan, const KernelLa
   if (Status status = checkCall(call); !status) return status;
   if (call.collective != layout.collective || call.nRanks != plan.nRanks) {
     return invalid("the call (" + std::string(collectiveName(call.collective)) + ", " + std::to_string(call.nRanks) +
-                   " ranks) is not the plan's (" + plan.collective + ", " + std::to_string(plan.nRanks) + " ranks)");
+                   " ranks) is not the plan's (" + std::string(collectiveName(plan.collective)) + ", " + std::to_string(plan.nRanks) + " ranks)");
   }
   if (hasRoot(call.collective) && call.root != plan.root) {
     return invalid("the plan's root is rank " + std::to_string(plan.root) + ", the call's rank " +

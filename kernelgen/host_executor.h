@@ -24,7 +24,7 @@
 #include "kernelgen/host_buffer.h"
 #include "kernelgen/host_build.h"
 #include "kernelgen/kernel_layout.h"
-#include "scheduler/plan.h"
+#include "plan/plan.h"
 #include "support/status.h"
 
 namespace tuccl {

@@ -6,18 +6,7 @@
 
 namespace tuccl {
 
-int32_t Algorithm::chunksPerRank() const {
-  switch (collective) {
-    case Collective::AllGather:
-      return chunks(BufferKind::Input);
-    case Collective::ReduceScatter:
-      return chunks(BufferKind::Output);
-    case Collective::AllToAll:
-      return nRanks > 0 ? chunks(BufferKind::Input) / nRanks : 0;
-    default:
-      return chunks(BufferKind::Input);
-  }
-}
+int32_t Algorithm::chunksPerRank() const { return collectiveChunkUnit(collective, nRanks, bufferChunks); }
 
 int32_t Algorithm::maxStep() const {
   int32_t result = 0;
@@ -40,17 +29,8 @@ std::array<int32_t, kBufferKinds> conventionalBufferChunks(Collective kind, int3
 }
 
 StorageSlot inPlaceStorage(const Algorithm& algorithm, int32_t rank, BufferKind buffer, int32_t index) {
-  if (!algorithm.inPlace || buffer == BufferKind::Scratch) return {buffer, index};
-  switch (algorithm.collective) {
-    case Collective::AllGather:
-      if (buffer == BufferKind::Input) return {BufferKind::Output, rank * algorithm.chunks(BufferKind::Input) + index};
-      return {BufferKind::Output, index};
-    case Collective::ReduceScatter:
-      if (buffer == BufferKind::Output) return {BufferKind::Input, rank * algorithm.chunks(BufferKind::Output) + index};
-      return {BufferKind::Input, index};
-    default:
-      return {BufferKind::Output, index};
-  }
+  if (!algorithm.inPlace) return {buffer, index};
+  return inPlaceSlot(algorithm.collective, algorithm.chunksPerRank(), rank, buffer, index);
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/buffer_layout.h"
 #include "support/source_text.h"
 #include "support/status.h"
 #include "support/vocabulary.h"
@@ -72,14 +73,8 @@ struct Algorithm {
 std::array<int32_t, kBufferKinds> conventionalBufferChunks(Collective kind, int32_t nRanks, int32_t k,
                                                            int32_t scratch = 0);
 
-/// Where chunk `index` of `buffer` on `rank` lives when the algorithm is in place: in-place
-/// AllGather's input is chunk block `rank` of the output, in-place ReduceScatter's output is chunk
-/// block `rank` of the input, and every other collective shares indices. Returns the buffer and
-/// index of the one storage (Output for AllGather, Input for ReduceScatter, Output otherwise).
-struct StorageSlot {
-  BufferKind buffer;
-  int32_t index;
-};
+/// Where chunk `index` of `buffer` on `rank` lives: inPlaceSlot (support/buffer_layout.h) when the
+/// algorithm is in place, the buffer itself otherwise.
 StorageSlot inPlaceStorage(const Algorithm& algorithm, int32_t rank, BufferKind buffer, int32_t index);
 
 /// Structural validation: sizes, ranks, buffer ranges, counts, steps. Returns the first problem

@@ -42,8 +42,7 @@ class CircularChunkQueue {
 
 // Sub-pipelines are blocks of consecutive steps; block b holds the steps whose rank among the
 // distinct steps is in [b * size, (b + 1) * size).
-Pipeline scheduleStepBlocks(const Algorithm& algorithm, const Dag& dag, int32_t stepsPerBlock, std::string name,
-                            ExecutionLevel level) {
+Pipeline scheduleStepBlocks(const Algorithm& algorithm, const Dag& dag, int32_t stepsPerBlock, Scheduler scheduler) {
   std::vector<int32_t> steps;
   steps.reserve(algorithm.ops.size());
   for (const Operation& op : algorithm.ops) steps.push_back(op.step);
@@ -51,8 +50,8 @@ Pipeline scheduleStepBlocks(const Algorithm& algorithm, const Dag& dag, int32_t 
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
 
   Pipeline pipeline;
-  pipeline.scheduler = std::move(name);
-  pipeline.level = level;
+  pipeline.scheduler = scheduler;
+  pipeline.level = executionLevelOf(scheduler);
   pipeline.order.resize(static_cast<size_t>(dag.nTasks));
   std::iota(pipeline.order.begin(), pipeline.order.end(), 0);
   std::stable_sort(pipeline.order.begin(), pipeline.order.end(),
@@ -78,11 +77,11 @@ Pipeline scheduleStepBlocks(const Algorithm& algorithm, const Dag& dag, int32_t 
 
 Pipeline scheduleRoundRobin(const Dag& dag) {
   CircularChunkQueue queue(dag.nChunks);
-  return detail::buildSubPipelines(dag, queue, "rr");
+  return detail::buildSubPipelines(dag, queue, Scheduler::RoundRobin);
 }
 
 Pipeline scheduleAlgorithmLevel(const Algorithm& algorithm, const Dag& dag) {
-  return scheduleStepBlocks(algorithm, dag, 1, "algorithm-level", ExecutionLevel::Algorithm);
+  return scheduleStepBlocks(algorithm, dag, 1, Scheduler::AlgorithmLevel);
 }
 
 Pipeline scheduleStageLevel(const Algorithm& algorithm, const Dag& dag, int32_t stages) {
@@ -92,7 +91,7 @@ Pipeline scheduleStageLevel(const Algorithm& algorithm, const Dag& dag, int32_t 
   std::sort(steps.begin(), steps.end());
   const auto distinct = static_cast<int32_t>(std::unique(steps.begin(), steps.end()) - steps.begin());
   const int32_t perStage = std::max(1, (distinct + stages - 1) / stages);
-  return scheduleStepBlocks(algorithm, dag, perStage, "stage-level", ExecutionLevel::Stage);
+  return scheduleStepBlocks(algorithm, dag, perStage, Scheduler::StageLevel);
 }
 
 }  // namespace tuccl

@@ -39,7 +39,7 @@ class PriorityChunkQueue {
 
 Pipeline scheduleHpds(const Dag& dag) {
   PriorityChunkQueue queue(dag.nChunks);
-  return detail::buildSubPipelines(dag, queue, "hpds");
+  return detail::buildSubPipelines(dag, queue, Scheduler::Hpds);
 }
 
 }  // namespace tuccl

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "scheduler/plan.h"
+#include "scheduler/lowering.h"
 
 namespace tuccl {
 namespace {
@@ -29,16 +29,17 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
     throw std::invalid_argument("lowerToPlan: the algorithm, DAG, pipeline and allocation disagree on the tasks");
   }
   Plan plan;
-  plan.collective = std::string(collectiveName(algorithm.collective));
+  plan.collective = algorithm.collective;
   plan.algorithm = algorithm.name;
+  plan.sourceName = algorithm.sourceName;
   plan.nRanks = algorithm.nRanks;
-  plan.root = algorithm.root;
+  plan.root = hasRoot(algorithm.collective) ? algorithm.root : -1;
   plan.bufferChunks = algorithm.bufferChunks;
   plan.inPlace = algorithm.inPlace;
   plan.config = config;
   plan.scheduler = pipeline.scheduler;
-  plan.executionLevel = std::string(executionLevelName(pipeline.level));
-  plan.tbAllocation = std::string(tbPolicyName(allocation.policy));
+  plan.executionLevel = pipeline.level;
+  plan.tbAllocation = allocation.policy;
   plan.subPipelines = pipeline.subPipelineCount();
   plan.ranks.resize(static_cast<size_t>(algorithm.nRanks));
   for (int32_t r = 0; r < algorithm.nRanks; ++r) {
@@ -65,6 +66,7 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
     entry.step = op.step;
     entry.op = t;
     entry.subPipeline = pipeline.subPipelineOf[t];
+    entry.loc = op.loc;
     tb.entries.push_back(std::move(entry));
     return Placed{c.rank, EntryRef{tb.id, static_cast<int32_t>(tb.entries.size()) - 1}};
   };
@@ -125,9 +127,7 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
   for (PlanRank& rank : plan.ranks) {
     for (PlanTb& tb : rank.tbs) {
       for (const PlanEntry& entry : tb.entries) {
-        int32_t* peer = entry.kind == PrimitiveKind::Send ? &tb.sendPeer
-                        : (entry.kind == PrimitiveKind::Recv || entry.kind == PrimitiveKind::RecvReduceCopy) ? &tb.recvPeer
-                                                                                                              : nullptr;
+        int32_t* peer = entry.kind == PrimitiveKind::Send ? &tb.sendPeer : isReceive(entry.kind) ? &tb.recvPeer : nullptr;
         if (peer == nullptr) continue;
         if (*peer == -1) {
           *peer = entry.peer;

@@ -23,7 +23,7 @@
 namespace tuccl {
 
 struct Pipeline {
-  std::string scheduler;  ///< "hpds", "rr", "algorithm-level", "stage-level"
+  Scheduler scheduler = Scheduler::Hpds;
   ExecutionLevel level = ExecutionLevel::Task;
   std::vector<int32_t> order;             ///< every task once, in execution order
   std::vector<int64_t> subPipelineBegin;  ///< sub-pipeline k is order[begin[k] .. begin[k + 1])

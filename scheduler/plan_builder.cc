@@ -5,50 +5,54 @@
 
 #include "lang/resccl.h"
 #include "lang/semantic_check.h"
+#include "plan/plan_validate.h"
 #include "scheduler/dag.h"
+#include "scheduler/lowering.h"
 #include "scheduler/pipeline.h"
 #include "scheduler/tb_allocation.h"
 
 namespace tuccl {
 
+std::optional<TbRequest> parseTbRequest(std::string_view name) {
+  if (name == "auto") return TbRequest{};
+  if (name == "connection+channels") return TbRequest{TbPolicy::ConnectionBased, true};
+  if (auto policy = parseTbPolicy(name)) return TbRequest{*policy, false};
+  return std::nullopt;
+}
+
+namespace {
+
+Pipeline schedule(const Algorithm& algorithm, const Dag& dag, const PlanRequest& request) {
+  switch (request.scheduler) {
+    case Scheduler::Hpds: return scheduleHpds(dag);
+    case Scheduler::RoundRobin: return scheduleRoundRobin(dag);
+    case Scheduler::AlgorithmLevel: return scheduleAlgorithmLevel(algorithm, dag);
+    case Scheduler::StageLevel: return scheduleStageLevel(algorithm, dag, std::max(1, request.stages));
+  }
+  throw std::logic_error("buildPlan: unknown scheduler");
+}
+
+}  // namespace
+
 Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
   const Dag dag = buildDependencyDag(algorithm);
-  Pipeline pipeline;
-  const std::string& s = request.scheduler;
-  bool taskLevel = true;
-  if (s == "hpds") {
-    pipeline = scheduleHpds(dag);
-  } else if (s == "rr") {
-    pipeline = scheduleRoundRobin(dag);
-  } else if (s == "algorithm" || s == "algorithm-level") {
-    pipeline = scheduleAlgorithmLevel(algorithm, dag);
-    taskLevel = false;
-  } else if (s == "stage" || s == "stage-level") {
-    pipeline = scheduleStageLevel(algorithm, dag, std::max(1, request.stages));
-    taskLevel = false;
-  } else {
-    throw std::invalid_argument("unknown scheduler '" + s + "' (hpds, rr, algorithm, stage)");
+  const Pipeline pipeline = schedule(algorithm, dag, request);
+  TbRequest tbs = request.tbAllocation;
+  if (!tbs.policy) {
+    const bool taskLevel = pipeline.level == ExecutionLevel::Task;
+    tbs = TbRequest{taskLevel ? TbPolicy::StateBased : TbPolicy::ConnectionBased, !taskLevel};
   }
-  std::string allocation = request.tbAllocation;
-  if (allocation == "auto") allocation = taskLevel ? "state" : "connection+channels";
   TbAllocationOptions options;
-  if (allocation == "state") {
-    options.policy = TbPolicy::StateBased;
-  } else if (allocation == "connection") {
-    options.policy = TbPolicy::ConnectionBased;
-  } else if (allocation == "connection+channels") {
-    options.policy = TbPolicy::ConnectionBased;
-    options.channelOfTask = channelsByForwarding(algorithm, dag);
-  } else {
-    throw std::invalid_argument("unknown TB allocation '" + allocation +
-                                "' (auto, state, connection, connection+channels)");
-  }
-  const TbAllocation tbs = allocateThreadBlocks(algorithm, dag, pipeline, options);
+  options.policy = *tbs.policy;
+  if (tbs.forwardingChannels) options.channelOfTask = channelsByForwarding(algorithm, dag);
+  const TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline, options);
   PlanConfig config = request.config;
   if (config.nChannels <= 0) config.nChannels = algorithm.nChannels > 0 ? algorithm.nChannels : 1;
-  Plan plan = lowerToPlan(algorithm, dag, pipeline, tbs, config);
-  if (auto problem = validatePlan(plan))
-    throw std::logic_error("the " + pipeline.scheduler + " plan of " + algorithm.name + " fails its check: " + *problem);
+  Plan plan = lowerToPlan(algorithm, dag, pipeline, allocation, config);
+  if (Status status = validatePlan(plan); !status) {
+    throw std::logic_error("the " + std::string(schedulerName(pipeline.scheduler)) + " plan of " + algorithm.name +
+                           " fails its check: " + status.message());
+  }
   return plan;
 }
 

@@ -1,30 +1,41 @@
 // The whole compile as two calls, shared by tuccl-compile, the simulator, the kernel generator's
 // tests and the benchmarks: an algorithm from a ResCCLang file at a given shape (parsed and
-// proved), and a plan from an algorithm and a scheduler name (DAG -> pipeline -> TB allocation ->
+// proved), and a plan from an algorithm and a request (DAG -> pipeline -> TB allocation ->
 // lowering -> validation).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "lang/algorithm.h"
-#include "scheduler/plan.h"
+#include "plan/plan.h"
 
 namespace tuccl {
 
+/// How buildPlan allocates thread blocks (ResCCL §4.4, Table 3).
+struct TbRequest {
+  /// Empty ("auto"): state-based for the task-level schedulers (ResCCL), connection-based with
+  /// MSCCL's forwarding channels for algorithm and stage level.
+  std::optional<TbPolicy> policy;
+  /// With a policy: split connections into MSCCL's channels (channelsByForwarding).
+  bool forwardingChannels = false;
+};
+
+/// The command-line spellings: "auto", "state", "connection", "connection+channels" (and the
+/// TbPolicy names); empty for anything else.
+std::optional<TbRequest> parseTbRequest(std::string_view name);
+
 struct PlanRequest {
-  std::string scheduler = "hpds";  ///< hpds, rr, algorithm, stage (also hpds-level names accepted)
-  int32_t stages = 4;              ///< stage-level blocks
-  /// "auto": state-based for the task-level schedulers (ResCCL), connection-based with MSCCL's
-  /// forwarding channels (channelsByForwarding, Table 3) for algorithm and stage level; or
-  /// "state", "connection", "connection+channels".
-  std::string tbAllocation = "auto";
+  Scheduler scheduler = Scheduler::Hpds;
+  int32_t stages = 4;  ///< stage-level blocks
+  TbRequest tbAllocation;
   PlanConfig config;  ///< nChannels 0 takes the algorithm's nChannels hint (as tuccl-compile)
 };
 
-/// Schedules, allocates TBs and lowers; throws std::invalid_argument for an unknown scheduler or
-/// allocation, std::logic_error when the plan fails validatePlan (a scheduler bug).
+/// Schedules, allocates TBs and lowers; throws std::logic_error when the plan fails validatePlan
+/// (a scheduler bug).
 Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request);
 
 /// Reads and runs a ResCCLang program with nRanks / GPUPerNode overridden (when > 0) and proves it

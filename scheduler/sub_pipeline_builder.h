@@ -19,9 +19,9 @@ namespace tuccl::detail {
 //   void succeeded(int32_t chunk, bool hasRemaining)   -- tasks of chunk were inserted
 //   void failed(int32_t chunk)                         -- nothing eligible: flag false
 template <class ChunkQueue>
-Pipeline buildSubPipelines(const Dag& dag, ChunkQueue& queue, std::string name) {
+Pipeline buildSubPipelines(const Dag& dag, ChunkQueue& queue, Scheduler scheduler) {
   Pipeline pipeline;
-  pipeline.scheduler = std::move(name);
+  pipeline.scheduler = scheduler;
   pipeline.level = ExecutionLevel::Task;
   pipeline.order.reserve(static_cast<size_t>(dag.nTasks));
   pipeline.subPipelineOf.assign(static_cast<size_t>(dag.nTasks), -1);

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lang/algorithm.h"
+#include "support/vocabulary.h"
 #include "sim/network.h"
 
 namespace tuccl {

@@ -32,13 +32,13 @@ double busBandwidthFactor(Collective collective, int32_t nRanks) {
 
 Metrics computeMetrics(const Plan& plan, const Network& network, const SimResult& result) {
   Metrics metrics;
-  const Collective collective = parseCollective(plan.collective).value_or(Collective::AllReduce);
+  const Collective collective = plan.collective;
   metrics.timeUs = result.timeUs;
   if (result.timeUs > 0) {
     metrics.algBwGBps = static_cast<double>(result.messageBytes) / (result.timeUs * kBytesPerUsPerGBps);
     metrics.busBwGBps = metrics.algBwGBps * busBandwidthFactor(collective, plan.nRanks);
   }
-  metrics.bound = collectiveLowerBound(collective, result.messageBytes, network);
+  metrics.bound = collectiveLowerBound(collective, result.messageBytes, network, std::max(0, plan.root));
   metrics.efficiency = result.timeUs > 0 ? metrics.bound.timeUs / result.timeUs : 0;
 
   // TBs.

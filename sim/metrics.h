@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "lang/algorithm.h"
-#include "scheduler/plan.h"
+#include "plan/plan.h"
+#include "support/vocabulary.h"
 #include "sim/lower_bound.h"
 #include "sim/simulator.h"
 

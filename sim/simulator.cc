@@ -7,8 +7,6 @@
 #include <queue>
 #include <stdexcept>
 
-#include "lang/algorithm.h"
-
 namespace tuccl {
 
 namespace {
@@ -66,8 +64,6 @@ struct Event {
     return timeUs != other.timeUs ? timeUs > other.timeUs : seq > other.seq;
   }
 };
-
-bool isReceive(PrimitiveKind kind) { return kind == PrimitiveKind::Recv || kind == PrimitiveKind::RecvReduceCopy; }
 
 class Engine {
  public:
@@ -139,9 +135,7 @@ void Engine::build() {
     throw std::invalid_argument("the plan lists " + std::to_string(plan_.ranks.size()) + " ranks, not nRanks");
   if (options_.messageBytes < 0) throw std::invalid_argument("the message size must not be negative");
   const CostModel& cost = options_.cost;
-  const auto protocol = parseProtocol(plan_.config.protocol);
-  if (!protocol) throw std::invalid_argument("unknown protocol '" + plan_.config.protocol + "' (LL, LL128, Simple)");
-  protocol_ = *protocol;
+  protocol_ = plan_.config.protocol;
   syncUs_ = cost.syncOverheadUs;
   localGBps_ = cost.localGBps > 0 ? cost.localGBps : tbCapGBps(cost, protocol_, plan_.config.nThreads, false);
   const int32_t replicas = std::max(1, plan_.config.nChannels);
@@ -184,8 +178,8 @@ void Engine::build() {
         for (size_t e = 0; e < planTb.entries.size(); ++e) {
           const bool last = e + 1 == planTb.entries.size();
           bool cut = true;
-          if (!last && plan_.executionLevel == "algorithm") cut = false;
-          if (!last && plan_.executionLevel == "stage")
+          if (!last && plan_.executionLevel == ExecutionLevel::Algorithm) cut = false;
+          if (!last && plan_.executionLevel == ExecutionLevel::Stage)
             cut = planTb.entries[e].subPipeline != planTb.entries[e + 1].subPipeline;
           if (cut) tb.groupEnd.push_back(tb.entryBegin + static_cast<int32_t>(e) + 1);
         }
@@ -195,8 +189,6 @@ void Engine::build() {
       }
     }
   }
-  if (plan_.executionLevel != "task" && plan_.executionLevel != "algorithm" && plan_.executionLevel != "stage")
-    throw std::invalid_argument("unknown execution level '" + plan_.executionLevel + "'");
 
   // Dependencies (same rank, same replica), pairing and paths.
   std::map<std::pair<int32_t, int32_t>, int32_t> pathOf;

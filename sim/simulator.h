@@ -1,6 +1,6 @@
 // Discrete-event simulation of a plan on a topology (design.md, "Simulator"; docs/simulator.md).
 //
-// In:  a Plan (scheduler/plan.h), the Network of a topology (sim/network.h; plan rank r runs on
+// In:  a Plan (plan/plan.h), the Network of a topology (sim/network.h; plan rank r runs on
 //      GPU r), a message size and a CostModel (sim/cost_model.h).
 // Out: a SimResult: completion time, per-TB busy time, per-resource traffic and, on request, the
 //      timeline for the Chrome trace (sim/trace.h). Metrics and the lower bound: sim/metrics.h.
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/plan.h"
+#include "plan/plan.h"
 #include "sim/cost_model.h"
 #include "sim/fair_share.h"
 #include "sim/network.h"

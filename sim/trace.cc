@@ -66,9 +66,9 @@ json chromeTrace(const Plan& plan, const Network& network, const SimResult& resu
     }
   }
   json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  trace["otherData"] = {{"collective", plan.collective},
+  trace["otherData"] = {{"collective", collectiveName(plan.collective)},
                         {"algorithm", plan.algorithm},
-                        {"scheduler", plan.scheduler},
+                        {"scheduler", schedulerName(plan.scheduler)},
                         {"messageBytes", result.messageBytes},
                         {"timeUs", result.timeUs},
                         {"truncated", result.traceTruncated}};

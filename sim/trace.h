@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scheduler/plan.h"
+#include "plan/plan.h"
 #include "sim/simulator.h"
 #include "sim/network.h"
 

@@ -25,7 +25,7 @@
 #include "lang/algorithm_summary.h"
 #include "lang/resccl.h"
 #include "lang/semantic_check.h"
-#include "scheduler/plan.h"
+#include "plan/plan_json.h"
 #include "scheduler/plan_builder.h"
 #include "support/source_text.h"
 #include "tools/cli.h"
@@ -93,15 +93,15 @@ int32_t tbsOf(const tuccl::Plan& plan, int32_t rank) { return static_cast<int32_
 // into channels as MSCCL does, ResCCL Table 3) and after state-based merging, and the primitives.
 void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, const CompileOptions& options) {
   tuccl::PlanRequest request = options.request;
-  request.tbAllocation = "connection";
+  request.tbAllocation = {tuccl::TbPolicy::ConnectionBased, false};
   const tuccl::Plan connection = tuccl::buildPlan(algorithm, request);
-  request.tbAllocation = "connection+channels";
+  request.tbAllocation = {tuccl::TbPolicy::ConnectionBased, true};
   const tuccl::Plan msccl = tuccl::buildPlan(algorithm, request);
-  request.tbAllocation = "state";
+  request.tbAllocation = {tuccl::TbPolicy::StateBased, false};
   const tuccl::Plan state = tuccl::buildPlan(algorithm, request);
-  std::cout << "schedule     " << plan.scheduler << " (" << plan.executionLevel << "-level), " << plan.subPipelines
-            << " sub-pipelines\n";
-  std::cout << "tb-alloc     " << plan.tbAllocation << '\n';
+  std::cout << "schedule     " << tuccl::schedulerName(plan.scheduler) << " ("
+            << tuccl::executionLevelName(plan.executionLevel) << "-level), " << plan.subPipelines << " sub-pipelines\n";
+  std::cout << "tb-alloc     " << tuccl::tbPolicyName(plan.tbAllocation) << '\n';
   std::cout << "  rank  TBs(connection)  TBs(connection+channels, MSCCL)  TBs(state)  primitives\n";
   const int32_t shown = options.rankLines < 0 ? algorithm.nRanks : std::min(algorithm.nRanks, options.rankLines);
   for (int32_t r = 0; r < shown; ++r) {
@@ -114,7 +114,7 @@ void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, con
 }
 
 // -o DIR: plan.json, rank<N>.cu and, with NVRTC, rank<N>.<arch>.cubin / .ptx.
-int writeOutputs(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, const CompileOptions& options) {
+int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
   namespace fs = std::filesystem;
   const fs::path dir(options.outputDir);
   std::error_code error;
@@ -130,13 +130,12 @@ int writeOutputs(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, con
     return kExitError;
   }
   if (!writeFileAtomically(dir / "plan.json", tuccl::writePlanJson(plan))) return kExitError;
-  tuccl::KernelOptions kernelOptions;
-  kernelOptions.algorithm = &algorithm;
-  const std::vector<tuccl::GeneratedKernel> kernels = tuccl::generateKernels(plan, kernelOptions);
+  const std::vector<tuccl::GeneratedKernel> kernels = tuccl::generateKernels(plan);
   for (const tuccl::GeneratedKernel& kernel : kernels) {
     if (!writeFileAtomically(dir / kernel.fileName, kernel.source)) return kExitError;
   }
-  std::cout << "wrote " << (dir / "plan.json").string() << " (" << plan.scheduler << ", " << plan.tbAllocation << ", "
+  std::cout << "wrote " << (dir / "plan.json").string() << " (" << tuccl::schedulerName(plan.scheduler) << ", "
+            << tuccl::tbPolicyName(plan.tbAllocation) << ", "
             << plan.subPipelines << " sub-pipelines) and " << kernels.size() << " kernels (rank<N>.cu)\n";
   if (!options.cubin) return 0;
   if (!tuccl::nvrtcAvailable()) {
@@ -207,18 +206,18 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
   }
   if (options.report) printReport(algorithm, plan, options);
   if (!options.outputDir.empty()) {
-    if (int status = writeOutputs(algorithm, plan, options); status != 0) return status;
+    if (int status = writeOutputs(plan, options); status != 0) return status;
   }
   if (!options.verify) return 0;
-  tuccl::VerifyOptions verifyOptions = options.verifyOptions;
-  verifyOptions.algorithm = &algorithm;
+  const tuccl::VerifyOptions& verifyOptions = options.verifyOptions;
   const tuccl::CpuVerifyReport verification = tuccl::verifyPlanOnCpu(plan, verifyOptions);
   std::cout << "cpu verify   " << tuccl::dataTypeName(verifyOptions.dataType) << " "
             << tuccl::reduceOpName(verifyOptions.op) << ", count " << verifyOptions.count
             << (verifyOptions.inPlace ? ", in place" : ", out of place") << '\n'
             << verification.summary();
   if (!verification.ok) {
-    std::cerr << "tuccl-compile: error: CPU verification of the " << plan.scheduler << " plan failed\n";
+    std::cerr << "tuccl-compile: error: CPU verification of the " << tuccl::schedulerName(plan.scheduler)
+              << " plan failed\n";
     return kExitError;
   }
   return 0;
@@ -258,7 +257,10 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", options.outputDir, "schedule the algorithm and write DIR/plan.json")
       ->type_name("DIR");
   app.add_flag("--force", options.force, "overwrite an existing DIR/plan.json");
-  app.add_option("--scheduler", options.request.scheduler,
+  std::string scheduler = "hpds";
+  std::string tbAllocation = "auto";
+  std::string protocol = "Simple";
+  app.add_option("--scheduler", scheduler,
                  "hpds (ResCCL Algorithm 1), rr (round-robin over chunks), algorithm (step list replayed per "
                  "micro-batch), stage (blocks of steps)")
       ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage"}))
@@ -266,13 +268,13 @@ int main(int argc, char** argv) {
   app.add_option("--stages", options.request.stages, "number of stages of --scheduler stage")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--tb-alloc", options.request.tbAllocation,
+  app.add_option("--tb-alloc", tbAllocation,
                  "state (merge connections never active together), connection (one thread block per connection), "
                  "connection+channels (MSCCL's channel split), auto (state for hpds/rr, else connection+channels)")
       ->check(CLI::IsMember({"auto", "state", "connection", "connection+channels"}))
       ->capture_default_str();
   app.add_flag("--report", options.report, "print per rank the TBs before and after merging and the primitives");
-  app.add_option("--protocol", options.request.config.protocol, "protocol recorded in the plan")
+  app.add_option("--protocol", protocol, "protocol recorded in the plan")
       ->check(CLI::IsMember({"Simple", "LL", "LL128"}))
       ->capture_default_str();
   app.add_option("--threads", options.request.config.nThreads, "threads per thread block recorded in the plan")
@@ -341,6 +343,10 @@ int main(int argc, char** argv) {
     std::cerr << "tuccl-compile: error: --op: unknown reduction '" << reduceOp << "'\n";
     return kExitError;
   }
+  // CLI11 checked the names (IsMember): each parses.
+  options.request.scheduler = tuccl::parseScheduler(scheduler).value();
+  options.request.tbAllocation = tuccl::parseTbRequest(tbAllocation).value();
+  options.request.config.protocol = tuccl::parseProtocol(protocol).value();
   options.verifyOptions.inPlace = !outOfPlace;
   options.printSummary = check;
 

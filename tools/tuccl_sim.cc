@@ -3,11 +3,13 @@
 // --compare puts several schedulers side by side.
 //
 // Exit status: 0 success, 2 for any error in the inputs or on the command line.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +18,7 @@
 #include "sim/lower_bound.h"
 #include "sim/metrics.h"
 #include "sim/network.h"
+#include "plan/plan_json.h"
 #include "scheduler/plan_builder.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
@@ -108,8 +111,10 @@ int main(int argc, char** argv) {
     const bool isPlan = input.size() >= 5 && input.substr(input.size() - 5) == ".json";
     if (isPlan) {
       if (!compare.empty()) throw std::invalid_argument("--compare needs an algorithm, not a plan");
-      plans.push_back(tuccl::readPlanJson(tuccl::readSourceFile(input)));
-      labels.push_back(plans.back().scheduler);
+      tuccl::Expected<tuccl::Plan> plan = tuccl::readPlanJson(tuccl::readSourceFile(input));
+      tuccl::throwIfError(plan.status());
+      plans.push_back(std::move(plan).value());
+      labels.push_back(std::string(tuccl::schedulerName(plans.back().scheduler)));
     } else {
       const int32_t n = ranks > 0 ? ranks : network.nRanks();
       const int32_t g = perNode > 0 ? perNode : network.maxGpusPerNode();
@@ -117,10 +122,12 @@ int main(int argc, char** argv) {
       std::vector<std::string> schedulers = compare.empty() ? std::vector<std::string>{scheduler} : splitList(compare);
       for (const std::string& name : schedulers) {
         tuccl::PlanRequest request;
-        request.scheduler = name;
+        const auto parsed = tuccl::parseScheduler(name);
+        if (!parsed) throw std::invalid_argument("unknown scheduler '" + name + "' (hpds, rr, algorithm, stage)");
+        request.scheduler = *parsed;
         request.stages = stages;
-        request.tbAllocation = tbAlloc;
-        request.config.protocol = protocol;
+        request.tbAllocation = tuccl::parseTbRequest(tbAlloc).value();  // CLI11 checked the name
+        request.config.protocol = tuccl::parseProtocol(protocol).value();
         request.config.nThreads = threads;
         request.config.chunkSize = chunkSize;
         request.config.nChannels = channels;
@@ -129,15 +136,17 @@ int main(int argc, char** argv) {
       }
     }
     const tuccl::Plan& first = plans.front();
-    const tuccl::Collective collective = *tuccl::parseCollective(first.collective);
+    const tuccl::Collective collective = first.collective;
     std::printf("# %s %s on %s: %d ranks, %d nodes; protocol %s, %d threads, chunk %s, %d channel(s)\n",
-                first.collective.c_str(), first.algorithm.c_str(), network.name().c_str(), network.nRanks(),
-                network.nNodes(), first.config.protocol.c_str(), first.config.nThreads,
+                std::string(tuccl::collectiveName(collective)).c_str(), first.algorithm.c_str(), network.name().c_str(),
+                network.nRanks(), network.nNodes(), std::string(tuccl::protocolName(first.config.protocol)).c_str(),
+                first.config.nThreads,
                 tuccl::formatBytes(first.config.chunkSize).c_str(), first.config.nChannels);
     const bool single = plans.size() == 1;
     if (single) {
-      std::printf("# scheduler %s (%s level, %s)\n", first.scheduler.c_str(), first.executionLevel.c_str(),
-                  first.tbAllocation.c_str());
+      std::printf("# scheduler %s (%s level, %s)\n", std::string(tuccl::schedulerName(first.scheduler)).c_str(),
+                  std::string(tuccl::executionLevelName(first.executionLevel)).c_str(),
+                  std::string(tuccl::tbPolicyName(first.tbAllocation)).c_str());
       std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s\n", "size", "count", "type", "redop", "time", "algbw",
                   "busbw", "bound", "eff");
       std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)",
@@ -151,7 +160,7 @@ int main(int argc, char** argv) {
     tuccl::SimResult last;
     for (size_t i = 0; i < sizeList.size(); ++i) {
       const int64_t bytes = sizeList[i];
-      const tuccl::LowerBound bound = tuccl::collectiveLowerBound(collective, bytes, network);
+      const tuccl::LowerBound bound = tuccl::collectiveLowerBound(collective, bytes, network, std::max(0, first.root));
       std::vector<double> times;
       for (size_t p = 0; p < plans.size(); ++p) {
         tuccl::SimOptions options;

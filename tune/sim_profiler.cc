@@ -42,13 +42,19 @@ double SimProfiler::simulatedTime(const SearchSpace& space, const Configuration&
   auto planIt = plans_.find(key);
   if (planIt == plans_.end()) {
     PlanRequest request;
-    request.scheduler = scheduler;
+    const auto parsed = parseScheduler(scheduler);
+    if (!parsed) throw std::invalid_argument("sim profiler: unknown scheduler '" + scheduler + "'");
+    request.scheduler = *parsed;
     request.config.nChannels = 1;
     planIt = plans_.emplace(key, buildPlan(found->second, request)).first;
   }
   Plan& plan = planIt->second;
   PlanConfig c = plan.config;
-  if (std::string p = space.valueOf(config, kDimProtocol); !p.empty()) c.protocol = p;
+  if (std::string p = space.valueOf(config, kDimProtocol); !p.empty()) {
+    const auto protocol = parseProtocol(p);
+    if (!protocol) throw std::invalid_argument("sim profiler: unknown protocol '" + p + "'");
+    c.protocol = *protocol;
+  }
   c.nThreads = static_cast<int32_t>(space.levelOf(config, kDimThreads, c.nThreads));
   c.chunkSize = space.levelOf(config, kDimChunkBytes, c.chunkSize);
   c.nChannels = static_cast<int32_t>(space.levelOf(config, kDimChannels, c.nChannels));
@@ -57,7 +63,7 @@ double SimProfiler::simulatedTime(const SearchSpace& space, const Configuration&
   sim.messageBytes = options_.messageBytes;
   sim.cost = options_.cost;
   const double t = simulatePlan(plan, network_, sim).timeUs;
-  simulated_.emplace(config, Simulated{t, busBwFactor(plan.collective, plan.nRanks)});
+  simulated_.emplace(config, Simulated{t, busBwFactor(std::string(collectiveName(plan.collective)), plan.nRanks)});
   return t;
 }
 

@@ -18,7 +18,7 @@
 #include <utility>
 
 #include "lang/algorithm.h"
-#include "scheduler/plan.h"
+#include "plan/plan.h"
 #include "sim/cost_model.h"
 #include "sim/network.h"
 #include "tune/profiler.h"

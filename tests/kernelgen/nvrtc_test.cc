@@ -20,9 +20,7 @@ TEST(Nvrtc, CompilesEveryExamplePlanForSm80AndSm90) {
   if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
   for (const std::string& name : testing::exampleAlgorithms()) {
     const auto& example = testing::compileExample(name);
-    KernelOptions options;
-    options.algorithm = &example.algorithm;
-    std::vector<GeneratedKernel> kernels = generateKernels(example.plan, options);
+    std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
     // Two compilations at a time (CI has two cores); NVRTC programs are independent.
     std::vector<std::future<NvrtcResult>> results;
     for (const GeneratedKernel& kernel : kernels) {

@@ -63,7 +63,6 @@ TEST_P(VerifyMatrix, EveryRankEveryElement) {
       options.count = count;
       options.chunkSize = sliceElems * elemSize;
       options.inPlace = inPlace;
-      options.algorithm = &example.algorithm;
       options.timeoutSeconds = 60;
       CpuVerifyReport report = verifyPlanOnCpu(example.plan, options);
       EXPECT_TRUE(report.ok) << c.algorithm << " " << c.scheduler << (c.stateBased ? " state" : " connection")

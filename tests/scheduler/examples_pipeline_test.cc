@@ -8,7 +8,8 @@
 #include "oracles.h"
 #include "scheduler/dag.h"
 #include "scheduler/pipeline.h"
-#include "scheduler/plan.h"
+#include "plan/plan_validate.h"
+#include "scheduler/lowering.h"
 #include "scheduler/tb_allocation.h"
 #include "test_algorithms.h"
 
@@ -50,7 +51,8 @@ TEST(Examples, EveryExampleCompilesToAValidPlan) {
     ASSERT_TRUE(validatePipeline(dag, pipeline).ok()) << file;
     const TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline);
     const Plan plan = lowerToPlan(algorithm, dag, pipeline, allocation);
-    ASSERT_EQ(validatePlan(plan), std::nullopt) << file;
+    const Status valid = validatePlan(plan);
+    ASSERT_TRUE(valid.ok()) << file << ": " << valid.toString();
     const auto [memory, error] = testing::runPlanRandomly(algorithm, plan, 7);
     EXPECT_EQ(error, "") << file;
     EXPECT_TRUE(memory == testing::runInStepOrder(algorithm)) << file;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "lang/algorithm.h"
-#include "scheduler/plan.h"
+#include "plan/plan.h"
 
 namespace tuccl::testing {
 

@@ -123,7 +123,7 @@ TEST(TbAllocation, Table3) {
           const TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline, row.options);
           const TbUsage usage = measureTbUsage(algorithm, pipeline, allocation);
           std::printf("%-10s %dx%-4d %-11s %-22s %5d %5d %5.1f%% %5.1f%% %5.1f%%\n", which == 0 ? "AllReduce" : "AllGather",
-                      shape.nodes, shape.gpus, pipeline.scheduler.c_str(), row.name, usage.minTbs, usage.maxTbs,
+                      shape.nodes, shape.gpus, std::string(schedulerName(pipeline.scheduler)).c_str(), row.name, usage.minTbs, usage.maxTbs,
                       100 * usage.busyFraction, 100 * usage.meanIdle, 100 * usage.maxIdle);
           EXPECT_GE(usage.busyFraction, 0.0);
           EXPECT_LE(usage.busyFraction, 1.0);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "scheduler/plan_builder.h"
 #include "sim/trace.h"
 #include "sim_test_support.h"
 

@@ -1,12 +1,12 @@
-// Shared helpers of the sim tests: small topologies as JSON, hand-made plans, example plans.
+// Shared helpers of the sim tests: small topologies as JSON and hand-made plans (no scheduler).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "scheduler/plan.h"
+#include "plan/plan.h"
+#include "sim/cost_model.h"
 #include "sim/network.h"
-#include "scheduler/plan_builder.h"
 
 namespace tuccl::testing {
 
@@ -56,14 +56,14 @@ inline Network twoNodesSharedNic(double nicGBps) {
 inline Plan pointToPointPlan(int32_t nRanks, const std::vector<std::pair<int32_t, int32_t>>& transfers,
                              int64_t chunkSize) {
   Plan plan;
-  plan.collective = "AllGather";
+  plan.collective = Collective::AllGather;
   plan.algorithm = "p2p";
   plan.nRanks = nRanks;
   plan.bufferChunks = {1, 1, 0};
   plan.config.chunkSize = chunkSize;
-  plan.scheduler = "hpds";
-  plan.executionLevel = "task";
-  plan.tbAllocation = "connection-based";
+  plan.scheduler = Scheduler::Hpds;
+  plan.executionLevel = ExecutionLevel::Task;
+  plan.tbAllocation = TbPolicy::ConnectionBased;
   plan.subPipelines = 1;
   plan.ranks.resize(nRanks);
   for (int32_t r = 0; r < nRanks; ++r) plan.ranks[r].rank = r;

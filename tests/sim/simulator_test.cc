@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "scheduler/plan_builder.h"
 #include "sim/lower_bound.h"
 #include "sim/metrics.h"
 #include "sim_test_support.h"
@@ -91,7 +92,7 @@ TEST(Simulator, PipelinedRingAllGatherMatchesItsClosedForm) {
   const int64_t bytes = 256LL << 20;  // 32 MiB per chunk: 32 micro-batches
   const double launch = 8.4, sync = 1.0, tau = slice / 24e3, lambda = 0.7 + 3.4;
   const double micro = bytes / n / slice;
-  for (const char* scheduler : {"hpds", "algorithm"}) {
+  for (Scheduler scheduler : {Scheduler::Hpds, Scheduler::AlgorithmLevel}) {
     PlanRequest request;
     request.scheduler = scheduler;
     request.config.chunkSize = slice;
@@ -102,10 +103,10 @@ TEST(Simulator, PipelinedRingAllGatherMatchesItsClosedForm) {
     const SimResult result = simulatePlan(plan, box, options);
     ASSERT_EQ(result.slices, micro);
     const double expected =
-        std::string(scheduler) == "hpds"
+        scheduler == Scheduler::Hpds
             ? launch + (n - 1) * micro * (sync + tau) + lambda + sync
             : launch + micro * ((n - 2) * (2 * sync + tau + lambda) + sync + tau) + lambda + sync;
-    EXPECT_NEAR(result.timeUs / expected, 1.0, 0.01) << scheduler << ": " << result.timeUs << " vs " << expected;
+    EXPECT_NEAR(result.timeUs / expected, 1.0, 0.01) << schedulerName(scheduler) << ": " << result.timeUs << " vs " << expected;
   }
 }
 
@@ -120,7 +121,8 @@ TEST(Simulator, NeverBelowTheLowerBound) {
     const Network network = loadNetwork(shape.topo);
     for (const char* example : {"hm_allreduce", "hm_allgather", "ring_allreduce", "ring_allgather", "direct_allgather"}) {
       const Algorithm algorithm = loadRescclAlgorithm(examplePath(example), shape.ranks, shape.perNode);
-      for (const char* scheduler : {"hpds", "rr", "algorithm", "stage"}) {
+      for (Scheduler scheduler :
+           {Scheduler::Hpds, Scheduler::RoundRobin, Scheduler::AlgorithmLevel, Scheduler::StageLevel}) {
         PlanRequest request;
         request.scheduler = scheduler;
         request.config.chunkSize = 256 << 10;
@@ -129,12 +131,13 @@ TEST(Simulator, NeverBelowTheLowerBound) {
           SimOptions options;
           options.messageBytes = bytes;
           const SimResult result = simulatePlan(plan, network, options);
-          const LowerBound bound = collectiveLowerBound(*parseCollective(plan.collective), bytes, network);
-          EXPECT_GE(result.timeUs, bound.timeUs) << example << " " << scheduler << " " << bytes << " on " << shape.topo;
+          const LowerBound bound = collectiveLowerBound(plan.collective, bytes, network);
+          EXPECT_GE(result.timeUs, bound.timeUs)
+              << example << " " << schedulerName(scheduler) << " " << bytes << " on " << shape.topo;
           // The bare model (topology only) is still above the bound.
           options.cost = bareCostModel();
           const SimResult bare = simulatePlan(plan, network, options);
-          EXPECT_GE(bare.timeUs * (1 + 1e-9), bound.timeUs) << example << " " << scheduler << " bare " << bytes;
+          EXPECT_GE(bare.timeUs * (1 + 1e-9), bound.timeUs) << example << " " << schedulerName(scheduler) << " bare " << bytes;
         }
       }
     }
@@ -147,11 +150,11 @@ TEST(Simulator, TaskLevelBeatsAlgorithmLevelOnHierarchicalMesh) {
   SimOptions options;
   options.messageBytes = 256LL << 20;
   double hpds = 0, algorithmLevel = 0;
-  for (const char* scheduler : {"hpds", "algorithm"}) {
+  for (Scheduler scheduler : {Scheduler::Hpds, Scheduler::AlgorithmLevel}) {
     PlanRequest request;
     request.scheduler = scheduler;
     const SimResult result = simulatePlan(buildPlan(hm, request), network, options);
-    (std::string(scheduler) == "hpds" ? hpds : algorithmLevel) = result.timeUs;
+    (scheduler == Scheduler::Hpds ? hpds : algorithmLevel) = result.timeUs;
   }
   EXPECT_LT(hpds, algorithmLevel);
 }

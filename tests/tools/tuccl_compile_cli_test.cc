@@ -5,7 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "scheduler/plan.h"
+#include "plan/plan_json.h"
+#include "plan/plan_validate.h"
 #include "support/source_text.h"
 #include "tests/tools/run_tool.h"
 
@@ -101,11 +102,20 @@ TEST_F(TucclCompilePlan, WritesAValidPlanForEveryScheduler) {
       ToolRun r = runTool(example("hm_allgather.resccl") + " -p nRanks=8 -p GPUPerNode=4 --no-cubin --force -o " + dir_.string() +
                           " --scheduler " + scheduler + " --tb-alloc " + tbAlloc);
       ASSERT_EQ(r.status, 0) << r.output;
-      tuccl::Plan plan = tuccl::readPlanJson(tuccl::readSourceFile((dir_ / "plan.json").string()));
+      const tuccl::Expected<tuccl::Plan> read = tuccl::readPlanJson(tuccl::readSourceFile((dir_ / "plan.json").string()));
+      ASSERT_TRUE(read.ok()) << read.status().toString();
+      const tuccl::Plan& plan = *read;
       EXPECT_EQ(plan.nRanks, 8);
-      EXPECT_EQ(plan.collective, "AllGather");
+      EXPECT_EQ(plan.collective, tuccl::Collective::AllGather);
+      EXPECT_EQ(plan.scheduler, tuccl::parseScheduler(scheduler));
+      EXPECT_EQ(plan.tbAllocation, tuccl::parseTbPolicy(tbAlloc));
       EXPECT_EQ(plan.config.nChannels, 4);  // the program's nChannels hint
-      EXPECT_FALSE(tuccl::validatePlan(plan).has_value());
+      EXPECT_TRUE(tuccl::validatePlan(plan).ok());
+      // Every entry names its transfer() in the program.
+      for (const tuccl::PlanRank& rank : plan.ranks)
+        for (const tuccl::PlanTb& tb : rank.tbs)
+          for (const tuccl::PlanEntry& entry : tb.entries) EXPECT_TRUE(entry.loc.known());
+      EXPECT_NE(plan.sourceName.find("hm_allgather.resccl"), std::string::npos);
       for (int rank = 0; rank < 8; ++rank) {
         EXPECT_TRUE(std::filesystem::exists(dir_ / ("rank" + std::to_string(rank) + ".cu")));
       }
@@ -167,10 +177,12 @@ TEST_F(TucclCompilePlan, RootedPlansCarryTheirRoot) {
   ToolRun r = runTool(example("binomial_reduce.resccl") + " -p nRanks=3 -p GPUPerNode=3 -p Root=2 --arch sm_90 -o " +
                       dir_.string());
   ASSERT_EQ(r.status, 0) << r.output;
-  tuccl::Plan plan = tuccl::readPlanJson(tuccl::readSourceFile((dir_ / "plan.json").string()));
-  EXPECT_EQ(plan.collective, "Reduce");
+  tuccl::Expected<tuccl::Plan> read = tuccl::readPlanJson(tuccl::readSourceFile((dir_ / "plan.json").string()));
+  ASSERT_TRUE(read.ok()) << read.status().toString();
+  const tuccl::Plan& plan = *read;
+  EXPECT_EQ(plan.collective, tuccl::Collective::Reduce);
   EXPECT_EQ(plan.root, 2);
-  EXPECT_FALSE(tuccl::validatePlan(plan).has_value());
+  EXPECT_TRUE(tuccl::validatePlan(plan).ok());
 #if defined(TUCCL_HAVE_CUDA)
   for (int rank = 0; rank < 3; ++rank) {
     EXPECT_GT(std::filesystem::file_size(dir_ / ("rank" + std::to_string(rank) + ".sm_90.cubin")), 0u) << rank;

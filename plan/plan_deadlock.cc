@@ -1,14 +1,14 @@
-// Static deadlock check of a plan: the wait-for graph must be acyclic.
-#include <algorithm>
-#include <map>
+// checkPlanDeadlockFree: the wait-for graph of a plan must be acyclic (plan_validate.h).
 #include <numeric>
+#include <string>
 #include <vector>
 
-#include "scheduler/plan.h"
+#include "plan/plan_pairing.h"
+#include "plan/plan_validate.h"
 
 namespace tuccl {
 
-std::optional<std::string> checkPlanDeadlockFree(const Plan& plan) {
+Status checkPlanDeadlockFree(const Plan& plan) {
   // Global entry numbering.
   std::vector<std::vector<int64_t>> tbBase(plan.ranks.size());
   int64_t total = 0;
@@ -18,32 +18,14 @@ std::optional<std::string> checkPlanDeadlockFree(const Plan& plan) {
       total += static_cast<int64_t>(tb.entries.size());
     }
   }
+  auto id = [&](int32_t rank, EntryRef ref) { return tbBase[rank][ref.tb] + ref.entry; };
   // A send and its receive are one node of the graph (rendezvous): the receive's node is the
-  // send's. Pairing per connection as in validatePlan.
+  // send's.
   std::vector<int64_t> node(static_cast<size_t>(total));
   std::iota(node.begin(), node.end(), 0);
-  using Item = std::pair<std::pair<int32_t, int32_t>, int64_t>;  // (subPipeline, op), global id
-  std::map<std::pair<int32_t, int32_t>, std::vector<Item>> sends;
-  std::map<std::pair<int32_t, int32_t>, std::vector<Item>> recvs;
-  for (size_t r = 0; r < plan.ranks.size(); ++r) {
-    for (size_t b = 0; b < plan.ranks[r].tbs.size(); ++b) {
-      const auto& entries = plan.ranks[r].tbs[b].entries;
-      for (size_t e = 0; e < entries.size(); ++e) {
-        const PlanEntry& entry = entries[e];
-        const Item item{{entry.subPipeline, entry.op}, tbBase[r][b] + static_cast<int64_t>(e)};
-        const auto rank = static_cast<int32_t>(r);
-        if (entry.kind == PrimitiveKind::Send) sends[{rank, entry.peer}].push_back(item);
-        if (entry.kind == PrimitiveKind::Recv || entry.kind == PrimitiveKind::RecvReduceCopy) recvs[{entry.peer, rank}].push_back(item);
-      }
-    }
-  }
-  for (auto& [connection, list] : sends) {
-    auto& other = recvs[connection];
-    if (other.size() != list.size()) return std::string("sends and receives do not pair up");
-    std::sort(list.begin(), list.end());
-    std::sort(other.begin(), other.end());
-    for (size_t i = 0; i < list.size(); ++i) node[other[i].second] = list[i].second;
-  }
+  Expected<std::vector<PlanTransfer>> transfers = pairTransfers(plan);
+  if (!transfers) return transfers.status();
+  for (const PlanTransfer& t : *transfers) node[id(t.dstRank, t.recv)] = id(t.srcRank, t.send);
 
   // Wait-for edges between nodes: the previous entry of the TB, and the deps.
   std::vector<std::pair<int64_t, int64_t>> edges;
@@ -86,21 +68,22 @@ std::optional<std::string> checkPlanDeadlockFree(const Plan& plan) {
       if (--indegree[targets[i]] == 0) queue.push_back(targets[i]);
     }
   }
-  if (done == nodes) return std::nullopt;
+  if (done == nodes) return {};
   // Name the first stuck entry.
   for (size_t r = 0; r < plan.ranks.size(); ++r) {
     for (size_t b = 0; b < plan.ranks[r].tbs.size(); ++b) {
       const auto& entries = plan.ranks[r].tbs[b].entries;
       for (size_t e = 0; e < entries.size(); ++e) {
         if (indegree[node[tbBase[r][b] + static_cast<int64_t>(e)]] > 0) {
-          return "deadlock: rank " + std::to_string(r) + " tb " + std::to_string(b) + " entry " + std::to_string(e) + " (" +
-                 std::string(primitiveName(entries[e].kind)) + " of op " + std::to_string(entries[e].op) +
-                 ") waits in a cycle";
+          return makeError(ErrorCode::InvalidInput, "deadlock: rank " + std::to_string(r) + " tb " + std::to_string(b) +
+                                                        " entry " + std::to_string(e) + " (" +
+                                                        std::string(primitiveName(entries[e].kind)) + " of op " +
+                                                        std::to_string(entries[e].op) + ") waits in a cycle");
         }
       }
     }
   }
-  return std::string("deadlock");
+  return makeError(ErrorCode::InvalidInput, "deadlock");
 }
 
 }  // namespace tuccl
