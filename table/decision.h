@@ -30,7 +30,7 @@ struct AppliedDecision {
   bool channelsSet = false;
 };
 
-/// v3..v6: `costTable` is NCCL's contiguous float[numAlgo][numProto] (may be null; then only
+/// v3..v7: `costTable` is NCCL's contiguous float[numAlgo][numProto] (may be null; then only
 /// nChannels can be set). The selected entry is set to 0.0; an available entry earlier in NCCL's
 /// scan order that is already 0.0 is raised slightly so the selection wins NCCL's strict
 /// less-than scan.

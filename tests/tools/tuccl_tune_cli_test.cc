@@ -142,6 +142,15 @@ TEST(TucclTune, ReportsBadArguments) {
   EXPECT_NE(r.output.find("MIN:MAX"), std::string::npos) << r.output;
   r = tune("--topo preset:nope -o " + (dir / "x.json").string());
   EXPECT_EQ(r.status, 2) << r.output;
+  r = tune("--sizes 1K:1Q -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("'1Q' is not a byte size"), std::string::npos) << r.output;
+  r = tune("--collectives allreduce,allscatter -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("unknown collective 'allscatter'"), std::string::npos) << r.output;
+  r = tune("--topo preset:resccl-a100:nodes=2,gpus=4,oversub=abc -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("oversub=abc is not a number"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
 }
 
