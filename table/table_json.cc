@@ -38,7 +38,10 @@ int64_t readInt(const Json& value, const std::string& path) {
   if (value.is_number_integer()) return value.get<int64_t>();
   if (value.is_number_float()) {
     double d = value.get<double>();
-    if (std::floor(d) == d && std::fabs(d) < 9.0e15) return static_cast<int64_t>(d);
+    // Whole and in range; compared through int64_t rather than std::floor, which Clang calls in
+    // libm (the plugin needs nothing beyond libc).
+    if (std::fabs(d) < 9.0e15 && static_cast<double>(static_cast<int64_t>(d)) == d)
+      return static_cast<int64_t>(d);
   }
   fail(path, "expected an integer, got " + describe(value));
 }

@@ -122,10 +122,14 @@ void addOptions(CLI::App& app, Options& o) {
   app.add_flag("-q,--quiet", o.quiet, "no progress output");
 }
 
-/// The request the options describe; the output paths defaulted beside the JSON table.
-Expected<TuningRequest> requestFromOptions(Options& o) {
+/// The CSV table and the trial log beside the JSON table unless given.
+void defaultOutputPaths(Options& o) {
   if (o.csv.empty()) o.csv = std::filesystem::path(o.output).replace_extension(".csv").string();
   if (o.log.empty()) o.log = std::filesystem::path(o.output).replace_extension(".trials.jsonl").string();
+}
+
+/// The request the options describe.
+Expected<TuningRequest> requestFromOptions(const Options& o) {
   TuningRequest request;
   request.topology = o.topo;
   request.collectives.clear();
@@ -291,6 +295,7 @@ int main(int argc, char** argv) {
   Options options;
   addOptions(app, options);
   if (auto status = cli::parse(app, argc, argv)) return *status;
+  defaultOutputPaths(options);
 
   Expected<TuningRequest> request = requestFromOptions(options);
   if (!request) return cli::reportError(kTool, request.status());

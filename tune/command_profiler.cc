@@ -117,9 +117,10 @@ CommandRun runShellCommand(const std::string& shell, const std::string& command,
     bool replaced = std::any_of(environment.begin(), environment.end(), [&](const auto& kv) { return kv.first == key; });
     if (!replaced) envStrings.emplace_back(entry);
   }
-  for (const auto& [k, v] : environment) {
-    std::erase_if(envStrings, [&](const std::string& s) { return s.compare(0, k.size() + 1, k + "=") == 0; });
-    envStrings.push_back(k + "=" + v);
+  for (const auto& [name, value] : environment) {
+    const std::string prefix = name + "=";  // a named copy: Clang 14 cannot capture a structured binding
+    std::erase_if(envStrings, [&](const std::string& s) { return s.compare(0, prefix.size(), prefix) == 0; });
+    envStrings.push_back(prefix + value);
   }
   std::vector<char*> envp;
   for (std::string& s : envStrings) envp.push_back(s.data());

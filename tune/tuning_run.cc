@@ -302,7 +302,7 @@ std::vector<TunedRange> mergeRanges(const std::vector<CollectivePlan>& plans,
   return ranges;
 }
 
-TuningResult tune(const TuningRequest& request, TuningObserver& observer) {
+TuningResult runSearches(const TuningRequest& request, TuningObserver& observer) {
   checkRequest(request);
   const std::optional<nlohmann::json> spaceJson = readSpaceFile(request.spaceFile);
   const Topology topology = loadTopology(request.topology).topology;
@@ -387,7 +387,7 @@ std::optional<ProfilerKind> parseProfilerKind(std::string_view name) {
 Expected<TuningResult> runTuning(const TuningRequest& request, TuningObserver* observer) {
   TuningObserver silent;
   try {
-    return tune(request, observer != nullptr ? *observer : silent);
+    return runSearches(request, observer != nullptr ? *observer : silent);
   } catch (const RequestError& error) {
     return error.status;
   } catch (const DiagnosticError& error) {

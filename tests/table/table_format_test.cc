@@ -183,6 +183,13 @@ TEST(TableJson, ErrorsNameThePlace) {
                 .find("finite, non-negative"),
             std::string::npos);
   EXPECT_NE(jsonError("[]").find("a table is a JSON object"), std::string::npos);
+  EXPECT_EQ(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"nChannels\": 4.5}]}"),
+            "t.json: entries[0].nChannels: expected an integer, got 4.5");
+  EXPECT_EQ(
+      parseJson("{\"version\": 1.0, \"entries\": [{\"collective\": \"allreduce\", \"nChannels\": 4.0}]}")
+          .entries.at(0)
+          .nChannels,
+      4);
 }
 
 TEST(TableJson, SyntaxErrorHasLineAndColumn) {
