@@ -41,6 +41,7 @@
 #include "sim/network.h"
 #include "scheduler/plan_builder.h"
 #include "sim/simulator.h"
+#include "support/text_values.h"
 
 namespace {
 
@@ -93,7 +94,13 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--channels") && i + 1 < argc) {
       channels = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--chunk-size") && i + 1 < argc) {
-      fixedChunk = tuccl::parseBytes(argv[++i]);
+      const tuccl::Expected<uint64_t> parsed = tuccl::parseByteSize(argv[++i]);
+      if (!parsed || *parsed == 0 || *parsed > static_cast<uint64_t>(INT64_MAX)) {
+        std::fprintf(stderr, "--chunk-size: %s\n",
+                     parsed ? "must be a positive byte size" : parsed.status().message().c_str());
+        return 2;
+      }
+      fixedChunk = static_cast<int64_t>(*parsed);
     } else if (!std::strcmp(argv[i], "--max-slices") && i + 1 < argc) {
       maxSlices = std::atoll(argv[++i]);
     } else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -235,7 +242,7 @@ int main(int argc, char** argv) {
                 channels,
                 best ? ("best of 128K..4M" + (maxSlices > 0 ? ", <= " + std::to_string(maxSlices) + " per chunk" : ""))
                            .c_str()
-                     : tuccl::formatBytes(fixedChunk).c_str());
+                     : tuccl::formatByteSize(fixedChunk).c_str());
     if (best) {
       std::printf("%8s %10s | %15s %15s %15s %15s | %7s %7s %7s | %6s %6s %6s %6s\n", "size", "bound(us)",
                   "hpds(us)@chunk", "rr(us)@chunk", "alg(us)@chunk", "stage(us)@chunk", "xRR", "xALG", "xSTAGE",
@@ -249,11 +256,11 @@ int main(int argc, char** argv) {
       const tuccl::LowerBound bound = tuccl::collectiveLowerBound(k.collective, bytes, k.network);
       const double* t = &bestTime[cell(c, z, 0)];
       const int64_t* chunk = &bestChunk[cell(c, z, 0)];
-      std::printf("%8s %10.1f |", tuccl::formatBytes(bytes).c_str(), bound.timeUs);
+      std::printf("%8s %10.1f |", tuccl::formatByteSize(bytes).c_str(), bound.timeUs);
       for (size_t s = 0; s < nS; ++s) {
         if (best) {
           char text[32];
-          std::snprintf(text, sizeof text, "%.1f@%s", t[s], tuccl::formatBytes(chunk[s]).c_str());
+          std::snprintf(text, sizeof text, "%.1f@%s", t[s], tuccl::formatByteSize(chunk[s]).c_str());
           std::printf(" %15s", text);
         } else {
           std::printf(" %10.1f", t[s]);
@@ -262,7 +269,7 @@ int main(int argc, char** argv) {
       std::printf(" | %6.2fx %6.2fx %6.2fx | %6.1f %6.1f %6.1f %6.1f\n", t[1] / t[0], t[2] / t[0], t[3] / t[0],
                   100 * bound.timeUs / t[0], 100 * bound.timeUs / t[1], 100 * bound.timeUs / t[2],
                   100 * bound.timeUs / t[3]);
-      const std::string where = k.name + " " + shapeName(k.shape) + " " + tuccl::formatBytes(bytes);
+      const std::string where = k.name + " " + shapeName(k.shape) + " " + tuccl::formatByteSize(bytes);
       const size_t a = c / shapes.size();
       const bool hierarchical = k.name.rfind("hm_", 0) == 0;
       if (bytes >= (64LL << 20)) {

@@ -30,6 +30,8 @@
 
 #include "sim/metrics.h"
 #include "sim/network_topology.h"
+#include "support/text_values.h"
+#include "topo/load.h"
 #include "tune/measurement_noise.h"
 #include "tune/searcher.h"
 #include "tune/sim_profiler.h"
@@ -61,14 +63,6 @@ class TabulatedProfiler : public Profiler {
  private:
   const std::map<Configuration, double>& times_;
 };
-
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, separator);)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
 
 struct MethodStats {
   double gapSum = 0, gapMax = 0, costSum = 0;
@@ -125,22 +119,27 @@ int main(int argc, char** argv) {
   }
   const auto started = std::chrono::steady_clock::now();
   const std::string examples = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms";
-  const std::vector<std::string> methods = split(methodsText, ',');
-  const std::vector<std::string> schedulers = split(schedulersText, ',');
+  const std::vector<std::string> methods = tuccl::splitList(methodsText, ',');
+  const std::vector<std::string> schedulers = tuccl::splitList(schedulersText, ',');
   std::vector<CaseRow> rows;
 
-  for (const std::string& topo : split(topos, ';')) {
-    const Topology topology = loadSimTopology(topo);
+  for (const std::string& topo : tuccl::splitList(topos, ';')) {
+    const Topology topology = loadTopology(topo).value().topology;
     const Network network = makeNetwork(topology);
-    for (const std::string& coll : split(collectivesText, ',')) {
+    for (const std::string& coll : tuccl::splitList(collectivesText, ',')) {
       const Collective kind = *parseCollective(coll);
       const std::vector<AlgorithmCandidate> candidates = algorithmCandidates(topology, kind, examples);
       std::map<std::string, Algorithm> algorithms;
       std::vector<std::string> names;
       for (const AlgorithmCandidate& c : candidates) algorithms.emplace(c.name, c.algorithm), names.push_back(c.name);
       const SearchSpace base = defaultSearchSpace(names, schedulers);
-      for (const std::string& sizeText : split(sizesText, ',')) {
-        const int64_t bytes = parseSizeText(sizeText);
+      for (const std::string& sizeText : tuccl::splitList(sizesText, ',')) {
+        const tuccl::Expected<uint64_t> parsed = tuccl::parseByteSize(sizeText);
+        if (!parsed) {
+          std::fprintf(stderr, "--sizes: %s\n", parsed.status().message().c_str());
+          return 2;
+        }
+        const auto bytes = static_cast<int64_t>(*parsed);
         CaseRow row;
         row.topo = topo;
         row.collective = coll;
@@ -234,7 +233,7 @@ int main(int argc, char** argv) {
           if (t < row.sketchOnlyUs) row.sketchOnlyUs = t, row.sketchOnlyPick = c.name + "@" + c.sketch();
         }
         std::fprintf(stderr, "  %s %s %s: %zu configurations, optimum %.1f us (%s) [%.0f s]\n", topo.c_str(),
-                     coll.c_str(), formatBytes(bytes).c_str(), row.gridSize, row.optimum, row.jointPick.c_str(),
+                     coll.c_str(), formatByteSize(bytes).c_str(), row.gridSize, row.optimum, row.jointPick.c_str(),
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
         rows.push_back(std::move(row));
       }
@@ -254,7 +253,7 @@ int main(int argc, char** argv) {
   std::map<std::string, int> within1Mean, within1All;
   int cases = 0;
   for (const CaseRow& r : rows) {
-    std::printf("%-36s %-9s %5s %5zu", r.topo.c_str(), r.collective.c_str(), formatBytes(r.bytes).c_str(), r.gridSize);
+    std::printf("%-36s %-9s %5s %5zu", r.topo.c_str(), r.collective.c_str(), formatByteSize(r.bytes).c_str(), r.gridSize);
     for (const std::string& m : methods) {
       const MethodStats& s = r.methods.at(m);
       std::printf(" | %5.2f/%5.2f %5.1f", s.gapSum / s.runs, s.gapMax, s.costSum / s.runs);
@@ -291,7 +290,7 @@ int main(int argc, char** argv) {
   int jointBeatsBoth = 0;
   for (const CaseRow& r : rows) {
     std::printf("%-38s %-9s %5s %11.1f | %10.2fx %10.2fx | %10.2fx %-18s | %10.2fx %11.2fx %-14s\n", r.topo.c_str(),
-                r.collective.c_str(), formatBytes(r.bytes).c_str(), r.defaultUs, r.defaultUs / r.configOnlyUs,
+                r.collective.c_str(), formatByteSize(r.bytes).c_str(), r.defaultUs, r.defaultUs / r.configOnlyUs,
                 r.defaultUs / r.configMracoUs, r.defaultUs / r.sketchOnlyUs, r.sketchOnlyPick.c_str(),
                 r.defaultUs / r.jointUs, r.defaultUs / r.jointMracoUs, r.jointPick.c_str());
     if (r.jointMracoUs < r.configOnlyUs * (1 - 1e-9) && r.jointMracoUs < r.sketchOnlyUs * (1 - 1e-9)) ++jointBeatsBoth;

@@ -1,5 +1,6 @@
-// The NCCL tuner plugin: ncclTunerPlugin_v2 .. ncclTunerPlugin_v6 (nccl-tuner-abi.md), the only
-// symbols libnccl-tuner-tuccl.so exports.
+// The NCCL tuner plugin: ncclTunerPlugin_v2 .. ncclTunerPlugin_v7 (nccl-tuner-abi.md; v7:
+// nccl-api.md), the only symbols libnccl-tuner-tuccl.so exports. One implementation (a context
+// per communicator, the table's index and decision rules) behind thin adapters per version.
 //
 // Every exported function is noexcept and returns ncclSuccess unless its arguments make going on
 // impossible (a null context pointer in init): NCCL fails the communicator on any error, so a
@@ -7,8 +8,8 @@
 // index: no allocation, no lock, no I/O (TRACE logging, when switched on, goes to NCCL's logger).
 #include <cstdio>
 
-#include "plugin/decision.h"
 #include "plugin/tuner_context.h"
+#include "table/decision.h"
 #include "tuccl/nccl_tuner.h"
 
 namespace tuccl {
@@ -20,8 +21,7 @@ const char* originPrefix(TableFormat format) { return format == TableFormat::Csv
 const char* originSuffix(TableFormat format) { return format == TableFormat::Csv ? "" : "]"; }
 
 const char* collectiveLabel(int coll) {
-  return coll >= 0 && coll < kTunerCollectives ? collectiveName(static_cast<Collective>(coll)).data()
-                                             : "?";
+  return coll >= 0 && coll < kTunerCollectives ? collectiveName(static_cast<Collective>(coll)).data() : "?";
 }
 
 void traceNoMatch(const TunerContext& ctx, int coll, size_t nBytes, int numPipeOps, int regBuff) noexcept {
@@ -33,8 +33,7 @@ void traceNoMatch(const TunerContext& ctx, int coll, size_t nBytes, int numPipeO
 void traceDecision(const TunerContext& ctx, int coll, size_t nBytes, int numPipeOps, int regBuff,
                    const CompiledDecision& decision, const AppliedDecision& applied) noexcept {
   char chosen[48];
-  Choice selected{static_cast<int8_t>(applied.algorithm), static_cast<int8_t>(applied.protocol)};
-  formatChoice(selected, chosen, sizeof chosen);
+  formatChoice(applied.selected, chosen, sizeof chosen);
   char first[48] = "none";
   if (decision.numChoices > 0) formatChoice(decision.choices[0], first, sizeof first);
   if (applied.outcome == DecisionOutcome::AllUnavailable) {
@@ -46,7 +45,7 @@ void traceDecision(const TunerContext& ctx, int coll, size_t nBytes, int numPipe
         originSuffix(ctx.format), first, decision.numChoices - 1);
     return;
   }
-  if (decision.numChoices == 0 || applied.algorithm < 0) {
+  if (decision.numChoices == 0 || !applied.selected.algorithm) {
     TUCCL_TUNER_LOG(
         ctx.logger, NCCL_LOG_TRACE,
         "TuCCL tuner: %s %zu B (pipeOps %d, regBuff %d): %s%u%s -> NCCL's algorithm/protocol, nChannels %d%s",
@@ -114,31 +113,52 @@ ncclResult_t collInfoV3(void* context, ncclFunc_t coll, size_t nBytes, int numPi
                            nChannels);
 }
 
-// ---- v5 / v6 --------------------------------------------------------------------------------------
-ncclResult_t initV5(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes,
-                    ncclDebugLogger_t logger, ncclNvlDomainInfo_v5_t* /*nvlDomainInfo*/,
-                    ncclTunerConstants_v5_t* constants) noexcept {
+// ---- v5 / v6 / v7 ---------------------------------------------------------------------------------
+static_assert(sizeof(ncclTunerConstants_v5_t) == kNumTunerConstantsV5 * sizeof(double));
+static_assert(sizeof(ncclTunerConstants_v7_t) == kNumTunerConstantsV7 * sizeof(double));
+
+/// v5+ init: the context, then the table's cost-model overrides on NCCL's constants of `layout`.
+ncclResult_t initWithConstants(void** context, size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
+                               double* constants, TunerConstantsLayout layout) noexcept {
   if (context == nullptr) return ncclInvalidArgument;
   TunerContext* ctx = createTunerContext(nRanks, nNodes, logger);
   *context = ctx;
-  if (ctx != nullptr) applyTunerConstants(*ctx, constants);
+  if (ctx != nullptr) applyTunerConstants(*ctx, constants, layout);
   return ncclSuccess;
+}
+
+ncclResult_t initV5(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes,
+                    ncclDebugLogger_t logger, ncclNvlDomainInfo_v5_t* /*nvlDomainInfo*/,
+                    ncclTunerConstants_v5_t* constants) noexcept {
+  return initWithConstants(context, nRanks, nNodes, logger, reinterpret_cast<double*>(constants),
+                           TunerConstantsLayout::V5);
+}
+
+ncclResult_t initV7(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes,
+                    ncclDebugLogger_t logger, ncclNvlDomainInfo_v7_t* /*nvlDomainInfo*/,
+                    ncclTunerConstants_v7_t* constants) noexcept {
+  return initWithConstants(context, nRanks, nNodes, logger, reinterpret_cast<double*>(constants),
+                           TunerConstantsLayout::V7);
 }
 
 ncclResult_t chunkSizeV6(void* context, ncclFunc_t coll, size_t nBytes, int algorithm, int protocol,
                          int /*nChannels*/, size_t* chunkSize) noexcept {
   const auto* ctx = static_cast<const TunerContext*>(context);
   if (ctx == nullptr || ctx->index == nullptr || chunkSize == nullptr) return ncclSuccess;
+  const std::optional<NcclAlgorithm> algo = ncclAlgorithmAt(algorithm);
+  const std::optional<Protocol> proto = protocolAt(protocol);
+  if (!algo || !proto) return ncclSuccess;
   // NCCL does not pass numPipeOps / regBuff here: entries filtering on them do not apply.
   const CompiledDecision* decision = ctx->index->lookup(static_cast<int>(coll), nBytes, -1, -1);
   if (decision == nullptr) return ncclSuccess;
-  uint64_t size = chunkSizeFor(*decision, algorithm, protocol);
+  uint64_t size = chunkSizeFor(*decision, *algo, *proto);
   if (size == 0) return ncclSuccess;
   *chunkSize = static_cast<size_t>(size);
   if (ctx->trace) {
-    TUCCL_TUNER_LOG(ctx->logger, NCCL_LOG_TRACE, "TuCCL tuner: %s %zu B %s/%s: %s%u%s -> chunk size %zu",
-                    collectiveLabel(coll), nBytes, algorithmName(algorithm).data(),
-                    choiceProtocolName(protocol).data(), originPrefix(ctx->format), decision->origin,
+    char choice[48];
+    formatChoice(Choice{algo, proto}, choice, sizeof choice);
+    TUCCL_TUNER_LOG(ctx->logger, NCCL_LOG_TRACE, "TuCCL tuner: %s %zu B %s: %s%u%s -> chunk size %zu",
+                    collectiveLabel(coll), nBytes, choice, originPrefix(ctx->format), decision->origin,
                     originSuffix(ctx->format), *chunkSize);
   }
   return ncclSuccess;
@@ -149,6 +169,8 @@ ncclResult_t chunkSizeV6(void* context, ncclFunc_t coll, size_t nBytes, int algo
 
 #define TUCCL_EXPORT __attribute__((visibility("default")))
 
+extern "C" TUCCL_EXPORT const ncclTuner_v7_t ncclTunerPlugin_v7 = {
+    tuccl::kPluginName, tuccl::initV7, tuccl::collInfoWithCosts, tuccl::destroyV2, tuccl::chunkSizeV6};
 extern "C" TUCCL_EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {
     tuccl::kPluginName, tuccl::initV5, tuccl::collInfoWithCosts, tuccl::destroyV2, tuccl::chunkSizeV6};
 extern "C" TUCCL_EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {

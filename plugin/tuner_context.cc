@@ -1,7 +1,6 @@
 #include "plugin/tuner_context.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +10,9 @@
 #include <string>
 #include <tuple>
 
+#include "support/text_values.h"
+#include "table/table_io.h"
+
 namespace tuccl {
 namespace {
 
@@ -19,14 +21,6 @@ constexpr const char* kDefaultCsvPath = "nccl_tuner.conf";
 const char* nonEmptyEnv(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && value[0] != '\0' ? value : nullptr;
-}
-
-bool equalsIgnoreCase(const char* a, const char* b) {
-  for (; *a != '\0' && *b != '\0'; ++a, ++b) {
-    if (std::tolower(static_cast<unsigned char>(*a)) != std::tolower(static_cast<unsigned char>(*b)))
-      return false;
-  }
-  return *a == *b;
 }
 
 /// Where the table comes from. Precedence (docs/tuning-table.md): TUCCL_TUNER_TABLE, then
@@ -83,7 +77,7 @@ void logEnvironment(const LookupTable& table, const CommKey& comm, ncclDebugLogg
 
 std::shared_ptr<const SharedTable> loadSharedTable(const TableSource& source, const CommKey& comm,
                                                    ncclDebugLogger_t logger) {
-  auto warn = [&](const TableError& error) {
+  auto warn = [&](const Status& error) {
     std::string message = formatTableError(error);
     TUCCL_TUNER_LOG(logger, NCCL_LOG_WARN,
                     "TuCCL tuner: ignoring the tuning table (%s%s): %s; NCCL tunes as usual",
@@ -91,8 +85,9 @@ std::shared_ptr<const SharedTable> loadSharedTable(const TableSource& source, co
                     source.variable != nullptr ? "" : kDefaultCsvPath, message.c_str());
     return nullptr;
   };
-  std::string bytes;
-  if (auto error = readTableBytes(source.path, bytes)) return warn(*error);
+  Expected<std::string> read = readTableBytes(source.path);
+  if (!read) return warn(read.status());
+  const std::string& bytes = *read;
   uint64_t hash = fnv1a64(bytes);
   auto key =
       std::make_tuple(hash, static_cast<uint64_t>(bytes.size()), comm.nNodes, comm.nRanks, comm.topology);
@@ -111,21 +106,25 @@ std::shared_ptr<const SharedTable> loadSharedTable(const TableSource& source, co
       }
     }
   }
-  LoadResult loaded = parseTableBytes(bytes, source.path);
-  if (!loaded.ok()) return warn(loaded.error);
-  const LookupTable& table = loaded.loaded->table;
+  Expected<LoadedTable> loaded = parseTableBytes(bytes, source.path);
+  if (!loaded) return warn(loaded.status());
+  const LookupTable& table = loaded->table;
   auto shared = std::make_shared<SharedTable>();
   shared->index = CommIndex::build(table, comm);
-  shared->format = loaded.loaded->format;
-  shared->constants = table.constants;
-  TUCCL_TUNER_LOG(
-      logger, NCCL_LOG_INFO,
-      "TuCCL tuner: table %s (%s, hash 0x%016llx, %zu entries; %zu for %d ranks on %d nodes%s%s, "
-      "%zu byte ranges)",
-      source.path.c_str(), loaded.loaded->format == TableFormat::Json ? "json v1" : "NCCL tuner csv",
-      static_cast<unsigned long long>(hash), table.entries.size(), shared->index.candidateEntries(),
-      comm.nRanks, comm.nNodes, comm.topology.empty() ? "" : ", topology ", comm.topology.c_str(),
-      shared->index.rangeCount());
+  shared->format = loaded->format;
+  for (const ConstantOverride& constant : table.constants) {
+    shared->constants.push_back({constant.name, constant.value,
+                                 tunerConstantOffset(constant.name, TunerConstantsLayout::V5),
+                                 tunerConstantOffset(constant.name, TunerConstantsLayout::V7)});
+  }
+  TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,
+                  "TuCCL tuner: table %s (%s, hash 0x%016llx, %zu entries; %zu for %d ranks on %d nodes%s%s, "
+                  "%zu byte ranges)",
+                  source.path.c_str(), loaded->format == TableFormat::Json ? "json v1" : "NCCL tuner csv",
+                  static_cast<unsigned long long>(hash), table.entries.size(),
+                  shared->index.candidateEntries(), comm.nRanks, comm.nNodes,
+                  comm.topology.empty() ? "" : ", topology ", comm.topology.c_str(),
+                  shared->index.rangeCount());
   logEnvironment(table, comm, logger);
   std::lock_guard<std::mutex> lock(cache.mutex);
   for (auto it = cache.entries.begin(); it != cache.entries.end();) {
@@ -173,15 +172,23 @@ TunerContext* createTunerContext(size_t nRanks, size_t nNodes, ncclDebugLogger_t
   return context;
 }
 
-void applyTunerConstants(const TunerContext& context, ncclTunerConstants_v5_t* constants) noexcept {
+void applyTunerConstants(const TunerContext& context, double* constants,
+                         TunerConstantsLayout layout) noexcept {
   if (constants == nullptr || !context.shared) return;
-  double* values = reinterpret_cast<double*>(constants);
-  static_assert(sizeof(ncclTunerConstants_v5_t) == kNumTunerConstants * sizeof(double));
-  for (const ConstantOverride& constant : context.shared->constants) {
-    if (constant.offset >= kNumTunerConstants) continue;
+  const uint32_t count = tunerConstantCount(layout);
+  for (const PlacedConstant& constant : context.shared->constants) {
+    const std::optional<uint32_t>& offset =
+        layout == TunerConstantsLayout::V7 ? constant.offsetV7 : constant.offsetV5;
+    if (!offset || *offset >= count) {
+      TUCCL_TUNER_LOG(
+          context.logger, NCCL_LOG_INFO,
+          "TuCCL tuner: cost model %s: not a constant of this NCCL's tuner interface (v%d); skipped",
+          constant.name.c_str(), layout == TunerConstantsLayout::V7 ? 7 : 5);
+      continue;
+    }
     TUCCL_TUNER_LOG(context.logger, NCCL_LOG_INFO, "TuCCL tuner: cost model %s: %g -> %g",
-                    constant.name.c_str(), values[constant.offset], constant.value);
-    values[constant.offset] = constant.value;
+                    constant.name.c_str(), constants[*offset], constant.value);
+    constants[*offset] = constant.value;
   }
 }
 

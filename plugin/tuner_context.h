@@ -10,17 +10,29 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
-#include "plugin/table_index.h"
+#include "table/table_index.h"
+#include "table/tuner_constants.h"
 #include "tuccl/nccl_tuner.h"
 
 namespace tuccl {
+
+/// A cost-model constant override placed in each layout of NCCL's constants struct.
+struct PlacedConstant {
+  std::string name;
+  double value = 0;
+  std::optional<uint32_t> offsetV5;  ///< in ncclTunerConstants_v5_t; empty: not there (RUBIN)
+  std::optional<uint32_t> offsetV7;  ///< in ncclTunerConstants_v7_t
+};
 
 /// What a communicator's index was built from; shared with every context of the same key.
 struct SharedTable {
   CommIndex index;
   TableFormat format = TableFormat::Json;
-  std::vector<ConstantOverride> constants;
+  std::vector<PlacedConstant> constants;
 };
 
 struct TunerContext {
@@ -35,8 +47,11 @@ struct TunerContext {
 /// returns null only when memory runs out (the caller then acts as a no-op tuner).
 TunerContext* createTunerContext(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger) noexcept;
 
-/// v5+: applies the table's cost-model constant overrides, logging each at INFO.
-void applyTunerConstants(const TunerContext& context, ncclTunerConstants_v5_t* constants) noexcept;
+/// v5+: applies the table's cost-model constant overrides to NCCL's constants struct of `layout`
+/// (`constants` points at its first double; may be null), logging each at INFO; an override the
+/// layout has no place for (a RUBIN row before v7) is logged and skipped.
+void applyTunerConstants(const TunerContext& context, double* constants,
+                         TunerConstantsLayout layout) noexcept;
 
 void destroyTunerContext(TunerContext* context) noexcept;
 

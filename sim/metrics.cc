@@ -1,8 +1,6 @@
 #include "sim/metrics.h"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -124,48 +122,6 @@ std::string formatMetrics(const Metrics& m, int32_t maxLinks) {
     out << line;
   }
   return out.str();
-}
-
-std::string formatBytes(int64_t bytes) {
-  static const char* const kUnits[] = {"", "K", "M", "G", "T"};
-  int unit = 0;
-  int64_t value = bytes;
-  while (unit < 4 && value >= 1024 && value % 1024 == 0) {
-    value /= 1024;
-    ++unit;
-  }
-  return std::to_string(value) + kUnits[unit];
-}
-
-int64_t parseBytes(std::string_view text) {
-  std::string_view number = text;
-  double scale = 1;
-  while (!number.empty() && (number.back() == 'B' || number.back() == 'b')) number.remove_suffix(1);
-  if (!number.empty()) {
-    switch (std::toupper(static_cast<unsigned char>(number.back()))) {
-      case 'K':
-        scale = 1024.0;
-        break;
-      case 'M':
-        scale = 1024.0 * 1024;
-        break;
-      case 'G':
-        scale = 1024.0 * 1024 * 1024;
-        break;
-      case 'T':
-        scale = 1024.0 * 1024 * 1024 * 1024;
-        break;
-      default:
-        break;
-    }
-    if (scale != 1) number.remove_suffix(1);
-  }
-  double value = 0;
-  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (number.empty() || error != std::errc() || end != number.data() + number.size() || !(value >= 0) ||
-      value * scale > 9.0e18)
-    throw std::invalid_argument("not a size: '" + std::string(text) + "' (examples: 1024, 8K, 64M, 4G)");
-  return static_cast<int64_t>(std::llround(value * scale));
 }
 
 }  // namespace tuccl

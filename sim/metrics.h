@@ -59,8 +59,4 @@ Metrics computeMetrics(const Plan& plan, const Network& network, const SimResult
 /// A multi-line report: time, bandwidths, bound, TBs, links (the `maxLinks` busiest).
 std::string formatMetrics(const Metrics& metrics, int32_t maxLinks = 8);
 
-/// "1K", "64M", "4G" style sizes (powers of 1024) and their parser ("8", "8K", "8KB", "1.5M").
-std::string formatBytes(int64_t bytes);
-int64_t parseBytes(std::string_view text);  ///< throws std::invalid_argument
-
 }  // namespace tuccl

@@ -1,6 +1,5 @@
 // The one translation unit of sim/ that reads a Topology (see network.h for why).
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -13,7 +12,6 @@
 #include "sim/network_topology.h"
 #include "topo/load.h"
 #include "topo/paths.h"
-#include "topo/presets.h"
 #include "topo/topology_json.h"
 
 namespace tuccl {
@@ -183,143 +181,12 @@ Network makeNetwork(const Topology& topology) {
   return Network(network);
 }
 
-Network loadNetwork(std::string_view spec) { return makeNetwork(loadSimTopology(spec)); }
+Network loadNetwork(std::string_view spec) {
+  Expected<LoadedTopology> loaded = loadTopology(spec);
+  throwIfError(loaded.status());
+  return makeNetwork(std::move(loaded)->topology);
+}
 
 Network networkFromTopologyJson(const SourceText& source) { return makeNetwork(readTopologyJson(source)); }
-
-Topology reduceNodeGpus(const Topology& node, int32_t gpus) {
-  if (node.nNodes() != 1) throw std::invalid_argument("gpus=K applies to a one-node topology");
-  if (gpus < 1 || gpus > node.nRanks())
-    throw std::invalid_argument("gpus=" + std::to_string(gpus) + " is outside 1.." + std::to_string(node.nRanks()));
-  std::vector<char> keepGpu(node.gpus.size(), 0), keepNic(node.nics.size(), 0), keepSwitch(node.switches.size(), 0);
-  for (int32_t g = 0; g < gpus; ++g) keepGpu[g] = 1;
-  auto kept = [&](DeviceRef d) {
-    switch (d.kind) {
-      case DeviceKind::Gpu:
-        return keepGpu[d.index] != 0;
-      case DeviceKind::Nic:
-        return keepNic[d.index] != 0;
-      case DeviceKind::Switch:
-        return keepSwitch[d.index] != 0;
-    }
-    return false;
-  };
-  // 1. switches a kept GPU hangs from; 2. root complexes above kept PCIe switches; 3. NICs on kept
-  // PCIe switches.
-  for (const Link& link : node.links) {
-    for (auto [gpu, other] : {std::pair{link.a, link.b}, std::pair{link.b, link.a}}) {
-      if (gpu.kind == DeviceKind::Gpu && keepGpu[gpu.index] && other.kind == DeviceKind::Switch)
-        keepSwitch[other.index] = 1;
-    }
-  }
-  for (const Link& link : node.links) {
-    for (auto [sw, other] : {std::pair{link.a, link.b}, std::pair{link.b, link.a}}) {
-      if (sw.kind == DeviceKind::Switch && keepSwitch[sw.index] &&
-          node.switches[sw.index].kind == SwitchKind::PCIeSwitch && other.kind == DeviceKind::Switch &&
-          node.switches[other.index].kind == SwitchKind::RootComplex)
-        keepSwitch[other.index] = 2;
-    }
-  }
-  for (const Link& link : node.links) {
-    for (auto [sw, other] : {std::pair{link.a, link.b}, std::pair{link.b, link.a}}) {
-      if (sw.kind == DeviceKind::Switch && keepSwitch[sw.index] == 1 &&
-          node.switches[sw.index].kind == SwitchKind::PCIeSwitch && other.kind == DeviceKind::Nic)
-        keepNic[other.index] = 1;
-    }
-  }
-  Topology reduced;
-  reduced.name = node.name + ":gpus=" + std::to_string(gpus);
-  reduced.nodes = node.nodes;
-  std::vector<int32_t> gpuIndex(node.gpus.size(), -1), nicIndex(node.nics.size(), -1), switchIndex(node.switches.size(), -1);
-  for (size_t i = 0; i < node.gpus.size(); ++i) {
-    if (!keepGpu[i]) continue;
-    gpuIndex[i] = static_cast<int32_t>(reduced.gpus.size());
-    reduced.gpus.push_back(node.gpus[i]);
-    reduced.gpus.back().rank = gpuIndex[i];
-  }
-  for (size_t i = 0; i < node.nics.size(); ++i) {
-    if (!keepNic[i]) continue;
-    nicIndex[i] = static_cast<int32_t>(reduced.nics.size());
-    reduced.nics.push_back(node.nics[i]);
-  }
-  for (size_t i = 0; i < node.switches.size(); ++i) {
-    if (!keepSwitch[i]) continue;
-    switchIndex[i] = static_cast<int32_t>(reduced.switches.size());
-    reduced.switches.push_back(node.switches[i]);
-  }
-  auto remap = [&](DeviceRef d) {
-    switch (d.kind) {
-      case DeviceKind::Gpu:
-        return DeviceRef{d.kind, gpuIndex[d.index]};
-      case DeviceKind::Nic:
-        return DeviceRef{d.kind, nicIndex[d.index]};
-      case DeviceKind::Switch:
-        return DeviceRef{d.kind, switchIndex[d.index]};
-    }
-    return d;
-  };
-  for (const Link& link : node.links) {
-    if (!kept(link.a) || !kept(link.b)) continue;
-    Link copy = link;
-    copy.a = remap(link.a);
-    copy.b = remap(link.b);
-    reduced.links.push_back(copy);
-  }
-  if (auto problem = validateTopology(reduced)) throw std::invalid_argument("gpus=K: " + *problem);
-  return reduced;
-}
-
-Topology loadSimTopology(std::string_view spec) {
-  if (!isPresetSpec(spec)) {
-    Expected<LoadedTopology> loaded = loadTopology(spec);
-    throwIfError(loaded.status());
-    return std::move(loaded)->topology;
-  }
-  // Pull gpus=K out of the option list; the rest goes to the preset.
-  const std::string_view rest = spec.substr(7);
-  const size_t colon = rest.find(':');
-  const std::string name(rest.substr(0, colon));
-  std::string_view options = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-  std::string kept;
-  int32_t gpus = 0;
-  while (!options.empty()) {
-    const size_t comma = options.find(',');
-    const std::string_view item = options.substr(0, comma);
-    options = comma == std::string_view::npos ? std::string_view() : options.substr(comma + 1);
-    if (item.starts_with("gpus=")) {
-      const std::string_view value = item.substr(5);
-      auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), gpus);
-      if (error != std::errc() || end != value.data() + value.size() || gpus < 1)
-        throw std::invalid_argument("preset option gpus=" + std::string(value) + " is not a positive number");
-    } else {
-      kept += (kept.empty() ? "" : ",") + std::string(item);
-    }
-  }
-  const std::string presetSpec = "preset:" + name + (kept.empty() ? "" : ":" + kept);
-  if (gpus == 0) {
-    Topology topology = makePreset(presetSpec);
-    return topology;
-  }
-  // Parse the remaining options through makePreset on a one-node copy to learn the cluster options.
-  ClusterOptions cluster = presetClusterOptions(name);
-  const Topology full = makePreset(presetSpec);
-  cluster.nodes = full.nNodes();
-  // Recover fabric options the spec may have overridden: re-read them the same way makePreset does.
-  std::string_view again = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-  while (!again.empty()) {
-    const size_t comma = again.find(',');
-    const std::string_view item = again.substr(0, comma);
-    again = comma == std::string_view::npos ? std::string_view() : again.substr(comma + 1);
-    const size_t equals = item.find('=');
-    const std::string_view key = item.substr(0, equals);
-    const std::string value(item.substr(equals + 1));
-    if (key == "fabric") cluster.fabric = value == "switch" ? Fabric::Switch : Fabric::Clos;
-    if (key == "oversub") cluster.oversubscription = std::stod(value);
-    if (key == "rack") cluster.nodesPerTor = std::stoi(value);
-  }
-  Topology topology = composeCluster(reduceNodeGpus(presetNode(name), gpus), cluster);
-  topology.name = std::string(spec.substr(7));
-  return topology;
-}
 
 }  // namespace tuccl

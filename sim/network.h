@@ -59,8 +59,7 @@ class Network {
   std::shared_ptr<Impl> impl_;
 };
 
-/// Any spec loadTopology accepts ("preset:NAME[:nodes=N,...]", .json, .xml, "local"), plus the
-/// preset option `gpus=K` (sim/network_topology.h, loadSimTopology).
+/// Any spec loadTopology accepts ("preset:NAME[:nodes=N,gpus=K,...]", .json, .xml, "local").
 Network loadNetwork(std::string_view spec);
 /// A topology in TuCCL JSON (docs/topology-format.md).
 Network networkFromTopologyJson(const SourceText& source);

@@ -34,8 +34,10 @@ Status makeError(ErrorCode code, std::string file, SourceLoc loc, std::string me
 
 Status statusFromDiagnostic(const DiagnosticError& error, ErrorCode code) { return Status(code, error.diagnostic()); }
 
+StatusError::StatusError(Status status) : DiagnosticError(status.diagnostic()), status_(std::move(status)) {}
+
 void throwIfError(const Status& status) {
-  if (!status.ok()) throw DiagnosticError(status.diagnostic());
+  if (!status.ok()) throw StatusError(status);
 }
 
 }  // namespace tuccl

@@ -80,8 +80,19 @@ class [[nodiscard]] Expected {
   std::variant<T, Status> state_;
 };
 
-/// Throws DiagnosticError carrying the status's diagnostic when it is an error (for code paths
-/// that still unwind, e.g. inside a tool's main); no-op when ok.
+/// A Status in flight: for code inside a component that unwinds to its boundary, where it is
+/// caught and returned as the Status it carries. A DiagnosticError, so readers that catch those
+/// still see the diagnostic.
+class StatusError : public DiagnosticError {
+ public:
+  explicit StatusError(Status status);
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+/// Throws StatusError carrying the status when it is an error; no-op when ok.
 void throwIfError(const Status& status);
 
 }  // namespace tuccl

@@ -1,13 +1,18 @@
 // What every TuCCL command-line program shares: exit statuses, command-line parsing that maps
-// CLI11's errors onto them, and diagnostics that quote the offending source line.
+// CLI11's errors onto them, diagnostics that quote the offending source line, and output files.
 #pragma once
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
 #include "support/source_text.h"
+#include "support/status.h"
 
 namespace tuccl::cli {
 
@@ -41,6 +46,43 @@ inline void printDiagnostic(const Diagnostic& diagnostic, const SourceText* sour
     }
   }
   std::cerr << formatDiagnostic(diagnostic, source);
+}
+
+/// Reports a failed Status and returns the exit status for it: the diagnostic with its quoted line
+/// when it names a file, `tool: error: message` otherwise; kExitInternal for ErrorCode::Internal,
+/// kExitError for everything a user can cause.
+inline int reportError(std::string_view tool, const Status& status) {
+  if (!status.diagnostic().file.empty()) {
+    printDiagnostic(status.diagnostic());
+  } else {
+    std::cerr << tool << ": error: " << status.message() << "\n";
+  }
+  return status.code() == ErrorCode::Internal ? kExitInternal : kExitError;
+}
+
+/// Whether `path` may be written as an output: an existing file only with `force`.
+inline Status checkOutputFree(const std::string& path, bool force) {
+  std::error_code error;
+  if (!force && std::filesystem::exists(path, error))
+    return makeError(ErrorCode::InvalidArgument, path + " exists; pass --force to overwrite it");
+  return Status();
+}
+
+/// Makes the folder of an output file, as `tuccl-compile -o` does.
+inline Status makeOutputFolder(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  if (!parent.empty()) std::filesystem::create_directories(parent, error);
+  if (error) return makeError(ErrorCode::IoError, "cannot create " + parent.string() + ": " + error.message());
+  return Status();
+}
+
+/// Writes `text` to `path`, replacing the file.
+inline Status writeOutput(const std::string& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) return makeError(ErrorCode::IoError, "cannot write " + path);
+  return Status();
 }
 
 }  // namespace tuccl::cli

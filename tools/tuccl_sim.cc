@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,32 +21,14 @@
 #include "scheduler/plan_builder.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
+#include "support/text_values.h"
 #include "tools/cli.h"
+#include "tune/size_grid.h"
 
 namespace {
 
 using tuccl::cli::kExitError;
 constexpr int kElementBytes = 4;  // nccl-tests default type: float
-
-std::vector<int64_t> sizeRange(const std::string& range, double factor) {
-  const size_t colon = range.find(':');
-  const int64_t lo = tuccl::parseBytes(range.substr(0, colon));
-  const int64_t hi = colon == std::string::npos ? lo : tuccl::parseBytes(range.substr(colon + 1));
-  if (lo <= 0 || hi < lo) throw std::invalid_argument("--sizes wants MIN:MAX with 0 < MIN <= MAX");
-  if (!(factor > 1)) throw std::invalid_argument("--factor must be greater than 1");
-  std::vector<int64_t> sizes;
-  for (double s = static_cast<double>(lo); s <= static_cast<double>(hi) * (1 + 1e-9); s *= factor)
-    sizes.push_back(static_cast<int64_t>(s));
-  return sizes;
-}
-
-std::vector<std::string> splitList(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
 
 }  // namespace
 
@@ -103,7 +84,9 @@ int main(int argc, char** argv) {
     }
     if (input.empty()) throw std::invalid_argument("no INPUT (a plan .json or a .resccl program); see --help");
     const tuccl::Network network = tuccl::loadNetwork(topo);
-    const std::vector<int64_t> sizeList = sizeRange(sizes, factor);
+    const tuccl::Expected<std::vector<int64_t>> grid = tuccl::parseSizeGrid(sizes, factor);
+    if (!grid) throw std::invalid_argument("--sizes: " + grid.status().message());
+    const std::vector<int64_t>& sizeList = *grid;
 
     // The plans: one from a file, or one per scheduler from an algorithm.
     std::vector<tuccl::Plan> plans;
@@ -119,7 +102,7 @@ int main(int argc, char** argv) {
       const int32_t n = ranks > 0 ? ranks : network.nRanks();
       const int32_t g = perNode > 0 ? perNode : network.maxGpusPerNode();
       const tuccl::Algorithm algorithm = tuccl::loadRescclAlgorithm(input, n, g);
-      std::vector<std::string> schedulers = compare.empty() ? std::vector<std::string>{scheduler} : splitList(compare);
+      std::vector<std::string> schedulers = compare.empty() ? std::vector<std::string>{scheduler} : tuccl::splitList(compare);
       for (const std::string& name : schedulers) {
         tuccl::PlanRequest request;
         const auto parsed = tuccl::parseScheduler(name);
@@ -140,8 +123,7 @@ int main(int argc, char** argv) {
     std::printf("# %s %s on %s: %d ranks, %d nodes; protocol %s, %d threads, chunk %s, %d channel(s)\n",
                 std::string(tuccl::collectiveName(collective)).c_str(), first.algorithm.c_str(), network.name().c_str(),
                 network.nRanks(), network.nNodes(), std::string(tuccl::protocolName(first.config.protocol)).c_str(),
-                first.config.nThreads,
-                tuccl::formatBytes(first.config.chunkSize).c_str(), first.config.nChannels);
+                first.config.nThreads, tuccl::formatByteSize(first.config.chunkSize).c_str(), first.config.nChannels);
     const bool single = plans.size() == 1;
     if (single) {
       std::printf("# scheduler %s (%s level, %s)\n", std::string(tuccl::schedulerName(first.scheduler)).c_str(),

@@ -8,48 +8,34 @@
 //
 // FILE may be a JSON table or NCCL's example tuner CSV (detected from the content).
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
 
-#include "plugin/decision.h"
-#include "plugin/lookup_table.h"
-#include "plugin/table_index.h"
+#include "support/text_values.h"
+#include "table/decision.h"
+#include "table/table_index.h"
+#include "table/table_io.h"
 #include "tools/cli.h"
 
 namespace {
 
 using namespace tuccl;
 
-/// `file:line:col: error: message`, then the offending line and a caret, when known.
-void printError(const TableError& error) {
-  TableError located = error;
-  located.message = "error: " + error.message;
-  std::cerr << formatTableError(located) << "\n";
-  if (error.line == 0) return;
-  std::ifstream in(error.file);
-  std::string line;
-  for (uint32_t i = 0; i < error.line && std::getline(in, line); ++i) {
-  }
-  if (!in && line.empty()) return;
-  std::string number = std::to_string(error.line);
-  std::cerr << " " << number << " | " << line << "\n";
-  if (error.column > 0) {
-    std::cerr << " " << std::string(number.size(), ' ') << " | " << std::string(error.column - 1, ' ')
-              << "^\n";
-  }
-}
-
 std::optional<LoadedTable> load(const std::string& path) {
-  LoadResult result = loadTableFile(path);
-  if (!result.ok()) {
-    printError(result.error);
+  Expected<LoadedTable> loaded = loadTableFile(path);
+  if (!loaded) {
+    tuccl::cli::printDiagnostic(loaded.diagnostic());
     return std::nullopt;
   }
-  return std::move(*result.loaded);
+  return std::move(loaded).value();
 }
+
+/// "allreduce": the collective as the table files spell it.
+std::string tableName(Collective collective) { return toLowerCase(collectiveName(collective)); }
 
 const char* formatName(const LoadedTable& loaded) {
   return loaded.format == TableFormat::Json ? "json v1" : "NCCL tuner csv";
@@ -62,7 +48,7 @@ std::string originName(const LoadedTable& loaded, uint32_t origin) {
 
 std::string describeKey(const TableEntry& entry) {
   std::string key =
-      std::string(tableCollectiveName(entry.collective)) + " [" + std::to_string(entry.minBytes) + ", " +
+      tableName(entry.collective) + " [" + std::to_string(entry.minBytes) + ", " +
       (entry.maxBytes == UINT64_MAX ? std::string("inf") : std::to_string(entry.maxBytes)) + "] B";
   key += ", nNodes " + (entry.nNodes < 0 ? std::string("any") : std::to_string(entry.nNodes));
   key += ", nRanks " + (entry.nRanks < 0 ? std::string("any") : std::to_string(entry.nRanks));
@@ -102,7 +88,7 @@ int validate(const std::string& path) {
   for (const TableEntry& entry : table.entries) ++perCollective[static_cast<size_t>(entry.collective)];
   for (int c = 0; c < kTunerCollectives; ++c) {
     if (perCollective[c] > 0) {
-      std::printf("  %-14s %zu entries\n", std::string(tableCollectiveName(static_cast<Collective>(c))).c_str(),
+      std::printf("  %-14s %zu entries\n", tableName(static_cast<Collective>(c)).c_str(),
                   perCollective[c]);
     }
   }
@@ -119,15 +105,13 @@ int convert(const std::string& path, std::string to, const std::string& output, 
   if (to == "json") {
     text = writeTableJson(loaded->table);
   } else {
-    std::string error;
-    std::vector<std::string> dropped;
-    auto csv = writeTableCsv(loaded->table, lossy, &error, &dropped);
+    Expected<CsvTable> csv = writeTableCsv(loaded->table, lossy);
     if (!csv) {
-      std::cerr << path << ": error: " << error << "\n";
+      std::cerr << path << ": error: " << csv.status().message() << "\n";
       return tuccl::cli::kExitError;
     }
-    for (const std::string& loss : dropped) std::cerr << path << ": warning: dropped " << loss << "\n";
-    text = std::move(*csv);
+    for (const std::string& loss : csv->dropped) std::cerr << path << ": warning: dropped " << loss << "\n";
+    text = std::move(csv->text);
   }
   if (output.empty() || output == "-") {
     std::cout << text;
@@ -150,21 +134,21 @@ int explain(const std::string& path, const std::string& collText, const std::str
             const CommKey& comm, int pipeOps, int regBuff) {
   auto loaded = load(path);
   if (!loaded) return tuccl::cli::kExitError;
-  auto collective = parseTableCollective(collText);
-  if (!collective) {
+  auto collective = parseCollective(collText);
+  if (!collective || !isTunerCollective(*collective)) {
     std::cerr << "error: unknown collective '" << collText
               << "' (broadcast, reduce, allgather, reducescatter, allreduce)\n";
     return tuccl::cli::kExitError;
   }
-  auto bytes = parseByteSize(bytesText);
+  Expected<uint64_t> bytes = parseByteSize(bytesText);
   if (!bytes) {
-    std::cerr << "error: '" << bytesText << "' is not a byte size (e.g. 1048576, 64K, 1M)\n";
+    std::cerr << "error: " << bytes.status().message() << "\n";
     return tuccl::cli::kExitError;
   }
   std::printf("table: %s (%s, hash %s, %zu entries)\n", path.c_str(), formatName(*loaded),
               formatHash(loaded->hash).c_str(), loaded->table.entries.size());
   std::printf("query: %s %llu B, nNodes %d, nRanks %d, topology %s, numPipeOps %s, regBuff %s\n",
-              std::string(tableCollectiveName(*collective)).c_str(), static_cast<unsigned long long>(*bytes),
+              tableName(*collective).c_str(), static_cast<unsigned long long>(*bytes),
               comm.nNodes, comm.nRanks, comm.topology.empty() ? "-" : comm.topology.c_str(),
               pipeOps < 0 ? "unknown" : std::to_string(pipeOps).c_str(),
               regBuff < 0 ? "unknown" : std::to_string(regBuff).c_str());

@@ -1,7 +1,9 @@
 #include "topo/presets.h"
 
 #include <charconv>
+#include <cmath>
 #include <stdexcept>
+#include <type_traits>
 
 #include "topo/defaults.h"
 
@@ -192,24 +194,77 @@ constexpr PresetEntry kPresets[] = {
     {"ndv2", buildNdv2, Fabric::Switch, kNicLinkAlphaUs},
 };
 
-const PresetEntry& findPreset(std::string_view name) {
+/// The preset called `name`, or InvalidArgument listing the known names.
+Expected<const PresetEntry*> lookupPreset(std::string_view name) {
   for (const PresetEntry& entry : kPresets) {
-    if (entry.name == name) return entry;
+    if (entry.name == name) return &entry;
   }
   std::string known;
   for (const PresetEntry& entry : kPresets) known += (known.empty() ? "" : ", ") + std::string(entry.name);
-  throw std::invalid_argument("unknown preset '" + std::string(name) + "' (known: " + known + ")");
+  return makeError(ErrorCode::InvalidArgument,
+                   "unknown preset '" + std::string(name) + "' (known: " + known + ")");
 }
 
+const PresetEntry& findPreset(std::string_view name) {
+  Expected<const PresetEntry*> entry = lookupPreset(name);
+  if (!entry) throw std::invalid_argument(entry.status().message());
+  return **entry;
+}
+
+/// The number in `text`, or InvalidArgument naming the option.
 template <typename T>
-T parseNumber(std::string_view key, std::string_view text) {
+Expected<T> parseNumber(std::string_view key, std::string_view text) {
   T value{};
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) {
-    throw std::invalid_argument("preset option " + std::string(key) + "=" + std::string(text) +
-                                " is not a number");
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
+      (std::is_floating_point_v<T> && !std::isfinite(static_cast<double>(value)))) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "preset option " + std::string(key) + "=" + std::string(text) + " is not a number");
   }
   return value;
+}
+
+/// Applies one KEY=VALUE option to `spec`.
+Status applyPresetOption(std::string_view item, PresetSpec& spec) {
+  const size_t equals = item.find('=');
+  if (equals == std::string_view::npos)
+    return makeError(ErrorCode::InvalidArgument,
+                     "preset option '" + std::string(item) + "' is not KEY=VALUE");
+  const std::string_view key = item.substr(0, equals);
+  const std::string_view value = item.substr(equals + 1);
+  auto atLeast = [&](auto number, auto minimum, auto& out) -> Status {
+    if (!number) return number.status();
+    if (!(*number >= minimum)) {
+      return makeError(ErrorCode::InvalidArgument,
+                       "preset option " + std::string(key) + " must be at least " + std::to_string(minimum));
+    }
+    out = *number;
+    return Status();
+  };
+  if (key == "nodes") return atLeast(parseNumber<int32_t>(key, value), 1, spec.cluster.nodes);
+  if (key == "rack") return atLeast(parseNumber<int32_t>(key, value), 1, spec.cluster.nodesPerTor);
+  if (key == "gpus") return atLeast(parseNumber<int32_t>(key, value), 1, spec.gpus);
+  if (key == "oversub") {
+    Expected<double> ratio = parseNumber<double>(key, value);
+    if (!ratio) return ratio.status();
+    if (!(*ratio >= 1.0))
+      return makeError(ErrorCode::InvalidArgument, "preset option oversub must be at least 1");
+    spec.cluster.oversubscription = *ratio;
+    return Status();
+  }
+  if (key == "fabric") {
+    if (value == "switch") {
+      spec.cluster.fabric = Fabric::Switch;
+    } else if (value == "clos") {
+      spec.cluster.fabric = Fabric::Clos;
+    } else {
+      return makeError(ErrorCode::InvalidArgument,
+                       "preset option fabric must be 'switch' or 'clos' (got '" + std::string(value) + "')");
+    }
+    return Status();
+  }
+  return makeError(ErrorCode::InvalidArgument, "unknown preset option '" + std::string(key) +
+                                                   "' (known: nodes, gpus, fabric, oversub, rack)");
 }
 
 }  // namespace
@@ -232,49 +287,43 @@ ClusterOptions presetClusterOptions(std::string_view name) {
 
 bool isPresetSpec(std::string_view spec) { return spec.starts_with("preset:"); }
 
-Topology makePreset(std::string_view spec) {
-  if (!isPresetSpec(spec))
-    throw std::invalid_argument("a preset spec starts with 'preset:' (got '" + std::string(spec) + "')");
-  std::string_view rest = spec.substr(7);
-  size_t colon = rest.find(':');
-  std::string_view name = rest.substr(0, colon);
+Expected<PresetSpec> parsePresetSpec(std::string_view spec) {
+  if (!isPresetSpec(spec)) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "a preset spec starts with 'preset:' (got '" + std::string(spec) + "')");
+  }
+  const std::string_view rest = spec.substr(7);
+  const size_t colon = rest.find(':');
+  PresetSpec parsed;
+  parsed.name = std::string(rest.substr(0, colon));
+  Expected<const PresetEntry*> entry = lookupPreset(parsed.name);
+  if (!entry) return entry.status();
+  parsed.cluster.fabric = (*entry)->fabric;
+  parsed.cluster.networkAlphaUs = (*entry)->nicAlphaUs;
   std::string_view options = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-  ClusterOptions cluster = presetClusterOptions(name);
   while (!options.empty()) {
-    size_t comma = options.find(',');
-    std::string_view item = options.substr(0, comma);
+    const size_t comma = options.find(',');
+    const std::string_view item = options.substr(0, comma);
     options = comma == std::string_view::npos ? std::string_view() : options.substr(comma + 1);
-    size_t equals = item.find('=');
-    if (equals == std::string_view::npos) {
-      throw std::invalid_argument("preset option '" + std::string(item) + "' is not KEY=VALUE");
-    }
-    std::string_view key = item.substr(0, equals);
-    std::string_view value = item.substr(equals + 1);
-    if (key == "nodes") {
-      cluster.nodes = parseNumber<int32_t>(key, value);
-      if (cluster.nodes < 1) throw std::invalid_argument("preset option nodes must be at least 1");
-    } else if (key == "oversub") {
-      cluster.oversubscription = parseNumber<double>(key, value);
-      if (!(cluster.oversubscription >= 1.0))
-        throw std::invalid_argument("preset option oversub must be at least 1");
-    } else if (key == "rack") {
-      cluster.nodesPerTor = parseNumber<int32_t>(key, value);
-      if (cluster.nodesPerTor < 1) throw std::invalid_argument("preset option rack must be at least 1");
-    } else if (key == "fabric") {
-      if (value == "switch") {
-        cluster.fabric = Fabric::Switch;
-      } else if (value == "clos") {
-        cluster.fabric = Fabric::Clos;
-      } else {
-        throw std::invalid_argument("preset option fabric must be 'switch' or 'clos' (got '" +
-                                    std::string(value) + "')");
-      }
-    } else {
-      throw std::invalid_argument("unknown preset option '" + std::string(key) +
-                                  "' (known: nodes, fabric, oversub, rack)");
+    if (Status status = applyPresetOption(item, parsed); !status) return status;
+  }
+  if (parsed.gpus > 0) {
+    const int32_t perNode = (*entry)->build().nRanks();
+    if (parsed.gpus > perNode) {
+      return makeError(ErrorCode::InvalidArgument, "preset option gpus=" + std::to_string(parsed.gpus) +
+                                                       " is more than the " + std::to_string(perNode) +
+                                                       " GPUs of a " + parsed.name + " node");
     }
   }
-  Topology topology = composeCluster(presetNode(name), cluster);
+  return parsed;
+}
+
+Topology makePreset(std::string_view spec) {
+  Expected<PresetSpec> parsed = parsePresetSpec(spec);
+  if (!parsed) throw std::invalid_argument(parsed.status().message());
+  Topology node = presetNode(parsed->name);
+  if (parsed->gpus > 0) node = reduceNodeGpus(node, parsed->gpus);
+  Topology topology = composeCluster(node, parsed->cluster);
   topology.name = std::string(spec.substr(7));
   return topology;
 }

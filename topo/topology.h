@@ -149,4 +149,11 @@ struct ClusterOptions {
 /// bandwidth) / oversubscription (Fabric::Clos). Ranks are node-major.
 Topology composeCluster(const Topology& node, const ClusterOptions& options);
 
+/// The first `gpus` GPUs of a one-node topology with what serves them: the switches they hang
+/// from (NVSwitch, their PCIe switches and those switches' root complexes), the NICs on those PCIe
+/// switches, and the links among kept devices (node_subset.cc). resccl-a100 with gpus=4 keeps
+/// socket 0: GPUs 0-3, two PCIe switches, two NICs (still two GPUs per NIC). Throws
+/// std::invalid_argument for a multi-node topology or gpus outside 1..nRanks.
+Topology reduceNodeGpus(const Topology& node, int32_t gpus);
+
 }  // namespace tuccl

@@ -68,11 +68,15 @@ std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const Search
     env.emplace_back("NCCL_MIN_NCHANNELS", c);
     env.emplace_back("NCCL_MAX_NCHANNELS", c);
   }
-  const std::string proto = lower(protocol);
+  // NCCL's per-protocol variables (nccl-tuner-abi.md): LL128 threads and LL / LL128 buffers apart.
+  const std::optional<Protocol> proto = protocolOf(space, config);
   if (space.dimensionIndex(kDimThreads) != SearchSpace::npos)
-    env.emplace_back(proto == "ll128" ? "NCCL_LL128_NTHREADS" : "NCCL_NTHREADS", space.valueOf(config, kDimThreads));
+    env.emplace_back(proto == Protocol::LL128 ? "NCCL_LL128_NTHREADS" : "NCCL_NTHREADS",
+                     space.valueOf(config, kDimThreads));
   if (space.dimensionIndex(kDimChunkBytes) != SearchSpace::npos)
-    env.emplace_back(proto == "ll" ? "NCCL_LL_BUFFSIZE" : proto == "ll128" ? "NCCL_LL128_BUFFSIZE" : "NCCL_BUFFSIZE",
+    env.emplace_back(proto == Protocol::LL      ? "NCCL_LL_BUFFSIZE"
+                     : proto == Protocol::LL128 ? "NCCL_LL128_BUFFSIZE"
+                                                : "NCCL_BUFFSIZE",
                      space.valueOf(config, kDimChunkBytes));
   return env;
 }
@@ -113,9 +117,10 @@ CommandRun runShellCommand(const std::string& shell, const std::string& command,
     bool replaced = std::any_of(environment.begin(), environment.end(), [&](const auto& kv) { return kv.first == key; });
     if (!replaced) envStrings.emplace_back(entry);
   }
-  for (const auto& [k, v] : environment) {
-    std::erase_if(envStrings, [&](const std::string& s) { return s.compare(0, k.size() + 1, k + "=") == 0; });
-    envStrings.push_back(k + "=" + v);
+  for (const auto& [name, value] : environment) {
+    const std::string prefix = name + "=";  // a named copy: Clang 14 cannot capture a structured binding
+    std::erase_if(envStrings, [&](const std::string& s) { return s.compare(0, prefix.size(), prefix) == 0; });
+    envStrings.push_back(prefix + value);
   }
   std::vector<char*> envp;
   for (std::string& s : envStrings) envp.push_back(s.data());

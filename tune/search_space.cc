@@ -175,6 +175,10 @@ std::string SearchSpace::valueOf(const Configuration& config, std::string_view n
   return d == npos ? std::string() : dimensions_[d].label(config.index.at(d));
 }
 
+std::optional<Protocol> protocolOf(const SearchSpace& space, const Configuration& config) {
+  return parseProtocol(space.valueOf(config, kDimProtocol));
+}
+
 int64_t SearchSpace::levelOf(const Configuration& config, std::string_view name, int64_t fallback) const {
   size_t d = dimensionIndex(name);
   if (d == npos || dimensions_[d].kind != DimensionKind::Ordinal) return fallback;

@@ -12,12 +12,15 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "support/vocabulary.h"
 
 namespace tuccl {
 
@@ -121,6 +124,10 @@ inline constexpr std::string_view kDimThreads = "nThreads";
 inline constexpr std::string_view kDimChunkBytes = "chunkBytes";
 inline constexpr std::string_view kDimAlgorithm = "algorithm";
 inline constexpr std::string_view kDimScheduler = "scheduler";
+
+/// The protocol of `config`: its "protocol" value parsed with the vocabulary (the space keeps
+/// values as text); nullopt when the space has no protocol dimension or the value is not one.
+std::optional<Protocol> protocolOf(const SearchSpace& space, const Configuration& config);
 
 /// The hardware rules of the default space: TuCCL §III-C "thread-channel deadlock"
 /// (nThreads >= 32 × nChannels) and NCCL's thread limits per protocol

@@ -6,22 +6,11 @@
 #include <stdexcept>
 
 #include "scheduler/plan_builder.h"
+#include "sim/metrics.h"
 #include "sim/simulator.h"
 #include "tune/synthetic_profiler.h"
 
 namespace tuccl {
-namespace {
-
-/// nccl-tests' busbw factor (formats.md).
-double busBwFactor(const std::string& collective, int32_t n) {
-  const double ranks = static_cast<double>(std::max(n, 1));
-  if (collective == "allreduce") return 2 * (ranks - 1) / ranks;
-  if (collective == "allgather" || collective == "reducescatter" || collective == "alltoall")
-    return (ranks - 1) / ranks;
-  return 1;
-}
-
-}  // namespace
 
 SimProfiler::SimProfiler(Network network, std::map<std::string, Algorithm> algorithms, SimProfilerOptions options)
     : network_(std::move(network)), algorithms_(std::move(algorithms)), options_(std::move(options)) {
@@ -63,7 +52,7 @@ double SimProfiler::simulatedTime(const SearchSpace& space, const Configuration&
   sim.messageBytes = options_.messageBytes;
   sim.cost = options_.cost;
   const double t = simulatePlan(plan, network_, sim).timeUs;
-  simulated_.emplace(config, Simulated{t, busBwFactor(std::string(collectiveName(plan.collective)), plan.nRanks)});
+  simulated_.emplace(config, Simulated{t, busBandwidthFactor(found->second.collective, plan.nRanks)});
   return t;
 }
 

@@ -1,59 +1,56 @@
 #include "tune/size_grid.h"
 
+#include "support/text_values.h"
+
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
 namespace tuccl {
 
-int64_t parseSizeText(std::string_view text) {
-  auto fail = [&] {
-    return std::invalid_argument("'" + std::string(text) + "' is not a byte size (e.g. 1048576, 64K, 1M, 1G)");
-  };
-  size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0 || digits > 18) throw fail();
-  int64_t value = std::stoll(std::string(text.substr(0, digits)));
-  std::string unit;
-  for (char c : text.substr(digits)) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  int shift = 0;
-  if (unit.empty() || unit == "B") {
-    shift = 0;
-  } else if (unit == "K" || unit == "KB" || unit == "KIB") {
-    shift = 10;
-  } else if (unit == "M" || unit == "MB" || unit == "MIB") {
-    shift = 20;
-  } else if (unit == "G" || unit == "GB" || unit == "GIB") {
-    shift = 30;
-  } else if (unit == "T" || unit == "TB" || unit == "TIB") {
-    shift = 40;
-  } else {
-    throw fail();
-  }
-  if (value > (std::numeric_limits<int64_t>::max() >> shift)) throw fail();
-  return value << shift;
+namespace {
+
+/// One bound of a size range: a byte size that fits in int64_t.
+Expected<int64_t> parseBound(std::string_view text) {
+  Expected<uint64_t> bytes = parseByteSize(text);
+  if (!bytes) return bytes.status();
+  if (*bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return makeError(ErrorCode::InvalidArgument, "size '" + std::string(text) + "' is too large");
+  return static_cast<int64_t>(*bytes);
 }
 
-std::pair<int64_t, int64_t> parseSizeRange(std::string_view text) {
+}  // namespace
+
+Expected<std::pair<int64_t, int64_t>> parseSizeRange(std::string_view text) {
   const size_t colon = text.find(':');
-  const int64_t lo = parseSizeText(text.substr(0, colon));
-  const int64_t hi = colon == std::string_view::npos ? lo : parseSizeText(text.substr(colon + 1));
-  if (lo <= 0 || hi < lo)
-    throw std::invalid_argument("size range '" + std::string(text) + "' wants MIN:MAX with 0 < MIN <= MAX");
-  return {lo, hi};
+  Expected<int64_t> lo = parseBound(text.substr(0, colon));
+  if (!lo) return lo.status();
+  Expected<int64_t> hi = colon == std::string_view::npos ? lo : parseBound(text.substr(colon + 1));
+  if (!hi) return hi.status();
+  if (*lo <= 0 || *hi < *lo) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "size range '" + std::string(text) + "' wants MIN:MAX with 0 < MIN <= MAX");
+  }
+  return std::pair{*lo, *hi};
 }
 
-std::vector<int64_t> sizeGrid(int64_t minBytes, int64_t maxBytes, double factor) {
-  if (!(factor > 1)) throw std::invalid_argument("the size factor must be greater than 1");
-  if (minBytes <= 0 || maxBytes < minBytes) throw std::invalid_argument("size grid wants 0 < MIN <= MAX");
+Expected<std::vector<int64_t>> sizeGrid(int64_t minBytes, int64_t maxBytes, double factor) {
+  if (!(factor > 1)) return makeError(ErrorCode::InvalidArgument, "the size factor must be greater than 1");
+  if (minBytes <= 0 || maxBytes < minBytes)
+    return makeError(ErrorCode::InvalidArgument, "a size grid wants 0 < MIN <= MAX");
   std::vector<int64_t> sizes;
   for (double s = static_cast<double>(minBytes); s <= static_cast<double>(maxBytes) * (1 + 1e-9); s *= factor) {
     const auto bytes = static_cast<int64_t>(std::llround(s));
     if (sizes.empty() || bytes > sizes.back()) sizes.push_back(bytes);
   }
   return sizes;
+}
+
+Expected<std::vector<int64_t>> parseSizeGrid(std::string_view range, double factor) {
+  Expected<std::pair<int64_t, int64_t>> bounds = parseSizeRange(range);
+  if (!bounds) return bounds.status();
+  return sizeGrid(bounds->first, bounds->second, factor);
 }
 
 std::vector<SizeRange> mergeSizeRanges(const std::vector<int64_t>& sizes, const std::vector<std::string>& winnerKeys) {

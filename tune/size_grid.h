@@ -12,17 +12,23 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "support/status.h"
 
 namespace tuccl {
 
-/// "1048576", "64K", "1M", "2G", "1MiB" (binary units); throws std::invalid_argument naming the text.
-int64_t parseSizeText(std::string_view text);
-/// "MIN:MAX" or a single size; throws std::invalid_argument when MIN > MAX or a bound is not a size.
-std::pair<int64_t, int64_t> parseSizeRange(std::string_view text);
-/// min, min·factor, min·factor², ... up to max (max itself included when the walk lands on it,
-/// within rounding). factor must be > 1.
-std::vector<int64_t> sizeGrid(int64_t minBytes, int64_t maxBytes, double factor = 2);
+/// "MIN:MAX" or a single size, each a byte size as support/text_values.h reads them ("1K:1G",
+/// "64K", "1.5M:4G"); InvalidArgument naming the text when a bound is not a size or the range is
+/// not 0 < MIN <= MAX.
+Expected<std::pair<int64_t, int64_t>> parseSizeRange(std::string_view text);
+/// min, min·factor, min·factor², ... rounded to whole bytes, up to max (max itself included when
+/// the walk lands on it, within rounding); a size the rounding repeats appears once.
+/// InvalidArgument unless factor > 1 and 0 < min <= max.
+Expected<std::vector<int64_t>> sizeGrid(int64_t minBytes, int64_t maxBytes, double factor = 2);
+/// The grid of a size range written as text: parseSizeRange, then sizeGrid.
+Expected<std::vector<int64_t>> parseSizeGrid(std::string_view range, double factor = 2);
 
 /// One table range: the grid sizes [first, last] (indices into the grid) share one winner.
 struct SizeRange {

@@ -45,7 +45,7 @@ Measurement SyntheticProfiler::profile(const SearchSpace& space, const Configura
 }
 
 double multimodalLandscape(const SearchSpace& space, const Configuration& config, uint64_t variant) {
-  const std::string protocol = space.valueOf(config, kDimProtocol);
+  const std::optional<Protocol> protocol = protocolOf(space, config);
   const double channels = std::log2(static_cast<double>(space.levelOf(config, kDimChannels, 4)));
   const double threads = static_cast<double>(space.levelOf(config, kDimThreads, 256)) / 32.0;
   const double chunk = std::log2(static_cast<double>(space.levelOf(config, kDimChunkBytes, 1 << 17)));
@@ -58,9 +58,9 @@ double multimodalLandscape(const SearchSpace& space, const Configuration& config
     return (static_cast<double>(mixBits(variant * 131 + static_cast<uint64_t>(salt)) % 1000) / 1000.0 - 0.5) * range;
   };
   Mode mode;
-  if (protocol == "LL")
+  if (protocol == Protocol::LL)
     mode = {1.0 + shift(1, 1.5), 8 + shift(2, 6), 12 + shift(3, 3), 1.30};
-  else if (protocol == "LL128")
+  else if (protocol == Protocol::LL128)
     mode = {3.0 + shift(4, 1.5), 14 + shift(5, 6), 16 + shift(6, 3), 1.05 + 0.1 * std::abs(shift(13, 1))};
   else
     mode = {2.5 + shift(7, 2.0), 10 + shift(8, 6), 19 + shift(9, 3), 1.00};

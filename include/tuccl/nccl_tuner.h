@@ -1,8 +1,9 @@
-// NCCL's tuner plugin ABI, versions v2 (NCCL 2.21) to v6 (NCCL 2.30), defined by us.
+// NCCL's tuner plugin ABI, versions v2 (NCCL 2.21) to v7 (the NCCL release after 2.30), defined by
+// us.
 //
 // NCCL does not install these types; a plugin carries its own copy. Field order and types are the
-// binary contract (shared/reference/nccl-tuner-abi.md). Valid C and C++; only plain data and
-// function-pointer types, so a harness written in C can include it too.
+// binary contract (shared/reference/nccl-tuner-abi.md; v7: nccl-api.md, "Tuner v7"). Valid C and C++; only
+// plain data and function-pointer types, so a harness written in C can include it too.
 #pragma once
 
 #include <stddef.h>
@@ -152,6 +153,36 @@ typedef struct {
   ncclResult_t (*getChunkSize)(void* context, ncclFunc_t collType, size_t nBytes, int algorithm, int protocol,
                                int nChannels, size_t* chunkSize);
 } ncclTuner_v6_t;
+
+// ---- v7 (NVIDIA/nccl 2449986f, after 2.30) -------------------------------------------------------
+// v6's five entries; only the constants struct changed: a fifth compute-capability row (RUBIN) in
+// every bandwidth array, so each array after llMaxBws starts at a different offset than in v5.
+typedef ncclNvlDomainInfo_v5_t ncclNvlDomainInfo_v7_t;
+
+#define TUCCL_NCCL_NUM_COMPCAPS_V7 5  // Volta 0, Ampere 1, Hopper 2, Blackwell 3, Rubin 4
+
+typedef struct {
+  double baseLatencies[TUCCL_NCCL_NUM_ALGORITHMS][TUCCL_NCCL_NUM_PROTOCOLS];
+  double hwLatencies[TUCCL_NCCL_NUM_HW_LINKS][TUCCL_NCCL_NUM_ALGORITHMS][TUCCL_NCCL_NUM_PROTOCOLS];
+  double llMaxBws[TUCCL_NCCL_NUM_COMPCAPS_V7][TUCCL_NCCL_NUM_TUNING_SCALES];
+  double perChMaxRingLL128Bws[TUCCL_NCCL_NUM_COMPCAPS_V7][TUCCL_NCCL_NUM_TUNING_SCALES];
+  double perChMaxTreeLL128Bws[TUCCL_NCCL_NUM_COMPCAPS_V7][TUCCL_NCCL_NUM_TUNING_SCALES];
+  double perChMaxTreeBws[TUCCL_NCCL_NUM_COMPCAPS_V7][TUCCL_NCCL_NUM_TUNING_SCALES];
+  double perChMaxNVLSTreeBws[TUCCL_NCCL_NUM_COMPCAPS_V7][TUCCL_NCCL_NUM_TUNING_SCALES];
+} ncclTunerConstants_v7_t;
+
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                       ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v7_t* nvlDomainInfo,
+                       ncclTunerConstants_v7_t* constants);
+  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float** collCostTable, int numAlgo, int numProto, int regBuff, int* nChannels);
+  ncclResult_t (*finalize)(void* context);
+  /// May be NULL. NCCL clamps the value to its buffer limits and rounds down to the protocol grain.
+  ncclResult_t (*getChunkSize)(void* context, ncclFunc_t collType, size_t nBytes, int algorithm, int protocol,
+                               int nChannels, size_t* chunkSize);
+} ncclTuner_v7_t;
 
 #ifdef __cplusplus
 }  // extern "C"

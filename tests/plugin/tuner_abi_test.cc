@@ -15,13 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "plugin/lookup_table.h"
+#include "table/table_io.h"
+#include "table/tuner_constants.h"
 #include "tuccl/nccl_tuner.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kData = std::string(TUCCL_SOURCE_DIR) + "/tests/data/plugin/";
+const std::string kData = std::string(TUCCL_SOURCE_DIR) + "/tests/data/table/";
 constexpr int A = TUCCL_NCCL_NUM_ALGORITHMS;
 constexpr int P = TUCCL_NCCL_NUM_PROTOCOLS;
 enum { TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT };
@@ -35,6 +36,7 @@ struct Plugin {
   const ncclTuner_v4_t* v4 = nullptr;
   const ncclTuner_v5_t* v5 = nullptr;
   const ncclTuner_v6_t* v6 = nullptr;
+  const ncclTuner_v7_t* v7 = nullptr;
 };
 
 const Plugin& plugin() {
@@ -42,6 +44,7 @@ const Plugin& plugin() {
     Plugin loaded;
     loaded.handle = dlopen(TUCCL_TUNER_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
     if (loaded.handle == nullptr) return loaded;
+    loaded.v7 = static_cast<const ncclTuner_v7_t*>(dlsym(loaded.handle, "ncclTunerPlugin_v7"));
     loaded.v6 = static_cast<const ncclTuner_v6_t*>(dlsym(loaded.handle, "ncclTunerPlugin_v6"));
     loaded.v5 = static_cast<const ncclTuner_v5_t*>(dlsym(loaded.handle, "ncclTunerPlugin_v5"));
     loaded.v4 = static_cast<const ncclTuner_v4_t*>(dlsym(loaded.handle, "ncclTunerPlugin_v4"));
@@ -160,111 +163,149 @@ std::string tempPath(const std::string& name) {
   return testing::TempDir() + "/tuccl_abi_" + std::to_string(getpid()) + "_" + name;
 }
 
-/// A session with one v6 communicator over `table`.
-struct V6Comm {
+/// A session with one communicator through ncclTunerPlugin_v6 (the default) or _v7: the same five
+/// entries, v7's init taking the larger constants struct.
+struct Comm {
+  int version = 6;
   void* ctx = nullptr;
-  V6Comm(size_t nRanks, size_t nNodes, ncclTunerConstants_v5_t* constants = nullptr) {
-    EXPECT_EQ(plugin().v6->init(&ctx, 42, nRanks, nNodes, captureLog, nullptr, constants), ncclSuccess);
+  Comm(size_t nRanks, size_t nNodes, int version_ = 6, void* constants = nullptr) : version(version_) {
+    if (version == 7) {
+      EXPECT_EQ(plugin().v7->init(&ctx, 42, nRanks, nNodes, captureLog, nullptr,
+                                  static_cast<ncclTunerConstants_v7_t*>(constants)),
+                ncclSuccess);
+    } else {
+      EXPECT_EQ(plugin().v6->init(&ctx, 42, nRanks, nNodes, captureLog, nullptr,
+                                  static_cast<ncclTunerConstants_v5_t*>(constants)),
+                ncclSuccess);
+    }
   }
-  ~V6Comm() { EXPECT_EQ(plugin().v6->finalize(ctx), ncclSuccess); }
+  ~Comm() { EXPECT_EQ(version == 7 ? plugin().v7->finalize(ctx) : plugin().v6->finalize(ctx), ncclSuccess); }
+  ncclResult_t collInfo(ncclFunc_t coll, size_t bytes, int pipeOps, float** costs, int numAlgo, int numProto,
+                        int regBuff, int* channels) {
+    return version == 7 ? plugin().v7->getCollInfo(ctx, coll, bytes, pipeOps, costs, numAlgo, numProto,
+                                                   regBuff, channels)
+                        : plugin().v6->getCollInfo(ctx, coll, bytes, pipeOps, costs, numAlgo, numProto,
+                                                   regBuff, channels);
+  }
+  ncclResult_t chunkSize(ncclFunc_t coll, size_t bytes, int algo, int proto, int channels, size_t* chunk) {
+    return version == 7 ? plugin().v7->getChunkSize(ctx, coll, bytes, algo, proto, channels, chunk)
+                        : plugin().v6->getChunkSize(ctx, coll, bytes, algo, proto, channels, chunk);
+  }
   std::pair<int, int> pick(ncclFunc_t coll, size_t bytes, Costs c, int* channels, int numAlgo = A,
                            int regBuff = 0) {
-    EXPECT_EQ(plugin().v6->getCollInfo(ctx, coll, bytes, 1, asTable(c), numAlgo, P, regBuff, channels),
-              ncclSuccess);
+    EXPECT_EQ(collInfo(coll, bytes, 1, asTable(c), numAlgo, P, regBuff, channels), ncclSuccess);
     return ncclPick(c, numAlgo);
   }
 };
+
+/// The versions whose getCollInfo / getChunkSize have one shape: every decision test runs on both.
+constexpr int kCostTableVersions[] = {6, 7};
 
 // =====================================================================================================
 
 TEST(TunerAbi, ExportsEveryVersionWithCLinkage) {
   const Plugin& p = plugin();
   ASSERT_NE(p.handle, nullptr) << dlerror();
+  ASSERT_NE(p.v7, nullptr);
   ASSERT_NE(p.v6, nullptr);
   ASSERT_NE(p.v5, nullptr);
   ASSERT_NE(p.v4, nullptr);
   ASSERT_NE(p.v3, nullptr);
   ASSERT_NE(p.v2, nullptr);
+  EXPECT_STREQ(p.v7->name, "TuCCL");
   EXPECT_STREQ(p.v6->name, "TuCCL");
+  EXPECT_NE(p.v7->getChunkSize, nullptr);
   EXPECT_STREQ(p.v2->name, "TuCCL");
   EXPECT_NE(p.v6->getChunkSize, nullptr);
   for (const void* fn :
-       {reinterpret_cast<const void*>(p.v6->init), reinterpret_cast<const void*>(p.v6->getCollInfo),
-        reinterpret_cast<const void*>(p.v6->finalize), reinterpret_cast<const void*>(p.v5->init),
-        reinterpret_cast<const void*>(p.v4->getCollInfo), reinterpret_cast<const void*>(p.v3->init),
-        reinterpret_cast<const void*>(p.v2->getCollInfo), reinterpret_cast<const void*>(p.v2->destroy)}) {
+       {reinterpret_cast<const void*>(p.v7->init), reinterpret_cast<const void*>(p.v7->getCollInfo),
+        reinterpret_cast<const void*>(p.v7->finalize), reinterpret_cast<const void*>(p.v6->init),
+        reinterpret_cast<const void*>(p.v6->getCollInfo), reinterpret_cast<const void*>(p.v6->finalize),
+        reinterpret_cast<const void*>(p.v5->init), reinterpret_cast<const void*>(p.v4->getCollInfo),
+        reinterpret_cast<const void*>(p.v3->init), reinterpret_cast<const void*>(p.v2->getCollInfo),
+        reinterpret_cast<const void*>(p.v2->destroy)}) {
     EXPECT_NE(fn, nullptr);
   }
-  // Nothing of ours beyond the five structs is visible.
+  // One implementation behind the adapters: the same getCollInfo for v4..v7, one init for v5/v6.
+  EXPECT_EQ(reinterpret_cast<const void*>(p.v7->getCollInfo),
+            reinterpret_cast<const void*>(p.v6->getCollInfo));
+  EXPECT_EQ(reinterpret_cast<const void*>(p.v7->getChunkSize),
+            reinterpret_cast<const void*>(p.v6->getChunkSize));
+  EXPECT_EQ(reinterpret_cast<const void*>(p.v6->init), reinterpret_cast<const void*>(p.v5->init));
+  // Nothing of ours beyond the six structs is visible.
   EXPECT_EQ(dlsym(p.handle, "_ZN5tuccl13readTableJsonESt17basic_string_viewIcSt11char_traitsIcEES4_"),
             nullptr);
   EXPECT_EQ(dlsym(p.handle, "ncclTunerPlugin_v1"), nullptr);
 }
 
-TEST(TunerAbi, V6DecisionsMatchTheTable) {
+TEST(TunerAbi, V6AndV7DecisionsMatchTheTable) {
   ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
-  V6Comm comm(16, 2);
-  int channels = 0;
-  // entries[0]: TREE/LL, nChannels 4.
-  EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1024, realisticCosts(), &channels), std::pair(int{TREE}, int{LL}));
-  EXPECT_EQ(channels, 4);
-  // entries[1]: RING/LL128; unavailable -> TREE/LL128; both unavailable -> cheapest SIMPLE.
-  channels = 0;
-  EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1 << 20, realisticCosts(), &channels),
-            std::pair(int{RING}, int{LL128}));
-  EXPECT_EQ(channels, 16);
-  Costs noRingLL128 = realisticCosts();
-  noRingLL128[RING * P + LL128] = -1;
-  EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1 << 20, noRingLL128, &channels), std::pair(int{TREE}, int{LL128}));
-  Costs noLL128 = noRingLL128;
-  noLL128[TREE * P + LL128] = -1;
-  noLL128[RING * P + SIMPLE] = 10;  // the cheapest SIMPLE
-  EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1 << 20, noLL128, &channels), std::pair(int{RING}, int{SIMPLE}));
-  // entries[2]: NVLS/SIMPLE, else RING/SIMPLE; no nChannels.
-  channels = 0;
-  EXPECT_EQ(comm.pick(ncclFuncAllReduce, 64 << 20, realisticCosts(), &channels),
-            std::pair(int{NVLS}, int{SIMPLE}));
-  EXPECT_EQ(channels, 0);
-  EXPECT_EQ(comm.pick(ncclFuncAllReduce, 64 << 20, realisticCosts(A, false), &channels),
-            std::pair(int{RING}, int{SIMPLE}));
-  // entries[4]: PAT/SIMPLE when available, else RING/LL128.
-  EXPECT_EQ(comm.pick(ncclFuncAllGather, 100000, realisticCosts(A, true, true), &channels),
-            std::pair(int{PAT}, int{SIMPLE}));
-  EXPECT_EQ(comm.pick(ncclFuncAllGather, 100000, realisticCosts(A, true, false), &channels),
-            std::pair(int{RING}, int{LL128}));
-  // entries[5]: protocol LL128 only: the cheapest LL128 (TREE).
-  EXPECT_EQ(comm.pick(ncclFuncReduceScatter, 5 << 20, realisticCosts(), &channels),
-            std::pair(int{TREE}, int{LL128}));
-  // entries[7]: nChannels only.
-  Costs costs = realisticCosts();
-  Costs before = costs;
-  channels = 0;
-  ASSERT_EQ(plugin().v6->getCollInfo(comm.ctx, ncclFuncReduce, 1500, 1, asTable(costs), A, P, 0, &channels),
-            ncclSuccess);
-  EXPECT_EQ(costs, before);
-  EXPECT_EQ(channels, 8);
+  for (int version : kCostTableVersions) {
+    SCOPED_TRACE("tuner v" + std::to_string(version));
+    Comm comm(16, 2, version);
+    int channels = 0;
+    // entries[0]: TREE/LL, nChannels 4.
+    EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1024, realisticCosts(), &channels), std::pair(int{TREE}, int{LL}));
+    EXPECT_EQ(channels, 4);
+    // entries[1]: RING/LL128; unavailable -> TREE/LL128; both unavailable -> cheapest SIMPLE.
+    channels = 0;
+    EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1 << 20, realisticCosts(), &channels),
+              std::pair(int{RING}, int{LL128}));
+    EXPECT_EQ(channels, 16);
+    Costs noRingLL128 = realisticCosts();
+    noRingLL128[RING * P + LL128] = -1;
+    EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1 << 20, noRingLL128, &channels),
+              std::pair(int{TREE}, int{LL128}));
+    Costs noLL128 = noRingLL128;
+    noLL128[TREE * P + LL128] = -1;
+    noLL128[RING * P + SIMPLE] = 10;  // the cheapest SIMPLE
+    EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1 << 20, noLL128, &channels), std::pair(int{RING}, int{SIMPLE}));
+    // entries[2]: NVLS/SIMPLE, else RING/SIMPLE; no nChannels.
+    channels = 0;
+    EXPECT_EQ(comm.pick(ncclFuncAllReduce, 64 << 20, realisticCosts(), &channels),
+              std::pair(int{NVLS}, int{SIMPLE}));
+    EXPECT_EQ(channels, 0);
+    EXPECT_EQ(comm.pick(ncclFuncAllReduce, 64 << 20, realisticCosts(A, false), &channels),
+              std::pair(int{RING}, int{SIMPLE}));
+    // entries[4]: PAT/SIMPLE when available, else RING/LL128.
+    EXPECT_EQ(comm.pick(ncclFuncAllGather, 100000, realisticCosts(A, true, true), &channels),
+              std::pair(int{PAT}, int{SIMPLE}));
+    EXPECT_EQ(comm.pick(ncclFuncAllGather, 100000, realisticCosts(A, true, false), &channels),
+              std::pair(int{RING}, int{LL128}));
+    // entries[5]: protocol LL128 only: the cheapest LL128 (TREE).
+    EXPECT_EQ(comm.pick(ncclFuncReduceScatter, 5 << 20, realisticCosts(), &channels),
+              std::pair(int{TREE}, int{LL128}));
+    // entries[7]: nChannels only.
+    Costs costs = realisticCosts();
+    Costs before = costs;
+    channels = 0;
+    ASSERT_EQ(comm.collInfo(ncclFuncReduce, 1500, 1, asTable(costs), A, P, 0, &channels), ncclSuccess);
+    EXPECT_EQ(costs, before);
+    EXPECT_EQ(channels, 8);
+  }
 }
 
 TEST(TunerAbi, NoMatchLeavesTableAndChannelsUntouched) {
   ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
-  V6Comm comm(16, 2);
-  for (auto [coll, bytes] :
-       std::vector<std::pair<ncclFunc_t, size_t>>{{ncclFuncReduce, 5000},
-                                                  {ncclFuncReduce, 0},
-                                                  {ncclFuncBroadcast, 100},  // needs a signature
-                                                  {ncclFuncAllGather, 2 << 20},
-                                                  {ncclFuncSendRecv, 100},
-                                                  {ncclFuncRecv, 100}}) {
-    Costs costs = realisticCosts();
-    Costs before = costs;
-    int channels = 0;
-    ASSERT_EQ(plugin().v6->getCollInfo(comm.ctx, coll, bytes, 1, asTable(costs), A, P, 0, &channels),
-              ncclSuccess);
-    EXPECT_EQ(costs, before) << "coll " << coll << " bytes " << bytes;
-    EXPECT_EQ(channels, 0);
-    size_t chunk = 12345;
-    ASSERT_EQ(plugin().v6->getChunkSize(comm.ctx, coll, bytes, RING, SIMPLE, 8, &chunk), ncclSuccess);
-    EXPECT_EQ(chunk, 12345u);
+  for (int version : kCostTableVersions) {
+    Comm comm(16, 2, version);
+    for (auto [coll, bytes] :
+         std::vector<std::pair<ncclFunc_t, size_t>>{{ncclFuncReduce, 5000},
+                                                    {ncclFuncReduce, 0},
+                                                    {ncclFuncBroadcast, 100},  // needs a signature
+                                                    {ncclFuncAllGather, 2 << 20},
+                                                    {ncclFuncSendRecv, 100},
+                                                    {ncclFuncRecv, 100}}) {
+      Costs costs = realisticCosts();
+      Costs before = costs;
+      int channels = 0;
+      ASSERT_EQ(comm.collInfo(coll, bytes, 1, asTable(costs), A, P, 0, &channels), ncclSuccess);
+      EXPECT_EQ(costs, before) << "v" << version << " coll " << coll << " bytes " << bytes;
+      EXPECT_EQ(channels, 0);
+      size_t chunk = 12345;
+      ASSERT_EQ(comm.chunkSize(coll, bytes, RING, SIMPLE, 8, &chunk), ncclSuccess);
+      EXPECT_EQ(chunk, 12345u);
+    }
   }
 }
 
@@ -274,7 +315,7 @@ TEST(TunerAbi, UnavailableEntriesAreNeverChosen) {
   ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
   std::mt19937 rng(3);
   for (auto [nRanks, nNodes] : std::vector<std::pair<size_t, size_t>>{{16, 2}, {8, 1}, {32, 4}}) {
-    V6Comm comm(nRanks, nNodes);
+    Comm comm(nRanks, nNodes, nRanks == 8 ? 7 : 6);
     for (int i = 0; i < 4000; ++i) {
       int numAlgo = i % 2 ? A : 6;
       Costs costs(static_cast<size_t>(numAlgo) * P);
@@ -283,9 +324,9 @@ TEST(TunerAbi, UnavailableEntriesAreNeverChosen) {
       int channels = 0;
       auto coll = static_cast<ncclFunc_t>(rng() % 5);
       size_t bytes = static_cast<size_t>(1) << (rng() % 34);
-      ASSERT_EQ(plugin().v6->getCollInfo(comm.ctx, coll, bytes, 1, asTable(costs), numAlgo, P,
-                                         static_cast<int>(rng() % 2), &channels),
-                ncclSuccess);
+      ASSERT_EQ(
+          comm.collInfo(coll, bytes, 1, asTable(costs), numAlgo, P, static_cast<int>(rng() % 2), &channels),
+          ncclSuccess);
       for (size_t k = 0; k < costs.size(); ++k) {
         if (before[k] < 0) {
           ASSERT_EQ(costs[k], before[k]);
@@ -369,33 +410,37 @@ TEST(TunerAbi, V2OutputsIndicesAndRespectsSupportFlags) {
   EXPECT_EQ(plugin().v2->destroy(ctx), ncclSuccess);
 }
 
-TEST(TunerAbi, V6ChunkSizeOnlyWhenTheEntryGivesOne) {
+TEST(TunerAbi, V6AndV7ChunkSizeOnlyWhenTheEntryGivesOne) {
   ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
-  V6Comm comm(16, 2);
-  size_t chunk = 0;
-  ASSERT_EQ(plugin().v6->getChunkSize(comm.ctx, ncclFuncAllReduce, 1 << 20, RING, LL128, 16, &chunk),
-            ncclSuccess);
-  EXPECT_EQ(chunk, 512u << 10);
-  chunk = 777;
-  plugin().v6->getChunkSize(comm.ctx, ncclFuncAllReduce, 1 << 20, NVLS, LL, 16, &chunk);
-  EXPECT_EQ(chunk, 777u) << "NVLS/LL is none of the entry's choices";
-  plugin().v6->getChunkSize(comm.ctx, ncclFuncAllReduce, 1024, TREE, LL, 4, &chunk);
-  EXPECT_EQ(chunk, 777u) << "entries[0] sets no chunk size";
-  plugin().v6->getChunkSize(comm.ctx, ncclFuncAllReduce, 64 << 20, NVLS, SIMPLE, 4, &chunk);
-  EXPECT_EQ(chunk, 1u << 20);
-  EXPECT_EQ(plugin().v6->getChunkSize(comm.ctx, ncclFuncAllReduce, 1024, TREE, LL, 4, nullptr), ncclSuccess);
+  for (int version : kCostTableVersions) {
+    SCOPED_TRACE("tuner v" + std::to_string(version));
+    Comm comm(16, 2, version);
+    size_t chunk = 0;
+    ASSERT_EQ(comm.chunkSize(ncclFuncAllReduce, 1 << 20, RING, LL128, 16, &chunk), ncclSuccess);
+    EXPECT_EQ(chunk, 512u << 10);
+    chunk = 777;
+    comm.chunkSize(ncclFuncAllReduce, 1 << 20, NVLS, LL, 16, &chunk);
+    EXPECT_EQ(chunk, 777u) << "NVLS/LL is none of the entry's choices";
+    comm.chunkSize(ncclFuncAllReduce, 1024, TREE, LL, 4, &chunk);
+    EXPECT_EQ(chunk, 777u) << "entries[0] sets no chunk size";
+    comm.chunkSize(ncclFuncAllReduce, 1 << 20, 9, LL128, 4, &chunk);
+    EXPECT_EQ(chunk, 777u) << "an algorithm index out of range is no choice of the entry";
+    comm.chunkSize(ncclFuncAllReduce, 64 << 20, NVLS, SIMPLE, 4, &chunk);
+    EXPECT_EQ(chunk, 1u << 20);
+    EXPECT_EQ(comm.chunkSize(ncclFuncAllReduce, 1024, TREE, LL, 4, nullptr), ncclSuccess);
+  }
 }
 
 TEST(TunerAbi, ConstantsChangeOnlyWhenTheTableSaysSo) {
   ncclTunerConstants_v5_t constants;
   auto* values = reinterpret_cast<double*>(&constants);
   const size_t count = sizeof constants / sizeof(double);
-  ASSERT_EQ(count, tuccl::kNumTunerConstants);
+  ASSERT_EQ(count, tuccl::kNumTunerConstantsV5);
   for (size_t i = 0; i < count; ++i) values[i] = 1.0 + static_cast<double>(i);
   ncclTunerConstants_v5_t before = constants;
   {
     ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
-    V6Comm comm(16, 2, &constants);
+    Comm comm(16, 2, 6, &constants);
   }
   EXPECT_DOUBLE_EQ(constants.baseLatencies[RING][LL], 6.6);
   EXPECT_DOUBLE_EQ(constants.hwLatencies[2][TREE][SIMPLE], 14.5);
@@ -420,6 +465,53 @@ TEST(TunerAbi, ConstantsChangeOnlyWhenTheTableSaysSo) {
   plugin().v5->finalize(ctx);
   ASSERT_EQ(plugin().v6->init(&ctx, 1, 16, 2, nullptr, nullptr, nullptr), ncclSuccess);
   plugin().v6->finalize(ctx);
+}
+
+/// v7 hands init the constants with a fifth (RUBIN) row in every bandwidth array: the same names
+/// land at other offsets, and a RUBIN override reaches only v7.
+TEST(TunerAbi, V7ConstantsHaveTheRubinRow) {
+  const std::string path = tempPath("constants.json");
+  {
+    std::ofstream out(path);
+    out << R"({"version": 1, "constants": {"baseLatencies": {"TREE": {"LL128": 3.5}},
+             "llMaxBws": {"RUBIN": {"2": 91.5}}, "perChMaxTreeBws": {"HOPPER": {"4+": 33.0}},
+             "perChMaxNVLSTreeBws": {"RUBIN": {"1": 44.0}}}})";
+  }
+  ScopedEnv env({{"TUCCL_TUNER_TABLE", path}});
+  ncclTunerConstants_v7_t v7;
+  auto* values7 = reinterpret_cast<double*>(&v7);
+  ASSERT_EQ(sizeof v7 / sizeof(double), tuccl::kNumTunerConstantsV7);
+  for (size_t i = 0; i < tuccl::kNumTunerConstantsV7; ++i) values7[i] = 1.0 + static_cast<double>(i);
+  const ncclTunerConstants_v7_t before7 = v7;
+  { Comm comm(16, 2, 7, &v7); }
+  EXPECT_DOUBLE_EQ(v7.baseLatencies[TREE][LL128], 3.5);
+  EXPECT_DOUBLE_EQ(v7.llMaxBws[4][1], 91.5);
+  EXPECT_DOUBLE_EQ(v7.perChMaxTreeBws[2][2], 33.0);
+  EXPECT_DOUBLE_EQ(v7.perChMaxNVLSTreeBws[4][0], 44.0);
+  int changed = 0;
+  for (size_t i = 0; i < tuccl::kNumTunerConstantsV7; ++i)
+    changed += values7[i] != reinterpret_cast<const double*>(&before7)[i];
+  EXPECT_EQ(changed, 4);
+  takeLog();
+
+  // v6: the same table, the v5 struct: the RUBIN overrides are skipped (and said so), the others
+  // land where v5 keeps them.
+  ncclTunerConstants_v5_t v5;
+  auto* values5 = reinterpret_cast<double*>(&v5);
+  for (size_t i = 0; i < tuccl::kNumTunerConstantsV5; ++i) values5[i] = 1.0 + static_cast<double>(i);
+  const ncclTunerConstants_v5_t before5 = v5;
+  { Comm comm(16, 2, 6, &v5); }
+  EXPECT_DOUBLE_EQ(v5.baseLatencies[TREE][LL128], 3.5);
+  EXPECT_DOUBLE_EQ(v5.perChMaxTreeBws[2][2], 33.0);
+  changed = 0;
+  for (size_t i = 0; i < tuccl::kNumTunerConstantsV5; ++i)
+    changed += values5[i] != reinterpret_cast<const double*>(&before5)[i];
+  EXPECT_EQ(changed, 2);
+  const std::string log = joined(takeLog());
+  EXPECT_NE(log.find("llMaxBws.RUBIN.2: not a constant of this NCCL's tuner interface (v5); skipped"),
+            std::string::npos)
+      << log;
+  fs::remove(path);
 }
 
 /// Broken, invalid, empty, missing, unreadable and oversized tables: init succeeds with one
@@ -448,7 +540,7 @@ TEST(TunerAbi, BadTablesAreOneWarningThenANoOp) {
                                      oversized,
                                      binary};
   for (const std::string& table : tables) {
-    for (int version = 2; version <= 6; ++version) {
+    for (int version = 2; version <= 7; ++version) {
       ScopedEnv env({{"TUCCL_TUNER_TABLE", table}});
       void* ctx = nullptr;
       ncclResult_t result = ncclSuccess;
@@ -465,8 +557,11 @@ TEST(TunerAbi, BadTablesAreOneWarningThenANoOp) {
         case 5:
           result = plugin().v5->init(&ctx, 1, 16, 2, captureLog, nullptr, nullptr);
           break;
-        default:
+        case 6:
           result = plugin().v6->init(&ctx, 1, 16, 2, captureLog, nullptr, nullptr);
+          break;
+        default:
+          result = plugin().v7->init(&ctx, 1, 16, 2, captureLog, nullptr, nullptr);
           break;
       }
       ASSERT_EQ(result, ncclSuccess) << table;
@@ -493,9 +588,13 @@ TEST(TunerAbi, BadTablesAreOneWarningThenANoOp) {
           case 5:
             plugin().v5->getCollInfo(ctx, ncclFuncAllReduce, bytes, 1, asTable(costs), A, P, 0, &channels);
             break;
-          default:
+          case 6:
             plugin().v6->getCollInfo(ctx, ncclFuncAllReduce, bytes, 1, asTable(costs), A, P, 0, &channels);
             plugin().v6->getChunkSize(ctx, ncclFuncAllReduce, bytes, RING, SIMPLE, 8, &chunk);
+            break;
+          default:
+            plugin().v7->getCollInfo(ctx, ncclFuncAllReduce, bytes, 1, asTable(costs), A, P, 0, &channels);
+            plugin().v7->getChunkSize(ctx, ncclFuncAllReduce, bytes, RING, SIMPLE, 8, &chunk);
             break;
         }
         EXPECT_EQ(costs, before);
@@ -517,8 +616,11 @@ TEST(TunerAbi, BadTablesAreOneWarningThenANoOp) {
         case 5:
           EXPECT_EQ(plugin().v5->finalize(ctx), ncclSuccess);
           break;
-        default:
+        case 6:
           EXPECT_EQ(plugin().v6->finalize(ctx), ncclSuccess);
+          break;
+        default:
+          EXPECT_EQ(plugin().v7->finalize(ctx), ncclSuccess);
           break;
       }
     }
@@ -562,7 +664,7 @@ TEST(TunerAbi, InitLogsPathHashAndEntryCount) {
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ScopedEnv env({{"TUCCL_TUNER_TABLE", path}});
-  V6Comm comm(16, 2);
+  Comm comm(16, 2);
   std::vector<LogLine> lines = takeLog();
   std::string all = joined(lines);
   EXPECT_EQ(countLevel(lines, NCCL_LOG_WARN), 0) << all;
@@ -576,14 +678,14 @@ TEST(TunerAbi, InitLogsPathHashAndEntryCount) {
 TEST(TunerAbi, TraceExplainsEachDecisionOnlyWhenAskedFor) {
   {
     ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
-    V6Comm comm(16, 2);
+    Comm comm(16, 2);
     takeLog();
     int channels = 0;
     comm.pick(ncclFuncAllReduce, 1 << 20, realisticCosts(), &channels);
     EXPECT_EQ(countLevel(takeLog(), NCCL_LOG_TRACE), 0);
   }
   ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}, {"NCCL_DEBUG", "TRACE"}});
-  V6Comm comm(16, 2);
+  Comm comm(16, 2);
   takeLog();
   int channels = 0;
   Costs noRingLL128 = realisticCosts();
@@ -603,7 +705,7 @@ TEST(TunerAbi, TablePrecedenceAndTheDefaultCsv) {
   {
     ScopedEnv env(
         {{"TUCCL_TUNER_TABLE", kData + "valid.json"}, {"NCCL_TUNER_CONFIG_FILE", kData + "valid.csv"}});
-    V6Comm comm(16, 2);
+    Comm comm(16, 2);
     int channels = 0;
     EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1024, realisticCosts(), &channels), std::pair(int{TREE}, int{LL}));
     EXPECT_NE(joined(takeLog()).find("takes precedence"), std::string::npos);
@@ -611,7 +713,7 @@ TEST(TunerAbi, TablePrecedenceAndTheDefaultCsv) {
   // NCCL_TUNER_CONFIG_FILE alone: the CSV (line 4: RING/LL for 2 nodes).
   {
     ScopedEnv env({{"NCCL_TUNER_CONFIG_FILE", kData + "valid.csv"}});
-    V6Comm comm(16, 2);
+    Comm comm(16, 2);
     int channels = 0;
     EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1024, realisticCosts(), &channels), std::pair(int{RING}, int{LL}));
     EXPECT_EQ(channels, 0) << "channels -1 keeps NCCL's (never forced to 1)";
@@ -623,7 +725,7 @@ TEST(TunerAbi, TablePrecedenceAndTheDefaultCsv) {
   fs::current_path(dir);
   {
     ScopedEnv env({});
-    V6Comm comm(16, 2);
+    Comm comm(16, 2);
     std::vector<LogLine> lines = takeLog();
     EXPECT_EQ(countLevel(lines, NCCL_LOG_WARN), 0) << joined(lines);
     Costs costs = realisticCosts();
@@ -635,7 +737,7 @@ TEST(TunerAbi, TablePrecedenceAndTheDefaultCsv) {
   fs::copy_file(kData + "valid.csv", dir / "nccl_tuner.conf");
   {
     ScopedEnv env({});
-    V6Comm comm(16, 2);
+    Comm comm(16, 2);
     int channels = 0;
     EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1024, realisticCosts(), &channels), std::pair(int{RING}, int{LL}));
   }
@@ -652,8 +754,8 @@ std::pair<int, int> exampleTunerPick(const tuccl::LookupTable& csv, int coll, si
     if ((e.nNodes != -1 && e.nNodes != nNodes) || (e.nRanks != -1 && e.nRanks != nRanks)) continue;
     if ((e.numPipeOps != -1 && e.numPipeOps != numPipeOps) || (e.regBuff != -1 && e.regBuff != regBuff))
       continue;
-    int a = e.choices[0].algorithm;
-    int p = e.choices[0].protocol;
+    int a = static_cast<int>(e.choices.at(0).algorithm.value());
+    int p = static_cast<int>(e.choices.at(0).protocol.value());
     if (a < numAlgo && costs[a * P + p] != TUCCL_NCCL_ALGO_PROTO_IGNORE) costs[a * P + p] = 0.0f;
     break;
   }
@@ -661,12 +763,12 @@ std::pair<int, int> exampleTunerPick(const tuccl::LookupTable& csv, int coll, si
 }
 
 TEST(TunerAbi, CsvGivesTheSameChoicesAsNcclsExampleTuner) {
-  tuccl::LoadResult csv = tuccl::loadTableFile(kData + "valid.csv");
+  tuccl::Expected<tuccl::LoadedTable> csv = tuccl::loadTableFile(kData + "valid.csv");
   ASSERT_TRUE(csv.ok());
   ScopedEnv env({{"NCCL_TUNER_CONFIG_FILE", kData + "valid.csv"}});
   std::mt19937 rng(11);
   for (auto [nRanks, nNodes] : std::vector<std::pair<int, int>>{{16, 2}, {8, 1}, {64, 8}}) {
-    V6Comm comm(static_cast<size_t>(nRanks), static_cast<size_t>(nNodes));
+    Comm comm(static_cast<size_t>(nRanks), static_cast<size_t>(nNodes), nNodes == 8 ? 7 : 6);
     for (int i = 0; i < 3000; ++i) {
       int numAlgo = i % 3 == 0 ? 6 : A;
       Costs costs = realisticCosts(numAlgo, rng() % 2, rng() % 2);
@@ -679,11 +781,11 @@ TEST(TunerAbi, CsvGivesTheSameChoicesAsNcclsExampleTuner) {
       int regBuff = static_cast<int>(rng() % 2);
       Costs ours = costs;
       int channels = 0;
-      ASSERT_EQ(plugin().v6->getCollInfo(comm.ctx, static_cast<ncclFunc_t>(coll), bytes, pipeOps,
-                                         asTable(ours), numAlgo, P, regBuff, &channels),
+      ASSERT_EQ(comm.collInfo(static_cast<ncclFunc_t>(coll), bytes, pipeOps, asTable(ours), numAlgo, P,
+                              regBuff, &channels),
                 ncclSuccess);
-      ASSERT_EQ(ncclPick(ours, numAlgo), exampleTunerPick(csv.loaded->table, coll, bytes, nNodes, nRanks,
-                                                          pipeOps, regBuff, costs, numAlgo))
+      ASSERT_EQ(ncclPick(ours, numAlgo),
+                exampleTunerPick(csv->table, coll, bytes, nNodes, nRanks, pipeOps, regBuff, costs, numAlgo))
           << "coll " << coll << " bytes " << bytes << " pipeOps " << pipeOps << " regBuff " << regBuff;
     }
   }
@@ -691,8 +793,9 @@ TEST(TunerAbi, CsvGivesTheSameChoicesAsNcclsExampleTuner) {
 
 TEST(TunerAbi, EveryRankMakesTheSameChoice) {
   ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
-  std::vector<std::unique_ptr<V6Comm>> ranks;
-  for (int r = 0; r < 8; ++r) ranks.push_back(std::make_unique<V6Comm>(16, 2));
+  std::vector<std::unique_ptr<Comm>> ranks;
+  // Ranks of one job may even run different tuner versions of the plugin: the same answers.
+  for (int r = 0; r < 8; ++r) ranks.push_back(std::make_unique<Comm>(16, 2, r % 2 ? 7 : 6));
   std::mt19937 rng(5);
   for (int i = 0; i < 500; ++i) {
     Costs costs = realisticCosts(A, rng() % 2, rng() % 2);
@@ -703,7 +806,7 @@ TEST(TunerAbi, EveryRankMakesTheSameChoice) {
     for (auto& rank : ranks) {
       Costs c = costs;
       int ch = 0;
-      plugin().v6->getCollInfo(rank->ctx, coll, bytes, 1, asTable(c), A, P, 0, &ch);
+      rank->collInfo(coll, bytes, 1, asTable(c), A, P, 0, &ch);
       results.push_back(c);
       channels.push_back(ch);
     }
@@ -739,7 +842,7 @@ TEST(TunerAbi, HugeTablesLoadAndDecide) {
   }
   for (const std::string& path : {json, csv}) {
     ScopedEnv env({{"TUCCL_TUNER_TABLE", path}});
-    V6Comm comm(16, 2);
+    Comm comm(16, 2);
     std::vector<LogLine> lines = takeLog();
     ASSERT_EQ(countLevel(lines, NCCL_LOG_WARN), 0) << joined(lines);
     EXPECT_NE(joined(lines).find("100000 entries"), std::string::npos) << joined(lines);
@@ -763,7 +866,7 @@ TEST(TunerAbi, HugeTablesLoadAndDecide) {
 
 TEST(TunerAbi, TopologySignatureFromTheEnvironment) {
   ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}, {"TUCCL_TOPOLOGY_SIGNATURE", "dgx-h100"}});
-  V6Comm comm(16, 2);
+  Comm comm(16, 2);
   int channels = 0;
   EXPECT_EQ(comm.pick(ncclFuncBroadcast, 100, realisticCosts(), &channels), std::pair(int{TREE}, int{LL}));
   EXPECT_EQ(channels, 2);

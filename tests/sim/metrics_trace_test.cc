@@ -16,18 +16,6 @@ TEST(Metrics, BusBandwidthFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::Broadcast, 8), 1.0);
 }
 
-TEST(Metrics, SizesParseAndPrint) {
-  EXPECT_EQ(parseBytes("1K"), 1024);
-  EXPECT_EQ(parseBytes("64M"), 64 << 20);
-  EXPECT_EQ(parseBytes("4G"), 4LL << 30);
-  EXPECT_EQ(parseBytes("8KB"), 8192);
-  EXPECT_EQ(parseBytes("100"), 100);
-  EXPECT_THROW(parseBytes("lots"), std::invalid_argument);
-  EXPECT_THROW(parseBytes(""), std::invalid_argument);
-  EXPECT_EQ(formatBytes(4LL << 30), "4G");
-  EXPECT_EQ(formatBytes(1536), "1536");
-}
-
 TEST(Metrics, HierarchicalMeshRunIsWellFormed) {
   const Network network = loadNetwork("preset:resccl-a100:nodes=2,gpus=4");
   const Algorithm hm = loadRescclAlgorithm(testing::examplePath("hm_allreduce"), 8, 4);

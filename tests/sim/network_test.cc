@@ -3,22 +3,17 @@
 
 #include <gtest/gtest.h>
 
-#include "topo/presets.h"
 
 namespace tuccl {
 namespace {
 
-TEST(Network, FourGpuVariantOfTheResCclNode) {
-  const Topology node = reduceNodeGpus(presetNode("resccl-a100"), 4);
-  EXPECT_EQ(node.nRanks(), 4);
-  EXPECT_EQ(node.nics.size(), 2u);  // still two GPUs per NIC
-  EXPECT_FALSE(validateTopology(node).has_value());
-  const Topology cluster = loadSimTopology("preset:resccl-a100:nodes=2,gpus=4");
-  EXPECT_EQ(cluster.nRanks(), 8);
-  EXPECT_EQ(cluster.nNodes(), 2);
-  EXPECT_EQ(maxGpusPerNode(cluster), 4);
-  EXPECT_THROW(loadSimTopology("preset:resccl-a100:gpus=9"), std::invalid_argument);
-  EXPECT_THROW(loadSimTopology("preset:resccl-a100:gpus=x"), std::invalid_argument);
+TEST(Network, FourGpuPresetVariant) {
+  const Network network = loadNetwork("preset:resccl-a100:nodes=2,gpus=4");
+  EXPECT_EQ(network.nRanks(), 8);
+  EXPECT_EQ(network.nNodes(), 2);
+  EXPECT_EQ(network.maxGpusPerNode(), 4);
+  EXPECT_TRUE(network.path(0, 4).network);
+  EXPECT_THROW(loadNetwork("preset:resccl-a100:gpus=9"), DiagnosticError);
 }
 
 TEST(Network, PathsAndBoundInputs) {

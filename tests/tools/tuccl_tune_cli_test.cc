@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "plugin/lookup_table.h"
+#include "table/table_io.h"
 #include "tests/tools/run_tool.h"
 
 namespace {
@@ -50,9 +50,9 @@ TEST(TucclTune, WritesATableThePluginLoadsAndExplains) {
   ASSERT_TRUE(std::filesystem::exists(dir / "t.csv"));
   ASSERT_TRUE(std::filesystem::exists(dir / "t.trials.jsonl"));
 
-  tuccl::LoadResult loaded = tuccl::loadTableFile(json);
-  ASSERT_TRUE(loaded.ok()) << tuccl::formatTableError(loaded.error);
-  const tuccl::LookupTable& t = loaded.loaded->table;
+  tuccl::Expected<tuccl::LoadedTable> loaded = tuccl::loadTableFile(json);
+  ASSERT_TRUE(loaded.ok()) << tuccl::formatTableError(loaded.status());
+  const tuccl::LookupTable& t = loaded->table;
   ASSERT_GE(t.entries.size(), 2u);  // at least one range per collective
   uint64_t expectedMin = 0;
   for (const tuccl::TableEntry& e : t.entries) {
@@ -62,7 +62,8 @@ TEST(TucclTune, WritesATableThePluginLoadsAndExplains) {
     EXPECT_EQ(e.nNodes, 2);
     EXPECT_EQ(e.nRanks, 8);
     ASSERT_EQ(e.choices.size(), 1u);
-    EXPECT_NE(e.choices[0].protocol, tuccl::kAny);
+    EXPECT_TRUE(e.choices[0].protocol.has_value());
+    EXPECT_NE(e.comment.find("sketch"), std::string::npos);
     EXPECT_GE(e.nChannels, 1);
     EXPECT_GT(e.chunkSize, 0u);
   }
@@ -141,6 +142,15 @@ TEST(TucclTune, ReportsBadArguments) {
   EXPECT_NE(r.output.find("MIN:MAX"), std::string::npos) << r.output;
   r = tune("--topo preset:nope -o " + (dir / "x.json").string());
   EXPECT_EQ(r.status, 2) << r.output;
+  r = tune("--sizes 1K:1Q -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("'1Q' is not a byte size"), std::string::npos) << r.output;
+  r = tune("--collectives allreduce,allscatter -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("unknown collective 'allscatter'"), std::string::npos) << r.output;
+  r = tune("--topo preset:resccl-a100:nodes=2,gpus=4,oversub=abc -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("oversub=abc is not a number"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
 }
 

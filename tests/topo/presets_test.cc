@@ -172,12 +172,76 @@ TEST(Presets, ClosOversubscriptionScalesUplinks) {
   EXPECT_EQ(uplinks, 2);
 }
 
+TEST(Presets, FourGpuVariantOfTheResCclNode) {
+  const Topology node = reduceNodeGpus(presetNode("resccl-a100"), 4);
+  EXPECT_EQ(node.nRanks(), 4);
+  EXPECT_EQ(node.nics.size(), 2u);  // still two GPUs per NIC
+  EXPECT_FALSE(validateTopology(node).has_value());
+  const Topology cluster = makePreset("preset:resccl-a100:nodes=2,gpus=4");
+  EXPECT_EQ(cluster.nRanks(), 8);
+  EXPECT_EQ(cluster.nNodes(), 2);
+  EXPECT_EQ(maxGpusPerNode(cluster), 4);
+  EXPECT_EQ(cluster.name, "resccl-a100:nodes=2,gpus=4");
+  EXPECT_THROW(reduceNodeGpus(presetNode("resccl-a100"), 9), std::invalid_argument);
+  EXPECT_THROW(reduceNodeGpus(cluster, 2), std::invalid_argument) << "one node only";
+}
+
+TEST(Presets, SpecsParseIntoTheirOptions) {
+  Expected<PresetSpec> spec =
+      parsePresetSpec("preset:dgx-a100:nodes=4,gpus=2,fabric=clos,oversub=2.5,rack=2");
+  ASSERT_TRUE(spec) << spec.status().message();
+  EXPECT_EQ(spec->name, "dgx-a100");
+  EXPECT_EQ(spec->gpus, 2);
+  EXPECT_EQ(spec->cluster.nodes, 4);
+  EXPECT_EQ(spec->cluster.fabric, Fabric::Clos);
+  EXPECT_DOUBLE_EQ(spec->cluster.oversubscription, 2.5);
+  EXPECT_EQ(spec->cluster.nodesPerTor, 2);
+  // The preset's own options when the spec says nothing.
+  Expected<PresetSpec> plain = parsePresetSpec("preset:resccl-a100");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->gpus, 0);
+  EXPECT_EQ(plain->cluster.fabric, presetClusterOptions("resccl-a100").fabric);
+  EXPECT_DOUBLE_EQ(plain->cluster.networkAlphaUs, presetClusterOptions("resccl-a100").networkAlphaUs);
+  // gpus=K and the fabric options together: the reduced node in the cluster the options describe.
+  const Topology reduced = makePreset("preset:dgx-a100:nodes=4,gpus=2,fabric=clos,oversub=2,rack=2");
+  ClusterOptions cluster = presetClusterOptions("dgx-a100");
+  cluster.nodes = 4;
+  cluster.fabric = Fabric::Clos;
+  cluster.oversubscription = 2;
+  cluster.nodesPerTor = 2;
+  const Topology expected = composeCluster(reduceNodeGpus(presetNode("dgx-a100"), 2), cluster);
+  EXPECT_EQ(topologySignature(reduced), topologySignature(expected));
+}
+
+TEST(Presets, BadOptionsNameTheOption) {
+  auto message = [](std::string_view spec) {
+    Expected<PresetSpec> parsed = parsePresetSpec(spec);
+    EXPECT_FALSE(parsed) << spec;
+    EXPECT_EQ(parsed.status().code(), ErrorCode::InvalidArgument);
+    return parsed.status().message();
+  };
+  EXPECT_EQ(message("preset:resccl-a100:gpus=4,oversub=abc"), "preset option oversub=abc is not a number");
+  EXPECT_EQ(message("preset:resccl-a100:gpus=4,rack=2x"), "preset option rack=2x is not a number");
+  EXPECT_EQ(message("preset:resccl-a100:gpus=x"), "preset option gpus=x is not a number");
+  EXPECT_EQ(message("preset:resccl-a100:gpus=0"), "preset option gpus must be at least 1");
+  EXPECT_EQ(message("preset:resccl-a100:gpus=9"),
+            "preset option gpus=9 is more than the 8 GPUs of a resccl-a100 node");
+  EXPECT_EQ(message("preset:resccl-a100:oversub=0.5"), "preset option oversub must be at least 1");
+  EXPECT_EQ(message("preset:resccl-a100:oversub=nan"), "preset option oversub=nan is not a number");
+  EXPECT_EQ(message("preset:resccl-a100:nodes="), "preset option nodes= is not a number");
+  EXPECT_EQ(message("preset:resccl-a100:gpus"), "preset option 'gpus' is not KEY=VALUE");
+  EXPECT_NE(message("preset:resccl-a100:colour=blue").find("known: nodes, gpus, fabric, oversub, rack"),
+            std::string::npos);
+  EXPECT_NE(message("dgx-a100").find("starts with 'preset:'"), std::string::npos);
+}
+
 TEST(Presets, BadSpecsAreReadableErrors) {
   EXPECT_THROW(makePreset("preset:dgx-z100"), std::invalid_argument);
   EXPECT_THROW(makePreset("preset:dgx-a100:nodes=0"), std::invalid_argument);
   EXPECT_THROW(makePreset("preset:dgx-a100:nodes=two"), std::invalid_argument);
   EXPECT_THROW(makePreset("preset:dgx-a100:fabric=torus"), std::invalid_argument);
   EXPECT_THROW(makePreset("preset:dgx-a100:colour=blue"), std::invalid_argument);
+  EXPECT_THROW(makePreset("preset:dgx-a100:gpus=9"), std::invalid_argument);
   try {
     makePreset("preset:nope");
   } catch (const std::invalid_argument& error) {

@@ -41,7 +41,8 @@ TEST(SimProfiler, MeasuresAndCachesPlans) {
     Measurement m = f.profiler->profile(f.space, c, 3);
     ASSERT_TRUE(m.ok) << m.error;
     EXPECT_GT(m.timeUs, 0);
-    EXPECT_GT(m.busBwGBps, 0);
+    // nccl-tests' busbw: algbw x 2(n-1)/n for AllReduce on 8 ranks.
+    EXPECT_DOUBLE_EQ(m.busBwGBps, (64 << 20) / (m.timeUs * 1e3) * (2.0 * 7 / 8));
     EXPECT_DOUBLE_EQ(m.timeUs, f.profiler->simulatedTime(f.space, c));  // sigma 0: exact
   }
   EXPECT_LE(f.profiler->compiledPlans(), 4u);  // (algorithm, scheduler) pairs

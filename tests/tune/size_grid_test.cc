@@ -2,28 +2,44 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace tuccl {
 namespace {
 
-TEST(SizeGrid, ParsesSizesAndRanges) {
-  EXPECT_EQ(parseSizeText("1048576"), 1 << 20);
-  EXPECT_EQ(parseSizeText("64K"), 64 << 10);
-  EXPECT_EQ(parseSizeText("1MiB"), 1 << 20);
-  EXPECT_EQ(parseSizeText("2g"), int64_t{2} << 30);
-  EXPECT_THROW(parseSizeText("1Q"), std::invalid_argument);
-  EXPECT_THROW(parseSizeText("K"), std::invalid_argument);
-  EXPECT_EQ(parseSizeRange("1K:1G"), std::make_pair(int64_t{1024}, int64_t{1} << 30));
-  EXPECT_EQ(parseSizeRange("4M"), std::make_pair(int64_t{4} << 20, int64_t{4} << 20));
-  EXPECT_THROW(parseSizeRange("1G:1K"), std::invalid_argument);
+TEST(SizeGrid, ParsesRanges) {
+  EXPECT_EQ(*parseSizeRange("1K:1G"), std::make_pair(int64_t{1024}, int64_t{1} << 30));
+  EXPECT_EQ(*parseSizeRange("4M"), std::make_pair(int64_t{4} << 20, int64_t{4} << 20));
+  EXPECT_EQ(*parseSizeRange("1.5K:2MiB"), std::make_pair(int64_t{1536}, int64_t{2} << 20));
+  Expected<std::pair<int64_t, int64_t>> reversed = parseSizeRange("1G:1K");
+  ASSERT_FALSE(reversed);
+  EXPECT_EQ(reversed.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(reversed.status().message(), "size range '1G:1K' wants MIN:MAX with 0 < MIN <= MAX");
+  EXPECT_NE(parseSizeRange("1K:1Q").status().message().find("'1Q' is not a byte size"), std::string::npos);
+  EXPECT_FALSE(parseSizeRange("0:1K"));
+  EXPECT_FALSE(parseSizeRange("K"));
+  EXPECT_FALSE(parseSizeRange("1K:"));
+  EXPECT_NE(parseSizeRange("1:9000000000T").status().message().find("too large"), std::string::npos);
 }
 
 TEST(SizeGrid, PowersOfTwoByDefault) {
-  const auto sizes = sizeGrid(1024, 1 << 20);
+  const auto sizes = *sizeGrid(1024, 1 << 20);
   ASSERT_EQ(sizes.size(), 11u);
   for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(sizes[i], int64_t{1024} << i);
-  EXPECT_EQ(sizeGrid(1024, 1 << 20, 4).size(), 6u);
-  EXPECT_EQ(sizeGrid(1000, 1000), std::vector<int64_t>{1000});
-  EXPECT_THROW(sizeGrid(1024, 2048, 1.0), std::invalid_argument);
+  EXPECT_EQ(sizeGrid(1024, 1 << 20, 4)->size(), 6u);
+  EXPECT_EQ(*sizeGrid(1000, 1000), std::vector<int64_t>{1000});
+  EXPECT_FALSE(sizeGrid(1024, 2048, 1.0));
+  EXPECT_FALSE(sizeGrid(2048, 1024, 2.0));
+  EXPECT_EQ(*parseSizeGrid("1K:4K"), (std::vector<int64_t>{1024, 2048, 4096}));
+  EXPECT_NE(parseSizeGrid("1K:4K", 0.5).status().message().find("greater than 1"), std::string::npos);
+}
+
+TEST(SizeGrid, RoundsToWholeBytesAndNeverRepeatsASize) {
+  // 1000 * 2.5^k: 39062.5 rounds to 39063.
+  EXPECT_EQ(*sizeGrid(1000, 100000, 2.5), (std::vector<int64_t>{1000, 2500, 6250, 15625, 39063, 97656}));
+  const auto fine = *sizeGrid(1, 8, 1.1);
+  EXPECT_TRUE(std::adjacent_find(fine.begin(), fine.end()) == fine.end());
+  EXPECT_TRUE(std::is_sorted(fine.begin(), fine.end()));
 }
 
 TEST(SizeGrid, MergesAdjacentSizesWithTheSameWinner) {

@@ -3,7 +3,7 @@
 
 #ifdef TUCCL_HAVE_SIM_PROFILER
 #include "lang/semantic_check.h"
-#include "sim/network_topology.h"
+#include "topo/presets.h"
 #include "tune/sketch_candidates.h"
 
 namespace tuccl {
@@ -19,7 +19,7 @@ const AlgorithmCandidate* find(const std::vector<AlgorithmCandidate>& cs, const 
 
 TEST(SketchCandidates, SketchesAdmitProgramsByTheirInterNodePeers) {
   // Two GPUs per NIC: pruned keeps NIC groups, relay one sender->receiver pair per group.
-  const Topology t = loadSimTopology("preset:resccl-a100:nodes=2");
+  const Topology t = makePreset("preset:resccl-a100:nodes=2");
   const auto cs = algorithmCandidates(t, Collective::AllGather, kExamples);
   const auto* ring = find(cs, "ring");
   const auto* rail = find(cs, "ring-rail");
@@ -38,7 +38,7 @@ TEST(SketchCandidates, SketchesAdmitProgramsByTheirInterNodePeers) {
 }
 
 TEST(SketchCandidates, OneGpuPerNicLetsRelayAdmitHm) {
-  const Topology t = loadSimTopology("preset:dgx-h100:nodes=2,gpus=4");
+  const Topology t = makePreset("preset:dgx-h100:nodes=2,gpus=4");
   const auto cs = algorithmCandidates(t, Collective::AllReduce, kExamples);
   ASSERT_TRUE(find(cs, "hm"));
   EXPECT_EQ(find(cs, "hm")->sketch(), "relay");
@@ -46,14 +46,14 @@ TEST(SketchCandidates, OneGpuPerNicLetsRelayAdmitHm) {
 }
 
 TEST(SketchCandidates, OneNodeAdmitsEverythingAndNeedsNoRailRing) {
-  const Topology t = loadSimTopology("preset:dgx-a100:nodes=1");
+  const Topology t = makePreset("preset:dgx-a100:nodes=1");
   const auto cs = algorithmCandidates(t, Collective::AllGather, kExamples);
   EXPECT_EQ(find(cs, "ring-rail"), nullptr);
   for (const AlgorithmCandidate& c : cs) EXPECT_EQ(c.sketch(), "relay") << c.name;
 }
 
 TEST(SketchCandidates, RingOrderFollowsTheSketch) {
-  const Topology t = loadSimTopology("preset:resccl-a100:nodes=4,gpus=4");
+  const Topology t = makePreset("preset:resccl-a100:nodes=4,gpus=4");
   const Sketch relay = buildSketch(t, SketchVariant::Relay);
   auto order = sketchRingOrder(t, relay);
   ASSERT_TRUE(order);
@@ -67,7 +67,7 @@ TEST(SketchCandidates, RingOrderFollowsTheSketch) {
 }
 
 TEST(SketchCandidates, RelabellingKeepsAllGatherCorrect) {
-  const Topology t = loadSimTopology("preset:resccl-a100:nodes=2,gpus=4");
+  const Topology t = makePreset("preset:resccl-a100:nodes=2,gpus=4");
   const auto cs = algorithmCandidates(t, Collective::AllGather, kExamples);
   const Algorithm& ring = find(cs, "ring")->algorithm;
   std::vector<int32_t> reversed(static_cast<size_t>(ring.nRanks));

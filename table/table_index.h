@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/lookup_table.h"
+#include "table/lookup_table.h"
 
 namespace tuccl {
 

@@ -1,4 +1,4 @@
-#include "plugin/table_index.h"
+#include "table/table_index.h"
 
 #include <algorithm>
 #include <numeric>

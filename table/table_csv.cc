@@ -8,8 +8,9 @@
 #include <charconv>
 #include <set>
 
-#include "plugin/lookup_table.h"
-#include "plugin/table_index.h"
+#include "support/text_values.h"
+#include "table/table_index.h"
+#include "table/table_io.h"
 
 namespace tuccl {
 namespace {
@@ -21,11 +22,6 @@ std::string_view trim(std::string_view text) {
   return text.substr(begin, end - begin + 1);
 }
 
-struct CsvLineError {
-  uint32_t column;
-  std::string message;
-};
-
 std::optional<int64_t> parseInt(std::string_view text) {
   int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -33,11 +29,23 @@ std::optional<int64_t> parseInt(std::string_view text) {
   return value;
 }
 
+/// "any" / "-1" (no constraint) or a name `parse` knows; nullopt in `value` for "any". False when
+/// the text is neither.
+template <typename T, typename Parse>
+bool parseChoiceField(std::string_view text, Parse parse, std::optional<T>& value) {
+  value = parse(text);
+  return value.has_value() || text == "-1" || equalsIgnoreCase(text, "any");
+}
+
+/// A choice field as NCCL's example tuner spells it: lower case, -1 for any.
+template <typename T, typename Name>
+std::string choiceField(const std::optional<T>& value, Name name) {
+  return value ? toLowerCase(name(*value)) : std::string("-1");
+}
+
 }  // namespace
 
-TableResult readTableCsv(std::string_view text, std::string_view file) {
-  TableResult result;
-  result.error.file = std::string(file);
+Expected<LookupTable> readTableCsv(std::string_view text, std::string_view file) {
   LookupTable table;
   table.matchOrder = MatchOrder::FileOrder;
   std::set<int32_t> pipeOpsValues;
@@ -65,11 +73,9 @@ TableResult readTableCsv(std::string_view text, std::string_view file) {
       if (comma == std::string_view::npos) break;
       fieldStart = comma + 1;
     }
-    auto lineError = [&](uint32_t column, std::string message) {
-      result.error.line = lineNumber;
-      result.error.column = column;
-      result.error.message = std::move(message);
-      return result;
+    auto lineError = [&](uint32_t column, std::string message) -> Status {
+      return makeError(ErrorCode::InvalidInput, std::string(file), SourceLoc{lineNumber, column},
+                       std::move(message));
     };
     if (fields.size() < 8 || fields.size() > 10) {
       return lineError(
@@ -81,8 +87,8 @@ TableResult readTableCsv(std::string_view text, std::string_view file) {
     TableEntry entry;
     entry.origin = lineNumber;
     auto [collText, collColumn] = fields[0];
-    auto collective = parseTableCollective(collText);
-    if (!collective) {
+    auto collective = parseCollective(collText);
+    if (!collective || !isTunerCollective(*collective)) {
       return lineError(collColumn,
                        "unknown collective '" + std::string(collText) +
                            "' (expected broadcast, reduce, allgather, reducescatter or allreduce)");
@@ -105,22 +111,22 @@ TableResult readTableCsv(std::string_view text, std::string_view file) {
     }
     if (entry.minBytes > entry.maxBytes)
       return lineError(fields[1].second, "minbytes is larger than maxbytes");
-    auto algorithm = parseAlgorithm(fields[3].first);
-    if (!algorithm) {
+    std::optional<NcclAlgorithm> algorithm;
+    if (!parseChoiceField(fields[3].first, parseNcclAlgorithm, algorithm)) {
       return lineError(fields[3].second,
                        "unknown algorithm '" + std::string(fields[3].first) +
                            "' (expected tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree "
                            "or pat)");
     }
-    auto protocol = parseChoiceProtocol(fields[4].first);
-    if (!protocol) {
+    std::optional<Protocol> protocol;
+    if (!parseChoiceField(fields[4].first, parseProtocol, protocol)) {
       return lineError(fields[4].second, "unknown protocol '" + std::string(fields[4].first) +
                                              "' (expected ll, ll128 or simple)");
     }
-    if (*algorithm != kAny || *protocol != kAny) entry.choices.push_back({*algorithm, *protocol});
+    if (algorithm || protocol) entry.choices.push_back({algorithm, protocol});
 
     auto intField = [&](size_t index, const char* name, int64_t lo, int64_t hi,
-                        int32_t& out) -> std::optional<TableResult> {
+                        int32_t& out) -> std::optional<Status> {
       auto value = parseInt(fields[index].first);
       if (!value || (*value != -1 && (*value < lo || *value > hi))) {
         return lineError(fields[index].second, std::string(name) + " '" + std::string(fields[index].first) +
@@ -151,12 +157,10 @@ TableResult readTableCsv(std::string_view text, std::string_view file) {
     }
     table.entries.push_back(std::move(entry));
   }
-  result.table = std::move(table);
-  return result;
+  return table;
 }
 
-std::optional<std::string> writeTableCsv(const LookupTable& table, bool lossy, std::string* error,
-                                         std::vector<std::string>* dropped) {
+Expected<CsvTable> writeTableCsv(const LookupTable& table, bool lossy) {
   std::vector<std::string> losses;
   auto lose = [&](std::string what) { losses.push_back(std::move(what)); };
   if (!table.environment.empty()) lose("the \"environment\" recommendations");
@@ -175,32 +179,22 @@ std::optional<std::string> writeTableCsv(const LookupTable& table, bool lossy, s
     if (entry.choices.size() > 1)
       lose(name + ": " + std::to_string(entry.choices.size() - 1) + " fallback(s)");
     if (entry.chunkSize > 0) lose(name + ": chunkSize");
-    Choice choice = entry.choices.empty() ? Choice{} : entry.choices[0];
-    auto field = [](int8_t value, std::string_view text) {
-      return value == kAny ? std::string("-1") : [&] {
-        std::string lower(text);
-        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return lower;
-      }();
-    };
-    out += std::string(tableCollectiveName(entry.collective)) + "," + std::to_string(entry.minBytes) + "," +
+    const Choice choice = entry.choices.empty() ? Choice{} : entry.choices[0];
+    out += toLowerCase(collectiveName(entry.collective)) + "," + std::to_string(entry.minBytes) + "," +
            (entry.maxBytes == UINT64_MAX ? std::string("-1") : std::to_string(entry.maxBytes)) + "," +
-           field(choice.algorithm, algorithmName(choice.algorithm)) + "," +
-           field(choice.protocol, choiceProtocolName(choice.protocol)) + "," +
+           choiceField(choice.algorithm, ncclAlgorithmName) + "," +
+           choiceField(choice.protocol, protocolName) + "," +
            std::to_string(entry.nChannels > 0 ? entry.nChannels : -1) + "," + std::to_string(entry.nNodes) +
            "," + std::to_string(entry.nRanks) + "," + std::to_string(entry.numPipeOps) + "," +
            std::to_string(entry.regBuff) + "\n";
   }
   if (!losses.empty() && !lossy) {
-    if (error) {
-      *error = "the CSV format cannot hold:";
-      for (const std::string& loss : losses) *error += "\n  " + loss;
-      *error += "\n(use --lossy to drop them)";
-    }
-    return std::nullopt;
+    std::string message = "the CSV format cannot hold:";
+    for (const std::string& loss : losses) message += "\n  " + loss;
+    message += "\n(use --lossy to drop them)";
+    return makeError(ErrorCode::InvalidArgument, std::move(message));
   }
-  if (dropped) *dropped = std::move(losses);
-  return out;
+  return CsvTable{std::move(out), lossy ? std::move(losses) : std::vector<std::string>{}};
 }
 
 }  // namespace tuccl

@@ -1,22 +1,22 @@
 // The per-communicator index: match order, wildcards, per-call filters, and agreement with a
 // brute-force scan of the table on random tables.
-#include "plugin/table_index.h"
+#include "table/table_index.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "plugin/lookup_table.h"
+#include "table/table_io.h"
 
 namespace tuccl {
 namespace {
 
-const std::string kData = std::string(TUCCL_SOURCE_DIR) + "/tests/data/plugin/";
+const std::string kData = std::string(TUCCL_SOURCE_DIR) + "/tests/data/table/";
 
 LookupTable loadTestTable(const std::string& name) {
-  LoadResult loaded = loadTableFile(kData + name);
-  EXPECT_TRUE(loaded.ok()) << formatTableError(loaded.error);
-  return loaded.ok() ? loaded.loaded->table : LookupTable{};
+  Expected<LoadedTable> loaded = loadTableFile(kData + name);
+  EXPECT_TRUE(loaded.ok()) << formatTableError(loaded.status());
+  return loaded.ok() ? loaded->table : LookupTable{};
 }
 
 /// The definition the index must agree with: the first entry in match order whose key matches.

@@ -5,12 +5,15 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "plugin/lookup_table.h"
+#include "support/text_values.h"
+#include "table/table_io.h"
+#include "table/tuner_constants.h"
 
 namespace tuccl {
 namespace {
 
-using Json = nlohmann::json;
+// Read in file order too: the metadata and the constants are written back in the order read.
+using Json = nlohmann::ordered_json;
 using OrderedJson = nlohmann::ordered_json;
 
 constexpr std::string_view kFormatName = "tuccl-tuning-table";
@@ -35,7 +38,10 @@ int64_t readInt(const Json& value, const std::string& path) {
   if (value.is_number_integer()) return value.get<int64_t>();
   if (value.is_number_float()) {
     double d = value.get<double>();
-    if (std::floor(d) == d && std::fabs(d) < 9.0e15) return static_cast<int64_t>(d);
+    // Whole and in range; compared through int64_t rather than std::floor, which Clang calls in
+    // libm (the plugin needs nothing beyond libc).
+    if (std::fabs(d) < 9.0e15 && static_cast<double>(static_cast<int64_t>(d)) == d)
+      return static_cast<int64_t>(d);
   }
   fail(path, "expected an integer, got " + describe(value));
 }
@@ -74,23 +80,27 @@ void checkKeys(const Json& object, const std::string& path, std::initializer_lis
   }
 }
 
+bool isAny(std::string_view text) { return text == "-1" || equalsIgnoreCase(text, "any"); }
+
 Choice readChoice(const Json& object, const std::string& path) {
   Choice choice;
   if (auto it = object.find("algorithm"); it != object.end()) {
-    auto algorithm = parseAlgorithm(readString(*it, path + ".algorithm"));
-    if (!algorithm) {
+    const std::string text = readString(*it, path + ".algorithm");
+    auto algorithm = parseNcclAlgorithm(text);
+    if (!algorithm && !isAny(text)) {
       fail(path + ".algorithm",
            "unknown algorithm " + describe(*it) +
                " (expected tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat "
                "or any)");
     }
-    choice.algorithm = *algorithm;
+    choice.algorithm = algorithm;
   }
   if (auto it = object.find("protocol"); it != object.end()) {
-    auto protocol = parseChoiceProtocol(readString(*it, path + ".protocol"));
-    if (!protocol)
+    const std::string text = readString(*it, path + ".protocol");
+    auto protocol = parseProtocol(text);
+    if (!protocol && !isAny(text))
       fail(path + ".protocol", "unknown protocol " + describe(*it) + " (expected ll, ll128, simple or any)");
-    choice.protocol = *protocol;
+    choice.protocol = protocol;
   }
   return choice;
 }
@@ -119,8 +129,8 @@ TableEntry readEntry(const Json& object, const std::string& path, uint32_t index
   entry.origin = index;
   auto coll = object.find("collective");
   if (coll == object.end()) fail(path, "missing \"collective\"");
-  auto collective = parseTableCollective(readString(*coll, path + ".collective"));
-  if (!collective) {
+  auto collective = parseCollective(readString(*coll, path + ".collective"));
+  if (!collective || !isTunerCollective(*collective)) {
     fail(path + ".collective", "unknown collective " + describe(*coll) +
                                    " (expected broadcast, reduce, allgather, reducescatter or allreduce)");
   }
@@ -167,6 +177,8 @@ TableEntry readEntry(const Json& object, const std::string& path, uint32_t index
     if (entry.chunkSize == 0)
       fail(path + ".chunkSize", "the chunk size must be positive (omit it to keep NCCL's)");
   }
+  if (auto it = object.find("comment"); it != object.end())
+    entry.comment = readString(*it, path + ".comment");
   return entry;
 }
 
@@ -177,6 +189,7 @@ EnvRecommendation readEnvironment(const Json& object, const std::string& path, u
   EnvRecommendation env;
   env.origin = index;
   readKeyCommon(object, path, env.nNodes, env.nRanks, env.topology);
+  if (auto it = object.find("comment"); it != object.end()) env.comment = readString(*it, path + ".comment");
   for (std::string_view name : kEnvSettingNames) {
     auto it = object.find(std::string(name));
     if (it == object.end()) continue;
@@ -206,19 +219,19 @@ void readConstants(const Json& node, const std::string& path, std::vector<Consta
     return;
   }
   std::string fullPath = "constants." + path;
-  auto offset = tunerConstantOffset(path);
-  if (!offset) {
+  std::optional<std::string> name = canonicalTunerConstantName(path);
+  if (!name) {
     fail(fullPath,
          "not a constant of NCCL's cost model (e.g. baseLatencies.RING.LL, hwLatencies.NET.TREE.SIMPLE, "
-         "llMaxBws.HOPPER.2)");
+         "llMaxBws.HOPPER.2, llMaxBws.RUBIN.2)");
   }
   if (!node.is_number()) fail(fullPath, "expected a number, got " + describe(node));
   double value = node.get<double>();
   if (!std::isfinite(value) || value < 0) fail(fullPath, "expected a finite, non-negative number");
   for (const ConstantOverride& other : out) {
-    if (other.offset == *offset) fail(fullPath, "set twice (also as " + other.name + ")");
+    if (other.name == *name) fail(fullPath, "set twice (also as " + other.name + ")");
   }
-  out.push_back({tunerConstantName(*offset), *offset, value});
+  out.push_back({std::move(*name), value});
 }
 
 LookupTable readTable(const Json& root) {
@@ -227,6 +240,13 @@ LookupTable readTable(const Json& root) {
             {"format", "version", "matchOrder", "entries", "environment", "constants", "description",
              "generator", "metadata"});
   LookupTable table;
+  if (auto it = root.find("description"); it != root.end())
+    table.description = readString(*it, "description");
+  if (auto it = root.find("generator"); it != root.end()) table.generator = readString(*it, "generator");
+  if (auto it = root.find("metadata"); it != root.end()) {
+    if (!it->is_object()) fail("metadata", "expected an object, got " + describe(*it));
+    table.metadataJson = it->dump();
+  }
   if (auto it = root.find("format"); it != root.end() && readString(*it, "format") != kFormatName) {
     fail("format", "expected \"" + std::string(kFormatName) + "\", got " + describe(*it));
   }
@@ -297,42 +317,35 @@ std::pair<uint32_t, uint32_t> lineColumn(std::string_view text, size_t offset) {
 
 OrderedJson byteSizeJson(uint64_t bytes) { return OrderedJson(bytes); }
 
-std::string lowerCase(std::string_view name) {
-  std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
-
 void writeChoice(OrderedJson& object, const Choice& choice) {
-  if (choice.algorithm != kAny) object["algorithm"] = lowerCase(algorithmName(choice.algorithm));
-  if (choice.protocol != kAny) object["protocol"] = lowerCase(choiceProtocolName(choice.protocol));
-  if (choice.algorithm == kAny && choice.protocol == kAny) object["algorithm"] = "any";
+  if (choice.algorithm) object["algorithm"] = toLowerCase(ncclAlgorithmName(*choice.algorithm));
+  if (choice.protocol) object["protocol"] = toLowerCase(protocolName(*choice.protocol));
+  if (!choice.algorithm && !choice.protocol) object["algorithm"] = "any";
 }
 
 }  // namespace
 
-TableResult readTableJson(std::string_view text, std::string_view file) {
-  TableResult result;
-  result.error.file = std::string(file);
+Expected<LookupTable> readTableJson(std::string_view text, std::string_view file) {
+  const std::string fileName(file);
+  auto error = [&](SourceLoc loc, std::string message) {
+    return makeError(ErrorCode::InvalidInput, fileName, loc, std::move(message));
+  };
   try {
     Json root = Json::parse(text.begin(), text.end());
-    result.table = readTable(root);
+    return readTable(root);
   } catch (const Json::parse_error& e) {
     // nlohmann's byte position is one past the offending character.
     auto [line, column] = lineColumn(text, e.byte > 0 ? e.byte - 1 : 0);
-    result.error.line = line;
-    result.error.column = column;
     std::string what = e.what();
     if (auto colon = what.find("syntax error"); colon != std::string::npos) what = what.substr(colon);
-    result.error.message = "invalid JSON: " + what;
+    return error(SourceLoc{line, column}, "invalid JSON: " + what);
   } catch (const JsonSchemaError& e) {
-    result.error.message = e.path.empty() ? e.message : e.path + ": " + e.message;
+    return error({}, e.path.empty() ? e.message : e.path + ": " + e.message);
   } catch (const std::exception& e) {
-    result.error.message = std::string("invalid table: ") + e.what();
+    return error({}, std::string("invalid table: ") + e.what());
   } catch (...) {
-    result.error.message = "invalid table";
+    return error({}, "invalid table");
   }
-  return result;
 }
 
 std::string writeTableJson(const LookupTable& table) {
@@ -343,7 +356,7 @@ std::string writeTableJson(const LookupTable& table) {
   OrderedJson entries = OrderedJson::array();
   for (const TableEntry& entry : table.entries) {
     OrderedJson e;
-    e["collective"] = std::string(tableCollectiveName(entry.collective));
+    e["collective"] = toLowerCase(collectiveName(entry.collective));
     e["minBytes"] = byteSizeJson(entry.minBytes);
     if (entry.maxBytes != UINT64_MAX) e["maxBytes"] = byteSizeJson(entry.maxBytes);
     if (entry.nNodes >= 0) e["nNodes"] = entry.nNodes;
@@ -363,6 +376,7 @@ std::string writeTableJson(const LookupTable& table) {
     }
     if (entry.nChannels > 0) e["nChannels"] = entry.nChannels;
     if (entry.chunkSize > 0) e["chunkSize"] = byteSizeJson(entry.chunkSize);
+    if (!entry.comment.empty()) e["comment"] = entry.comment;
     entries.push_back(std::move(e));
   }
   root["entries"] = std::move(entries);
@@ -374,6 +388,7 @@ std::string writeTableJson(const LookupTable& table) {
       if (env.nRanks >= 0) e["nRanks"] = env.nRanks;
       if (!env.topology.empty()) e["topology"] = env.topology;
       for (const auto& [name, value] : env.settings) e[name] = std::stoull(value);
+      if (!env.comment.empty()) e["comment"] = env.comment;
       environment.push_back(std::move(e));
     }
     root["environment"] = std::move(environment);
@@ -398,6 +413,9 @@ std::string writeTableJson(const LookupTable& table) {
     }
     root["constants"] = std::move(constants);
   }
+  if (!table.generator.empty()) root["generator"] = table.generator;
+  if (!table.description.empty()) root["description"] = table.description;
+  if (!table.metadataJson.empty()) root["metadata"] = OrderedJson::parse(table.metadataJson);
   return root.dump(2) + "\n";
 }
 

@@ -1,5 +1,5 @@
 // Applying decisions: availability, fallbacks, "any", NCCL's scan order, v2's rules, chunk size.
-#include "plugin/decision.h"
+#include "table/decision.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,17 @@
 namespace tuccl {
 namespace {
 
-using Costs = std::array<float, kNumAlgorithms * kNumProtocols>;
+using Costs = std::array<float, kNcclAlgorithms * kProtocols>;
+using A = NcclAlgorithm;
+using P = Protocol;
+constexpr std::nullopt_t kAny = std::nullopt;
+
+/// NCCL's cost-table indices of the enums.
+constexpr int kAlgoTree = 0, kAlgoRing = 1, kAlgoCollNetDirect = 2, kAlgoCollNetChain = 3, kAlgoNvls = 4,
+              kAlgoNvlsTree = 5, kAlgoPat = 6;
+constexpr int kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2;
+static_assert(kAlgoPat == static_cast<int>(A::Pat) && kAlgoCollNetChain == static_cast<int>(A::CollNetChain));
+static_assert(kProtoSimple == static_cast<int>(P::Simple) && kProtoLL128 == static_cast<int>(P::LL128));
 
 /// NCCL's selection: the smallest value >= 0, strict less-than scan, algorithm-major.
 std::pair<int, int> ncclPick(const float* table, int numAlgo, int numProto) {
@@ -48,11 +58,12 @@ CompiledDecision decisionOf(std::initializer_list<Choice> choices, int nChannels
 TEST(CostTable, TakesTheFirstAvailableChoice) {
   Costs c = realisticCosts();
   int channels = 0;
-  AppliedDecision r = applyToCostTable(decisionOf({{kAlgoRing, kProtoLL128}}, 12), c.data(), 7, 3, &channels);
+  AppliedDecision r = applyToCostTable(decisionOf({{A::Ring, P::LL128}}, 12), c.data(), 7, 3, &channels);
   EXPECT_EQ(r.outcome, DecisionOutcome::Applied);
   EXPECT_EQ(ncclPick(c.data(), 7, 3), std::pair(int{kAlgoRing}, int{kProtoLL128}));
   EXPECT_EQ(channels, 12);
   EXPECT_EQ(r.choice, 0);
+  EXPECT_EQ(r.selected, (Choice{A::Ring, P::LL128}));
 }
 
 TEST(CostTable, NeverSelectsAnUnavailableEntryAndFallsBackInOrder) {
@@ -60,9 +71,8 @@ TEST(CostTable, NeverSelectsAnUnavailableEntryAndFallsBackInOrder) {
   Costs before = c;
   int channels = 0;
   AppliedDecision r = applyToCostTable(
-      decisionOf({{kAlgoCollNetDirect, kProtoSimple}, {kAlgoPat, kProtoSimple}, {kAlgoNvls, kProtoSimple}},
-                 8),
-      c.data(), 7, 3, &channels);
+      decisionOf({{A::CollNetDirect, P::Simple}, {A::Pat, P::Simple}, {A::Nvls, P::Simple}}, 8), c.data(), 7,
+      3, &channels);
   EXPECT_EQ(r.choice, 2);
   EXPECT_EQ(ncclPick(c.data(), 7, 3), std::pair(int{kAlgoNvls}, int{kProtoSimple}));
   for (int i = 0; i < 21; ++i) {
@@ -76,8 +86,8 @@ TEST(CostTable, AllUnavailableLeavesTableAndChannelsUntouched) {
   Costs c = realisticCosts();
   Costs before = c;
   int channels = 0;
-  AppliedDecision r = applyToCostTable(
-      decisionOf({{kAlgoCollNetChain, kProtoSimple}, {kAlgoNvls, kProtoLL}}, 8), c.data(), 7, 3, &channels);
+  AppliedDecision r = applyToCostTable(decisionOf({{A::CollNetChain, P::Simple}, {A::Nvls, P::LL}}, 8),
+                                       c.data(), 7, 3, &channels);
   EXPECT_EQ(r.outcome, DecisionOutcome::AllUnavailable);
   EXPECT_EQ(c, before);
   EXPECT_EQ(channels, 0);
@@ -88,7 +98,7 @@ TEST(CostTable, AnyProtocolPicksTheCheapestAvailableWithinTheAlgorithm) {
   c[kAlgoTree * 3 + kProtoLL] = -1;
   c[kAlgoTree * 3 + kProtoLL128] = 50;
   c[kAlgoTree * 3 + kProtoSimple] = 40;
-  applyToCostTable(decisionOf({{kAlgoTree, kAny}}), c.data(), 7, 3, nullptr);
+  applyToCostTable(decisionOf({{A::Tree, kAny}}), c.data(), 7, 3, nullptr);
   EXPECT_EQ(ncclPick(c.data(), 7, 3), std::pair(int{kAlgoTree}, int{kProtoSimple}));
 }
 
@@ -96,7 +106,7 @@ TEST(CostTable, AnyAlgorithmPicksTheCheapestAvailableWithTheProtocol) {
   Costs c = realisticCosts();
   c[kAlgoRing * 3 + kProtoLL128] = 30;
   c[kAlgoTree * 3 + kProtoLL128] = 30;  // tie: NCCL's scan order, TREE first
-  applyToCostTable(decisionOf({{kAny, kProtoLL128}}), c.data(), 7, 3, nullptr);
+  applyToCostTable(decisionOf({{kAny, P::LL128}}), c.data(), 7, 3, nullptr);
   EXPECT_EQ(ncclPick(c.data(), 7, 3), std::pair(int{kAlgoTree}, int{kProtoLL128}));
 }
 
@@ -118,7 +128,7 @@ TEST(CostTable, ChannelsOnlyEntry) {
   EXPECT_EQ(c, before);
   EXPECT_EQ(channels, 3);
   int untouched = 0;
-  applyToCostTable(decisionOf({{kAlgoRing, kProtoLL}}), c.data(), 7, 3, &untouched);
+  applyToCostTable(decisionOf({{A::Ring, P::LL}}), c.data(), 7, 3, &untouched);
   EXPECT_EQ(untouched, 0) << "nChannels stays 0 when the entry does not set it";
 }
 
@@ -127,21 +137,20 @@ TEST(CostTable, SixAlgorithmTableOfOldNccl) {
   std::array<float, 18> c;
   for (int i = 0; i < 18; ++i) c[i] = 10.0f + static_cast<float>(i);
   std::array<float, 18> before = c;
-  AppliedDecision r = applyToCostTable(decisionOf({{kAlgoPat, kProtoSimple}}), c.data(), 6, 3, nullptr);
+  AppliedDecision r = applyToCostTable(decisionOf({{A::Pat, P::Simple}}), c.data(), 6, 3, nullptr);
   EXPECT_EQ(r.outcome, DecisionOutcome::AllUnavailable);
   EXPECT_EQ(c, before);
-  applyToCostTable(decisionOf({{kAlgoPat, kProtoSimple}, {kAlgoNvlsTree, kProtoSimple}}), c.data(), 6, 3,
-                   nullptr);
+  applyToCostTable(decisionOf({{A::Pat, P::Simple}, {A::NvlsTree, P::Simple}}), c.data(), 6, 3, nullptr);
   EXPECT_EQ(ncclPick(c.data(), 6, 3), std::pair(int{kAlgoNvlsTree}, int{kProtoSimple}));
   std::array<float, 18> any = before;
-  applyToCostTable(decisionOf({{kAny, kProtoLL}}), any.data(), 6, 3, nullptr);
+  applyToCostTable(decisionOf({{kAny, P::LL}}), any.data(), 6, 3, nullptr);
   EXPECT_EQ(ncclPick(any.data(), 6, 3), std::pair(int{kAlgoTree}, int{kProtoLL}));
 }
 
 TEST(CostTable, EarlierZeroCostEntriesDoNotStealTheSelection) {
   Costs c = realisticCosts();
   c[kAlgoTree * 3 + kProtoLL] = 0.0f;
-  applyToCostTable(decisionOf({{kAlgoRing, kProtoSimple}}), c.data(), 7, 3, nullptr);
+  applyToCostTable(decisionOf({{A::Ring, P::Simple}}), c.data(), 7, 3, nullptr);
   EXPECT_EQ(ncclPick(c.data(), 7, 3), std::pair(int{kAlgoRing}, int{kProtoSimple}));
   EXPECT_GT(c[kAlgoTree * 3 + kProtoLL], 0.0f);
 }
@@ -149,59 +158,57 @@ TEST(CostTable, EarlierZeroCostEntriesDoNotStealTheSelection) {
 TEST(CostTable, NaNCountsAsUnavailableAndNullTablesAreSafe) {
   Costs c = realisticCosts();
   c[kAlgoRing * 3 + kProtoLL] = std::numeric_limits<float>::quiet_NaN();
-  AppliedDecision r = applyToCostTable(decisionOf({{kAlgoRing, kProtoLL}}), c.data(), 7, 3, nullptr);
+  AppliedDecision r = applyToCostTable(decisionOf({{A::Ring, P::LL}}), c.data(), 7, 3, nullptr);
   EXPECT_EQ(r.outcome, DecisionOutcome::AllUnavailable);
   int channels = 0;
-  r = applyToCostTable(decisionOf({{kAlgoRing, kProtoLL}}, 4), nullptr, 7, 3, &channels);
+  r = applyToCostTable(decisionOf({{A::Ring, P::LL}}, 4), nullptr, 7, 3, &channels);
   EXPECT_EQ(r.outcome, DecisionOutcome::AllUnavailable);
   EXPECT_EQ(channels, 0);
 }
 
 TEST(V2, FullySpecifiedChoicesOnlyAndSupportFlags) {
   int algorithm = -1, protocol = -1, channels = 0;
-  AppliedDecision r = applyToV2(decisionOf({{kAlgoNvls, kProtoSimple}, {kAlgoRing, kProtoLL128}}, 4), 0, 0,
-                                &algorithm, &protocol, &channels);
+  AppliedDecision r = applyToV2(decisionOf({{A::Nvls, P::Simple}, {A::Ring, P::LL128}}, 4), 0, 0, &algorithm,
+                                &protocol, &channels);
   EXPECT_EQ(r.choice, 1);
+  EXPECT_EQ(r.selected, (Choice{A::Ring, P::LL128}));
   EXPECT_EQ(algorithm, kAlgoRing);
   EXPECT_EQ(protocol, kProtoLL128);
   EXPECT_EQ(channels, 4);
 
   algorithm = protocol = -1;
   channels = 0;
-  applyToV2(decisionOf({{kAlgoNvls, kProtoSimple}}), 0, 1, &algorithm, &protocol, &channels);
+  applyToV2(decisionOf({{A::Nvls, P::Simple}}), 0, 1, &algorithm, &protocol, &channels);
   EXPECT_EQ(algorithm, kAlgoNvls);
 
   algorithm = protocol = -1;
-  r = applyToV2(decisionOf({{kAlgoCollNetDirect, kProtoSimple},
-                            {kAlgoPat, kProtoSimple},
-                            {kAny, kProtoLL},
-                            {kAlgoNvls, kProtoLL}},
-                           9),
-                0, 1, &algorithm, &protocol, &channels);
+  r = applyToV2(
+      decisionOf({{A::CollNetDirect, P::Simple}, {A::Pat, P::Simple}, {kAny, P::LL}, {A::Nvls, P::LL}}, 9), 0,
+      1, &algorithm, &protocol, &channels);
   EXPECT_EQ(r.outcome, DecisionOutcome::AllUnavailable);
   EXPECT_EQ(algorithm, -1);
   EXPECT_EQ(protocol, -1);
   EXPECT_EQ(channels, 0);
 
-  applyToV2(decisionOf({{kAlgoCollNetChain, kProtoSimple}}), 1, 0, &algorithm, &protocol, &channels);
+  applyToV2(decisionOf({{A::CollNetChain, P::Simple}}), 1, 0, &algorithm, &protocol, &channels);
   EXPECT_EQ(algorithm, kAlgoCollNetChain);
 }
 
 TEST(ChunkSize, OnlyWhenSetAndForAnAllowedChoice) {
-  CompiledDecision d = decisionOf({{kAlgoRing, kProtoLL128}, {kAny, kProtoSimple}}, 0, 1 << 19);
-  EXPECT_EQ(chunkSizeFor(d, kAlgoRing, kProtoLL128), 1u << 19);
-  EXPECT_EQ(chunkSizeFor(d, kAlgoTree, kProtoSimple), 1u << 19);
-  EXPECT_EQ(chunkSizeFor(d, kAlgoTree, kProtoLL), 0u);
-  EXPECT_EQ(chunkSizeFor(decisionOf({{kAlgoRing, kProtoLL}}), kAlgoRing, kProtoLL), 0u);
-  EXPECT_EQ(chunkSizeFor(decisionOf({}, 0, 4096), kAlgoTree, kProtoLL), 4096u);
+  CompiledDecision d = decisionOf({{A::Ring, P::LL128}, {kAny, P::Simple}}, 0, 1 << 19);
+  EXPECT_EQ(chunkSizeFor(d, A::Ring, P::LL128), 1u << 19);
+  EXPECT_EQ(chunkSizeFor(d, A::Tree, P::Simple), 1u << 19);
+  EXPECT_EQ(chunkSizeFor(d, A::Tree, P::LL), 0u);
+  EXPECT_EQ(chunkSizeFor(decisionOf({{A::Ring, P::LL}}), A::Ring, P::LL), 0u);
+  EXPECT_EQ(chunkSizeFor(decisionOf({}, 0, 4096), A::Tree, P::LL), 4096u);
 }
 
 TEST(FormatChoice, Names) {
   char text[32];
-  EXPECT_STREQ(formatChoice({kAlgoNvlsTree, kProtoSimple}, text, sizeof text), "NVLS_TREE/SIMPLE");
-  EXPECT_STREQ(formatChoice({kAny, kProtoLL}, text, sizeof text), "any/LL");
+  EXPECT_STREQ(formatChoice({A::NvlsTree, P::Simple}, text, sizeof text), "NVLS_TREE/SIMPLE");
+  EXPECT_STREQ(formatChoice({kAny, P::LL}, text, sizeof text), "any/LL");
   char tiny[4];
-  EXPECT_STREQ(formatChoice({kAlgoRing, kProtoLL}, tiny, sizeof tiny), "RIN");
+  EXPECT_STREQ(formatChoice({A::Ring, P::LL}, tiny, sizeof tiny), "RIN");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Applying a table decision to what NCCL hands a tuner.
 //
-// In:  a CompiledDecision and NCCL's call arguments (cost table, or v2's support flags).
+// In:  a CompiledDecision and NCCL's call arguments (cost table, or v2's support flags). Cost
+//      tables are NCCL's float[numAlgo][numProto], indexed by NcclAlgorithm and Protocol.
 // Out: the arguments edited in place, and an AppliedDecision saying what was chosen and why.
 //
 // Rules (docs/tuning-table.md, "Semantics"): walk the entry's choices in order; a choice is taken
@@ -13,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "plugin/table_index.h"
+#include "table/table_index.h"
 
 namespace tuccl {
 
@@ -24,13 +25,12 @@ enum class DecisionOutcome : uint8_t {
 
 struct AppliedDecision {
   DecisionOutcome outcome = DecisionOutcome::AllUnavailable;
-  int choice = -1;     ///< index into the entry's choices; -1: none (or no choices)
-  int algorithm = -1;  ///< what was selected; -1: left to NCCL
-  int protocol = -1;
+  int choice = -1;  ///< index into the entry's choices; -1: none (or no choices)
+  Choice selected;  ///< what was selected: both set, or both empty (left to NCCL)
   bool channelsSet = false;
 };
 
-/// v3..v6: `costTable` is NCCL's contiguous float[numAlgo][numProto] (may be null; then only
+/// v3..v7: `costTable` is NCCL's contiguous float[numAlgo][numProto] (may be null; then only
 /// nChannels can be set). The selected entry is set to 0.0; an available entry earlier in NCCL's
 /// scan order that is already 0.0 is raised slightly so the selection wins NCCL's strict
 /// less-than scan.
@@ -43,9 +43,9 @@ AppliedDecision applyToCostTable(const CompiledDecision& decision, float* costTa
 AppliedDecision applyToV2(const CompiledDecision& decision, int collNetSupport, int nvlsSupport,
                           int* algorithm, int* protocol, int* nChannels) noexcept;
 
-/// v6 getChunkSize: the entry's chunk size, when it sets one and NCCL's (algorithm, protocol) is
+/// v6+ getChunkSize: the entry's chunk size, when it sets one and NCCL's (algorithm, protocol) is
 /// one the entry allows (any choice matches, or the entry has no choices); 0 otherwise.
-uint64_t chunkSizeFor(const CompiledDecision& decision, int algorithm, int protocol) noexcept;
+uint64_t chunkSizeFor(const CompiledDecision& decision, NcclAlgorithm algorithm, Protocol protocol) noexcept;
 
 /// "RING/LL128" or "any/SIMPLE" into `out` (NUL-terminated, truncated); returns `out`.
 const char* formatChoice(Choice choice, char* out, size_t size) noexcept;

@@ -1,5 +1,6 @@
-#include "plugin/decision.h"
+#include "table/decision.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -13,10 +14,10 @@ bool available(float cost) { return cost >= 0.0f; }  // false for -1.0 (ignored)
 int cheapestAllowed(Choice choice, const float* costTable, int numAlgo, int numProto) {
   int best = -1;
   float bestCost = 0.0f;
-  for (int a = 0; a < numAlgo && a < kNumAlgorithms; ++a) {
-    if (choice.algorithm != kAny && choice.algorithm != a) continue;
-    for (int p = 0; p < numProto && p < kNumProtocols; ++p) {
-      if (choice.protocol != kAny && choice.protocol != p) continue;
+  for (int a = 0; a < numAlgo && a < kNcclAlgorithms; ++a) {
+    if (choice.algorithm && static_cast<int>(*choice.algorithm) != a) continue;
+    for (int p = 0; p < numProto && p < kProtocols; ++p) {
+      if (choice.protocol && static_cast<int>(*choice.protocol) != p) continue;
       float cost = costTable[a * numProto + p];
       if (available(cost) && (best < 0 || cost < bestCost)) {
         best = a * numProto + p;
@@ -47,7 +48,7 @@ AppliedDecision applyToCostTable(const CompiledDecision& decision, float* costTa
   if (costTable == nullptr || numAlgo <= 0 || numProto <= 0) return result;
   for (int i = 0; i < decision.numChoices; ++i) {
     Choice choice = decision.choices[i];
-    if (choice.algorithm == kAny && choice.protocol == kAny) {
+    if (!choice.algorithm && !choice.protocol) {
       // "any/any": NCCL's own choice, taken as is.
       result.outcome = DecisionOutcome::Applied;
       result.choice = i;
@@ -62,8 +63,7 @@ AppliedDecision applyToCostTable(const CompiledDecision& decision, float* costTa
     costTable[selected] = 0.0f;
     result.outcome = DecisionOutcome::Applied;
     result.choice = i;
-    result.algorithm = selected / numProto;
-    result.protocol = selected % numProto;
+    result.selected = {ncclAlgorithmAt(selected / numProto), protocolAt(selected % numProto)};
     setChannels(decision, nChannels, result);
     return result;
   }
@@ -80,39 +80,39 @@ AppliedDecision applyToV2(const CompiledDecision& decision, int collNetSupport, 
   }
   for (int i = 0; i < decision.numChoices; ++i) {
     Choice choice = decision.choices[i];
-    if (choice.algorithm == kAny && choice.protocol == kAny) {
+    if (!choice.algorithm && !choice.protocol) {
       result.outcome = DecisionOutcome::Applied;
       result.choice = i;
       setChannels(decision, nChannels, result);
       return result;
     }
-    if (choice.algorithm == kAny || choice.protocol == kAny) continue;
-    bool collNet = choice.algorithm == kAlgoCollNetDirect || choice.algorithm == kAlgoCollNetChain;
-    bool nvls = choice.algorithm == kAlgoNvls || choice.algorithm == kAlgoNvlsTree;
-    if (choice.algorithm >= kAlgoPat) continue;
+    if (!choice.algorithm || !choice.protocol) continue;
+    const NcclAlgorithm a = *choice.algorithm;
+    const bool collNet = a == NcclAlgorithm::CollNetDirect || a == NcclAlgorithm::CollNetChain;
+    const bool nvls = a == NcclAlgorithm::Nvls || a == NcclAlgorithm::NvlsTree;
+    if (a == NcclAlgorithm::Pat) continue;
     if (collNet && !collNetSupport) continue;
     if (nvls && !nvlsSupport) continue;
-    if ((collNet || nvls) && choice.protocol != kProtoSimple) continue;
+    if ((collNet || nvls) && *choice.protocol != Protocol::Simple) continue;
     if (algorithm == nullptr || protocol == nullptr) return result;
-    *algorithm = choice.algorithm;
-    *protocol = choice.protocol;
+    *algorithm = static_cast<int>(a);
+    *protocol = static_cast<int>(*choice.protocol);
     result.outcome = DecisionOutcome::Applied;
     result.choice = i;
-    result.algorithm = choice.algorithm;
-    result.protocol = choice.protocol;
+    result.selected = choice;
     setChannels(decision, nChannels, result);
     return result;
   }
   return result;
 }
 
-uint64_t chunkSizeFor(const CompiledDecision& decision, int algorithm, int protocol) noexcept {
+uint64_t chunkSizeFor(const CompiledDecision& decision, NcclAlgorithm algorithm, Protocol protocol) noexcept {
   if (decision.chunkSize == 0) return 0;
   if (decision.numChoices == 0) return decision.chunkSize;
   for (int i = 0; i < decision.numChoices; ++i) {
     Choice choice = decision.choices[i];
-    if ((choice.algorithm == kAny || choice.algorithm == algorithm) &&
-        (choice.protocol == kAny || choice.protocol == protocol)) {
+    if ((!choice.algorithm || *choice.algorithm == algorithm) &&
+        (!choice.protocol || *choice.protocol == protocol)) {
       return decision.chunkSize;
     }
   }
@@ -120,10 +120,18 @@ uint64_t chunkSizeFor(const CompiledDecision& decision, int algorithm, int proto
 }
 
 const char* formatChoice(Choice choice, char* out, size_t size) noexcept {
-  std::string_view algorithm = algorithmName(choice.algorithm);
-  std::string_view protocol = choiceProtocolName(choice.protocol);
-  std::snprintf(out, size, "%.*s/%.*s", static_cast<int>(algorithm.size()), algorithm.data(),
-                static_cast<int>(protocol.size()), protocol.data());
+  // NCCL's spelling: "RING/LL128", "any/SIMPLE".
+  std::string_view algorithm = choice.algorithm ? ncclAlgorithmName(*choice.algorithm) : "any";
+  // NCCL's protocol names are the vocabulary's in upper case (no allocation here: noexcept).
+  char protocol[8] = "any";
+  if (choice.protocol) {
+    std::string_view name = protocolName(*choice.protocol);
+    size_t n = 0;
+    for (; n < name.size() && n + 1 < sizeof protocol; ++n)
+      protocol[n] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[n])));
+    protocol[n] = '\0';
+  }
+  std::snprintf(out, size, "%.*s/%s", static_cast<int>(algorithm.size()), algorithm.data(), protocol);
   return out;
 }
 

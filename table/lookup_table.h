@@ -1,0 +1,128 @@
+// The TuCCL lookup table: what tune/ writes and the tuner plugin serves to NCCL (design.md,
+// "Tuner plugin"; docs/tuning-table.md is the file format).
+//
+// In:  nothing (plain data).
+// Out: a LookupTable value — entries keyed by collective, byte range, nNodes, nRanks, topology
+//      signature, each deciding (NCCL algorithm, protocol) choices, nChannels and chunk size; per
+//      communicator-size environment recommendations; cost-model constant overrides.
+//
+// The readers and writers are in table/table_io.h, the per-communicator index in
+// table/table_index.h, NCCL's cost-model constants in table/tuner_constants.h. Collectives and
+// protocols are the vocabulary's enums; their file spellings live in the (de)serialisers only.
+// Standard library only: the plugin links this code into its shared object.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "support/vocabulary.h"
+
+namespace tuccl {
+
+inline constexpr int kTableFormatVersion = 1;
+/// Sizing limits: a larger table is refused (a warning, then a no-op tuner).
+inline constexpr uint64_t kMaxTableFileBytes = 64ull << 20;
+inline constexpr size_t kMaxTableEntries = 10'000'000;
+/// Choices per entry: the primary (algorithm, protocol) and its ordered fallbacks.
+inline constexpr int kMaxChoices = 8;
+/// Distinct numPipeOps values the entries of one table may filter on.
+inline constexpr int kMaxPipeOpsValues = 16;
+inline constexpr int kMaxChannels = 64;
+
+/// NCCL's algorithms, numbered as the first index of the tuner's cost table (nccl-tuner-abi.md).
+enum class NcclAlgorithm : uint8_t { Tree = 0, Ring, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat };
+inline constexpr int kNcclAlgorithms = 7;
+
+/// "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT" (NCCL's spelling).
+std::string_view ncclAlgorithmName(NcclAlgorithm algorithm);
+/// The names above, case-insensitively.
+std::optional<NcclAlgorithm> parseNcclAlgorithm(std::string_view text);
+/// The algorithm of cost-table index `index`; nullopt outside [0, kNcclAlgorithms).
+std::optional<NcclAlgorithm> ncclAlgorithmAt(int index);
+/// The protocol of cost-table index `index` (NCCL_PROTO_LL / LL128 / SIMPLE); nullopt otherwise.
+std::optional<Protocol> protocolAt(int index);
+/// Whether entries may name `collective`: the ones NCCL's tuner is asked about (not AllToAll).
+bool isTunerCollective(Collective collective);
+
+/// One (algorithm, protocol) choice; an empty side is "any": the cheapest available.
+struct Choice {
+  std::optional<NcclAlgorithm> algorithm;
+  std::optional<Protocol> protocol;
+  friend bool operator==(const Choice&, const Choice&) = default;
+};
+
+/// One table entry: a key (what it matches) and a decision (what it sets).
+struct TableEntry {
+  // ---- key
+  Collective collective = Collective::AllReduce;
+  uint64_t minBytes = 0;           ///< inclusive
+  uint64_t maxBytes = UINT64_MAX;  ///< inclusive
+  int32_t nNodes = -1;             ///< -1: any
+  int32_t nRanks = -1;             ///< -1: any
+  std::string topology;            ///< signature; empty: any
+  int32_t numPipeOps = -1;         ///< -1: any (a per-call filter, from NCCL's CSV)
+  int32_t regBuff = -1;            ///< -1: any, 0 or 1 (per call; v4+ only)
+  // ---- decision
+  std::vector<Choice> choices;  ///< primary first, then fallbacks; empty: keep NCCL's
+  int32_t nChannels = 0;        ///< 0: keep NCCL's
+  uint64_t chunkSize = 0;       ///< 0: keep NCCL's (v6+ getChunkSize only)
+  // ---- provenance
+  std::string comment;  ///< JSON "comment" (free text); empty: none
+  uint32_t origin = 0;  ///< JSON: index in "entries"; CSV: 1-based line
+
+  friend bool operator==(const TableEntry&, const TableEntry&) = default;
+};
+
+/// Settings a tuner cannot change, recommended as environment variables for a communicator size.
+struct EnvRecommendation {
+  int32_t nNodes = -1;
+  int32_t nRanks = -1;
+  std::string topology;
+  /// (NCCL_NTHREADS, "512"), ... in file order; names from kEnvSettingNames.
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::string comment;
+  uint32_t origin = 0;
+  friend bool operator==(const EnvRecommendation&, const EnvRecommendation&) = default;
+};
+inline constexpr std::array<std::string_view, 5> kEnvSettingNames = {
+    "NCCL_NTHREADS", "NCCL_LL128_NTHREADS", "NCCL_BUFFSIZE", "NCCL_LL_BUFFSIZE", "NCCL_LL128_BUFFSIZE"};
+
+/// One override of NCCL's cost-model constants, applied by v5+ init (table/tuner_constants.h
+/// places the name in each version's struct).
+struct ConstantOverride {
+  std::string name;  ///< canonical: "baseLatencies.RING.LL", "llMaxBws.HOPPER.2"
+  double value = 0;
+  friend bool operator==(const ConstantOverride&, const ConstantOverride&) = default;
+};
+
+/// Which of several matching entries wins.
+enum class MatchOrder : uint8_t {
+  /// The most specific key first (topology, then nRanks, then nNodes given), file order among
+  /// equals. The JSON default.
+  SpecificFirst,
+  /// File order: the first matching entry wins. NCCL's CSV semantics.
+  FileOrder,
+};
+
+enum class TableFormat : uint8_t { Json, Csv };
+
+struct LookupTable {
+  int version = kTableFormatVersion;
+  MatchOrder matchOrder = MatchOrder::SpecificFirst;
+  std::vector<TableEntry> entries;
+  std::vector<EnvRecommendation> environment;
+  std::vector<ConstantOverride> constants;
+  // ---- what the JSON carries for people and tools; never read by the tuner
+  std::string description;
+  std::string generator;
+  /// The free-form "metadata" object as compact JSON text; empty: none.
+  std::string metadataJson;
+  friend bool operator==(const LookupTable&, const LookupTable&) = default;
+};
+
+}  // namespace tuccl

@@ -1,0 +1,79 @@
+// Table files: reading the bytes within the size limit, detecting the format, hashing.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "table/table_io.h"
+
+namespace tuccl {
+
+uint64_t fnv1a64(std::string_view bytes) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis and prime
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+std::string formatHash(uint64_t hash) {
+  char text[19];
+  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+std::string formatTableError(const Status& status) {
+  const Diagnostic& d = status.diagnostic();
+  std::string out = d.file;
+  if (d.loc.known()) {
+    out += ":" + std::to_string(d.loc.line);
+    if (d.loc.column != 0) out += ":" + std::to_string(d.loc.column);
+  }
+  if (!out.empty()) out += ": ";
+  return out + d.message;
+}
+
+Expected<LoadedTable> parseTableBytes(std::string_view bytes, const std::string& path) {
+  const size_t first = bytes.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos)
+    return makeError(ErrorCode::InvalidInput, path, {}, "the table file is empty");
+  const TableFormat format = bytes[first] == '{' ? TableFormat::Json : TableFormat::Csv;
+  Expected<LookupTable> parsed =
+      format == TableFormat::Json ? readTableJson(bytes, path) : readTableCsv(bytes, path);
+  if (!parsed) return parsed.status();
+  LoadedTable loaded;
+  loaded.path = path;
+  loaded.format = format;
+  loaded.hash = fnv1a64(bytes);
+  loaded.fileBytes = bytes.size();
+  loaded.table = std::move(parsed).value();
+  return loaded;
+}
+
+Expected<std::string> readTableBytes(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return makeError(ErrorCode::InvalidArgument, path, {}, "the table path is a directory");
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return makeError(ErrorCode::NotFound, path, {}, "cannot open the table file");
+  const std::streamoff size = in.tellg();
+  if (size < 0) return makeError(ErrorCode::IoError, path, {}, "cannot read the table file");
+  if (static_cast<uint64_t>(size) > kMaxTableFileBytes) {
+    return makeError(ErrorCode::InvalidInput, path, {},
+                     "the table file has " + std::to_string(size) + " bytes, more than the limit of " +
+                         std::to_string(kMaxTableFileBytes) + " (64 MiB)");
+  }
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (size > 0 && !in.read(bytes.data(), size))
+    return makeError(ErrorCode::IoError, path, {}, "cannot read the table file");
+  return bytes;
+}
+
+Expected<LoadedTable> loadTableFile(const std::string& path) {
+  Expected<std::string> bytes = readTableBytes(path);
+  if (!bytes) return bytes.status();
+  return parseTableBytes(*bytes, path);
+}
+
+}  // namespace tuccl

@@ -1,0 +1,68 @@
+// Reading and writing lookup tables (docs/tuning-table.md): TuCCL's JSON (schema version 1) and
+// NCCL's example tuner CSV (NCCL_TUNER_CONFIG_FILE).
+//
+// In:  table text or a table file.
+// Out: a LookupTable (table/lookup_table.h), or its text. Failures come back as a Status whose
+//      diagnostic names the file and, for syntax errors, the line and column; schema errors name
+//      the JSON path ("entries[3].protocol: unknown protocol ..."). Nothing here throws to the
+//      caller, so the plugin can call it under its C ABI.
+//
+// File spellings: collectives lower case ("allreduce"); algorithms and protocols lower case when
+// written ("ring", "ll128", "simple"), any case when read; "any" / -1 for no constraint.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/status.h"
+#include "table/lookup_table.h"
+
+namespace tuccl {
+
+/// Parses a JSON table; `file` names it in errors.
+Expected<LookupTable> readTableJson(std::string_view text, std::string_view file);
+/// Deterministic, pretty JSON of schema version 1 (comments, description, generator and metadata
+/// included when set).
+std::string writeTableJson(const LookupTable& table);
+
+/// Parses NCCL's example tuner CSV (`collective,minbytes,maxbytes,algorithm,protocol,channels,
+/// nNodes,nRanks[,numPipeOps[,regBuff]]`). The table's order is FileOrder.
+Expected<LookupTable> readTableCsv(std::string_view text, std::string_view file);
+
+struct CsvTable {
+  std::string text;                  ///< the lines, in match order
+  std::vector<std::string> dropped;  ///< what the CSV could not hold (lossy only)
+};
+/// The table as CSV lines in match order. What CSV cannot hold (fallbacks, chunk size, topology,
+/// environment, constants) fails the call (InvalidArgument listing it) unless `lossy`, which drops
+/// it and lists it in `dropped`.
+Expected<CsvTable> writeTableCsv(const LookupTable& table, bool lossy);
+
+/// FNV-1a 64 of the bytes.
+uint64_t fnv1a64(std::string_view bytes);
+/// "0x" and 16 hex digits.
+std::string formatHash(uint64_t hash);
+
+/// A table file as the plugin and the tools load it.
+struct LoadedTable {
+  std::string path;
+  TableFormat format = TableFormat::Json;
+  uint64_t hash = 0;  ///< FNV-1a 64 of the file bytes
+  uint64_t fileBytes = 0;
+  LookupTable table;
+};
+/// The bytes of a table file, refusing directories and files over kMaxTableFileBytes.
+Expected<std::string> readTableBytes(const std::string& path);
+/// Reads `path` (readTableBytes), detects the format from the content (JSON when the first
+/// non-blank character is '{', otherwise CSV) and parses it.
+Expected<LoadedTable> loadTableFile(const std::string& path);
+/// As loadTableFile, for bytes already read.
+Expected<LoadedTable> parseTableBytes(std::string_view bytes, const std::string& path);
+
+/// `file:line:col: message` (the parts that are known): a table error on one line, without the
+/// severity, for logs.
+std::string formatTableError(const Status& status);
+
+}  // namespace tuccl

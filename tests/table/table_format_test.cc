@@ -1,0 +1,425 @@
+// The table file formats: JSON schema v1 and NCCL's example tuner CSV, readers, writers, errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "table/table_io.h"
+#include "table/tuner_constants.h"
+
+namespace tuccl {
+namespace {
+
+const std::string kData = std::string(TUCCL_SOURCE_DIR) + "/tests/data/table/";
+
+using A = NcclAlgorithm;
+using P = Protocol;
+constexpr std::nullopt_t kAny = std::nullopt;
+
+LookupTable parseJson(const std::string& text) {
+  Expected<LookupTable> result = readTableJson(text, "t.json");
+  EXPECT_TRUE(result.ok()) << formatTableError(result.status());
+  return result.ok() ? *result : LookupTable{};
+}
+
+std::string jsonError(const std::string& text) {
+  Expected<LookupTable> result = readTableJson(text, "t.json");
+  EXPECT_FALSE(result.ok());
+  return formatTableError(result.status());
+}
+
+std::string csvError(const std::string& text) {
+  Expected<LookupTable> result = readTableCsv(text, "t.conf");
+  EXPECT_FALSE(result.ok());
+  return formatTableError(result.status());
+}
+
+TEST(Names, AlgorithmsCaseInsensitiveAndIndices) {
+  EXPECT_EQ(parseNcclAlgorithm("NVLS_TREE"), A::NvlsTree);
+  EXPECT_EQ(parseNcclAlgorithm("collnet_chain"), A::CollNetChain);
+  EXPECT_FALSE(parseNcclAlgorithm("any"));
+  EXPECT_FALSE(parseNcclAlgorithm("ring2"));
+  EXPECT_EQ(ncclAlgorithmName(A::Pat), "PAT");
+  EXPECT_EQ(ncclAlgorithmAt(1), A::Ring);
+  EXPECT_FALSE(ncclAlgorithmAt(7));
+  EXPECT_FALSE(ncclAlgorithmAt(-1));
+  EXPECT_EQ(protocolAt(2), P::Simple);
+  EXPECT_FALSE(protocolAt(3));
+  EXPECT_TRUE(isTunerCollective(Collective::ReduceScatter));
+  EXPECT_FALSE(isTunerCollective(Collective::AllToAll));
+}
+
+TEST(Names, FilesSpellChoicesInAnyCaseAndAny) {
+  LookupTable t = parseJson(
+      "{\"version\": 1, \"entries\": [{\"collective\": \"AllReduce\", \"algorithm\": \"NVLS_tree\", "
+      "\"protocol\": \"LL128\"}, {\"collective\": \"reduce_scatter\", \"algorithm\": \"-1\", "
+      "\"protocol\": \"Simple\"}, {\"collective\": \"broadcast\", \"algorithm\": \"ANY\"}]}");
+  ASSERT_EQ(t.entries.size(), 3u);
+  EXPECT_EQ(t.entries[0].choices, (std::vector<Choice>{{A::NvlsTree, P::LL128}}));
+  EXPECT_EQ(t.entries[1].collective, Collective::ReduceScatter);
+  EXPECT_EQ(t.entries[1].choices, (std::vector<Choice>{{kAny, P::Simple}}));
+  EXPECT_EQ(t.entries[2].choices, (std::vector<Choice>{{kAny, kAny}}));
+  // Written lower case, as docs/tuning-table.md spells them.
+  const std::string text = writeTableJson(t);
+  EXPECT_NE(text.find("\"algorithm\": \"nvls_tree\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"protocol\": \"ll128\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"collective\": \"reducescatter\""), std::string::npos) << text;
+  EXPECT_NE(
+      jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"alltoall\"}]}").find("unknown collective"),
+      std::string::npos);
+}
+
+TEST(Hash, Fnv1a64KnownValues) {
+  EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(formatHash(0xaf63dc4c8601ec8cull), "0xaf63dc4c8601ec8c");
+}
+
+TEST(TableJson, ReadsTheValidTestTable) {
+  Expected<LoadedTable> loaded = loadTableFile(kData + "valid.json");
+  ASSERT_TRUE(loaded.ok()) << formatTableError(loaded.status());
+  const LookupTable& table = loaded->table;
+  EXPECT_EQ(loaded->format, TableFormat::Json);
+  EXPECT_EQ(table.matchOrder, MatchOrder::SpecificFirst);
+  ASSERT_EQ(table.entries.size(), 9u);
+  const TableEntry& e1 = table.entries[1];
+  EXPECT_EQ(e1.collective, Collective::AllReduce);
+  EXPECT_EQ(e1.minBytes, 65537u);
+  EXPECT_EQ(e1.maxBytes, 4u << 20);
+  EXPECT_EQ(e1.nNodes, 2);
+  EXPECT_EQ(e1.nRanks, 16);
+  ASSERT_EQ(e1.choices.size(), 3u);
+  EXPECT_EQ(e1.choices[0], (Choice{A::Ring, P::LL128}));
+  EXPECT_EQ(e1.choices[1], (Choice{A::Tree, P::LL128}));
+  EXPECT_EQ(e1.choices[2], (Choice{kAny, P::Simple}));
+  EXPECT_EQ(e1.nChannels, 16);
+  EXPECT_EQ(e1.chunkSize, 512u << 10);
+  EXPECT_EQ(table.entries[2].maxBytes, UINT64_MAX);
+  EXPECT_EQ(table.entries[5].choices, (std::vector<Choice>{{kAny, P::LL128}}));
+  EXPECT_TRUE(table.entries[7].choices.empty());
+  EXPECT_EQ(table.entries[7].nChannels, 8);
+  EXPECT_EQ(table.entries[6].topology, "dgx-h100");
+  ASSERT_EQ(table.environment.size(), 2u);
+  EXPECT_EQ(table.environment[0].settings, (std::vector<std::pair<std::string, std::string>>{
+                                               {"NCCL_NTHREADS", "512"}, {"NCCL_BUFFSIZE", "8388608"}}));
+  ASSERT_EQ(table.constants.size(), 3u);
+  EXPECT_EQ(table.constants[0].name, "baseLatencies.RING.LL");
+  EXPECT_EQ(tunerConstantOffset(table.constants[0].name, TunerConstantsLayout::V5), 1u * 3 + 0);
+  EXPECT_DOUBLE_EQ(table.constants[0].value, 6.6);
+}
+
+TEST(TableJson, WriteReadRoundTrip) {
+  Expected<LoadedTable> loaded = loadTableFile(kData + "valid.json");
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->table.entries[3].comment,
+            "any communicator size: a lower priority than the entries above");
+  EXPECT_NE(loaded->table.description.find("Test table"), std::string::npos);
+  std::string text = writeTableJson(loaded->table);
+  LookupTable again = parseJson(text);
+  // origin is the JSON index, which the round trip keeps.
+  EXPECT_EQ(again, loaded->table);
+  EXPECT_EQ(writeTableJson(again), text) << "the writer is deterministic";
+}
+
+TEST(TableJson, CommentsDescriptionGeneratorAndMetadataRoundTrip) {
+  LookupTable table;
+  TableEntry entry;
+  entry.collective = Collective::AllGather;
+  entry.choices = {{A::Ring, P::LL}};
+  entry.comment = "tuned at 64K";
+  table.entries.push_back(entry);
+  EnvRecommendation env;
+  env.settings = {{"NCCL_NTHREADS", "256"}};
+  env.comment = "most sizes";
+  table.environment.push_back(env);
+  table.description = "a test";
+  table.generator = "tuccl-tune 0.1.0";
+  table.metadataJson = R"({"tuccl":{"zeta":1,"alpha":[2.5,"x"]}})";
+  const std::string text = writeTableJson(table);
+  // Free-form metadata keeps its key order; the extras come after the schema's keys.
+  EXPECT_LT(text.find("\"zeta\""), text.find("\"alpha\"")) << text;
+  EXPECT_LT(text.find("\"entries\""), text.find("\"generator\"")) << text;
+  EXPECT_LT(text.find("\"generator\""), text.find("\"description\"")) << text;
+  EXPECT_LT(text.find("\"description\""), text.find("\"metadata\"")) << text;
+  LookupTable again = parseJson(text);
+  EXPECT_EQ(again, table);
+  EXPECT_EQ(writeTableJson(again), text);
+  EXPECT_NE(jsonError("{\"version\": 1, \"metadata\": 3}").find("metadata: expected an object"),
+            std::string::npos);
+  EXPECT_NE(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"reduce\", \"comment\": 1}]}")
+                .find("entries[0].comment: expected a string"),
+            std::string::npos);
+}
+
+TEST(TableJson, ErrorsNameThePlace) {
+  EXPECT_EQ(
+      jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"protocol\": \"ll256\"}]}"),
+      "t.json: entries[0].protocol: unknown protocol \"ll256\" (expected ll, ll128, simple or any)");
+  EXPECT_EQ(jsonError("{\"version\": 2}"),
+            "t.json: version: unsupported table version 2 (this plugin reads version 1)");
+  EXPECT_EQ(jsonError("{\"entries\": []}"), "t.json: missing \"version\" (this plugin reads version 1)");
+  EXPECT_EQ(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"nChanels\": 4}]}"),
+            "t.json: entries[0].nChanels: unknown key \"nChanels\"");
+  EXPECT_EQ(
+      jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"algorithm\": \"ring2\"}]}"),
+      "t.json: entries[0].algorithm: unknown algorithm \"ring2\" (expected tree, ring, collnet_direct, "
+      "collnet_chain, nvls, nvls_tree, pat or any)");
+  EXPECT_EQ(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"nChannels\": 65}]}"),
+            "t.json: entries[0].nChannels: 65 is out of range [1, 64]");
+  EXPECT_EQ(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"minBytes\": 10, "
+                      "\"maxBytes\": 5}]}"),
+            "t.json: entries[0]: minBytes 10 is larger than maxBytes 5");
+  EXPECT_EQ(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"fallback\": []}]}"),
+            "t.json: entries[0].fallback: a fallback list needs an \"algorithm\" or \"protocol\" first");
+  EXPECT_EQ(jsonError("{\"version\": 1, \"environment\": [{\"NCCL_NTHREADS\": 100}]}"),
+            "t.json: environment[0].NCCL_NTHREADS: 100 is not a multiple of 32");
+  EXPECT_EQ(jsonError("{\"version\": 1, \"environment\": [{\"NCCL_NTHREADS\": 1024}]}"),
+            "t.json: environment[0].NCCL_NTHREADS: 1024 is out of range [64, 512]");
+  EXPECT_NE(jsonError("{\"version\": 1, \"constants\": {\"baseLatencies\": {\"RING\": {\"LL512\": 1}}}}")
+                .find("constants.baseLatencies.RING.LL512: not a constant"),
+            std::string::npos);
+  EXPECT_NE(jsonError("{\"version\": 1, \"constants\": {\"llMaxBws\": {\"HOPPER\": {\"2\": -3}}}}")
+                .find("finite, non-negative"),
+            std::string::npos);
+  EXPECT_NE(jsonError("[]").find("a table is a JSON object"), std::string::npos);
+  EXPECT_EQ(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"nChannels\": 4.5}]}"),
+            "t.json: entries[0].nChannels: expected an integer, got 4.5");
+  EXPECT_EQ(
+      parseJson("{\"version\": 1.0, \"entries\": [{\"collective\": \"allreduce\", \"nChannels\": 4.0}]}")
+          .entries.at(0)
+          .nChannels,
+      4);
+}
+
+TEST(TableJson, SyntaxErrorHasLineAndColumn) {
+  Expected<LookupTable> result = readTableJson("{\n  \"version\": 1,\n  \"entries\": [,]\n}\n", "t.json");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), ErrorCode::InvalidInput);
+  EXPECT_EQ(result.diagnostic().file, "t.json");
+  EXPECT_EQ(result.diagnostic().loc.line, 3u);
+  EXPECT_EQ(result.diagnostic().loc.column, 15u);
+  EXPECT_NE(result.status().message().find("invalid JSON"), std::string::npos);
+}
+
+TEST(TableJson, TooManyFallbacksAndPipeOpsValues) {
+  std::string fallbacks;
+  for (int i = 0; i < kMaxChoices; ++i) fallbacks += std::string(i ? "," : "") + "{\"protocol\": \"ll\"}";
+  EXPECT_NE(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"protocol\": \"ll\", "
+                      "\"fallback\": [" +
+                      fallbacks + "]}]}")
+                .find("at most 7 fallbacks"),
+            std::string::npos);
+  std::string entries;
+  for (int i = 0; i <= kMaxPipeOpsValues; ++i) {
+    entries += std::string(i ? "," : "") +
+               "{\"collective\": \"allreduce\", \"numPipeOps\": " + std::to_string(i + 1) + "}";
+  }
+  EXPECT_NE(jsonError("{\"version\": 1, \"entries\": [" + entries + "]}").find("distinct numPipeOps"),
+            std::string::npos);
+}
+
+TEST(TunerConstants, NamesCoverTheV5Struct) {
+  constexpr auto V5 = TunerConstantsLayout::V5;
+  EXPECT_EQ(tunerConstantOffset("baseLatencies.TREE.LL", V5), 0u);
+  EXPECT_EQ(tunerConstantOffset("baseLatencies.PAT.SIMPLE", V5), 20u);
+  EXPECT_EQ(tunerConstantOffset("hwLatencies.NVLINK.TREE.LL", V5), 21u);
+  EXPECT_EQ(tunerConstantOffset("hwLatencies.NET.PAT.SIMPLE", V5), 83u);
+  EXPECT_EQ(tunerConstantOffset("llMaxBws.VOLTA.1", V5), 84u);
+  EXPECT_EQ(tunerConstantOffset("perChMaxRingLL128Bws.VOLTA.1", V5), 96u);
+  EXPECT_EQ(tunerConstantOffset("perChMaxNVLSTreeBws.BLACKWELL.4+", V5), kNumTunerConstantsV5 - 1);
+  EXPECT_FALSE(tunerConstantOffset("llMaxBws.HOPPER.3", V5));
+  EXPECT_FALSE(tunerConstantOffset("llMaxBws.RUBIN.1", V5)) << "v5/v6 have no Rubin row";
+  EXPECT_FALSE(tunerConstantOffset("baseLatencies.RING", V5));
+  EXPECT_EQ(tunerConstantCount(V5), 144u);
+  for (uint32_t offset = 0; offset < kNumTunerConstantsV5; ++offset) {
+    EXPECT_EQ(tunerConstantOffset(tunerConstantName(offset, V5), V5), offset)
+        << tunerConstantName(offset, V5);
+  }
+}
+
+TEST(TunerConstants, V7AddsARubinRowToEveryBandwidthArray) {
+  constexpr auto V5 = TunerConstantsLayout::V5;
+  constexpr auto V7 = TunerConstantsLayout::V7;
+  EXPECT_EQ(tunerConstantCount(V7), 159u);
+  // The latencies do not move; llMaxBws starts where it did; the later arrays move by 3 per array.
+  EXPECT_EQ(tunerConstantOffset("hwLatencies.NET.PAT.SIMPLE", V7), 83u);
+  EXPECT_EQ(tunerConstantOffset("llMaxBws.BLACKWELL.4", V7), 84u + 3 * 3 + 2);
+  EXPECT_EQ(tunerConstantOffset("llMaxBws.RUBIN.1", V7), 84u + 4 * 3);
+  EXPECT_EQ(tunerConstantOffset("perChMaxRingLL128Bws.VOLTA.1", V7), 84u + 15);
+  EXPECT_EQ(tunerConstantOffset("perChMaxNVLSTreeBws.RUBIN.4+", V7), kNumTunerConstantsV7 - 1);
+  for (uint32_t offset = 0; offset < kNumTunerConstantsV7; ++offset) {
+    const std::string name = tunerConstantName(offset, V7);
+    EXPECT_EQ(tunerConstantOffset(name, V7), offset) << name;
+    // Every v5 constant names the same quantity in v7.
+    if (auto v5 = tunerConstantOffset(name, V5)) {
+      EXPECT_EQ(tunerConstantName(*v5, V5), name);
+    }
+  }
+  EXPECT_EQ(canonicalTunerConstantName("llmaxbws.rubin.4+"), std::nullopt)
+      << "array names are case-sensitive";
+  EXPECT_EQ(canonicalTunerConstantName("llMaxBws.rubin.4+"), "llMaxBws.RUBIN.4");
+  LookupTable t =
+      parseJson("{\"version\": 1, \"constants\": {\"perChMaxTreeBws\": {\"RUBIN\": {\"2\": 70}}}}");
+  ASSERT_EQ(t.constants.size(), 1u);
+  EXPECT_EQ(t.constants[0].name, "perChMaxTreeBws.RUBIN.2");
+  EXPECT_NE(
+      jsonError(
+          "{\"version\": 1, \"constants\": {\"llMaxBws\": {\"HOPPER\": {\"2\": 1}, \"hopper\": {\"2\": 2}}}}")
+          .find("set twice"),
+      std::string::npos);
+}
+
+TEST(TableCsv, ReadsNcclExampleFormat) {
+  Expected<LoadedTable> loaded = loadTableFile(kData + "valid.csv");
+  ASSERT_TRUE(loaded.ok()) << formatTableError(loaded.status());
+  EXPECT_EQ(loaded->format, TableFormat::Csv);
+  const LookupTable& table = loaded->table;
+  EXPECT_EQ(table.matchOrder, MatchOrder::FileOrder);
+  ASSERT_EQ(table.entries.size(), 9u);
+  const TableEntry& first = table.entries[0];
+  EXPECT_EQ(first.origin, 3u) << "CSV entries remember their line";
+  EXPECT_EQ(first.nChannels, 2);
+  EXPECT_EQ(first.nNodes, 1);
+  EXPECT_EQ(first.nRanks, -1);
+  const TableEntry& spaced = table.entries[2];
+  EXPECT_EQ(spaced.collective, Collective::AllReduce);
+  EXPECT_EQ(spaced.choices, (std::vector<Choice>{{A::Ring, P::LL128}}));
+  EXPECT_EQ(spaced.minBytes, 65537u);
+  EXPECT_EQ(table.entries[1].nChannels, 0) << "channels -1 keeps NCCL's";
+  EXPECT_EQ(table.entries[3].numPipeOps, 1);
+  EXPECT_EQ(table.entries[3].regBuff, -1);
+  EXPECT_EQ(table.entries[4].regBuff, 1);
+  EXPECT_EQ(table.entries[4].maxBytes, 4294967296u);
+}
+
+TEST(TableCsv, ErrorsNameLineAndColumn) {
+  EXPECT_EQ(csvError("# c\nallreduce,0,10,ring,ll256,-1,-1,-1\n"),
+            "t.conf:2:21: unknown protocol 'll256' (expected ll, ll128 or simple)");
+  EXPECT_EQ(
+      csvError("allreduce,0,10,ring\n"),
+      "t.conf:1:1: expected 8 to 10 comma-separated fields (collective,minbytes,maxbytes,algorithm,protocol,"
+      "channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got 4");
+  EXPECT_EQ(
+      csvError("alltoall,0,10,ring,ll,-1,-1,-1\n"),
+      "t.conf:1:1: unknown collective 'alltoall' (expected broadcast, reduce, allgather, reducescatter or "
+      "allreduce)");
+  EXPECT_EQ(csvError("allreduce,0,10,ring,ll,65,-1,-1\n"),
+            "t.conf:1:24: channels '65' is not -1 or an integer in [0, 64]");
+  EXPECT_EQ(csvError("allreduce,0,10,ring,ll,-1,-1,-1,1,2\n"),
+            "t.conf:1:35: regBuff '2' is not -1 or an integer in [0, 1]");
+  EXPECT_EQ(csvError("allreduce,20,10,ring,ll,-1,-1,-1\n"), "t.conf:1:11: minbytes is larger than maxbytes");
+  EXPECT_EQ(csvError("allreduce,x,10,ring,ll,-1,-1,-1\n"), "t.conf:1:11: minbytes 'x' is not a byte count");
+}
+
+TEST(TableCsv, CommentsBlankLinesCrLfAndWildcardExtensions) {
+  Expected<LookupTable> result =
+      readTableCsv("\r\n  # comment\r\nallgather,0,-1,-1,LL128,-1,-1,-1\r\n\r\n", "t.conf");
+  ASSERT_TRUE(result.ok()) << formatTableError(result.status());
+  ASSERT_EQ(result->entries.size(), 1u);
+  EXPECT_EQ(result->entries[0].maxBytes, UINT64_MAX);
+  EXPECT_EQ(result->entries[0].choices, (std::vector<Choice>{{kAny, P::LL128}}));
+  EXPECT_EQ(result->entries[0].origin, 3u);
+}
+
+TEST(TableCsv, CsvJsonCsvRoundTrip) {
+  Expected<LoadedTable> loaded = loadTableFile(kData + "valid.csv");
+  ASSERT_TRUE(loaded.ok());
+  LookupTable fromJson = parseJson(writeTableJson(loaded->table));
+  EXPECT_EQ(fromJson.matchOrder, MatchOrder::FileOrder);
+  ASSERT_EQ(fromJson.entries.size(), loaded->table.entries.size());
+  Expected<CsvTable> csv = writeTableCsv(fromJson, false);
+  ASSERT_TRUE(csv) << csv.status().message();
+  EXPECT_TRUE(csv->dropped.empty());
+  Expected<LookupTable> again = readTableCsv(csv->text, "again.conf");
+  ASSERT_TRUE(again.ok()) << formatTableError(again.status());
+  for (size_t i = 0; i < fromJson.entries.size(); ++i) {
+    TableEntry a = fromJson.entries[i];
+    TableEntry b = again->entries[i];
+    a.origin = b.origin = 0;
+    EXPECT_EQ(a, b) << "entry " << i;
+  }
+}
+
+TEST(TableCsv, JsonToCsvRefusesWhatCsvCannotHoldUnlessLossy) {
+  Expected<LoadedTable> loaded = loadTableFile(kData + "valid.json");
+  ASSERT_TRUE(loaded.ok());
+  Expected<CsvTable> refused = writeTableCsv(loaded->table, false);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(refused.status().message().find("fallback"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("environment"), std::string::npos);
+  Expected<CsvTable> csv = writeTableCsv(loaded->table, true);
+  ASSERT_TRUE(csv);
+  EXPECT_FALSE(csv->dropped.empty());
+  Expected<LookupTable> again = readTableCsv(csv->text, "lossy.conf");
+  ASSERT_TRUE(again.ok()) << formatTableError(again.status());
+  EXPECT_EQ(again->entries.size(), 8u) << "the topology entry is dropped, not broadened";
+  // Specific-first order is flattened into file order: the wildcard allreduce entry comes after
+  // every entry keyed on nNodes / nRanks.
+  const auto& entries = again->entries;
+  size_t wildcard = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].collective == Collective::AllReduce && entries[i].nNodes < 0 && entries[i].nRanks < 0)
+      wildcard = i;
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].collective == Collective::AllReduce && entries[i].nNodes >= 0) {
+      EXPECT_LT(i, wildcard);
+    }
+  }
+}
+
+TEST(LoadTable, DetectsFormatAndFailsCleanly) {
+  EXPECT_TRUE(loadTableFile(kData + "valid.json").ok());
+  Expected<LoadedTable> empty = loadTableFile(kData + "empty.json");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().message(), "the table file is empty");
+  EXPECT_TRUE(loadTableFile(kData + "empty_entries.json").ok());
+  EXPECT_FALSE(loadTableFile(kData + "broken.json").ok());
+  EXPECT_FALSE(loadTableFile(kData + "invalid.json").ok());
+  EXPECT_FALSE(loadTableFile(kData + "future_version.json").ok());
+  EXPECT_FALSE(loadTableFile(kData + "broken.csv").ok());
+  Expected<LoadedTable> missing = loadTableFile(kData + "no-such-table.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), ErrorCode::NotFound);
+  EXPECT_EQ(missing.status().message(), "cannot open the table file");
+  EXPECT_EQ(missing.diagnostic().file, kData + "no-such-table.json");
+  Expected<LoadedTable> directory = loadTableFile(kData);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_EQ(directory.status().message(), "the table path is a directory");
+}
+
+TEST(LoadTable, RefusesFilesOverTheSizeLimit) {
+  std::string path = testing::TempDir() + "/tuccl_oversized_" + std::to_string(getpid()) + ".json";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "{\"version\": 1, \"entries\": []}";
+    std::string padding(1 << 20, ' ');
+    for (uint64_t written = 0; written <= kMaxTableFileBytes; written += padding.size()) out << padding;
+  }
+  Expected<LoadedTable> result = loadTableFile(path);
+  std::filesystem::remove(path);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("more than the limit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tuccl
+
+namespace tuccl {
+namespace {
+
+TEST(Examples, EveryExampleTableIsValid) {
+  int tables = 0;
+  for (const auto& file :
+       std::filesystem::directory_iterator(std::string(TUCCL_SOURCE_DIR) + "/examples/tables")) {
+    Expected<LoadedTable> loaded = loadTableFile(file.path().string());
+    EXPECT_TRUE(loaded.ok()) << formatTableError(loaded.status());
+    ++tables;
+  }
+  EXPECT_GE(tables, 2);
+}
+
+}  // namespace
+}  // namespace tuccl

@@ -1,0 +1,235 @@
+// The tuning run as a library: request -> result -> LookupTable; compiled to an empty test program
+// when the simulator is not built.
+#include <gtest/gtest.h>
+
+#ifdef TUCCL_HAVE_SIM_PROFILER
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "table/table_io.h"
+#include "tune/tuning_run.h"
+
+namespace tuccl {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path freshDir(const std::string& name) {
+  const fs::path dir = fs::path(testing::TempDir()) / ("tuning_run_" + std::to_string(getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// 8 ranks on 2 nodes, two sizes, one scheduler, a small budget.
+TuningRequest smallRequest(const fs::path& dir) {
+  TuningRequest request;
+  request.topology = "preset:resccl-a100:nodes=2,gpus=4";
+  request.collectives = {Collective::AllReduce};
+  request.sizes = *parseSizeGrid("64K:128K");
+  request.schedulers = {"hpds"};
+  request.budget = 400;
+  request.seed = 3;
+  request.examplesDir = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms";
+  request.logPath = (dir / "run.trials.jsonl").string();
+  return request;
+}
+
+std::string readAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Counts what the run reports.
+struct CountingObserver : TuningObserver {
+  size_t trials = 0;
+  size_t done = 0;
+  size_t candidateLists = 0;
+  void candidates(Collective, const std::vector<AlgorithmCandidate>& list) override {
+    candidateLists += !list.empty();
+  }
+  void trial(const TunedWorkload&, size_t, size_t total, const Trial&, double spent, double budget) override {
+    ++trials;
+    EXPECT_EQ(total, 2u);
+    EXPECT_LE(spent, budget);
+  }
+  void workloadDone(const TunedWorkload& w, size_t index, size_t, double gridCost) override {
+    EXPECT_EQ(index, done);
+    EXPECT_TRUE(w.result.best.has_value());
+    EXPECT_GT(gridCost, w.result.cost);
+    ++done;
+  }
+};
+
+TEST(TuningRun, RequestToResultToTable) {
+  const fs::path dir = freshDir("table");
+  CountingObserver observer;
+  Expected<TuningResult> result = runTuning(smallRequest(dir), &observer);
+  ASSERT_TRUE(result) << result.status().toString();
+  EXPECT_EQ(result->nNodes, 2);
+  EXPECT_EQ(result->nRanks, 8);
+  ASSERT_EQ(result->workloads.size(), 2u);
+  EXPECT_EQ(observer.done, 2u);
+  EXPECT_EQ(observer.candidateLists, 1u);
+  size_t trials = 0;
+  for (const TunedWorkload& w : result->workloads) trials += w.result.trials.size();
+  EXPECT_EQ(observer.trials, trials);
+  ASSERT_FALSE(result->ranges.empty());
+  // The ranges tile [0, inf) and account for every size's search.
+  uint64_t next = 0;
+  size_t rangeTrials = 0;
+  for (const TunedRange& r : result->ranges) {
+    EXPECT_EQ(r.sizes.minBytes, next);
+    next = r.sizes.maxBytes == UINT64_MAX ? 0 : r.sizes.maxBytes + 1;
+    EXPECT_TRUE(r.protocol.has_value());
+    EXPECT_FALSE(r.program.empty());
+    EXPECT_EQ(r.scheduler, "hpds");
+    EXPECT_GT(r.timeUs, 0);
+    rangeTrials += r.trials;
+  }
+  EXPECT_EQ(next, 0u);
+  EXPECT_EQ(rangeTrials, trials);
+
+  const LookupTable table = tableFromResult(*result);
+  ASSERT_EQ(table.entries.size(), result->ranges.size());
+  for (size_t i = 0; i < table.entries.size(); ++i) {
+    const TableEntry& e = table.entries[i];
+    const TunedRange& r = result->ranges[i];
+    EXPECT_EQ(e.collective, Collective::AllReduce);
+    EXPECT_EQ(e.nNodes, 2);
+    EXPECT_EQ(e.nRanks, 8);
+    EXPECT_TRUE(e.topology.empty());
+    ASSERT_EQ(e.choices.size(), 1u);
+    EXPECT_EQ(e.choices[0].protocol, r.protocol);
+    // Only the rank-order ring is NCCL's RING; TuCCL's programs leave NCCL's algorithm free.
+    EXPECT_EQ(e.choices[0].algorithm.has_value(), r.algorithm == "ring");
+    EXPECT_EQ(e.chunkSize, r.chunkBytes);
+    EXPECT_NE(e.comment.find("sketch " + r.sketch), std::string::npos) << e.comment;
+  }
+  ASSERT_EQ(table.environment.size(), 1u);
+  EXPECT_NE(table.description.find("8 ranks on 2 nodes"), std::string::npos);
+  // What the file says is what was produced.
+  const std::string json = writeTableJson(table);
+  Expected<LookupTable> again = readTableJson(json, "t.json");
+  ASSERT_TRUE(again) << again.status().toString();
+  LookupTable expected = table;
+  for (size_t i = 0; i < expected.entries.size(); ++i) expected.entries[i].origin = static_cast<uint32_t>(i);
+  EXPECT_EQ(*again, expected);
+  EXPECT_NE(json.find("\"metadata\""), std::string::npos);
+}
+
+TEST(TuningRun, SameSeedSameTableAndResumeFromACutLog) {
+  const fs::path dir = freshDir("seed");
+  TuningRequest first = smallRequest(dir);
+  Expected<TuningResult> a = runTuning(first);
+  ASSERT_TRUE(a) << a.status().toString();
+  TuningRequest second = first;
+  second.logPath = (dir / "other.trials.jsonl").string();
+  Expected<TuningResult> b = runTuning(second);
+  ASSERT_TRUE(b) << b.status().toString();
+  EXPECT_EQ(writeTableJson(tableFromResult(*a)), writeTableJson(tableFromResult(*b)));
+  EXPECT_EQ(readAll(first.logPath), readAll(second.logPath));
+
+  // An existing log needs resume; a cut one resumes to the same table and log.
+  Expected<TuningResult> refused = runTuning(first);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("--resume"), std::string::npos) << refused.status().message();
+  const std::string log = readAll(first.logPath);
+  TuningRequest cut = first;
+  cut.logPath = (dir / "cut.trials.jsonl").string();
+  cut.resume = true;
+  std::ofstream(cut.logPath, std::ios::binary) << log.substr(0, log.find('\n', log.size() / 2) + 1);
+  Expected<TuningResult> resumed = runTuning(cut);
+  ASSERT_TRUE(resumed) << resumed.status().toString();
+  EXPECT_GT(resumed->workloads.front().replayed, 0u);
+  EXPECT_EQ(writeTableJson(tableFromResult(*resumed)), writeTableJson(tableFromResult(*a)));
+  EXPECT_EQ(readAll(cut.logPath), log);
+}
+
+TEST(TuningRun, SignatureKeysTheEntries) {
+  const fs::path dir = freshDir("signature");
+  TuningRequest request = smallRequest(dir);
+  request.sizes = {65536};
+  request.keyBySignature = true;
+  Expected<TuningResult> result = runTuning(request);
+  ASSERT_TRUE(result) << result.status().toString();
+  const LookupTable table = tableFromResult(*result);
+  ASSERT_EQ(result->signature.size(), 16u);
+  for (const TableEntry& e : table.entries) EXPECT_EQ(e.topology, result->signature);
+  EXPECT_EQ(table.environment.at(0).topology, result->signature);
+}
+
+TEST(TuningRun, BadRequestsAreStatusesNamingTheProblem) {
+  const fs::path dir = freshDir("bad");
+  auto failure = [&](auto edit) {
+    TuningRequest request = smallRequest(dir);
+    edit(request);
+    Expected<TuningResult> result = runTuning(request);
+    EXPECT_FALSE(result);
+    return result ? Status() : result.status();
+  };
+  Status status = failure([](TuningRequest& r) { r.collectives = {Collective::Broadcast}; });
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("'broadcast' cannot be tuned"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) { r.schedulers = {"hpds", "fifo"}; });
+  EXPECT_NE(status.message().find("unknown scheduler 'fifo'"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) { r.method = "annealing"; });
+  EXPECT_NE(status.message().find("annealing"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) { r.profiler = ProfilerKind::Command; });
+  EXPECT_NE(status.message().find("--command"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) {
+    r.profiler = ProfilerKind::Command;
+    r.commandTemplate = "true";
+    r.algorithms = {"ring", "hm"};
+  });
+  EXPECT_NE(status.message().find("'hm' is not one"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) { r.algorithms = {"nope"}; });
+  EXPECT_NE(status.message().find("leaves no candidate"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) { r.topology = "preset:resccl-a100:gpus=x"; });
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("gpus=x is not a number"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) { r.sizes.clear(); });
+  EXPECT_NE(status.message().find("no message sizes"), std::string::npos) << status.message();
+
+  // Space files: bad JSON with its place, a protocol that is not one, an unknown key.
+  const fs::path space = dir / "space.json";
+  std::ofstream(space) << "{\"dimensions\": [\n  {\"name\": \"protocol\", \"values\": [\"LL\",]}]}";
+  status = failure([&](TuningRequest& r) { r.spaceFile = space.string(); });
+  EXPECT_EQ(status.code(), ErrorCode::InvalidInput);
+  EXPECT_EQ(status.diagnostic().file, space.string());
+  EXPECT_EQ(status.diagnostic().loc.line, 2u);
+  std::ofstream(space) << R"({"dimensions": [{"name": "protocol", "values": ["LL", "LL256"]}]})";
+  status = failure([&](TuningRequest& r) { r.spaceFile = space.string(); });
+  EXPECT_NE(status.message().find("protocol 'LL256' is not a protocol"), std::string::npos) << status.message();
+  std::ofstream(space) << R"({"dimension": []})";
+  status = failure([&](TuningRequest& r) { r.spaceFile = space.string(); });
+  EXPECT_EQ(status.diagnostic().file, space.string());
+  EXPECT_NE(status.message().find("dimension"), std::string::npos) << status.message();
+  EXPECT_FALSE(fs::exists(dir / "run.trials.jsonl")) << "a refused request writes no log";
+}
+
+TEST(TuningRun, ACommandThatNeverWorksIsAnError) {
+  const fs::path dir = freshDir("command");
+  TuningRequest request = smallRequest(dir);
+  request.profiler = ProfilerKind::Command;
+  request.commandTemplate = "exit 3";
+  Expected<TuningResult> result = runTuning(request);
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.status().code(), ErrorCode::Internal);
+  EXPECT_FALSE(result.status().message().empty());
+}
+
+TEST(TuningRun, ProfilerNames) {
+  EXPECT_EQ(profilerKindName(ProfilerKind::Sim), "sim");
+  EXPECT_EQ(parseProfilerKind("command"), ProfilerKind::Command);
+  EXPECT_FALSE(parseProfilerKind("gpu"));
+}
+
+}  // namespace
+}  // namespace tuccl
+#endif

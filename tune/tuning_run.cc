@@ -1,0 +1,449 @@
+#include "tune/tuning_run.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "sim/network_topology.h"
+#include "support/text_values.h"
+#include "topo/load.h"
+#include "tune/command_profiler.h"
+#include "tune/measurement_noise.h"
+#include "tune/sim_profiler.h"
+#include "tune/synthetic_profiler.h"
+#include "tune/trial_log.h"
+
+namespace tuccl {
+namespace {
+
+/// The collectives a run can tune: those with candidate programs (tune/sketch_candidates.h).
+bool isTunable(Collective collective) {
+  return collective == Collective::AllReduce || collective == Collective::AllGather;
+}
+
+/// "allreduce": a collective as the trial log and the table spell it.
+std::string logName(Collective collective) { return toLowerCase(collectiveName(collective)); }
+
+/// A request error, thrown inside runTuning and turned into its Status at the boundary.
+[[noreturn]] void fail(ErrorCode code, std::string message) { throw StatusError(makeError(code, std::move(message))); }
+
+/// One collective's search: its candidates and its base space (the chunk sizes are cut per size).
+struct CollectivePlan {
+  Collective collective = Collective::AllReduce;
+  std::vector<AlgorithmCandidate> candidates;  ///< sim only
+  SearchSpace base;
+};
+
+void checkRequest(const TuningRequest& request) {
+  if (request.profiler == ProfilerKind::Command && request.commandTemplate.empty())
+    fail(ErrorCode::InvalidArgument, "--profiler command needs --command TEMPLATE");
+  if (request.sizes.empty()) fail(ErrorCode::InvalidArgument, "no message sizes to tune");
+  if (request.collectives.empty()) fail(ErrorCode::InvalidArgument, "--collectives is empty");
+  for (Collective collective : request.collectives) {
+    if (!isTunable(collective))
+      fail(ErrorCode::InvalidArgument,
+           "collective '" + logName(collective) + "' cannot be tuned (allreduce, allgather)");
+  }
+  if (!makeSearcher(request.method))
+    fail(ErrorCode::InvalidArgument, "unknown search method '" + request.method + "'");
+  if (request.profiler == ProfilerKind::Sim) {
+    for (const std::string& scheduler : request.schedulers) {
+      if (!parseScheduler(scheduler))
+        fail(ErrorCode::InvalidArgument,
+             "unknown scheduler '" + scheduler + "' (hpds, rr, algorithm, stage)");
+    }
+  }
+  if (request.profiler == ProfilerKind::Command) {
+    for (const std::string& algorithm : request.algorithms) {
+      if (!parseNcclAlgorithm(algorithm)) {
+        fail(ErrorCode::InvalidArgument, "the command profiler searches NCCL's algorithms; '" + algorithm +
+                                             "' is not one (tree, ring, collnet_direct, collnet_chain, nvls, "
+                                             "nvls_tree, pat)");
+      }
+    }
+  }
+}
+
+/// The search-space JSON of request.spaceFile, if any.
+std::optional<nlohmann::json> readSpaceFile(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  const SourceText source = readSourceFile(path);
+  try {
+    return nlohmann::json::parse(source.text());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw StatusError{makeError(ErrorCode::InvalidInput, path,
+                                 source.locationOf(e.byte > 0 ? e.byte - 1 : 0),
+                                 "invalid JSON: " + std::string(e.what()))};
+  }
+}
+
+/// Every value of the space's protocol dimension must be a protocol: the table records it.
+void checkProtocols(const SearchSpace& space) {
+  const size_t d = space.dimensionIndex(kDimProtocol);
+  if (d == SearchSpace::npos) return;
+  for (const std::string& value : space.dimension(d).categories) {
+    if (!parseProtocol(value))
+      fail(ErrorCode::InvalidInput,
+           "search space: protocol '" + value + "' is not a protocol (LL, LL128, Simple)");
+  }
+}
+
+/// The command profiler runs NCCL: its algorithm values must be NCCL's, for the table.
+void checkNcclAlgorithms(const SearchSpace& space) {
+  const size_t d = space.dimensionIndex(kDimAlgorithm);
+  if (d == SearchSpace::npos) return;
+  for (const std::string& value : space.dimension(d).categories) {
+    if (!parseNcclAlgorithm(value))
+      fail(ErrorCode::InvalidInput, "search space: algorithm '" + value + "' is not one of NCCL's");
+  }
+}
+
+CollectivePlan planCollective(const TuningRequest& request, Collective collective, const Topology& topology,
+                              const std::optional<nlohmann::json>& spaceJson, TuningObserver& observer) {
+  CollectivePlan plan;
+  plan.collective = collective;
+  const std::vector<std::string>& restrict = request.algorithms;
+  if (request.profiler == ProfilerKind::Sim) {
+    std::vector<std::string> notes;
+    for (AlgorithmCandidate& c : algorithmCandidates(topology, collective, request.examplesDir, &notes)) {
+      if (restrict.empty() || std::find(restrict.begin(), restrict.end(), c.name) != restrict.end())
+        plan.candidates.push_back(std::move(c));
+    }
+    for (const std::string& note : notes) observer.note(note);
+    observer.candidates(collective, plan.candidates);
+    if (plan.candidates.empty())
+      fail(ErrorCode::InvalidArgument, "--algorithms leaves no candidate for " + logName(collective));
+    std::vector<std::string> names;
+    for (const AlgorithmCandidate& c : plan.candidates) names.push_back(c.name);
+    plan.base = defaultSearchSpace(names, request.schedulers);
+  } else {
+    // NCCL runs the command: NCCL's algorithms, no TuCCL scheduler.
+    plan.base = searchSpaceFromJson(
+        nlohmann::json{{"remove", {"scheduler"}}},
+        defaultSearchSpace(restrict.empty() ? std::vector<std::string>{"ring"} : restrict));
+  }
+  if (spaceJson) {
+    try {
+      plan.base = searchSpaceFromJson(*spaceJson, plan.base);
+    } catch (const std::invalid_argument& e) {
+      throw StatusError{makeError(ErrorCode::InvalidInput, request.spaceFile, {}, e.what())};
+    }
+  }
+  checkProtocols(plan.base);
+  if (request.profiler == ProfilerKind::Command) checkNcclAlgorithms(plan.base);
+  return plan;
+}
+
+/// The run's identity: everything that decides the trial sequence (the trial log's header).
+nlohmann::json runHeader(const TuningRequest& request, const std::string& signature,
+                         const std::vector<CollectivePlan>& plans) {
+  nlohmann::json run = {{"topology", request.topology},
+                        {"signature", signature},
+                        {"sizes", request.sizes},
+                        {"profiler", std::string(profilerKindName(request.profiler))},
+                        {"method", request.method},
+                        {"seed", request.seed},
+                        {"budget", request.budget},
+                        {"budgetFraction", request.budgetFraction},
+                        {"maxResource", request.maxResource},
+                        {"maxSlices", request.maxSlices}};
+  if (request.profiler == ProfilerKind::Sim) run["sigma"] = request.sigma;
+  if (request.profiler == ProfilerKind::Command) run["command"] = request.commandTemplate;
+  for (const CollectivePlan& plan : plans)
+    run["spaces"][logName(plan.collective)] = searchSpaceToJson(plan.base);
+  return run;
+}
+
+/// The base space with the chunk sizes worth searching at `bytes` (tune/size_grid.h).
+SearchSpace spaceForSize(const SearchSpace& base, int64_t bytes, int32_t nRanks, int64_t maxSlices) {
+  const size_t chunkDim = base.dimensionIndex(kDimChunkBytes);
+  if (chunkDim == SearchSpace::npos) return base;
+  const auto levels = chunkLevelsFor(base.dimension(chunkDim).levels, bytes, nRanks, maxSlices);
+  return searchSpaceFromJson(
+      nlohmann::json{{"dimensions", {{{"name", std::string(kDimChunkBytes)}, {"values", levels}}}}}, base);
+}
+
+/// What the searches share: the request, the topology's network, the searcher, the log.
+struct SearchContext {
+  const TuningRequest& request;
+  const Network& network;
+  int32_t nRanks = 0;
+  Searcher& searcher;
+  TrialLog& log;
+  TuningObserver& observer;
+  size_t total = 0;  ///< workloads in the run
+};
+
+/// One workload's search: the exact profiler (sim, with its noise; or the command), behind a
+/// replay of the logged trials; every new trial appended to the log.
+TunedWorkload searchWorkload(const SearchContext& ctx, const CollectivePlan& plan, int64_t bytes,
+                             size_t index) {
+  const TuningRequest& request = ctx.request;
+  TunedWorkload w;
+  w.collective = plan.collective;
+  w.bytes = bytes;
+  w.space = spaceForSize(plan.base, bytes, ctx.nRanks, request.maxSlices);
+  const double gridCost =
+      static_cast<double>(w.space.validCount()) * static_cast<double>(request.maxResource);
+  SearchOptions options;
+  options.seed = request.seed;
+  options.maxResource = request.maxResource;
+  options.budget = request.budget > 0 ? request.budget
+                                      : std::max<double>(static_cast<double>(request.maxResource),
+                                                         request.budgetFraction * gridCost);
+  const std::string name = logName(plan.collective);
+  const std::vector<LoggedTrial>& logged = ctx.log.trialsOf(name, bytes);
+  std::unique_ptr<SimProfiler> sim;
+  std::unique_ptr<NoisyProfiler> noisy;
+  std::unique_ptr<CommandProfiler> command;
+  Profiler* measured = nullptr;
+  if (request.profiler == ProfilerKind::Sim) {
+    std::map<std::string, Algorithm> algorithms;
+    for (const AlgorithmCandidate& c : plan.candidates) algorithms.emplace(c.name, c.algorithm);
+    SimProfilerOptions o;
+    o.messageBytes = bytes;
+    o.sigma = 0;
+    o.seed = request.seed;
+    sim = std::make_unique<SimProfiler>(ctx.network, std::move(algorithms), o);
+    const uint64_t stream = mixBits(plan.collective == Collective::AllReduce ? 1 : 2);
+    noisy = std::make_unique<NoisyProfiler>(*sim, request.sigma,
+                                            mixBits(request.seed ^ stream ^ static_cast<uint64_t>(bytes)));
+    measured = noisy.get();
+  } else {
+    CommandProfilerOptions o;
+    o.commandTemplate = request.commandTemplate;
+    o.bytes = static_cast<uint64_t>(bytes);
+    o.timeoutSeconds = request.timeoutSeconds;
+    command = std::make_unique<CommandProfiler>(o);
+    measured = command.get();
+  }
+  ReplayProfiler replay(*measured, logged, [&](const Configuration& c, int64_t r) {
+    if (noisy) noisy->countReplayed(c, r);
+  });
+  double spent = 0;
+  options.onTrial = [&](const Trial& t) {
+    spent += t.measurement.cost;
+    if (t.id >= logged.size()) ctx.log.append(name, bytes, w.space, t);
+    ctx.observer.trial(w, index, ctx.total, t, spent, options.budget);
+  };
+  w.result = ctx.searcher.search(w.space, replay, options);
+  w.replayed = replay.replayed();
+  if (!w.result.best) {
+    throw std::runtime_error(name + " " + formatByteSize(static_cast<uint64_t>(bytes)) +
+                             ": no configuration was measured (" + w.result.stopReason + ")");
+  }
+  w.exactUs = sim ? sim->simulatedTime(w.space, *w.result.best) : w.result.bestMeasurement.timeUs;
+  ctx.observer.workloadDone(w, index, ctx.total, gridCost);
+  return w;
+}
+
+/// The winner of `w` as a table range over `sizes`.
+TunedRange describeRange(const CollectivePlan& plan, const TunedWorkload& w, const SizeRange& sizes,
+                         size_t workload) {
+  const SearchSpace& s = w.space;
+  const Configuration& best = *w.result.best;
+  TunedRange r;
+  r.collective = plan.collective;
+  r.sizes = sizes;
+  r.workload = workload;
+  r.algorithm = s.valueOf(best, kDimAlgorithm);
+  const AlgorithmCandidate* candidate = nullptr;
+  for (const AlgorithmCandidate& c : plan.candidates)
+    if (c.name == r.algorithm) candidate = &c;
+  if (candidate != nullptr) {
+    r.program = candidate->program;
+    r.sketch = candidate->sketch();
+  }
+  // NCCL runs RING only for the rank-order ring; a TuCCL program (HM, direct, rail ring) is not an
+  // NCCL algorithm, so the table leaves NCCL's choice free and fixes the protocol. With the
+  // command profiler the values are NCCL's algorithms (checked in planCollective).
+  if (candidate != nullptr ? candidate->ncclRing : !r.algorithm.empty())
+    r.ncclAlgorithm = parseNcclAlgorithm(r.algorithm);
+  r.scheduler = s.valueOf(best, kDimScheduler);
+  r.protocol = protocolOf(s, best);
+  r.nChannels = static_cast<int32_t>(s.levelOf(best, kDimChannels, 0));
+  r.nThreads = s.levelOf(best, kDimThreads, 0);
+  r.chunkBytes = static_cast<uint64_t>(s.levelOf(best, kDimChunkBytes, 0));
+  r.timeUs = w.exactUs;
+  return r;
+}
+
+/// Per collective, adjacent sizes with the same winner merged into one range.
+std::vector<TunedRange> mergeRanges(const std::vector<CollectivePlan>& plans,
+                                    const std::vector<TunedWorkload>& workloads,
+                                    const std::vector<int64_t>& sizes) {
+  std::vector<TunedRange> ranges;
+  for (const CollectivePlan& plan : plans) {
+    std::vector<size_t> mine;
+    std::vector<std::string> keys;
+    for (size_t i = 0; i < workloads.size(); ++i) {
+      if (workloads[i].collective != plan.collective) continue;
+      mine.push_back(i);
+      keys.push_back(workloads[i].space.describe(*workloads[i].result.best));
+    }
+    for (const SizeRange& sizeRange : mergeSizeRanges(sizes, keys)) {
+      TunedRange r = describeRange(plan, workloads[mine[sizeRange.first]], sizeRange, mine[sizeRange.first]);
+      for (size_t i = sizeRange.first; i <= sizeRange.last; ++i) {
+        r.trials += workloads[mine[i]].result.trials.size();
+        r.cost += workloads[mine[i]].result.cost;
+      }
+      ranges.push_back(std::move(r));
+    }
+  }
+  return ranges;
+}
+
+TuningResult runSearches(const TuningRequest& request, TuningObserver& observer) {
+  checkRequest(request);
+  const std::optional<nlohmann::json> spaceJson = readSpaceFile(request.spaceFile);
+  Expected<LoadedTopology> loaded = loadTopology(request.topology);
+  throwIfError(loaded.status());
+  const Topology topology = std::move(loaded)->topology;
+  const Network network = makeNetwork(topology);
+  TuningResult result;
+  result.request = request;
+  result.nNodes = topology.nNodes();
+  result.nRanks = topology.nRanks();
+  result.signature = signatureHex(topologySignature(topology));
+
+  std::vector<CollectivePlan> plans;
+  for (Collective collective : request.collectives)
+    plans.push_back(planCollective(request, collective, topology, spaceJson, observer));
+
+  std::unique_ptr<TrialLog> log =
+      TrialLog::open(request.logPath, runHeader(request, result.signature, plans), request.resume);
+  if (log->loadedTrials() > 0) observer.resuming(request.logPath, log->loadedTrials());
+  std::unique_ptr<Searcher> searcher = makeSearcher(request.method);
+  const SearchContext ctx{
+      request, network, result.nRanks, *searcher, *log, observer, plans.size() * request.sizes.size()};
+  for (const CollectivePlan& plan : plans) {
+    for (int64_t bytes : request.sizes)
+      result.workloads.push_back(searchWorkload(ctx, plan, bytes, result.workloads.size()));
+  }
+  result.ranges = mergeRanges(plans, result.workloads, request.sizes);
+  return result;
+}
+
+/// The mode of `counts` (ties: the smaller value).
+std::string modeOf(const std::map<int64_t, int>& counts) {
+  int64_t best = 0;
+  int bestCount = 0;
+  for (const auto& [value, count] : counts) {
+    if (count > bestCount) best = value, bestCount = count;
+  }
+  return std::to_string(best);
+}
+
+/// What the NCCL table cannot say about a range: the entry's comment.
+std::string rangeComment(const TuningResult& result, const TunedRange& r) {
+  const TunedWorkload& w = result.workloads[r.workload];
+  std::ostringstream comment;
+  comment << "tuccl: " << (r.algorithm.empty() ? "-" : r.algorithm);
+  if (!r.program.empty()) comment << " (" << r.program << ", sketch " << r.sketch << ")";
+  comment << "; " << w.space.describe(*w.result.best) << "; tuned at";
+  for (size_t i = r.sizes.first; i <= r.sizes.last; ++i)
+    comment << " " << formatByteSize(static_cast<uint64_t>(result.request.sizes[i]));
+  char numbers[160];
+  std::snprintf(numbers, sizeof numbers, "; %.1f us at %s (%s)", w.exactUs,
+                formatByteSize(static_cast<uint64_t>(w.bytes)).c_str(),
+                result.request.profiler == ProfilerKind::Sim ? "simulated, noiseless" : "measured");
+  comment << numbers;
+  return comment.str();
+}
+
+/// The same, as metadata.tuccl.entries[i].
+nlohmann::ordered_json rangeMetadata(const TuningResult& result, const TunedRange& r) {
+  const TunedWorkload& w = result.workloads[r.workload];
+  const auto first = result.request.sizes.begin() + static_cast<std::ptrdiff_t>(r.sizes.first);
+  const auto last = result.request.sizes.begin() + static_cast<std::ptrdiff_t>(r.sizes.last) + 1;
+  return {{"algorithm", r.algorithm},
+          {"program", r.program},
+          {"sketch", r.sketch},
+          {"scheduler", r.scheduler},
+          {"config", w.space.configurationToJson(*w.result.best)},
+          {"sizes", std::vector<int64_t>(first, last)},
+          {"timeUs", w.exactUs}};
+}
+
+}  // namespace
+
+std::string_view profilerKindName(ProfilerKind kind) {
+  return kind == ProfilerKind::Command ? "command" : "sim";
+}
+
+std::optional<ProfilerKind> parseProfilerKind(std::string_view name) {
+  if (name == "sim") return ProfilerKind::Sim;
+  if (name == "command") return ProfilerKind::Command;
+  return std::nullopt;
+}
+
+Expected<TuningResult> runTuning(const TuningRequest& request, TuningObserver* observer) {
+  TuningObserver silent;
+  try {
+    return runSearches(request, observer != nullptr ? *observer : silent);
+  } catch (const StatusError& error) {
+    return error.status();
+  } catch (const DiagnosticError& error) {
+    return statusFromDiagnostic(error);
+  } catch (const std::invalid_argument& error) {
+    return makeError(ErrorCode::InvalidArgument, error.what());
+  } catch (const std::logic_error& error) {
+    return makeError(ErrorCode::Internal, error.what());
+  } catch (const std::exception& error) {
+    // The trial log (exists, another run's, unwritable) and the profiling runs (a command that
+    // always fails, a log the search diverges from).
+    return makeError(ErrorCode::InvalidInput, error.what());
+  }
+}
+
+LookupTable tableFromResult(const TuningResult& result) {
+  const TuningRequest& request = result.request;
+  const std::string topology = request.keyBySignature ? result.signature : std::string();
+  LookupTable table;
+  std::map<int64_t, int> threadCounts, ll128ThreadCounts;
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  for (const TunedRange& r : result.ranges) {
+    TableEntry e;
+    e.collective = r.collective;
+    e.minBytes = r.sizes.minBytes;
+    e.maxBytes = r.sizes.maxBytes;
+    e.nNodes = result.nNodes;
+    e.nRanks = result.nRanks;
+    e.topology = topology;
+    if (r.ncclAlgorithm || r.protocol) e.choices.push_back({r.ncclAlgorithm, r.protocol});
+    e.nChannels = r.nChannels;
+    e.chunkSize = r.chunkBytes;
+    e.comment = rangeComment(result, r);
+    table.entries.push_back(std::move(e));
+    entries.push_back(rangeMetadata(result, r));
+    if (r.nThreads > 0)
+      (r.protocol == Protocol::LL128 ? ll128ThreadCounts : threadCounts)[r.nThreads] +=
+          static_cast<int>(r.sizes.last - r.sizes.first + 1);
+  }
+  EnvRecommendation env;
+  env.nNodes = result.nNodes;
+  env.nRanks = result.nRanks;
+  env.topology = topology;
+  if (!threadCounts.empty()) env.settings.emplace_back("NCCL_NTHREADS", modeOf(threadCounts));
+  if (!ll128ThreadCounts.empty()) env.settings.emplace_back("NCCL_LL128_NTHREADS", modeOf(ll128ThreadCounts));
+  if (!env.settings.empty()) table.environment.push_back(std::move(env));
+  const std::string profiler(profilerKindName(request.profiler));
+  table.description = "tuned for " + request.topology + " (" + std::to_string(result.nRanks) + " ranks on " +
+                      std::to_string(result.nNodes) + " nodes) with " + request.method + ", profiler " +
+                      profiler;
+  const nlohmann::ordered_json metadata = {{"tuccl",
+                                            {{"topology", request.topology},
+                                             {"signature", result.signature},
+                                             {"method", request.method},
+                                             {"seed", request.seed},
+                                             {"profiler", profiler},
+                                             {"entries", entries}}}};
+  table.metadataJson = metadata.dump();
+  return table;
+}
+
+}  // namespace tuccl

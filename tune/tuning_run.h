@@ -1,0 +1,154 @@
+// The tuning run (docs/tuning.md, "tuccl-tune"): per collective and message size of a grid, one
+// search over sketch/algorithm × scheduler × protocol × nChannels × nThreads × chunk size; adjacent
+// sizes with the same winner become one byte range of the lookup table (table/).
+//
+// In:  a TuningRequest — the topology, the collectives, the size grid, the search (method,
+//      budget, R_max, seed, space), the profiler (the simulator with its noise, or a command
+//      template such as nccl-tests) and the trial log (path, resume).
+// Out: runTuning: a TuningResult — every workload's search and the table's ranges, each with the
+//      configuration that won it; tableFromResult: the LookupTable the tuner plugin serves.
+//
+// What goes where:
+//   - candidates (sim): the example programs that fit the topology's shape, each labelled with the
+//     sparsest sketch admitting it (tune/sketch_candidates.h); command: NCCL's algorithms;
+//   - chunk sizes: per message size, only those giving at most maxSlices micro-batches per chunk
+//     and none beyond one whole chunk (tune/size_grid.h chunkLevelsFor);
+//   - byte ranges: grid size s_i covers [s_i, s_{i+1} - 1], the first from 0, the last unbounded;
+//   - each entry: protocol, nChannels and chunkSize; algorithm RING only when the winner is the
+//     rank-order ring program (or, with the command profiler, the NCCL algorithm it ran), otherwise
+//     "any" (HM, direct and the rail ring are TuCCL programs NCCL does not have); the TuCCL choice
+//     (program, sketch, scheduler, threads) in the entry's comment and in metadata.tuccl.entries;
+//     nThreads as the environment recommendation (NCCL_NTHREADS / NCCL_LL128_NTHREADS: the value
+//     most sizes chose);
+//   - the trial log (tune/trial_log.h) gets every trial as it happens; with resume the log is
+//     replayed — searches are deterministic given the seed and the sim profiler's noise is replayed
+//     too (tune/measurement_noise.h) — so a resumed run gives the same result as an uninterrupted
+//     one. An existing log is never overwritten: without resume it is an error, as is a log of
+//     another run (a different request).
+//
+// Built only with the simulator (tune/CMakeLists.txt: TUCCL_HAVE_SIM_PROFILER).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/status.h"
+#include "support/vocabulary.h"
+#include "table/lookup_table.h"
+#include "tune/searcher.h"
+#include "tune/size_grid.h"
+#include "tune/sketch_candidates.h"
+
+namespace tuccl {
+
+enum class ProfilerKind : uint8_t {
+  Sim,      ///< the simulator, with seeded measurement noise (tune/sim_profiler.h)
+  Command,  ///< a command template run per configuration (tune/command_profiler.h)
+};
+/// "sim", "command".
+std::string_view profilerKindName(ProfilerKind kind);
+std::optional<ProfilerKind> parseProfilerKind(std::string_view name);
+
+struct TuningRequest {
+  // ---- what to tune
+  std::string topology = "preset:resccl-a100:nodes=2";  ///< a spec topo/load.h loadTopology accepts
+  std::vector<Collective> collectives = {Collective::AllReduce, Collective::AllGather};
+  std::vector<int64_t> sizes;  ///< message bytes, strictly ascending (tune/size_grid.h sizeGrid)
+  // ---- the search
+  std::string method = "mraco";  ///< a makeSearcher name
+  double budget = 0;             ///< per workload, in iterations; 0: budgetFraction of the grid's cost
+  double budgetFraction = 0.1;
+  int64_t maxResource = 27;  ///< R_max
+  int64_t maxSlices = 64;    ///< chunk sizes giving at most this many micro-batches per chunk
+  uint64_t seed = 1;
+  /// Search-space values: schedulers (sim), and the candidate programs (sim) or NCCL algorithms
+  /// (command) to search; empty algorithms: every candidate (sim), ring (command).
+  std::vector<std::string> schedulers = {"hpds", "rr", "algorithm", "stage"};
+  std::vector<std::string> algorithms;
+  std::string spaceFile;    ///< search-space JSON restricting / extending the default; empty: none
+  std::string examplesDir;  ///< the algorithm programs (sim)
+  // ---- the profiler
+  ProfilerKind profiler = ProfilerKind::Sim;
+  double sigma = 0.05;  ///< sim: relative noise of one iteration
+  std::string commandTemplate;
+  double timeoutSeconds = 300;  ///< command: per run
+  // ---- the trial log
+  std::string logPath;
+  bool resume = false;
+  // ---- the table
+  bool keyBySignature = false;  ///< key entries by the topology signature too
+};
+
+/// One (collective, size) and what its search found.
+struct TunedWorkload {
+  Collective collective = Collective::AllReduce;
+  int64_t bytes = 0;
+  SearchSpace space;
+  SearchResult result;  ///< result.best is set (runTuning fails otherwise)
+  double exactUs = 0;   ///< the winner's noiseless simulated time (sim), else its measurement
+  size_t replayed = 0;  ///< trials answered from the log
+};
+
+/// One byte range of the table: adjacent grid sizes of one collective with the same winner.
+struct TunedRange {
+  Collective collective = Collective::AllReduce;
+  SizeRange sizes;      ///< grid indices and bytes
+  size_t workload = 0;  ///< TuningResult::workloads index of the range's first size (its winner)
+  // ---- the winner
+  std::string algorithm;  ///< the "algorithm" value ("hm", "ring", ...); empty: none in the space
+  std::string program;    ///< sim: the example program ("hm_allreduce"); empty otherwise
+  std::string sketch;     ///< sim: the sparsest sketch admitting it; empty otherwise
+  std::string scheduler;  ///< empty: none in the space
+  std::optional<NcclAlgorithm> ncclAlgorithm;  ///< what NCCL can run of it; empty: any
+  std::optional<Protocol> protocol;            ///< empty: none in the space
+  int32_t nChannels = 0;                       ///< 0: none in the space
+  int64_t nThreads = 0;
+  uint64_t chunkBytes = 0;
+  double timeUs = 0;  ///< TunedWorkload::exactUs of the first size
+  // ---- what it cost, over the range's sizes
+  size_t trials = 0;
+  double cost = 0;
+};
+
+struct TuningResult {
+  TuningRequest request;
+  int32_t nNodes = 0;
+  int32_t nRanks = 0;
+  std::string signature;                 ///< signatureHex(topologySignature(topology))
+  std::vector<TunedWorkload> workloads;  ///< collective-major, sizes ascending
+  std::vector<TunedRange> ranges;        ///< the table's entries, in request.collectives order
+};
+
+/// What a run reports while it goes (progress bars, notes); every method may be left as is.
+class TuningObserver {
+ public:
+  virtual ~TuningObserver() = default;
+  /// Something worth telling (a program that does not fit the topology's shape).
+  virtual void note(std::string_view /*text*/) {}
+  /// The candidate programs of a collective (sim).
+  virtual void candidates(Collective /*collective*/, const std::vector<AlgorithmCandidate>& /*candidates*/) {}
+  /// An existing log is being resumed.
+  virtual void resuming(const std::string& /*logPath*/, size_t /*trials*/) {}
+  /// After every trial of workload `index` of `total` (`spent` of `budget` used).
+  virtual void trial(const TunedWorkload& /*workload*/, size_t /*index*/, size_t /*total*/,
+                     const Trial& /*trial*/, double /*spent*/, double /*budget*/) {}
+  /// After workload `index`'s search; `gridCost` is what the exhaustive grid would have cost.
+  virtual void workloadDone(const TunedWorkload& /*workload*/, size_t /*index*/, size_t /*total*/,
+                            double /*gridCost*/) {}
+};
+
+/// Runs every search of the request. Fails with InvalidArgument / InvalidInput for a bad request
+/// (a collective that cannot be tuned, an unknown method, scheduler or algorithm, a bad topology
+/// or space file, a log that exists without resume or belongs to another run), and with the
+/// error of a search that measured nothing (e.g. a command that always fails).
+Expected<TuningResult> runTuning(const TuningRequest& request, TuningObserver* observer = nullptr);
+
+/// The lookup table of a result: one entry per range (keyed by the topology's nNodes and nRanks,
+/// and its signature when request.keyBySignature), the environment recommendation, the entry
+/// comments and metadata.tuccl, and a description.
+LookupTable tableFromResult(const TuningResult& result);
+
+}  // namespace tuccl
