@@ -138,9 +138,9 @@ int main(int argc, char** argv) {
              "preset:resccl-a100:nodes=" + std::to_string(shape.nodes) +
                  (shape.gpus == 8 ? "" : ",gpus=" + std::to_string(shape.gpus)),
              {}, {}, {}};
-      c.network = tuccl::loadNetwork(c.spec);
+      c.network = tuccl::loadNetwork(c.spec).value();
       const tuccl::Algorithm algorithm = tuccl::loadRescclAlgorithm(
-          std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + name + ".resccl", n, shape.gpus);
+          std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + name + ".resccl", n, shape.gpus).value();
       c.collective = algorithm.collective;
       for (const std::string& scheduler : schedulers) {
         c.plans.emplace_back();
@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
         const Case& c = cases[job.caseIndex];
         tuccl::SimOptions options;
         options.messageBytes = sizes[job.sizeIndex];
-        jobTimes[order[i]] = tuccl::simulatePlan(c.plans[job.scheduler][job.candidate], c.network, options).timeUs;
+        jobTimes[order[i]] = tuccl::simulatePlan(c.plans[job.scheduler][job.candidate], c.network, options).value().timeUs;
       }
     } catch (...) {
       errors[id] = std::current_exception();

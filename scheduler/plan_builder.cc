@@ -56,19 +56,23 @@ Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
   return plan;
 }
 
-Algorithm loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode) {
-  const SourceText source = readSourceFile(path);
+Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode) {
+  SourceText source;
+  try {
+    source = readSourceFile(path);
+  } catch (const DiagnosticError& error) {
+    return statusFromDiagnostic(error, ErrorCode::IoError);
+  }
   RescclOptions options;
   if (nRanks > 0) options.parameterOverrides.emplace_back("nRanks", nRanks);
   if (gpusPerNode > 0) options.parameterOverrides.emplace_back("GPUPerNode", gpusPerNode);
-  Expected<Algorithm> compiled = compileResccl(source, options);
-  throwIfError(compiled.status());
-  Algorithm algorithm = std::move(compiled).value();
-  const CheckReport report = checkAlgorithm(algorithm);
+  Expected<Algorithm> algorithm = compileResccl(source, options);
+  if (!algorithm) return algorithm;
+  const CheckReport report = checkAlgorithm(*algorithm);
   if (!report.ok()) {
-    const std::vector<Diagnostic> diagnostics = violationDiagnostics(algorithm, *report.violation);
-    if (!diagnostics.empty()) throw DiagnosticError(diagnostics.front());
-    throw DiagnosticError(Diagnostic{Severity::Error, path, SourceLoc{}, "the algorithm fails the semantic check"});
+    const std::vector<Diagnostic> diagnostics = violationDiagnostics(*algorithm, *report.violation);
+    if (!diagnostics.empty()) return Status(ErrorCode::InvalidInput, diagnostics.front());
+    return makeError(ErrorCode::InvalidInput, path, SourceLoc{}, "the algorithm fails the semantic check");
   }
   return algorithm;
 }

@@ -39,7 +39,7 @@ struct PlanRequest {
 Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request);
 
 /// Reads and runs a ResCCLang program with nRanks / GPUPerNode overridden (when > 0) and proves it
-/// with the semantic checker; throws DiagnosticError on a bad program or a failed proof.
-Algorithm loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode);
+/// with the semantic checker; an error status naming file:line:col on a bad program or a failed proof.
+Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode);
 
 }  // namespace tuccl

@@ -177,22 +177,21 @@ CostModel costModelFromJson(const json& document, const CostModel& base) {
 
 std::string writeCostModelJson(const CostModel& model) { return costModelToJson(model).dump(1) + "\n"; }
 
-CostModel readCostModelJson(const SourceText& source, const CostModel& base) {
+Expected<CostModel> readCostModelJson(const SourceText& source, const CostModel& base) {
   json document;
   try {
     document = json::parse(source.text());
   } catch (const json::parse_error& error) {
     const size_t offset = error.byte > 0 ? error.byte - 1 : 0;
-    throw DiagnosticError(Diagnostic{Severity::Error, source.name(),
-                                     source.locationOf(std::min(offset, source.text().size())),
-                                     std::string("not valid JSON: ") + error.what()});
+    return makeError(ErrorCode::InvalidInput, source.name(), source.locationOf(std::min(offset, source.text().size())),
+                     std::string("not valid JSON: ") + error.what());
   }
   try {
     return costModelFromJson(document, base);
   } catch (const std::invalid_argument& error) {
-    throw DiagnosticError(Diagnostic{Severity::Error, source.name(), SourceLoc{}, error.what()});
+    return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, error.what());
   } catch (const json::exception& error) {
-    throw DiagnosticError(Diagnostic{Severity::Error, source.name(), SourceLoc{}, error.what()});
+    return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, error.what());
   }
 }
 

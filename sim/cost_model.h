@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/source_text.h"
+#include "support/status.h"
 #include "support/vocabulary.h"
 
 namespace tuccl {
@@ -75,6 +76,6 @@ nlohmann::json costModelToJson(const CostModel& model);
 CostModel costModelFromJson(const nlohmann::json& json, const CostModel& base = defaultCostModel());
 std::string writeCostModelJson(const CostModel& model);
 /// Throws DiagnosticError (file, line and column for syntax errors) on bad input.
-CostModel readCostModelJson(const SourceText& source, const CostModel& base = defaultCostModel());
+Expected<CostModel> readCostModelJson(const SourceText& source, const CostModel& base = defaultCostModel());
 
 }  // namespace tuccl

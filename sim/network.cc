@@ -181,12 +181,31 @@ Network makeNetwork(const Topology& topology) {
   return Network(network);
 }
 
-Network loadNetwork(std::string_view spec) {
-  Expected<LoadedTopology> loaded = loadTopology(spec);
-  throwIfError(loaded.status());
-  return makeNetwork(std::move(loaded)->topology);
+namespace {
+
+// makeNetwork refuses an invalid topology with std::invalid_argument; it stops here.
+Expected<Network> networkOf(const Topology& topology, const std::string& where) {
+  try {
+    return makeNetwork(topology);
+  } catch (const std::invalid_argument& error) {
+    return makeError(ErrorCode::InvalidInput, where, SourceLoc{}, error.what());
+  }
 }
 
-Network networkFromTopologyJson(const SourceText& source) { return makeNetwork(readTopologyJson(source)); }
+}  // namespace
+
+Expected<Network> loadNetwork(std::string_view spec) {
+  Expected<LoadedTopology> loaded = loadTopology(spec);
+  if (!loaded) return loaded.status();
+  return networkOf(loaded->topology, std::string(spec));
+}
+
+Expected<Network> networkFromTopologyJson(const SourceText& source) {
+  try {
+    return networkOf(readTopologyJson(source), source.name());
+  } catch (const DiagnosticError& error) {
+    return statusFromDiagnostic(error);
+  }
+}
 
 }  // namespace tuccl

@@ -16,6 +16,7 @@
 
 #include "sim/cost_model.h"
 #include "support/source_text.h"
+#include "support/status.h"
 
 namespace tuccl {
 
@@ -60,8 +61,8 @@ class Network {
 };
 
 /// Any spec loadTopology accepts ("preset:NAME[:nodes=N,gpus=K,...]", .json, .xml, "local").
-Network loadNetwork(std::string_view spec);
+Expected<Network> loadNetwork(std::string_view spec);
 /// A topology in TuCCL JSON (docs/topology-format.md).
-Network networkFromTopologyJson(const SourceText& source);
+Expected<Network> networkFromTopologyJson(const SourceText& source);
 
 }  // namespace tuccl

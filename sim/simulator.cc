@@ -442,9 +442,17 @@ SimResult Engine::run() {
 
 }  // namespace
 
-SimResult simulatePlan(const Plan& plan, const Network& network, const SimOptions& options) {
-  Engine engine(plan, network, options);
-  return engine.run();
+Expected<SimResult> simulatePlan(const Plan& plan, const Network& network, const SimOptions& options) {
+  // The engine unwinds with std::invalid_argument (a plan that does not fit) or
+  // std::runtime_error (a deadlock); both stop here.
+  try {
+    Engine engine(plan, network, options);
+    return engine.run();
+  } catch (const std::invalid_argument& error) {
+    return makeError(ErrorCode::InvalidArgument, error.what());
+  } catch (const std::runtime_error& error) {
+    return makeError(ErrorCode::InvalidInput, error.what());
+  }
 }
 
 }  // namespace tuccl

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "support/status.h"
 #include "sim/cost_model.h"
 #include "sim/fair_share.h"
 #include "sim/network.h"
@@ -79,9 +80,9 @@ struct SimResult {
   bool traceTruncated = false;
 };
 
-/// Runs the plan. Throws std::invalid_argument when the plan does not fit the topology (rank
-/// count) or is invalid, std::runtime_error when the simulation deadlocks (which validatePlan
-/// rules out for plans from the scheduler).
-SimResult simulatePlan(const Plan& plan, const Network& network, const SimOptions& options);
+/// Runs the plan. An InvalidArgument status when the plan does not fit the topology (rank count)
+/// or is invalid, InvalidInput when the simulation deadlocks (which validatePlan rules out for
+/// plans from the scheduler).
+Expected<SimResult> simulatePlan(const Plan& plan, const Network& network, const SimOptions& options);
 
 }  // namespace tuccl

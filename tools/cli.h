@@ -85,4 +85,12 @@ inline Status writeOutput(const std::string& path, std::string_view text) {
   return Status();
 }
 
+/// The value, or the status thrown as a StatusError for the tool's main to report: tools unwind
+/// to one catch that prints the diagnostic and picks the exit status.
+template <typename T>
+T valueOrThrow(Expected<T> expected) {
+  throwIfError(expected.status());
+  return std::move(expected).value();
+}
+
 }  // namespace tuccl::cli

@@ -28,6 +28,7 @@
 namespace {
 
 using tuccl::cli::kExitError;
+using tuccl::cli::valueOrThrow;
 constexpr int kElementBytes = 4;  // nccl-tests default type: float
 
 }  // namespace
@@ -77,13 +78,13 @@ int main(int argc, char** argv) {
 
   try {
     tuccl::CostModel cost = tuccl::defaultCostModel();
-    if (!costFile.empty()) cost = tuccl::readCostModelJson(tuccl::readSourceFile(costFile));
+    if (!costFile.empty()) cost = valueOrThrow(tuccl::readCostModelJson(tuccl::readSourceFile(costFile)));
     if (dumpCost) {
       std::cout << tuccl::writeCostModelJson(cost);
       return 0;
     }
     if (input.empty()) throw std::invalid_argument("no INPUT (a plan .json or a .resccl program); see --help");
-    const tuccl::Network network = tuccl::loadNetwork(topo);
+    const tuccl::Network network = valueOrThrow(tuccl::loadNetwork(topo));
     const tuccl::Expected<std::vector<int64_t>> grid = tuccl::parseSizeGrid(sizes, factor);
     if (!grid) throw std::invalid_argument("--sizes: " + grid.status().message());
     const std::vector<int64_t>& sizeList = *grid;
@@ -94,14 +95,12 @@ int main(int argc, char** argv) {
     const bool isPlan = input.size() >= 5 && input.substr(input.size() - 5) == ".json";
     if (isPlan) {
       if (!compare.empty()) throw std::invalid_argument("--compare needs an algorithm, not a plan");
-      tuccl::Expected<tuccl::Plan> plan = tuccl::readPlanJson(tuccl::readSourceFile(input));
-      tuccl::throwIfError(plan.status());
-      plans.push_back(std::move(plan).value());
+      plans.push_back(valueOrThrow(tuccl::readPlanJson(tuccl::readSourceFile(input))));
       labels.push_back(std::string(tuccl::schedulerName(plans.back().scheduler)));
     } else {
       const int32_t n = ranks > 0 ? ranks : network.nRanks();
       const int32_t g = perNode > 0 ? perNode : network.maxGpusPerNode();
-      const tuccl::Algorithm algorithm = tuccl::loadRescclAlgorithm(input, n, g);
+      const tuccl::Algorithm algorithm = valueOrThrow(tuccl::loadRescclAlgorithm(input, n, g));
       std::vector<std::string> schedulers = compare.empty() ? std::vector<std::string>{scheduler} : tuccl::splitList(compare);
       for (const std::string& name : schedulers) {
         tuccl::PlanRequest request;
@@ -149,7 +148,7 @@ int main(int argc, char** argv) {
         options.messageBytes = bytes;
         options.cost = cost;
         options.recordTrace = !trace.empty() && p == 0 && i + 1 == sizeList.size();
-        tuccl::SimResult result = tuccl::simulatePlan(plans[p], network, options);
+        tuccl::SimResult result = valueOrThrow(tuccl::simulatePlan(plans[p], network, options));
         times.push_back(result.timeUs);
         if (p == 0 && i + 1 == sizeList.size()) last = std::move(result);
       }

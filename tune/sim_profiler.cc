@@ -51,7 +51,9 @@ double SimProfiler::simulatedTime(const SearchSpace& space, const Configuration&
   SimOptions sim;
   sim.messageBytes = options_.messageBytes;
   sim.cost = options_.cost;
-  const double t = simulatePlan(plan, network_, sim).timeUs;
+  Expected<SimResult> simulated = simulatePlan(plan, network_, sim);
+  throwIfError(simulated.status());
+  const double t = simulated->timeUs;
   simulated_.emplace(config, Simulated{t, busBandwidthFactor(found->second.collective, plan.nRanks)});
   return t;
 }

@@ -130,12 +130,13 @@ std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Co
     AlgorithmCandidate c;
     c.name = name;
     c.program = example;
-    try {
-      c.algorithm = loadRescclAlgorithm(examplesDir + "/" + example + ".resccl", nRanks, perNode);
-    } catch (const std::exception& e) {
-      if (notes != nullptr) notes->push_back(example + " does not fit " + std::to_string(nRanks) + " ranks: " + e.what());
+    Expected<Algorithm> loaded = loadRescclAlgorithm(examplesDir + "/" + example + ".resccl", nRanks, perNode);
+    if (!loaded) {
+      if (notes != nullptr)
+        notes->push_back(example + " does not fit " + std::to_string(nRanks) + " ranks: " + loaded.status().toString());
       continue;
     }
+    c.algorithm = std::move(loaded).value();
     c.sketches = admitting(c.algorithm);
     c.ncclRing = name == "ring";
     c.interNodeConnections = static_cast<int32_t>(interNodePairs(c.algorithm, topology).size());

@@ -17,15 +17,15 @@ TEST(Metrics, BusBandwidthFactorsAreNcclTests) {
 }
 
 TEST(Metrics, HierarchicalMeshRunIsWellFormed) {
-  const Network network = loadNetwork("preset:resccl-a100:nodes=2,gpus=4");
-  const Algorithm hm = loadRescclAlgorithm(testing::examplePath("hm_allreduce"), 8, 4);
+  const Network network = loadNetwork("preset:resccl-a100:nodes=2,gpus=4").value();
+  const Algorithm hm = loadRescclAlgorithm(testing::examplePath("hm_allreduce"), 8, 4).value();
   PlanRequest request;
   request.config.nChannels = 1;
   const Plan plan = buildPlan(hm, request);
   SimOptions options;
   options.messageBytes = 64 << 20;
   options.recordTrace = true;
-  const SimResult result = simulatePlan(plan, network, options);
+  const SimResult result = simulatePlan(plan, network, options).value();
   const Metrics metrics = computeMetrics(plan, network, result);
   EXPECT_GT(metrics.timeUs, 0);
   EXPECT_NEAR(metrics.algBwGBps, (64 << 20) / metrics.timeUs / 1e3, 1e-9);

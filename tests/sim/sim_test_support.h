@@ -26,7 +26,7 @@ inline Network nvswitchBox(int n, double gbps, double alphaUs) {
   const std::string text = "{\"format\": \"tuccl-topology\", \"version\": 1, \"name\": \"box\", \"nodes\": 1, \"gpus\": [" +
                            gpus + "], \"nics\": [], \"switches\": [{\"kind\": \"nvswitch\", \"node\": 0}], \"links\": [" +
                            links + "]}";
-  return networkFromTopologyJson(SourceText("box.json", text));
+  return networkFromTopologyJson(SourceText("box.json", text)).value();
 }
 
 /// Two nodes, two GPUs each behind one PCIe switch with one NIC of `nicGBps` (PCIe 100 GB/s), all
@@ -48,7 +48,7 @@ inline Network twoNodesSharedNic(double nicGBps) {
                            std::to_string(nicGBps) + R"(},
       {"a": "nic:1", "b": "switch:2", "kind": "network", "alpha_us": 0.85, "bandwidth_gbps": )" +
                            std::to_string(nicGBps) + R"(}]})";
-  return networkFromTopologyJson(SourceText("shared-nic.json", text));
+  return networkFromTopologyJson(SourceText("shared-nic.json", text)).value();
 }
 
 /// A plan of point-to-point transfers, each (src, dst) pair one op in its own TB on both sides,

@@ -40,7 +40,7 @@ TEST(SimulatorFromJson, VersionOneRingMatchesItsClosedForm) {
   const int64_t bytes = int64_t{n} * (32 << 20);  // 32 MiB per chunk: 32 micro-batches
   SimOptions options;
   options.messageBytes = bytes;
-  const SimResult result = simulatePlan(plan, box, options);
+  const SimResult result = simulatePlan(plan, box, options).value();
   const double micro = 32, launch = 8.4, sync = 1.0, tau = (1 << 20) / 24e3, lambda = 0.7 + 3.4;
   ASSERT_EQ(result.slices, micro);
   const double expected = launch + (n - 1) * micro * (sync + tau) + lambda + sync;
@@ -51,7 +51,7 @@ TEST(SimulatorFromJson, VersionOneRingMatchesItsClosedForm) {
 
   // The version-2 rewrite of the same plan simulates identically.
   const Plan rewritten = loadPlan("v2.json", writePlanJson(plan));
-  EXPECT_EQ(simulatePlan(rewritten, box, options).timeUs, result.timeUs);
+  EXPECT_EQ(simulatePlan(rewritten, box, options).value().timeUs, result.timeUs);
 }
 
 TEST(SimulatorFromJson, ProtocolOfThePlanSetsTheLaunchLatency) {
@@ -63,7 +63,7 @@ TEST(SimulatorFromJson, ProtocolOfThePlanSetsTheLaunchLatency) {
   for (Protocol protocol : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     plan.config.protocol = protocol;
     const Plan loaded = loadPlan("p.json", writePlanJson(plan));
-    EXPECT_EQ(simulatePlan(loaded, box, options).launchUs, cost.protocol(protocol).baseLatencyUs) << protocolName(protocol);
+    EXPECT_EQ(simulatePlan(loaded, box, options).value().launchUs, cost.protocol(protocol).baseLatencyUs) << protocolName(protocol);
   }
 }
 

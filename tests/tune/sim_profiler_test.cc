@@ -18,8 +18,8 @@ struct Fixture {
   std::unique_ptr<SimProfiler> profiler;
   Fixture(double sigma, uint64_t seed) {
     std::map<std::string, Algorithm> algorithms;
-    algorithms.emplace("ring", loadRescclAlgorithm(example("ring_allreduce"), 8, 4));
-    algorithms.emplace("hm", loadRescclAlgorithm(example("hm_allreduce"), 8, 4));
+    algorithms.emplace("ring", loadRescclAlgorithm(example("ring_allreduce"), 8, 4).value());
+    algorithms.emplace("hm", loadRescclAlgorithm(example("hm_allreduce"), 8, 4).value());
     space = searchSpaceFromJson(nlohmann::json::parse(R"({"dimensions": [
         {"name": "nChannels", "values": [1, 2, 4]},
         {"name": "nThreads", "values": [128, 256, 512]},
@@ -29,7 +29,7 @@ struct Fixture {
     o.messageBytes = 64 << 20;
     o.sigma = sigma;
     o.seed = seed;
-    profiler = std::make_unique<SimProfiler>(loadNetwork("preset:resccl-a100:nodes=2,gpus=4"), std::move(algorithms), o);
+    profiler = std::make_unique<SimProfiler>(loadNetwork("preset:resccl-a100:nodes=2,gpus=4").value(), std::move(algorithms), o);
   }
 };
 
