@@ -87,8 +87,8 @@ ParzenEstimator::ParzenEstimator(const SearchSpace& space, std::span<const Confi
       const double right = it + 1 == distinct.end() ? 1.0 - mu : *(it + 1) - mu;
       double sigma = std::max(left, right);
       if (protocolDim != SearchSpace::npos) {
-        auto f = options.protocolBandwidth.find(space.dimension(protocolDim).label(centers[i].index[protocolDim]));
-        if (f != options.protocolBandwidth.end()) sigma *= f->second;
+        const auto protocol = parseProtocol(space.dimension(protocolDim).label(centers[i].index[protocolDim]));
+        if (protocol) sigma *= options.protocolBandwidth[static_cast<size_t>(*protocol)];
       }
       sigma = std::clamp(sigma, sigmaMin, 1.0);
       std::vector<double>& p = kernel_[i][d];

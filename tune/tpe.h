@@ -22,6 +22,7 @@
 //                (a frequency estimator whose smoothing fades as observations accumulate).
 #pragma once
 
+#include <array>
 #include <map>
 #include <random>
 #include <set>
@@ -29,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "support/vocabulary.h"
 #include "tune/search_space.h"
 
 namespace tuccl {
@@ -42,9 +44,10 @@ struct TpeOptions {
   double categoricalSmoothing = 1.0;
   double randomFraction = 0;  ///< share of proposals drawn uniformly after start-up
   /// Eq. 2's protocol-dependent sigma_p: the bandwidth multiplier of an observation's ordinal
-  /// kernels by its value of `protocolDimension`; missing protocols use 1.
+  /// kernels by its value of `protocolDimension` (indexed by Protocol); values that are no
+  /// protocol use 1.
   std::string protocolDimension = "protocol";
-  std::map<std::string, double> protocolBandwidth = {{"LL", 1.0}, {"LL128", 1.5}, {"Simple", 1.0}};
+  std::array<double, kProtocols> protocolBandwidth = {1.0, 1.5, 1.0};  // LL, LL128, Simple
 };
 
 struct Observation {
