@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/plan_validate.h"
+#include "support/json_text.h"
 
 namespace tuccl {
 
@@ -254,14 +255,9 @@ std::string writePlanJson(const Plan& plan) {
 }
 
 Expected<Plan> readPlanJson(const SourceText& source) {
-  json document;
-  try {
-    document = json::parse(source.text());
-  } catch (const json::parse_error& error) {
-    const size_t offset = error.byte > 0 ? error.byte - 1 : 0;
-    return makeError(ErrorCode::InvalidInput, source.name(), source.locationOf(std::min(offset, source.text().size())),
-                     std::string("not valid JSON: ") + error.what());
-  }
+  Expected<json> parsed = parseJsonText(source);
+  if (!parsed) return parsed.status();
+  const json& document = *parsed;
   Plan plan;
   try {
     plan = readDocument(Reader(source, readVersion(source, document)), document);

@@ -1,5 +1,7 @@
 #include "sim/cost_model.h"
 
+#include "support/json_text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -178,16 +180,10 @@ CostModel costModelFromJson(const json& document, const CostModel& base) {
 std::string writeCostModelJson(const CostModel& model) { return costModelToJson(model).dump(1) + "\n"; }
 
 Expected<CostModel> readCostModelJson(const SourceText& source, const CostModel& base) {
-  json document;
+  Expected<json> document = parseJsonText(source);
+  if (!document) return document.status();
   try {
-    document = json::parse(source.text());
-  } catch (const json::parse_error& error) {
-    const size_t offset = error.byte > 0 ? error.byte - 1 : 0;
-    return makeError(ErrorCode::InvalidInput, source.name(), source.locationOf(std::min(offset, source.text().size())),
-                     std::string("not valid JSON: ") + error.what());
-  }
-  try {
-    return costModelFromJson(document, base);
+    return costModelFromJson(*document, base);
   } catch (const std::invalid_argument& error) {
     return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, error.what());
   } catch (const json::exception& error) {

@@ -1,5 +1,7 @@
 #include "topo/topology_json.h"
 
+#include "support/json_text.h"
+
 #include <charconv>
 #include <set>
 
@@ -249,17 +251,9 @@ Topology topologyFromJson(const json& in, const std::string& file) {
 std::string writeTopologyJson(const Topology& topology) { return topologyToJson(topology).dump(2) + "\n"; }
 
 Topology readTopologyJson(const SourceText& source) {
-  json parsed;
-  try {
-    parsed = json::parse(source.text());
-  } catch (const json::parse_error& error) {
-    // nlohmann counts bytes from 1 and points just past the offending character.
-    size_t offset = error.byte > 0 ? error.byte - 1 : 0;
-    std::string message = error.what();
-    if (auto pos = message.find("syntax error"); pos != std::string::npos) message = message.substr(pos);
-    throw DiagnosticError(Diagnostic{Severity::Error, source.name(), source.locationOf(offset), message});
-  }
-  return topologyFromJson(parsed, source.name());
+  Expected<json> parsed = parseJsonText(source);
+  throwIfError(parsed.status());
+  return topologyFromJson(*parsed, source.name());
 }
 
 }  // namespace tuccl

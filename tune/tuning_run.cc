@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "sim/network_topology.h"
+#include "support/json_text.h"
 #include "support/text_values.h"
 #include "topo/load.h"
 #include "tune/command_profiler.h"
@@ -71,14 +72,9 @@ void checkRequest(const TuningRequest& request) {
 /// The search-space JSON of request.spaceFile, if any.
 std::optional<nlohmann::json> readSpaceFile(const std::string& path) {
   if (path.empty()) return std::nullopt;
-  const SourceText source = readSourceFile(path);
-  try {
-    return nlohmann::json::parse(source.text());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw StatusError{makeError(ErrorCode::InvalidInput, path,
-                                 source.locationOf(e.byte > 0 ? e.byte - 1 : 0),
-                                 "invalid JSON: " + std::string(e.what()))};
-  }
+  Expected<nlohmann::json> document = parseJsonText(readSourceFile(path));
+  throwIfError(document.status());
+  return std::move(document).value();
 }
 
 /// Every value of the space's protocol dimension must be a protocol: the table records it.
