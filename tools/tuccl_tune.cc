@@ -47,6 +47,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tools/cli.h"
 #include "tools/tuccl_tune_table.h"
 #include "sim/metrics.h"
 #include "sim/network_topology.h"
@@ -59,10 +60,6 @@
 #include "tune/sketch_candidates.h"
 #include "tune/synthetic_profiler.h"
 #include "tune/trial_log.h"
-
-#ifndef TUCCL_SOURCE_DIR
-#define TUCCL_SOURCE_DIR "."
-#endif
 
 namespace {
 
@@ -156,7 +153,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", kVersion);
   std::string topo = "preset:resccl-a100:nodes=2", collectivesText = "allreduce,allgather", sizesText = "1K:1G";
   std::string profilerName = "sim", commandTemplate, method = "mraco", output, csvPath, logPath, spaceFile;
-  std::string schedulersText = "hpds,rr,algorithm,stage", examplesDir = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms";
+  std::string schedulersText = "hpds,rr,algorithm,stage", examplesDir = (cli::bundledDataDir() / "examples" / "algorithms").string();
   std::string algorithmsText;
   double factor = 2, budget = 0, budgetFraction = 0.1, sigma = 0.05, timeout = 300;
   uint64_t seed = 1;
