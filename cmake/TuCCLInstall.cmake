@@ -27,7 +27,7 @@ foreach(stage IN LISTS TUCCL_STAGES)
     if(type STREQUAL "STATIC_LIBRARY")
       list(APPEND TUCCL_EXPORTED_TARGETS ${target})
       list(PREPEND TUCCL_PKGCONFIG_LIBRARIES "-l${target}")  # users before what they use
-    elseif(type STREQUAL "SHARED_LIBRARY" OR type STREQUAL "MODULE_LIBRARY")
+    elseif(type MATCHES "^(SHARED|MODULE|INTERFACE)_LIBRARY$")
       list(APPEND TUCCL_EXPORTED_TARGETS ${target})
     endif()
   endforeach()

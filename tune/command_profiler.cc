@@ -113,9 +113,10 @@ CommandRun runShellCommand(const std::string& shell, const std::string& command,
     bool replaced = std::any_of(environment.begin(), environment.end(), [&](const auto& kv) { return kv.first == key; });
     if (!replaced) envStrings.emplace_back(entry);
   }
-  for (const auto& [k, v] : environment) {
-    std::erase_if(envStrings, [&](const std::string& s) { return s.compare(0, k.size() + 1, k + "=") == 0; });
-    envStrings.push_back(k + "=" + v);
+  for (const auto& [key, value] : environment) {
+    const std::string assignment = key + "=";  // a structured binding is not captured by Clang 14
+    std::erase_if(envStrings, [&](const std::string& s) { return s.compare(0, assignment.size(), assignment) == 0; });
+    envStrings.push_back(assignment + value);
   }
   std::vector<char*> envp;
   for (std::string& s : envStrings) envp.push_back(s.data());
