@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,7 +13,7 @@
 #include <map>
 #include <mutex>
 
-#include "kernelgen/nvrtc.h"
+#include "kernelgen/device_headers.h"
 
 namespace tuccl {
 namespace {
@@ -27,9 +28,48 @@ uint64_t fnv1a(std::string_view text, uint64_t hash = 1469598103934665603ull) {
   return hash;
 }
 
+std::string quote(const std::string& s) {
+  std::string quoted = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  quoted += '\'';
+  return quoted;
+}
+
+// A compiler given in the environment is a command line ("ccache g++", "clang++ -stdlib=libc++"):
+// its words, each quoted for the shell.
+std::string commandFromWords(std::string_view text) {
+  std::string command;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    size_t end = i;
+    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
+    if (end > i) {
+      if (!command.empty()) command += ' ';
+      command += quote(std::string(text.substr(i, end - i)));
+    }
+    i = end;
+  }
+  return command;
+}
+
+// The host C++ compiler, as a shell command: $TUCCL_HOST_CXX, else $CXX, else the compiler TuCCL
+// was built with when it is still there, else `c++` from PATH.
 std::string hostCompiler() {
-  if (const char* cxx = std::getenv("TUCCL_HOST_CXX"); cxx != nullptr && *cxx != '\0') return cxx;
-  return TUCCL_KERNELGEN_HOST_CXX;
+  for (const char* variable : {"TUCCL_HOST_CXX", "CXX"}) {
+    const char* value = std::getenv(variable);
+    if (value == nullptr) continue;
+    if (std::string command = commandFromWords(value); !command.empty()) return command;
+  }
+  std::error_code ec;
+  if (fs::exists(TUCCL_KERNELGEN_HOST_CXX, ec)) return quote(TUCCL_KERNELGEN_HOST_CXX);
+  return "c++";
 }
 
 fs::path cacheRoot() {
@@ -53,8 +93,6 @@ bool writeFile(const fs::path& path, const std::string& text) {
   return static_cast<bool>(out.flush());
 }
 
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
 }  // namespace
 
 std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error) {
@@ -63,18 +101,14 @@ std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedK
   static std::atomic<int> counter{0};
 
   const std::string unit = hostTranslationUnit(kernels);
-  const std::string includeDir = deviceIncludeDir();
-  const std::string flags = "-std=c++20 -O1 -fPIC -shared -Wall -Wextra -Werror -I" + quote(includeDir);
+  // The device headers are written into the build directory's `device/` (relative: the compiler
+  // runs there), so the library's directory holds everything it was built from.
+  const std::string flags = "-std=c++20 -O1 -fPIC -shared -Wall -Wextra -Werror -I device";
   uint64_t hash = fnv1a(unit);
   hash = fnv1a(hostCompiler() + " " + flags, hash);
   for (const GeneratedKernel& kernel : kernels) hash = fnv1a(kernel.source, fnv1a(kernel.fileName, hash));
-  // The device headers are part of the build too.
+  for (const EmbeddedFile& header : deviceHeaders()) hash = fnv1a(header.text, fnv1a(header.name, hash));
   std::error_code ec;
-  for (const auto& file : fs::directory_iterator(includeDir, ec)) {
-    std::ifstream in(file.path(), std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    hash = fnv1a(text, fnv1a(file.path().filename().string(), hash));
-  }
 
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = loaded.find(hash); it != loaded.end()) return it->second;
@@ -100,7 +134,11 @@ std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedK
       error = "cannot write the generated sources to " + work.string();
       return nullptr;
     }
-    const std::string command = "cd " + quote(work.string()) + " && " + quote(hostCompiler()) + " " + flags +
+    if (Status status = writeDeviceHeaders(work / "device"); !status) {
+      error = status.message();
+      return nullptr;
+    }
+    const std::string command = "cd " + quote(work.string()) + " && " + hostCompiler() + " " + flags +
                                 " -o libtuccl_kernels.so all_ranks.cc";
     std::string output;
     const int status = runCommand(command, output);

@@ -3,8 +3,12 @@
 //
 // In:  the GeneratedKernels of one plan.
 // Out: HostKernels: a callable per rank, and the setter of the calling thread's blockIdx.
-// Libraries are cached by a hash of the sources and the compile command (a directory under the
-// system temp dir, or $TUCCL_KERNELGEN_CACHE), so test processes share them.
+// Libraries are cached by a hash of the sources, the device headers and the compile command (a
+// directory under the system temp dir, or $TUCCL_KERNELGEN_CACHE), so test processes share them.
+// The directory holds everything the library was built from: the generated sources and the
+// device headers (embedded in TuCCL, written out under device/), so no source tree is needed.
+// The compiler: $TUCCL_HOST_CXX, else $CXX (either may be a command line such as "ccache g++"),
+// else the C++ compiler TuCCL was built with if it still exists, else `c++` from PATH.
 #pragma once
 
 #include <memory>

@@ -1,18 +1,13 @@
 // NVRTC compilation (nvrtc.h).
 #include "kernelgen/nvrtc.h"
 
-#include <cstdlib>
-
 #if defined(TUCCL_HAVE_CUDA)
 #include <nvrtc.h>
+
+#include "kernelgen/device_headers.h"
 #endif
 
 namespace tuccl {
-
-std::string deviceIncludeDir() {
-  if (const char* dir = std::getenv("TUCCL_KERNELGEN_DEVICE_DIR"); dir != nullptr && *dir != '\0') return dir;
-  return TUCCL_KERNELGEN_DEVICE_DIR;
-}
 
 #if !defined(TUCCL_HAVE_CUDA)
 
@@ -32,17 +27,28 @@ bool nvrtcAvailable() { return true; }
 
 namespace {
 
-// One NVRTC compilation for the real architecture `gpuArch` ("sm_90"): CUBIN and PTX.
+// One NVRTC compilation for the real architecture `gpuArch` ("sm_90"): CUBIN and PTX. The device
+// headers are handed to NVRTC in memory under their file names (they include one another by name).
 bool compileOnce(const GeneratedKernel& kernel, const std::string& gpuArch, const NvrtcOptions& options,
                  NvrtcResult& result) {
+  std::vector<std::string> headerTexts, headerNames;
+  for (const EmbeddedFile& header : deviceHeaders()) {
+    headerTexts.emplace_back(header.text);
+    headerNames.emplace_back(header.name);
+  }
+  std::vector<const char*> headers, includeNames;
+  for (size_t i = 0; i < headerTexts.size(); ++i) {
+    headers.push_back(headerTexts[i].c_str());
+    includeNames.push_back(headerNames[i].c_str());
+  }
   nvrtcProgram program = nullptr;
-  nvrtcResult status = nvrtcCreateProgram(&program, kernel.source.c_str(), kernel.fileName.c_str(), 0, nullptr, nullptr);
+  nvrtcResult status = nvrtcCreateProgram(&program, kernel.source.c_str(), kernel.fileName.c_str(),
+                                          static_cast<int>(headers.size()), headers.data(), includeNames.data());
   if (status != NVRTC_SUCCESS) {
     result.error = kernel.fileName + ": nvrtcCreateProgram failed: " + nvrtcGetErrorString(status);
     return false;
   }
-  std::vector<std::string> strings = {"--gpu-architecture=" + gpuArch, "-I" + deviceIncludeDir(), "-std=c++17",
-                                      "-DTUCCL_NVRTC=1"};
+  std::vector<std::string> strings = {"--gpu-architecture=" + gpuArch, "-std=c++17", "-DTUCCL_NVRTC=1"};
   if (options.dataType) strings.push_back("-DTUCCL_ONLY_DTYPE=" + std::to_string(deviceDataType(*options.dataType)));
   if (options.op) strings.push_back("-DTUCCL_ONLY_OP=" + std::to_string(deviceReduceOp(*options.op)));
   for (const std::string& extra : options.extraOptions) strings.push_back(extra);

@@ -36,11 +36,8 @@ struct NvrtcResult {
 /// Whether this build links NVRTC.
 bool nvrtcAvailable();
 
-/// Compiles one rank's kernel for `arch` ("sm_80", "sm_90"); the device headers come from the
-/// kernelgen/device directory of the source tree (deviceIncludeDir()).
+/// Compiles one rank's kernel for `arch` ("sm_80", "sm_90"); the device headers are the ones
+/// embedded in this build (device_headers.h), given to NVRTC in memory.
 NvrtcResult compileWithNvrtc(const GeneratedKernel& kernel, std::string_view arch, const NvrtcOptions& options = {});
-
-/// kernelgen/device of this build (the include directory of the generated sources).
-std::string deviceIncludeDir();
 
 }  // namespace tuccl

@@ -19,6 +19,15 @@ namespace tuccl::cli {
 inline constexpr int kExitError = 2;     ///< bad input or command line
 inline constexpr int kExitInternal = 3;  ///< a bug of ours (e.g. a plan failing its own check)
 
+/// TuCCL's bundled data (examples/algorithms, examples/topologies, examples/tables): the
+/// directory at TUCCL_DATA_FROM_BIN (tools/CMakeLists.txt; ../share/tuccl) from the running
+/// program's own directory (/proc/self/exe), so a moved install prefix still finds it.
+inline std::filesystem::path bundledDataDir() {
+  std::error_code ec;
+  const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (program.parent_path() / TUCCL_DATA_FROM_BIN).lexically_normal();
+}
+
 /// Parses the command line. Returns nothing to go on, or the status to exit with: 0 after
 /// --help / --version, kExitError (with CLI11's message) for a bad command line.
 inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {

@@ -25,10 +25,6 @@
 #include "tools/cli.h"
 #include "tune/tuning_run.h"
 
-#ifndef TUCCL_SOURCE_DIR
-#define TUCCL_SOURCE_DIR "."
-#endif
-
 namespace {
 
 using namespace tuccl;
@@ -55,7 +51,7 @@ struct Options {
   std::string schedulers = "hpds,rr,algorithm,stage";
   int64_t maxSlices = 64;
   std::string spaceFile;
-  std::string examplesDir = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms";
+  std::string examplesDir = (cli::bundledDataDir() / "examples" / "algorithms").string();
   std::string output;
   std::string csv;
   std::string log;

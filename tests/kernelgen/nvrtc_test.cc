@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernelgen/device_headers.h"
 #include "plan_fixtures.h"
 
 namespace tuccl {
@@ -93,6 +94,7 @@ TEST(Nvcc, CompilesTheDeviceHeaderLibrary) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(TUCCL_BINARY_DIR) / "kernelgen_nvcc_test";
   fs::create_directories(dir);
+  ASSERT_TRUE(writeDeviceHeaders(dir / "device").ok());
   const fs::path source = dir / "device_library.cu";
   std::ofstream(source) << R"(#include "primitives.h"
 using namespace tuccl::dev;
@@ -115,7 +117,7 @@ TUCCL_KERNEL tuccl_all_primitives(KernelArgs args) {
 int main() { return 0; }
 )";
   const std::string command = std::string("'") + TUCCL_KERNELGEN_NVCC + "' -std=c++17 -gencode arch=compute_80,code=sm_80 " +
-                              "-gencode arch=compute_90,code=sm_90 -I'" + deviceIncludeDir() + "' -c '" +
+                              "-gencode arch=compute_90,code=sm_90 -I'" + (dir / "device").string() + "' -c '" +
                               source.string() + "' -o '" + (dir / "device_library.o").string() + "' 2>&1";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
 }

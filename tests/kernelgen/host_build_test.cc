@@ -1,0 +1,104 @@
+// The host build takes its compiler from $TUCCL_HOST_CXX, else $CXX (a command line, split into
+// words), and builds from the embedded device headers, which it leaves beside the generated
+// sources in the cache directory.
+#include "kernelgen/host_build.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kernelgen/device_headers.h"
+
+namespace tuccl {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sets (or unsets, for nullopt) an environment variable for the life of the object.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      setenv(name, value->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A fresh cache per test, so every test really runs the compiler.
+fs::path freshCache(const std::string& test) {
+  const fs::path dir = fs::path(TUCCL_BINARY_DIR) / "host_build_test" / (test + "." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// One rank whose kernel compiles only when the compiler got -DTUCCL_TEST_MARK=<mark>.
+std::vector<GeneratedKernel> markedKernel(int mark) {
+  GeneratedKernel kernel;
+  kernel.fileName = "rank0.cu";
+  kernel.kernelName = "tuccl_rank0";
+  kernel.source = "#include \"primitives.h\"\n#if TUCCL_TEST_MARK != " + std::to_string(mark) +
+                  "\n#error \"the compiler's own words were not passed\"\n#endif\n"
+                  "TUCCL_KERNEL tuccl_rank0(tuccl::dev::KernelArgs) {}\n";
+  return {kernel};
+}
+
+TEST(HostBuild, UsesTucclHostCxxFirstAndKeepsTheDeviceHeadersInTheCache) {
+  const fs::path cache = freshCache("host_cxx");
+  ScopedEnv cacheEnv("TUCCL_KERNELGEN_CACHE", cache.string());
+  ScopedEnv hostCxx("TUCCL_HOST_CXX", "c++ -DTUCCL_TEST_MARK=1");
+  ScopedEnv cxx("CXX", "/nonexistent/compiler");
+  std::string error;
+  auto kernels = buildHostKernels(markedKernel(1), error);
+  ASSERT_NE(kernels, nullptr) << error;
+  EXPECT_FALSE(kernels->fromCache);
+  ASSERT_EQ(kernels->ranks.size(), 1u);
+  const fs::path dir = fs::path(kernels->libraryPath).parent_path();
+  EXPECT_EQ(dir.parent_path(), cache);
+  for (const EmbeddedFile& header : deviceHeaders()) EXPECT_TRUE(fs::exists(dir / "device" / header.name)) << header.name;
+  fs::remove_all(cache);
+}
+
+TEST(HostBuild, FallsBackToCxxSplitIntoWords) {
+  const fs::path cache = freshCache("cxx");
+  ScopedEnv cacheEnv("TUCCL_KERNELGEN_CACHE", cache.string());
+  ScopedEnv hostCxx("TUCCL_HOST_CXX", std::nullopt);
+  ScopedEnv cxx("CXX", "  c++   -DTUCCL_TEST_MARK=2 ");
+  std::string error;
+  EXPECT_NE(buildHostKernels(markedKernel(2), error), nullptr) << error;
+  fs::remove_all(cache);
+}
+
+TEST(HostBuild, NamesTheCompilerThatFailed) {
+  const fs::path cache = freshCache("missing");
+  ScopedEnv cacheEnv("TUCCL_KERNELGEN_CACHE", cache.string());
+  ScopedEnv hostCxx("TUCCL_HOST_CXX", "/nonexistent/tuccl-test-c++");
+  std::string error;
+  EXPECT_EQ(buildHostKernels(markedKernel(3), error), nullptr);
+  EXPECT_NE(error.find("/nonexistent/tuccl-test-c++"), std::string::npos) << error;
+  fs::remove_all(cache);
+}
+
+}  // namespace
+}  // namespace tuccl
