@@ -4,7 +4,8 @@
 #   lib/                           the stage libraries (static) and libnccl-tuner-tuccl.so
 #   lib/cmake/TuCCL/               TuCCLConfig.cmake, its version file and the exported targets
 #                                  TuCCL::<stage> (tuccl_lang -> TuCCL::lang, ...), TuCCL::options,
-#                                  TuCCL::nccl-tuner-tuccl
+#                                  TuCCL::nvrtc (CUDA builds), TuCCL::nccl-tuner-tuccl: every
+#                                  library target a listed stage's CMakeLists.txt defines
 #   lib/pkgconfig/tuccl.pc         the same libraries for pkg-config
 #   include/tuccl/                 the public headers (tuccl/nccl_tuner.h), and each stage's headers
 #                                  under include/tuccl/<stage>/ (kernelgen/device/ among them), so
