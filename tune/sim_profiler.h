@@ -8,8 +8,6 @@
 // Out: Measurements: the simulated time, busbw = bytes / time × the collective's nccl-tests
 //      factor. Plans are compiled once per (algorithm, scheduler) — the sketch variant is part of
 //      the algorithm's name — and simulated once per configuration (the noise is added per call).
-//
-// Built only when the simulator is (tune/CMakeLists.txt: TUCCL_HAVE_SIM_PROFILER).
 #pragma once
 
 #include <map>

@@ -1,6 +1,5 @@
 // Built only with the simulator (tune/CMakeLists.txt globs every file; topo/ and the scheduler
 // are linked only then).
-#ifdef TUCCL_HAVE_SIM_PROFILER
 #include "tune/sketch_candidates.h"
 
 #include <algorithm>
@@ -166,4 +165,3 @@ std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Co
 }
 
 }  // namespace tuccl
-#endif  // TUCCL_HAVE_SIM_PROFILER

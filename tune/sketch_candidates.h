@@ -1,6 +1,5 @@
 // The sketch × algorithm dimension of the search (TuCCL §III-B/C): which algorithm programs a
-// communication sketch admits on a topology. Built only with the simulator (it needs topo/ and the
-// scheduler's loader; TUCCL_HAVE_SIM_PROFILER).
+// communication sketch admits on a topology.
 //
 // In:  a Topology, a collective, the directory of the example programs.
 // Out: AlgorithmCandidates — a program at the topology's shape, the sketches that admit it, and

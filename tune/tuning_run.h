@@ -25,8 +25,6 @@
 //     too (tune/measurement_noise.h) — so a resumed run gives the same result as an uninterrupted
 //     one. An existing log is never overwritten: without resume it is an error, as is a log of
 //     another run (a different request).
-//
-// Built only with the simulator (tune/CMakeLists.txt: TUCCL_HAVE_SIM_PROFILER).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,6 @@
 // The simulator profiler; compiled to an empty test program when the simulator is not built.
 #include <gtest/gtest.h>
 
-#ifdef TUCCL_HAVE_SIM_PROFILER
 #include "scheduler/plan_builder.h"
 #include "tune/searcher.h"
 #include "tune/sim_profiler.h"
@@ -80,4 +79,3 @@ TEST(SimProfiler, MracoRunsOnTheSimulator) {
 
 }  // namespace
 }  // namespace tuccl
-#endif

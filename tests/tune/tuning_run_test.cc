@@ -2,7 +2,6 @@
 // when the simulator is not built.
 #include <gtest/gtest.h>
 
-#ifdef TUCCL_HAVE_SIM_PROFILER
 #include <unistd.h>
 
 #include <filesystem>
@@ -232,4 +231,3 @@ TEST(TuningRun, ProfilerNames) {
 
 }  // namespace
 }  // namespace tuccl
-#endif
