@@ -13,6 +13,9 @@ std::string_view errorCodeName(ErrorCode code) {
     case ErrorCode::Timeout: return "timeout";
     case ErrorCode::SystemError: return "system error";
     case ErrorCode::Internal: return "internal error";
+    case ErrorCode::RemoteError: return "remote error";
+    case ErrorCode::Aborted: return "aborted";
+    case ErrorCode::ResourceExhausted: return "resource exhausted";
   }
   return "?";
 }

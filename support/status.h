@@ -25,6 +25,9 @@ enum class ErrorCode : uint8_t {
   Timeout,          ///< a bounded wait expired
   SystemError,      ///< the OS or a driver refused
   Internal,         ///< a TuCCL bug caught at run time
+  RemoteError,      ///< a peer rank failed, disagreed or went away
+  Aborted,          ///< stopped by an abort (tucclCommAbort, or a peer that gave up)
+  ResourceExhausted,  ///< memory, shared memory or a size limit ran out
 };
 
 /// "ok", "invalid argument", "invalid input", ...

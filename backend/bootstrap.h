@@ -1,0 +1,103 @@
+// The bootstrap: how the ranks of a communicator find each other and exchange small messages
+// over TCP before (and beside) any data path (design.md "libtuccl").
+//
+// The unique id (128 bytes, tucclUniqueId) carries the root's address (IPv4 or IPv6, port) and a
+// random 64-bit magic. The root is a listener started by makeUniqueId (in the process that made
+// the id; it serves one rendezvous and ends) or, with TUCCL_COMM_ID=host:port, by rank 0 inside
+// connect(). Every rank opens its own listening socket, sends (magic, rank, nRanks, its address)
+// to the root; the root answers every rank with the table of all addresses once all nRanks
+// joined. Then each rank connects to its ring successor; allgather / broadcast / barrier run over
+// the ring. A connection whose first message does not carry the magic is closed and logged, never
+// accepted. Every wait is bounded by the timeout and by abort().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/status.h"
+
+namespace tuccl::backend {
+
+inline constexpr size_t kUniqueIdBytes = 128;
+struct UniqueIdBytes {
+  char bytes[kUniqueIdBytes] = {};
+};
+
+struct BootstrapOptions {
+  double timeoutSeconds = 300;  ///< TUCCL_TIMEOUT_S: every wait gives up past it (ErrorCode::Timeout)
+  /// Address to listen on for peers: empty picks the interface (TUCCL_SOCKET_IFNAME, else the
+  /// address the root is reached by; loopback when the root is loopback).
+  std::string interfaceName;
+};
+
+/// A fresh id: random magic, and a root listener on this process serving one rendezvous (a
+/// detached thread, bounded by the timeout). With TUCCL_COMM_ID=host:port set in the
+/// environment, no listener is started and the id is a function of that value (every process
+/// computes the same one; the magic is a hash of the value and TUCCL_COMM_MAGIC when set).
+Expected<UniqueIdBytes> makeUniqueId(const BootstrapOptions& options);
+
+/// The id every process of a launch computes from "host:port" (TUCCL_COMM_ID); InvalidArgument
+/// naming the value when it does not parse.
+Expected<UniqueIdBytes> uniqueIdFromAddress(const std::string& hostPort);
+
+/// Human-readable form of an id ("127.0.0.1:41234 magic 0x1234..."), for logs.
+std::string describeUniqueId(const UniqueIdBytes& id);
+
+class Bootstrap {
+ public:
+  /// Rendezvous of rank `rank` of `nRanks` at the root named by `id`. When the id was made from
+  /// TUCCL_COMM_ID (uniqueIdFromAddress), rank 0 also runs the root listener. Errors:
+  /// InvalidArgument (bad rank/nRanks or id), Timeout, SystemError (socket failures, named),
+  /// RemoteError (a peer disagreed on nRanks).
+  static Expected<std::unique_ptr<Bootstrap>> connect(const UniqueIdBytes& id, int32_t rank, int32_t nRanks,
+                                                      const BootstrapOptions& options);
+  ~Bootstrap();
+  Bootstrap(const Bootstrap&) = delete;
+  Bootstrap& operator=(const Bootstrap&) = delete;
+
+  int32_t rank() const;
+  int32_t nRanks() const;
+  /// Every rank contributes `bytes` (the same size on every rank); returns them by rank.
+  Expected<std::vector<std::string>> allGather(const std::string& bytes);
+  /// Rank `root`'s bytes on every rank.
+  Expected<std::string> broadcast(const std::string& bytes, int32_t root);
+  Status barrier();
+  /// Point to point, in order per (peer, tag); both sides must call.
+  Status send(int32_t peer, uint32_t tag, const std::string& bytes);
+  Expected<std::string> recv(int32_t peer, uint32_t tag);
+
+  /// Unblocks every current and future wait of this bootstrap (it then returns an error);
+  /// callable from any thread.
+  void abort();
+  /// Whether a ring neighbour's connection closed (its process ended): non-blocking, used by the
+  /// communicator's watchdog to fail calls early instead of waiting for the timeout.
+  bool peerLost();
+  /// The rank's host name hash and address as the other ranks saw it (for node grouping).
+  uint64_t hostHash() const;
+
+ private:
+  Bootstrap();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// What a launcher put in the environment: rank, size, local rank and the rendezvous address.
+struct LaunchEnvironment {
+  int32_t rank = -1;
+  int32_t nRanks = -1;
+  int32_t localRank = -1;    ///< -1: unknown
+  std::string commId;        ///< "host:port"
+  std::string source;        ///< which launcher's variables were read ("tuccl-run", "mpirun", ...)
+};
+
+/// Reads, first found wins: TUCCL_RANK / TUCCL_NRANKS / TUCCL_LOCAL_RANK (tuccl-run);
+/// OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK (Open MPI's mpirun); PMI_RANK / PMI_SIZE (MPICH,
+/// Hydra); SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID (srun); RANK / WORLD_SIZE / LOCAL_RANK
+/// (torchrun). The address: TUCCL_COMM_ID, else MASTER_ADDR and MASTER_PORT + 1 (torchrun
+/// itself listens on MASTER_PORT). An error
+/// names the variable that is missing or malformed.
+Expected<LaunchEnvironment> readLaunchEnvironment();
+
+}  // namespace tuccl::backend

@@ -1,0 +1,88 @@
+// A device runs a rank's generated kernel for the communicator (design.md "libtuccl"): the CPU
+// device (TBs as threads running the host build, host memory, streams as worker queues) and the
+// CUDA device (driver API loaded at run time, NVRTC CUBIN, the caller's stream).
+//
+// The communicator owns the bootstrap, the plan choice and the staging placement; a device owns
+// memory and execution. Setup, once per communicator:
+//   1. createStaging(bytes) on every rank -> an export blob (shm name / IPC handle),
+//   2. the blobs are all-gathered over the bootstrap,
+//   3. openStaging(blobs) maps every peer's segment (CPU: shm_open; CUDA: cuIpcOpenMemHandle),
+//   4. after a bootstrap barrier, stagingShared() (the CPU device unlinks the shm name).
+// Per call: launch(call, stream) enqueues the kernel of call.rank on the stream; errors found
+// while it runs (a TB that timed out or was aborted) are reported through the error sink, and
+// make the communicator's async error.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/staging_layout.h"
+#include "kernelgen/codegen.h"
+#include "kernelgen/collective_reference.h"
+#include "kernelgen/device/kernel_args.h"
+#include "kernelgen/host_build.h"
+#include "kernelgen/kernel_layout.h"
+#include "plan/plan.h"
+#include "support/status.h"
+#include "tuccl/tuccl.h"
+
+namespace tuccl::backend {
+
+enum class DeviceKind { Cpu, Cuda };
+
+/// A plan ready to run: what the plan cache hands out (compiled once per process, shared by the
+/// communicators that use it).
+struct CompiledPlan {
+  Plan plan;
+  KernelLayout layout;
+  std::vector<GeneratedKernel> kernels;  ///< by rank
+  std::string key;                       ///< content hash of the plan (cache key)
+  std::string description;               ///< why it was chosen, for TUCCL_DEBUG=INFO
+  /// CPU device: the host build (loaded lazily by the cache).
+  std::shared_ptr<const HostKernels> host;
+  /// CUDA device: per rank the CUBIN for the device's architecture (empty until compiled).
+  std::vector<std::vector<char>> cubins;
+};
+
+/// One rank's part of one collective call.
+struct KernelCall {
+  std::shared_ptr<const CompiledPlan> plan;
+  const PlanPlacement* placement = nullptr;  ///< the plan's rings in the staging segments
+  CollectiveCall call;
+  int32_t rank = 0;
+  void* input = nullptr;    ///< the plan's input buffer (user memory)
+  void* output = nullptr;   ///< the plan's output buffer (user memory, or a temporary)
+  int64_t sliceElems = 1;   ///< micro-batch slice: slotBytes / element size
+  double timeoutSeconds = 300;
+};
+
+using ErrorSink = std::function<void(const Status&)>;
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual DeviceKind kind() const = 0;
+  /// CUDA device ordinal, -1 for the CPU.
+  virtual int deviceOrdinal() const = 0;
+
+  /// Creates this rank's staging segment (zero-filled) and returns its export blob.
+  virtual Expected<std::string> createStaging(size_t bytes) = 0;
+  /// Maps every rank's segment (blobs by rank; this rank's own blob included).
+  virtual Status openStaging(const std::vector<std::string>& blobs) = 0;
+  /// Every peer mapped every segment: names may go.
+  virtual void stagingShared() = 0;
+
+  /// Enqueues `call` on `stream` (nullptr: the NULL stream). A CPU call on the NULL stream runs
+  /// before this returns and its error comes back here; other errors go to the error sink.
+  virtual Status launch(const KernelCall& call, tucclStream_t stream) = 0;
+  /// Waits until everything this device enqueued for the communicator finished (destroy).
+  virtual Status drain(double timeoutSeconds) = 0;
+  /// Raises the abort word every TB of every rank watches; running kernels stop at their next
+  /// wait. Callable from any thread.
+  virtual void abort() = 0;
+  virtual void setErrorSink(ErrorSink sink) = 0;
+};
+
+}  // namespace tuccl::backend

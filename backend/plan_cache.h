@@ -1,0 +1,72 @@
+// Plans from the table (design.md "libtuccl"): per call, (collective, bytes) -> the lookup
+// table's entry -> an algorithm for this communicator -> a plan, compiled once and cached in
+// memory and on disk.
+//
+// Algorithms: the entry's "algorithm" (a built-in name or a ResCCLang file), else the family of
+// its NCCL algorithm (RING -> ring / chain, TREE -> binomial trees for Broadcast and Reduce),
+// else the built-in default: ring AllReduce / AllGather / ReduceScatter, chain Broadcast /
+// Reduce, direct AllToAll. Built-in algorithms are ResCCLang programs embedded in the library.
+// Configuration: the entry's nChannels and chunkSize, else the defaults of PlanCacheOptions.
+//
+// Disk cache (TUCCL_CACHE_DIR, default $XDG_CACHE_HOME/tuccl, else ~/.cache/tuccl): plan JSON,
+// host kernel libraries and CUBINs, each under the hash of everything it was built from; files
+// are written to a temporary name and renamed, carry a checksum that is verified on load (a
+// corrupted entry is logged, removed and rebuilt), and a per-entry lock file makes concurrent
+// processes build an entry once. An unwritable cache directory degrades to memory-only (logged
+// once).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "backend/device.h"
+#include "table/lookup_table.h"
+
+namespace tuccl::backend {
+
+struct PlanCacheOptions {
+  int32_t nRanks = 1;
+  int32_t nNodes = 1;
+  std::string topology;        ///< topology signature matched against table entries; empty: any
+  std::string cacheDir;        ///< empty: memory only
+  int64_t defaultChunkSize = 256 << 10;  ///< bytes per slice when the table gives none
+  int32_t defaultChannels = 1;
+  bool hostKernels = true;     ///< build the host library (CPU device)
+  std::string cudaArch;        ///< non-empty: compile CUBINs for it ("sm_90")
+};
+
+/// What a call asks for.
+struct PlanQuery {
+  Collective collective = Collective::AllReduce;
+  int64_t count = 0;           ///< NCCL's count of the call
+  DataType dataType = DataType::Float32;
+  int32_t root = -1;           ///< Broadcast / Reduce
+};
+
+class PlanCache {
+ public:
+  /// `table` may be empty (no TUCCL_TUNER_TABLE): every call gets the built-in default.
+  PlanCache(std::optional<LookupTable> table, PlanCacheOptions options);
+
+  /// A hash of the table's content (0 without a table); the ranks compare it at init.
+  uint64_t tableHash() const;
+  /// The plan for `query`; the same on every rank for the same table and query. Thread-safe.
+  Expected<std::shared_ptr<const CompiledPlan>> planFor(const PlanQuery& query);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+/// Reads the table named by TUCCL_TUNER_TABLE (the format the tuner plugin reads: TuCCL JSON or
+/// NCCL's CSV); nullopt when unset; an error naming the file when it does not parse.
+Expected<std::optional<LookupTable>> loadTableFromEnvironment();
+
+/// The cache directory from the environment (TUCCL_CACHE_DIR, XDG_CACHE_HOME, HOME).
+std::string defaultCacheDir();
+
+}  // namespace tuccl::backend

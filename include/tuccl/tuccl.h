@@ -1,0 +1,162 @@
+/* libtuccl: TuCCL's collective communication library, an NCCL-like C API.
+ *
+ * A communicator groups nRanks ranks (processes, or threads of one process under
+ * tucclCommInitAll). Every collective is stream-ordered and asynchronous like NCCL's: the call
+ * checks its arguments and enqueues; completion is observed on the stream. On the CPU device a
+ * call on the NULL stream completes before it returns; other CPU streams come from
+ * tucclStreamCreate and are waited for with tucclStreamSynchronize. On the CUDA device the
+ * stream is the caller's cudaStream_t.
+ *
+ * Semantics follow NCCL's (counts in elements, in-place when sendbuff == recvbuff, or at the
+ * rank's block for AllGather / ReduceScatter; Reduce ignores recvbuff on non-roots). No function
+ * throws; every one returns a tucclResult_t, and tucclGetLastError names the reason of the last
+ * failure of the calling thread.
+ *
+ * The environment variables libtuccl reads are listed in the README ("Environment").
+ */
+#ifndef TUCCL_TUCCL_H_
+#define TUCCL_TUCCL_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TUCCL_MAJOR 0
+#define TUCCL_MINOR 1
+#define TUCCL_PATCH 0
+#define TUCCL_VERSION_CODE (TUCCL_MAJOR * 10000 + TUCCL_MINOR * 100 + TUCCL_PATCH)
+
+/* ---- Types ------------------------------------------------------------------------------------ */
+
+#define TUCCL_UNIQUE_ID_BYTES 128
+/* Opaque bytes: the root's address and a random magic. Rank 0 (or any process) makes it with
+ * tucclGetUniqueId and hands it to every rank by its own means (MPI, a file, a store). */
+typedef struct {
+  char internal[TUCCL_UNIQUE_ID_BYTES];
+} tucclUniqueId;
+
+typedef struct tucclComm* tucclComm_t;
+#define TUCCL_COMM_NULL NULL
+
+/* The same type as cudaStream_t and CUstream, so a CUDA stream passes unchanged. */
+typedef struct CUstream_st* tucclStream_t;
+
+/* Numbered like ncclResult_t (NCCL 2.30). */
+typedef enum {
+  tucclSuccess = 0,
+  tucclUnhandledCudaError = 1,
+  tucclSystemError = 2,
+  tucclInternalError = 3,
+  tucclInvalidArgument = 4,
+  tucclInvalidUsage = 5,
+  tucclRemoteError = 6,
+  tucclInProgress = 7,
+  tucclTimeout = 8,
+  tucclNumResults = 9
+} tucclResult_t;
+
+/* Numbered like ncclDataType_t. The kernels support Uint8, Int32, Int64, Float16, Float32,
+ * Float64 and Bfloat16; the others are refused with tucclInvalidArgument. */
+typedef enum {
+  tucclInt8 = 0,
+  tucclChar = 0,
+  tucclUint8 = 1,
+  tucclInt32 = 2,
+  tucclInt = 2,
+  tucclUint32 = 3,
+  tucclInt64 = 4,
+  tucclUint64 = 5,
+  tucclFloat16 = 6,
+  tucclHalf = 6,
+  tucclFloat32 = 7,
+  tucclFloat = 7,
+  tucclFloat64 = 8,
+  tucclDouble = 8,
+  tucclBfloat16 = 9,
+  tucclNumTypes = 10
+} tucclDataType_t;
+
+/* Numbered like ncclRedOp_t. */
+typedef enum { tucclSum = 0, tucclProd = 1, tucclMax = 2, tucclMin = 3, tucclAvg = 4, tucclNumOps = 5 } tucclRedOp_t;
+
+/* Where a communicator runs its kernels. */
+typedef enum { tucclDeviceCpu = 0, tucclDeviceCuda = 1 } tucclDeviceKind_t;
+
+/* ---- Version and errors ----------------------------------------------------------------------- */
+
+tucclResult_t tucclGetVersion(int* version);
+const char* tucclGetErrorString(tucclResult_t result);
+/* The reason of the calling thread's last failed call (comm may be NULL); "" when none. */
+const char* tucclGetLastError(tucclComm_t comm);
+
+/* ---- Communicators ---------------------------------------------------------------------------- */
+
+/* A new unique id. With TUCCL_COMM_ID=host:port set, every process gets the same id for that
+ * address (the launcher's rendezvous) and rank 0 listens there. */
+tucclResult_t tucclGetUniqueId(tucclUniqueId* uniqueId);
+/* Collective over the nranks ranks holding the same id; blocks until all joined or
+ * TUCCL_TIMEOUT_S passed. */
+tucclResult_t tucclCommInitRank(tucclComm_t* comm, int nranks, tucclUniqueId commId, int rank);
+/* Rank and size from the launcher's environment (tuccl-run, mpirun, srun, torchrun) and the
+ * rendezvous address from TUCCL_COMM_ID (or MASTER_ADDR / MASTER_PORT). */
+tucclResult_t tucclCommInitFromEnv(tucclComm_t* comm);
+/* One process, ndev ranks (threads); devlist may be NULL (devices 0..ndev-1; ignored on the CPU
+ * device). comms[i] is rank i. */
+tucclResult_t tucclCommInitAll(tucclComm_t* comms, int ndev, const int* devlist);
+/* Waits for the communicator's outstanding work, then frees it. */
+tucclResult_t tucclCommDestroy(tucclComm_t comm);
+/* Stops outstanding work (a call blocked in another thread returns an error) and frees the
+ * communicator without waiting for its peers. */
+tucclResult_t tucclCommAbort(tucclComm_t comm);
+/* tucclSuccess, or the error that ended an asynchronous operation (the communicator is then
+ * unusable: abort or destroy it). */
+tucclResult_t tucclCommGetAsyncError(tucclComm_t comm, tucclResult_t* asyncError);
+tucclResult_t tucclCommCount(const tucclComm_t comm, int* count);
+tucclResult_t tucclCommUserRank(const tucclComm_t comm, int* rank);
+/* The CUDA device of the communicator (-1 on the CPU device). */
+tucclResult_t tucclCommCuDevice(const tucclComm_t comm, int* device);
+tucclResult_t tucclCommDeviceKind(const tucclComm_t comm, tucclDeviceKind_t* kind);
+
+/* ---- CPU streams ------------------------------------------------------------------------------ */
+
+/* An in-order queue run by a worker thread, for communicators on the CPU device. */
+tucclResult_t tucclStreamCreate(tucclStream_t* stream);
+/* Waits until every call enqueued on the stream completed; returns the first error among them. */
+tucclResult_t tucclStreamSynchronize(tucclStream_t stream);
+/* Waits for the stream, then frees it. */
+tucclResult_t tucclStreamDestroy(tucclStream_t stream);
+
+/* ---- Collectives ------------------------------------------------------------------------------ */
+
+tucclResult_t tucclAllReduce(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype,
+                             tucclRedOp_t op, tucclComm_t comm, tucclStream_t stream);
+/* sendcount elements per rank; recvbuff holds nranks * sendcount. */
+tucclResult_t tucclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, tucclDataType_t datatype,
+                             tucclComm_t comm, tucclStream_t stream);
+/* sendbuff holds nranks * recvcount; rank r receives block r of the reduction. */
+tucclResult_t tucclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, tucclDataType_t datatype,
+                                 tucclRedOp_t op, tucclComm_t comm, tucclStream_t stream);
+/* sendbuff is read on the root only. */
+tucclResult_t tucclBroadcast(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype, int root,
+                             tucclComm_t comm, tucclStream_t stream);
+/* recvbuff is written on the root only (it may be NULL elsewhere). */
+tucclResult_t tucclReduce(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype,
+                          tucclRedOp_t op, int root, tucclComm_t comm, tucclStream_t stream);
+/* count elements per pair: block j of sendbuff goes to rank j; block i of recvbuff comes from rank i. */
+tucclResult_t tucclAllToAll(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype,
+                            tucclComm_t comm, tucclStream_t stream);
+
+/* ---- Groups ----------------------------------------------------------------------------------- */
+
+/* Calls between the outermost start and end are launched together at the end, so one thread can
+ * drive several communicators (the ranks of tucclCommInitAll). Groups nest. */
+tucclResult_t tucclGroupStart(void);
+tucclResult_t tucclGroupEnd(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TUCCL_TUCCL_H_ */
