@@ -50,12 +50,13 @@ struct CompiledPlan {
 struct KernelCall {
   std::shared_ptr<const CompiledPlan> plan;
   const PlanPlacement* placement = nullptr;  ///< the plan's rings in the staging segments
-  CollectiveCall call;
+  CollectiveCall call;       ///< call.inPlace: NCCL's in-place condition held for this rank
   int32_t rank = 0;
-  void* input = nullptr;    ///< the plan's input buffer (user memory)
-  void* output = nullptr;   ///< the plan's output buffer (user memory, or a temporary)
+  const void* sendbuff = nullptr;  ///< the user's buffers, as passed (call_buffers.h maps them)
+  void* recvbuff = nullptr;
   int64_t sliceElems = 1;   ///< micro-batch slice: slotBytes / element size
   double timeoutSeconds = 300;
+  uint64_t sequence = 0;    ///< the communicator's call number: devices run calls in this order
 };
 
 using ErrorSink = std::function<void(const Status&)>;

@@ -87,12 +87,6 @@ std::string waitText(const KernelLayout& layout, const dev::TbReport& report) {
   return out.str();
 }
 
-std::string describeStopped(const Plan& plan, const KernelLayout& layout, int32_t rank, int32_t tb,
-                            const dev::TbReport& report) {
-  return "rank " + std::to_string(rank) + " tb " + std::to_string(tb) + " " + entryText(plan, rank, tb, report) + ": " +
-         stateName(report.state) + waitText(layout, report);
-}
-
 Status invalid(const std::string& message) { return makeError(ErrorCode::InvalidArgument, "host executor: " + message); }
 
 // The ranks to run: options.ranks, or all; each once and in range.
@@ -225,6 +219,12 @@ Expected<bool> runThreads(const HostKernels& kernels, const Plan& plan, const st
 
 }  // namespace
 
+std::string describeStoppedTb(const Plan& plan, const KernelLayout& layout, int32_t rank, int32_t tb,
+                              const dev::TbReport& report) {
+  return "rank " + std::to_string(rank) + " tb " + std::to_string(tb) + " " + entryText(plan, rank, tb, report) + ": " +
+         stateName(report.state) + waitText(layout, report);
+}
+
 CallGeometry callGeometry(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call, int64_t chunkSize,
                           int32_t stagingSlots) {
   const int64_t elementSize = dataTypeSize(call.dataType);
@@ -314,7 +314,7 @@ Expected<HostRun> runPlanOnHost(const HostKernels& kernels, const Plan& plan, co
       run.hang = run.hang || report.state == dev::kTbTimedOut;
       run.orderMismatch = run.orderMismatch || report.state == dev::kTbTagMismatch;
       const auto id = static_cast<int32_t>(tb);
-      run.stopped.push_back(StoppedTb{r, id, report, describeStopped(plan, layout, r, id, report)});
+      run.stopped.push_back(StoppedTb{r, id, report, describeStoppedTb(plan, layout, r, id, report)});
     }
   }
   run.hang = run.hang || run.watchdogFired;

@@ -99,6 +99,11 @@ struct StoppedTb {
   std::string description;
 };
 
+/// "rank 2 tb 0 entry 0 (recv from rank 1, op 14) micro-batch 0: timed out, waiting for ...":
+/// what a TB that did not finish was doing, from its report (every runtime's error messages).
+std::string describeStoppedTb(const Plan& plan, const KernelLayout& layout, int32_t rank, int32_t tb,
+                              const dev::TbReport& report);
+
 struct HostRun {
   bool completed = false;      ///< every TB of the ranks run finished
   bool hang = false;           ///< a wait timed out

@@ -1,0 +1,387 @@
+// The CPU device (cpu_device.h).
+#include "backend/cpu_device.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "backend/call_buffers.h"
+#include "backend/cpu_stream.h"
+#include "kernelgen/datatype.h"
+#include "kernelgen/host_executor.h"
+#include "transport/shm_segment.h"
+
+namespace tuccl::backend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::duration seconds(double value) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::clamp(value, 0.0, 86400.0)));
+}
+
+// Threads that run the TBs of one call: TB 0 on the calling thread, the others on workers that
+// sleep between calls.
+class TbPool {
+ public:
+  ~TbPool() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& thread : threads_) thread.join();
+  }
+
+  /// Runs job(0..n-1) concurrently and returns when all finished.
+  Status run(int32_t n, const std::function<void(int32_t)>& job) {
+    if (n <= 1) {
+      if (n == 1) job(0);
+      return {};
+    }
+    try {
+      while (static_cast<int32_t>(threads_.size()) < n - 1) {
+        const auto index = static_cast<int32_t>(threads_.size());
+        threads_.emplace_back([this, index] { work(index + 1); });
+      }
+    } catch (const std::system_error& error) {
+      return makeError(ErrorCode::SystemError, std::string("cannot start a TB thread: ") + error.what());
+    }
+    {
+      std::lock_guard lock(mutex_);
+      job_ = &job;
+      width_ = n;
+      remaining_ = n - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    job(0);
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return remaining_ == 0; });
+    job_ = nullptr;
+    return {};
+  }
+
+ private:
+  void work(int32_t tb) {
+    uint64_t seen = 0;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (tb >= width_) continue;
+      const std::function<void(int32_t)>* job = job_;
+      lock.unlock();
+      (*job)(tb);
+      lock.lock();
+      if (--remaining_ == 0) done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  std::vector<std::thread> threads_;
+  const std::function<void(int32_t)>* job_ = nullptr;
+  int32_t width_ = 0;
+  int32_t remaining_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+// This rank's view of one placed plan: its rings and its private flags.
+struct RankRuntime {
+  std::vector<dev::RingDevice> rings;
+  std::vector<uint64_t> progress;
+  std::vector<uint64_t> barrier = std::vector<uint64_t>(2, 0);
+  std::vector<dev::TbReport> reports;
+};
+
+struct State {
+  int32_t rank = 0;
+  int32_t nRanks = 1;
+  transport::SharedSegment own;
+  std::vector<transport::SharedSegment> peers;  // by rank; this rank's entry stays empty
+  std::vector<char*> bases;                     // every rank's segment, as mapped here
+  int32_t* abortWord = nullptr;
+
+  std::mutex sinkMutex;
+  ErrorSink sink;
+
+  // Calls run in sequence order.
+  std::mutex orderMutex;
+  std::condition_variable turn;
+  uint64_t nextSequence = 0;
+  std::atomic<int64_t> outstanding{0};
+
+  std::map<const PlanPlacement*, RankRuntime> runtimes;  // touched by the call holding the turn
+  std::vector<char> workspace;
+  TbPool pool;
+
+  bool aborted() const { return abortWord != nullptr && std::atomic_ref<int32_t>(*abortWord).load() != 0; }
+
+  void report(const Status& status) {
+    std::lock_guard lock(sinkMutex);
+    if (sink) sink(status);
+  }
+
+  RankRuntime& runtimeFor(const KernelCall& call) {
+    auto [it, fresh] = runtimes.try_emplace(call.placement);
+    RankRuntime& runtime = it->second;
+    if (fresh) {
+      for (const RingPlacement& p : call.placement->rings) {
+        dev::RingDevice ring;
+        char* dst = bases[p.dstRank];
+        char* src = bases[p.srcRank];
+        ring.staging = dst + p.stagingInDst;
+        ring.tags = reinterpret_cast<uint64_t*>(dst + p.tagsInDst);
+        ring.posted = reinterpret_cast<uint64_t*>(dst + p.postedInDst);
+        ring.recvCount = reinterpret_cast<uint64_t*>(dst + p.recvCountInDst);
+        ring.consumed = reinterpret_cast<uint64_t*>(src + p.consumedInSrc);
+        ring.sendCount = reinterpret_cast<uint64_t*>(src + p.sendCountInSrc);
+        ring.slotBytes = p.slotBytes;
+        ring.nSlots = p.nSlots;
+        runtime.rings.push_back(ring);
+      }
+      const KernelLayout& layout = call.plan->layout;
+      runtime.progress.assign(static_cast<size_t>(std::max(1, layout.progressCounters[call.rank])), 0);
+      runtime.reports.assign(call.plan->plan.ranks[call.rank].tbs.size(), dev::TbReport{});
+    }
+    return runtime;
+  }
+
+  // Waits for the call's turn; false (with `error`) on timeout or abort.
+  bool awaitTurn(const KernelCall& call, Status& error) {
+    std::unique_lock lock(orderMutex);
+    const auto deadline = Clock::now() + seconds(call.timeoutSeconds);
+    while (nextSequence != call.sequence) {
+      if (aborted()) break;
+      if (turn.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50))) ==
+              std::cv_status::timeout &&
+          Clock::now() >= deadline) {
+        error = makeError(ErrorCode::Timeout, "call " + std::to_string(call.sequence) +
+                                                  " waited longer than the timeout for the calls issued before it");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void endTurn() {
+    {
+      std::lock_guard lock(orderMutex);
+      ++nextSequence;
+    }
+    turn.notify_all();
+  }
+
+  Status execute(const KernelCall& call);
+  Status runKernel(const KernelCall& call);
+};
+
+Status State::execute(const KernelCall& call) {
+  Status turnError;
+  if (!awaitTurn(call, turnError)) {
+    endTurn();
+    return turnError;
+  }
+  Status status;
+  try {
+    status = runKernel(call);
+  } catch (const std::exception& error) {
+    status = makeError(ErrorCode::Internal, std::string("CPU device: ") + error.what());
+  }
+  endTurn();
+  return status;
+}
+
+Status State::runKernel(const KernelCall& call) {
+  if (aborted()) {
+    return makeError(ErrorCode::Aborted,
+                     "the communicator was aborted (tucclCommAbort, or a rank that failed); destroy or abort it");
+  }
+  const CompiledPlan& compiled = *call.plan;
+  if (!compiled.host || compiled.host->ranks.size() <= static_cast<size_t>(call.rank)) {
+    return makeError(ErrorCode::Internal, "CPU device: the plan has no host build for rank " + std::to_string(call.rank));
+  }
+  RankRuntime& runtime = runtimeFor(call);
+  std::fill(runtime.progress.begin(), runtime.progress.end(), 0);
+  std::fill(runtime.barrier.begin(), runtime.barrier.end(), 0);
+  std::fill(runtime.reports.begin(), runtime.reports.end(), dev::TbReport{});
+
+  const WorkspaceLayout layout = workspaceLayout(call);
+  if (workspace.size() < layout.total) workspace.resize(layout.total);
+  const CallBuffers buffers = resolveCallBuffers(call, workspace.data());
+  if (buffers.before.bytes > 0) std::memmove(buffers.before.dst, buffers.before.src, buffers.before.bytes);
+
+  dev::KernelArgs args;
+  args.input = buffers.input;
+  args.output = buffers.output;
+  args.scratch = buffers.scratch;
+  args.count = call.call.count;
+  args.sliceElems = call.sliceElems;
+  args.dtype = deviceDataType(call.call.dataType);
+  args.op = deviceReduceOp(call.call.op);
+  args.rank = call.rank;
+  args.nRanks = compiled.plan.nRanks;
+  args.chunksPerUnit = compiled.layout.chunksPerUnit;
+  args.inPlaceCall = buffers.inPlaceCall ? 1 : 0;
+  args.rings = runtime.rings.data();
+  args.progress = runtime.progress.data();
+  args.barrier = runtime.barrier.data();
+  args.reports = runtime.reports.data();
+  args.abort = abortWord;
+  args.deadlineNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        (Clock::now() + seconds(call.timeoutSeconds)).time_since_epoch())
+                        .count();
+
+  const HostKernels& kernels = *compiled.host;
+  const auto nTbs = static_cast<int32_t>(runtime.reports.size());
+  const HostKernels::Kernel kernel = kernels.ranks[call.rank];
+  const std::function<void(int32_t)> job = [&](int32_t tb) {
+    kernels.setBlock(static_cast<unsigned>(tb));
+    kernel(args);
+  };
+  if (Status started = pool.run(nTbs, job); !started) {
+    std::atomic_ref<int32_t>(*abortWord).store(1);
+    return started;
+  }
+
+  std::string stopped;
+  ErrorCode code = ErrorCode::Ok;
+  for (int32_t tb = 0; tb < nTbs; ++tb) {
+    const dev::TbReport& report = runtime.reports[tb];
+    if (report.state == dev::kTbDone) continue;
+    const ErrorCode tbCode = report.state == dev::kTbTimedOut     ? ErrorCode::Timeout
+                             : report.state == dev::kTbTagMismatch ? ErrorCode::Internal
+                                                                   : ErrorCode::Aborted;
+    if (code == ErrorCode::Ok || tbCode == ErrorCode::Timeout) code = tbCode;
+    stopped += "\n  " + describeStoppedTb(compiled.plan, compiled.layout, call.rank, tb, report);
+  }
+  if (code != ErrorCode::Ok) {
+    std::atomic_ref<int32_t>(*abortWord).store(1);  // the other ranks stop too
+    const char* what = code == ErrorCode::Timeout   ? "a wait exceeded the timeout (TUCCL_TIMEOUT_S)"
+                       : code == ErrorCode::Aborted ? "the communicator was aborted"
+                                                    : "ranks disagree on the plan (a receive got another entry's data)";
+    return makeError(code, std::string(collectiveName(call.call.collective)) + " on rank " + std::to_string(call.rank) +
+                               " failed: " + what + stopped);
+  }
+  if (buffers.after.bytes > 0) std::memmove(buffers.after.dst, buffers.after.src, buffers.after.bytes);
+  return {};
+}
+
+class CpuDevice final : public Device {
+ public:
+  CpuDevice(int32_t rank, int32_t nRanks) : state_(std::make_shared<State>()) {
+    state_->rank = rank;
+    state_->nRanks = nRanks;
+  }
+  // Queued calls hold the state (segments, runtimes) until they ran; nothing to wait for here.
+  ~CpuDevice() override = default;
+
+  DeviceKind kind() const override { return DeviceKind::Cpu; }
+  int deviceOrdinal() const override { return -1; }
+
+  Expected<std::string> createStaging(size_t bytes) override {
+    Expected<transport::SharedSegment> segment = transport::SharedSegment::create(bytes);
+    if (!segment) return segment.status();
+    state_->own = std::move(*segment);
+    return state_->own.name();
+  }
+
+  Status openStaging(const std::vector<std::string>& blobs) override {
+    State& s = *state_;
+    if (static_cast<int32_t>(blobs.size()) != s.nRanks || !s.own.valid()) {
+      return makeError(ErrorCode::Internal, "CPU device: staging opened before it was created, or with " +
+                                                std::to_string(blobs.size()) + " segments for " +
+                                                std::to_string(s.nRanks) + " ranks");
+    }
+    s.peers.resize(blobs.size());
+    s.bases.assign(blobs.size(), nullptr);
+    for (size_t r = 0; r < blobs.size(); ++r) {
+      if (static_cast<int32_t>(r) == s.rank) {
+        s.bases[r] = s.own.data();
+        continue;
+      }
+      Expected<transport::SharedSegment> segment = transport::SharedSegment::open(blobs[r]);
+      if (!segment) {
+        return makeError(segment.status().code(),
+                         "rank " + std::to_string(r) + "'s staging segment: " + segment.status().message());
+      }
+      if (segment->size() != s.own.size()) {
+        return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + "'s staging segment has " +
+                                                     std::to_string(segment->size()) + " bytes, this rank's " +
+                                                     std::to_string(s.own.size()) + " (TUCCL_STAGING_BYTES differs)");
+      }
+      s.peers[r] = std::move(*segment);
+      s.bases[r] = s.peers[r].data();
+    }
+    s.abortWord = reinterpret_cast<int32_t*>(s.bases[0]);
+    return {};
+  }
+
+  void stagingShared() override { state_->own.unlinkName(); }
+
+  Status launch(const KernelCall& call, tucclStream_t stream) override {
+    if (state_->bases.empty()) return makeError(ErrorCode::Internal, "CPU device: launch before the staging was opened");
+    if (stream == nullptr) return state_->execute(call);
+    std::shared_ptr<CpuStream> cpuStream = CpuStream::find(stream);
+    if (!cpuStream) {
+      return makeError(ErrorCode::InvalidArgument,
+                       "the stream is not a TuCCL CPU stream (communicators on the CPU device take NULL or a stream "
+                       "from tucclStreamCreate)");
+    }
+    state_->outstanding.fetch_add(1);
+    cpuStream->enqueue([state = state_, call] {
+      Status status = state->execute(call);
+      if (!status) state->report(status);
+      if (state->outstanding.fetch_sub(1) == 1) {
+        std::lock_guard lock(state->orderMutex);
+        state->turn.notify_all();
+      }
+      return status;
+    });
+    return {};
+  }
+
+  Status drain(double timeoutSeconds) override {
+    State& s = *state_;
+    std::unique_lock lock(s.orderMutex);
+    const auto deadline = Clock::now() + seconds(timeoutSeconds);
+    while (s.outstanding.load() > 0) {
+      if (s.turn.wait_until(lock, deadline) == std::cv_status::timeout && s.outstanding.load() > 0) {
+        return makeError(ErrorCode::Timeout, std::to_string(s.outstanding.load()) +
+                                                 " enqueued calls did not finish within the timeout");
+      }
+    }
+    return {};
+  }
+
+  void abort() override {
+    if (state_->abortWord != nullptr) std::atomic_ref<int32_t>(*state_->abortWord).store(1);
+    state_->turn.notify_all();
+  }
+
+  void setErrorSink(ErrorSink sink) override {
+    std::lock_guard lock(state_->sinkMutex);
+    state_->sink = std::move(sink);
+  }
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> createCpuDevice(int32_t rank, int32_t nRanks) {
+  return std::make_unique<CpuDevice>(rank, nRanks);
+}
+
+}  // namespace tuccl::backend

@@ -1,0 +1,178 @@
+// The CPU device on its own: ranks as threads of this process, each with its own device and
+// staging segment, running the host build of a ring AllReduce plan through the shared rings.
+#include "backend/cpu_device.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "backend/cpu_stream.h"
+#include "backend/staging_layout.h"
+#include "kernelgen/codegen.h"
+#include "kernelgen/host_build.h"
+#include "scheduler/plan_builder.h"
+
+namespace tuccl::backend {
+namespace {
+
+std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks) {
+  Expected<Algorithm> algorithm =
+      loadRescclAlgorithm(std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/ring_allreduce.resccl", nRanks, nRanks);
+  EXPECT_TRUE(algorithm.ok()) << algorithm.status().toString();
+  PlanRequest request;
+  request.config.chunkSize = 1024;
+  request.config.nChannels = 1;
+  auto compiled = std::make_shared<CompiledPlan>();
+  compiled->plan = buildPlan(*algorithm, request);
+  compiled->layout = layoutKernels(compiled->plan);
+  compiled->kernels = generateKernels(compiled->plan);
+  std::string error;
+  compiled->host = buildHostKernels(compiled->kernels, error);
+  EXPECT_NE(compiled->host, nullptr) << error;
+  return compiled;
+}
+
+struct Ranks {
+  std::vector<std::unique_ptr<Device>> devices;
+  PlanPlacement placement;
+};
+
+Ranks openRanks(int32_t nRanks, const CompiledPlan& compiled) {
+  Ranks ranks;
+  std::vector<std::string> blobs;
+  for (int32_t r = 0; r < nRanks; ++r) {
+    ranks.devices.push_back(createCpuDevice(r, nRanks));
+    Expected<std::string> blob = ranks.devices.back()->createStaging(4 << 20);
+    EXPECT_TRUE(blob.ok()) << blob.status().toString();
+    blobs.push_back(*blob);
+  }
+  for (auto& device : ranks.devices) EXPECT_TRUE(device->openStaging(blobs).ok());
+  for (auto& device : ranks.devices) device->stagingShared();
+  StagingAllocator allocator(nRanks, 4 << 20);
+  Expected<PlanPlacement> placement = allocator.place(compiled.layout, 1024, 4);
+  EXPECT_TRUE(placement.ok()) << placement.status().toString();
+  ranks.placement = *placement;
+  return ranks;
+}
+
+KernelCall allReduceCall(const std::shared_ptr<const CompiledPlan>& plan, const PlanPlacement& placement, int32_t rank,
+                         const float* send, float* recv, int64_t count, uint64_t sequence) {
+  KernelCall call;
+  call.plan = plan;
+  call.placement = &placement;
+  call.call = CollectiveCall{Collective::AllReduce, plan->plan.nRanks, -1, DataType::Float32, ReduceOp::Sum, count,
+                             send == recv};
+  call.rank = rank;
+  call.sendbuff = send;
+  call.recvbuff = recv;
+  call.sliceElems = 1024 / 4;
+  call.timeoutSeconds = 20;
+  call.sequence = sequence;
+  return call;
+}
+
+TEST(CpuDevice, RanksAsThreadsRunSeveralAllReducesThroughSharedMemory) {
+  const int32_t n = 4;
+  auto plan = ringAllReduce(n);
+  ASSERT_NE(plan->host, nullptr);
+  Ranks ranks = openRanks(n, *plan);
+  std::mt19937 rng(7);
+  for (int64_t count : {int64_t{1}, int64_t{1237}, int64_t{10000}}) {
+    std::vector<std::vector<float>> send(n, std::vector<float>(count));
+    std::vector<std::vector<float>> recv(n, std::vector<float>(count, -1));
+    std::vector<float> expected(count, 0);
+    for (int32_t r = 0; r < n; ++r) {
+      for (int64_t i = 0; i < count; ++i) {
+        send[r][i] = static_cast<float>(rng() % 1000);
+        expected[i] += send[r][i];
+      }
+    }
+    static uint64_t sequence = 0;
+    std::vector<Status> results(n);
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        results[r] = ranks.devices[r]->launch(
+            allReduceCall(plan, ranks.placement, r, send[r].data(), recv[r].data(), count, sequence), nullptr);
+      });
+    }
+    for (auto& t : threads) t.join();
+    ++sequence;
+    for (int32_t r = 0; r < n; ++r) {
+      ASSERT_TRUE(results[r].ok()) << results[r].toString();
+      for (int64_t i = 0; i < count; ++i) ASSERT_EQ(recv[r][i], expected[i]) << "rank " << r << " element " << i;
+    }
+  }
+}
+
+TEST(CpuDevice, CallsOnCpuStreamsRunInSequenceOrder) {
+  const int32_t n = 2;
+  auto plan = ringAllReduce(n);
+  ASSERT_NE(plan->host, nullptr);
+  Ranks ranks = openRanks(n, *plan);
+  const int64_t count = 513;
+  std::vector<tucclStream_t> streams(n);
+  for (auto& s : streams) {
+    Expected<tucclStream_t> created = CpuStream::create();
+    ASSERT_TRUE(created.ok());
+    s = *created;
+  }
+  // Three calls per rank, each reducing the previous result in place: 2, 4, 8 times the input.
+  std::vector<std::vector<float>> data(n, std::vector<float>(count));
+  for (int32_t r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < count; ++i) data[r][i] = static_cast<float>(i % 17);
+  }
+  for (uint64_t sequence = 0; sequence < 3; ++sequence) {
+    for (int32_t r = 0; r < n; ++r) {
+      ASSERT_TRUE(ranks.devices[r]
+                      ->launch(allReduceCall(plan, ranks.placement, r, data[r].data(), data[r].data(), count, sequence),
+                               streams[r])
+                      .ok());
+    }
+  }
+  for (int32_t r = 0; r < n; ++r) {
+    Status status = CpuStream::find(streams[r])->synchronize();
+    ASSERT_TRUE(status.ok()) << status.toString();
+    for (int64_t i = 0; i < count; ++i) ASSERT_EQ(data[r][i], static_cast<float>(8 * (i % 17)));
+  }
+  for (auto s : streams) EXPECT_TRUE(CpuStream::destroy(s).ok());
+  EXPECT_FALSE(CpuStream::destroy(streams[0]).ok());  // a stale handle is refused
+}
+
+TEST(CpuDevice, AMissingRankTimesOutAndAbortStopsEveryRank) {
+  const int32_t n = 2;
+  auto plan = ringAllReduce(n);
+  ASSERT_NE(plan->host, nullptr);
+  Ranks ranks = openRanks(n, *plan);
+  std::vector<float> send(100, 1), recv(100, 0);
+  KernelCall call = allReduceCall(plan, ranks.placement, 0, send.data(), recv.data(), 100, 0);
+  call.timeoutSeconds = 0.5;
+  Status status = ranks.devices[0]->launch(call, nullptr);  // rank 1 never calls
+  EXPECT_EQ(status.code(), ErrorCode::Timeout) << status.toString();
+  EXPECT_NE(status.message().find("rank 0 tb"), std::string::npos) << status.toString();
+  // The failure raised the shared abort word: rank 1's next call fails at once.
+  call = allReduceCall(plan, ranks.placement, 1, send.data(), recv.data(), 100, 0);
+  status = ranks.devices[1]->launch(call, nullptr);
+  EXPECT_EQ(status.code(), ErrorCode::Aborted) << status.toString();
+}
+
+TEST(CpuDevice, AbortFromAnotherThreadUnblocksAWaitingCall) {
+  const int32_t n = 2;
+  auto plan = ringAllReduce(n);
+  ASSERT_NE(plan->host, nullptr);
+  Ranks ranks = openRanks(n, *plan);
+  std::vector<float> send(100, 1), recv(100, 0);
+  KernelCall call = allReduceCall(plan, ranks.placement, 0, send.data(), recv.data(), 100, 0);
+  call.timeoutSeconds = 60;
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ranks.devices[0]->abort();
+  });
+  Status status = ranks.devices[0]->launch(call, nullptr);
+  aborter.join();
+  EXPECT_EQ(status.code(), ErrorCode::Aborted) << status.toString();
+}
+
+}  // namespace
+}  // namespace tuccl::backend
