@@ -329,6 +329,13 @@ class CpuDevice final : public Device {
 
   void stagingShared() override { state_->own.unlinkName(); }
 
+  Status checkStream(tucclStream_t stream) const override {
+    if (stream == nullptr || CpuStream::find(stream)) return {};
+    return makeError(ErrorCode::InvalidArgument,
+                     "the stream is not a TuCCL CPU stream (communicators on the CPU device take NULL or a stream "
+                     "from tucclStreamCreate)");
+  }
+
   Status launch(const KernelCall& call, tucclStream_t stream) override {
     if (state_->bases.empty()) return makeError(ErrorCode::Internal, "CPU device: launch before the staging was opened");
     if (stream == nullptr) return state_->execute(call);
@@ -347,6 +354,26 @@ class CpuDevice final : public Device {
         state->turn.notify_all();
       }
       return status;
+    });
+    return {};
+  }
+
+  Status copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) override {
+    if (bytes == 0 || dst == src) return {};
+    if (stream == nullptr) {
+      std::memmove(dst, src, bytes);
+      return {};
+    }
+    std::shared_ptr<CpuStream> cpuStream = CpuStream::find(stream);
+    if (!cpuStream) return makeError(ErrorCode::InvalidArgument, "the stream is not a TuCCL CPU stream");
+    state_->outstanding.fetch_add(1);
+    cpuStream->enqueue([state = state_, dst, src, bytes] {
+      std::memmove(dst, src, bytes);
+      if (state->outstanding.fetch_sub(1) == 1) {
+        std::lock_guard lock(state->orderMutex);
+        state->turn.notify_all();
+      }
+      return Status();
     });
     return {};
   }

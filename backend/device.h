@@ -75,9 +75,14 @@ class Device {
   /// Every peer mapped every segment: names may go.
   virtual void stagingShared() = 0;
 
+  /// Whether `stream` is one this device can enqueue on (InvalidArgument naming why not).
+  virtual Status checkStream(tucclStream_t stream) const = 0;
   /// Enqueues `call` on `stream` (nullptr: the NULL stream). A CPU call on the NULL stream runs
   /// before this returns and its error comes back here; other errors go to the error sink.
   virtual Status launch(const KernelCall& call, tucclStream_t stream) = 0;
+  /// Copies `bytes` of device memory on `stream`, ordered with the calls enqueued there (a
+  /// one-rank communicator's collectives are copies). NULL stream: done when this returns.
+  virtual Status copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) = 0;
   /// Waits until everything this device enqueued for the communicator finished (destroy).
   virtual Status drain(double timeoutSeconds) = 0;
   /// Raises the abort word every TB of every rank watches; running kernels stop at their next

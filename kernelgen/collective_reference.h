@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -54,5 +55,15 @@ using RankOutputs = std::vector<std::optional<std::vector<double>>>;
 /// The reference outputs of `call`; `inputs[r]` holds rank r's inputElements(call) values. An
 /// InvalidArgument status when the call is malformed or an input has the wrong length.
 Expected<RankOutputs> referenceOutputs(const CollectiveCall& call, const std::vector<std::vector<double>>& inputs);
+
+}  // namespace tuccl
+
+namespace tuccl {
+
+/// Rank `rank`'s reference output alone, with the inputs given as a function (element j of rank
+/// q's input is input(q, j)), so a rank of a multi-process run checks its output without holding
+/// every rank's data; nullopt where the output is unspecified.
+Expected<std::optional<std::vector<double>>> referenceOutput(const CollectiveCall& call, int32_t rank,
+                                                            const std::function<double(int32_t, int64_t)>& input);
 
 }  // namespace tuccl

@@ -1,0 +1,423 @@
+// The communicator (communicator.h).
+#include "backend/communicator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "backend/cpu_device.h"
+#include "backend/log.h"
+#include "backend/plan_cache.h"
+#include "backend/staging_layout.h"
+#include "support/text_values.h"
+
+namespace tuccl::backend {
+namespace {
+
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+Status badVariable(const char* name, const std::string& value, const std::string& expected) {
+  return makeError(ErrorCode::InvalidArgument, std::string(name) + "='" + value + "': expected " + expected);
+}
+
+// tucclDataType_t -> the kernels' datatypes (the others are not supported).
+std::optional<DataType> dataTypeOf(int type) {
+  switch (type) {
+    case tucclUint8: return DataType::Uint8;
+    case tucclInt32: return DataType::Int32;
+    case tucclInt64: return DataType::Int64;
+    case tucclFloat16: return DataType::Float16;
+    case tucclFloat32: return DataType::Float32;
+    case tucclFloat64: return DataType::Float64;
+    case tucclBfloat16: return DataType::BFloat16;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<ReduceOp> reduceOpOf(int op) {
+  switch (op) {
+    case tucclSum: return ReduceOp::Sum;
+    case tucclProd: return ReduceOp::Prod;
+    case tucclMax: return ReduceOp::Max;
+    case tucclMin: return ReduceOp::Min;
+    case tucclAvg: return ReduceOp::Avg;
+    default: return std::nullopt;
+  }
+}
+
+bool usesOp(Collective collective) {
+  return collective == Collective::AllReduce || collective == Collective::ReduceScatter ||
+         collective == Collective::Reduce;
+}
+
+// What every rank reports at init, compared across ranks.
+struct InitReport {
+  uint64_t hostHash = 0;
+  uint64_t tableHash = 0;
+  int64_t stagingBytes = 0;
+  int32_t deviceKind = 0;
+  int32_t ok = 1;  ///< this rank's local setup succeeded
+};
+
+std::string bytesOf(const InitReport& report) {
+  return std::string(reinterpret_cast<const char*>(&report), sizeof(report));
+}
+
+constexpr size_t kBlobBytes = 256;  // staging export blobs travel padded to this size
+
+}  // namespace
+
+Expected<CommOptions> commOptionsFromEnvironment() {
+  CommOptions options;
+  if (const char* value = env("TUCCL_TIMEOUT_S")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(value, &end);
+    if (end == value || *end != '\0' || !(seconds > 0) || !std::isfinite(seconds)) {
+      return badVariable("TUCCL_TIMEOUT_S", value, "a positive number of seconds");
+    }
+    options.timeoutSeconds = seconds;
+  }
+  if (const char* value = env("TUCCL_DEVICE")) {
+    options.device = toLowerCase(value);
+    if (options.device != "auto" && options.device != "cpu" && options.device != "cuda") {
+      return badVariable("TUCCL_DEVICE", value, "auto, cpu or cuda");
+    }
+  }
+  auto bytes = [](const char* name, int64_t minimum, int64_t& out) -> Status {
+    const char* value = env(name);
+    if (value == nullptr) return {};
+    Expected<uint64_t> parsed = parseByteSize(value);
+    if (!parsed || *parsed < static_cast<uint64_t>(minimum) || *parsed > (uint64_t{1} << 40)) {
+      return badVariable(name, value, "a byte size from " + formatByteSize(static_cast<uint64_t>(minimum)) + " to 1T");
+    }
+    out = static_cast<int64_t>(*parsed);
+    return {};
+  };
+  if (Status s = bytes("TUCCL_STAGING_BYTES", 1 << 20, options.stagingBytes); !s) return s;
+  if (Status s = bytes("TUCCL_CHUNK_SIZE", 16, options.chunkSize); !s) return s;
+  if (const char* value = env("TUCCL_STAGING_SLOTS")) {
+    char* end = nullptr;
+    const long slots = std::strtol(value, &end, 10);
+    if (end == value || *end != '\0' || slots < 1 || slots > 64) {
+      return badVariable("TUCCL_STAGING_SLOTS", value, "a whole number from 1 to 64");
+    }
+    options.stagingSlots = static_cast<int32_t>(slots);
+  }
+  options.cacheDir = defaultCacheDir();
+  return options;
+}
+
+struct Communicator::Impl {
+  int32_t rank = 0;
+  int32_t nRanks = 1;
+  CommOptions options;
+  std::unique_ptr<Bootstrap> bootstrap;
+  std::unique_ptr<Device> device;
+  std::unique_ptr<PlanCache> plans;
+
+  std::mutex mutex;  // placement, sequence
+  std::unique_ptr<StagingAllocator> allocator;
+  std::map<std::string, std::unique_ptr<PlanPlacement>> placements;
+  std::set<std::string> logged;
+  uint64_t nextSequence = 0;
+
+  mutable std::mutex errorMutex;
+  Status asyncError;
+
+  std::atomic<bool> stopWatchdog{false};
+  std::thread watchdog;
+
+  void fail(const Status& status) {
+    {
+      std::lock_guard lock(errorMutex);
+      if (!asyncError) return;  // the first error stays
+      asyncError = status;
+    }
+    logLine(LogLevel::Warn, rank, status.toString());
+  }
+
+  void startWatchdog() {
+    watchdog = std::thread([this] {
+      while (!stopWatchdog.load()) {
+        if (bootstrap->peerLost()) {
+          fail(makeError(ErrorCode::RemoteError, "a peer rank's process ended: the communicator is unusable"));
+          device->abort();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+
+  void stopWatchdogThread() {
+    stopWatchdog.store(true);
+    if (watchdog.joinable()) watchdog.join();
+  }
+
+  Status setup(const UniqueIdBytes& id, int cudaDevice);
+  Expected<const PlanPlacement*> placementFor(const CompiledPlan& compiled);
+};
+
+Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
+  BootstrapOptions bootstrapOptions;
+  bootstrapOptions.timeoutSeconds = options.timeoutSeconds;
+  if (const char* name = env("TUCCL_SOCKET_IFNAME")) bootstrapOptions.interfaceName = name;
+  Expected<std::unique_ptr<Bootstrap>> connected = Bootstrap::connect(id, rank, nRanks, bootstrapOptions);
+  if (!connected) return connected.status();
+  bootstrap = std::move(*connected);
+
+  // Local setup; its failure is reported to every rank below, so all fail together.
+  Status local;
+  std::optional<LookupTable> table;
+  if (Expected<std::optional<LookupTable>> loaded = loadTableFromEnvironment(); loaded) {
+    table = std::move(*loaded);
+  } else {
+    local = loaded.status();
+  }
+  if (local) {
+    const bool wantCuda = options.device == "cuda";
+    if (wantCuda) {
+      local = makeError(ErrorCode::Unsupported, "TUCCL_DEVICE=cuda: this build's communicators run on the CPU device");
+    } else {
+      (void)cudaDevice;
+      device = createCpuDevice(rank, nRanks);
+    }
+  }
+  PlanCacheOptions planOptions;
+  planOptions.nRanks = nRanks;
+  planOptions.nNodes = 1;
+  planOptions.cacheDir = options.cacheDir;
+  planOptions.defaultChunkSize = options.chunkSize;
+  planOptions.hostKernels = true;
+  if (local) plans = std::make_unique<PlanCache>(table, planOptions);
+
+  InitReport mine;
+  mine.hostHash = bootstrap->hostHash();
+  mine.tableHash = plans ? plans->tableHash() : 0;
+  mine.stagingBytes = options.stagingBytes;
+  mine.deviceKind = device ? static_cast<int32_t>(device->kind()) : -1;
+  mine.ok = local ? 1 : 0;
+  Expected<std::vector<std::string>> reports = bootstrap->allGather(bytesOf(mine));
+  if (!reports) return reports.status();
+  if (!local) return local;
+  for (int32_t r = 0; r < nRanks; ++r) {
+    InitReport theirs;
+    std::memcpy(&theirs, (*reports)[r].data(), sizeof(theirs));
+    auto mismatch = [&](const std::string& what) {
+      return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " " + what);
+    };
+    if (!theirs.ok) return mismatch("failed to initialise (its log says why)");
+    if (theirs.hostHash != mine.hostHash) {
+      return makeError(ErrorCode::Unsupported,
+                       "rank " + std::to_string(r) + " runs on another host: this build connects the ranks of one "
+                       "host (shared memory); ranks on several hosts need the network transport");
+    }
+    if (theirs.tableHash != mine.tableHash) {
+      return mismatch("holds another lookup table (TUCCL_TUNER_TABLE differs): every rank must load the same table");
+    }
+    if (theirs.deviceKind != mine.deviceKind) return mismatch("chose another device (TUCCL_DEVICE differs)");
+    if (theirs.stagingBytes != mine.stagingBytes) return mismatch("has another TUCCL_STAGING_BYTES");
+  }
+
+  // Staging: create, exchange, map, then drop the names.
+  Expected<std::string> blob = device->createStaging(static_cast<size_t>(options.stagingBytes));
+  std::string padded(kBlobBytes, '\0');
+  if (blob) std::memcpy(padded.data(), blob->data(), std::min(blob->size(), kBlobBytes - 1));
+  Expected<std::vector<std::string>> blobs = bootstrap->allGather(padded);
+  if (!blobs) return blobs.status();
+  if (!blob) return blob.status();
+  std::vector<std::string> names;
+  for (int32_t r = 0; r < nRanks; ++r) {
+    const std::string& raw = (*blobs)[r];
+    if (raw[0] == '\0') return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " has no staging segment");
+    names.emplace_back(raw.c_str());
+  }
+  Status opened = device->openStaging(names);
+  // Everyone mapped everything (or failed) before any name goes.
+  const std::string verdict(1, opened ? '1' : '0');
+  Expected<std::vector<std::string>> verdicts = bootstrap->allGather(verdict);
+  device->stagingShared();
+  if (!opened) return opened;
+  if (!verdicts) return verdicts.status();
+  for (int32_t r = 0; r < nRanks; ++r) {
+    if ((*verdicts)[r] != "1") return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " could not map the staging segments");
+  }
+  allocator = std::make_unique<StagingAllocator>(nRanks, options.stagingBytes);
+  device->setErrorSink([this](const Status& status) { fail(status); });
+  startWatchdog();
+  logLine(LogLevel::Info, rank,
+          "communicator of " + std::to_string(nRanks) + " ranks on the CPU device, staging " +
+              formatByteSize(static_cast<uint64_t>(options.stagingBytes)) + " per rank, timeout " +
+              std::to_string(options.timeoutSeconds) + " s, table hash " + std::to_string(mine.tableHash));
+  return {};
+}
+
+Expected<const PlanPlacement*> Communicator::Impl::placementFor(const CompiledPlan& compiled) {
+  auto it = placements.find(compiled.key);
+  if (it != placements.end()) return it->second.get();
+  const int64_t slotBytes = (compiled.plan.config.chunkSize + 15) / 16 * 16;
+  Expected<PlanPlacement> placed = allocator->place(compiled.layout, slotBytes, options.stagingSlots);
+  if (!placed) return placed.status();
+  auto& slot = placements[compiled.key];
+  slot = std::make_unique<PlanPlacement>(std::move(*placed));
+  return slot.get();
+}
+
+Communicator::Communicator() : impl_(std::make_unique<Impl>()) {}
+
+Communicator::~Communicator() {
+  impl_->stopWatchdogThread();
+  if (impl_->device) impl_->device->setErrorSink(nullptr);  // queued calls outlive this object
+  if (impl_->bootstrap) impl_->bootstrap->abort();
+}
+
+Expected<std::unique_ptr<Communicator>> Communicator::create(const UniqueIdBytes& id, int32_t rank, int32_t nRanks,
+                                                              const CommOptions& options, int cudaDevice) {
+  if (nRanks < 1) return makeError(ErrorCode::InvalidArgument, "nranks " + std::to_string(nRanks) + " is not positive");
+  if (rank < 0 || rank >= nRanks) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nRanks) + ")");
+  }
+  std::unique_ptr<Communicator> comm(new Communicator());
+  comm->impl_->rank = rank;
+  comm->impl_->nRanks = nRanks;
+  comm->impl_->options = options;
+  if (Status status = comm->impl_->setup(id, cudaDevice); !status) return status;
+  return comm;
+}
+
+int32_t Communicator::rank() const { return impl_->rank; }
+int32_t Communicator::nRanks() const { return impl_->nRanks; }
+DeviceKind Communicator::deviceKind() const { return impl_->device->kind(); }
+int Communicator::deviceOrdinal() const { return impl_->device->deviceOrdinal(); }
+
+Status Communicator::check(const CollectiveArgs& args) const {
+  const std::string name(collectiveName(args.collective));
+  auto invalid = [&](const std::string& why) { return makeError(ErrorCode::InvalidArgument, name + ": " + why); };
+  const std::optional<DataType> type = dataTypeOf(args.dataType);
+  if (!type) {
+    return invalid("datatype " + std::to_string(args.dataType) +
+                   " is not supported (uint8, int32, int64, float16, bfloat16, float32, float64 are)");
+  }
+  if (usesOp(args.collective) && !reduceOpOf(args.op)) {
+    return invalid("reduction operation " + std::to_string(args.op) + " is not sum, prod, max, min or avg");
+  }
+  const bool rooted = args.collective == Collective::Broadcast || args.collective == Collective::Reduce;
+  if (rooted && (args.root < 0 || args.root >= impl_->nRanks)) {
+    return invalid("root " + std::to_string(args.root) + " is outside [0, " + std::to_string(impl_->nRanks) + ")");
+  }
+  const bool perRankBlocks = args.collective == Collective::AllGather ||
+                             args.collective == Collective::ReduceScatter || args.collective == Collective::AllToAll;
+  const auto elementSize = static_cast<size_t>(dataTypeSize(*type));
+  const size_t blocks = perRankBlocks ? static_cast<size_t>(impl_->nRanks) : 1;
+  if (args.count > static_cast<size_t>(INT64_MAX) / elementSize / blocks / 2) {
+    return invalid("count " + std::to_string(args.count) + " overflows the buffer size");
+  }
+  if (args.count == 0) return {};
+  const bool root = args.root == impl_->rank;
+  const bool needSend = !(args.collective == Collective::Broadcast && !root);
+  const bool needRecv = !(args.collective == Collective::Reduce && !root);
+  if (needSend && args.sendbuff == nullptr) return invalid("sendbuff is NULL");
+  if (needRecv && args.recvbuff == nullptr) return invalid("recvbuff is NULL");
+  return {};
+}
+
+Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
+  if (Status status = check(args); !status) return status;
+  if (Status status = impl_->device->checkStream(stream); !status) {
+    return makeError(ErrorCode::InvalidArgument, std::string(collectiveName(args.collective)) + ": " + status.message());
+  }
+  if (Status status = asyncError(); !status) return status;
+  if (args.count == 0) return {};
+  Impl& s = *impl_;
+  const DataType type = *dataTypeOf(args.dataType);
+  const auto elementSize = static_cast<size_t>(dataTypeSize(type));
+  const auto count = static_cast<int64_t>(args.count);
+  const char* send = static_cast<const char*>(args.sendbuff);
+  const char* recv = static_cast<const char*>(args.recvbuff);
+  const size_t block = args.count * elementSize;
+
+  // NCCL's in-place conditions.
+  bool inPlace = send == recv;
+  if (args.collective == Collective::AllGather) inPlace = recv != nullptr && send == recv + s.rank * block;
+  if (args.collective == Collective::ReduceScatter) inPlace = send != nullptr && recv == send + s.rank * block;
+
+  if (s.nRanks == 1) {  // every collective of one rank is a copy of its input
+    if (args.collective == Collective::Reduce || args.collective == Collective::Broadcast || !inPlace) {
+      return s.device->copy(args.recvbuff, args.sendbuff, block, stream);
+    }
+    return {};
+  }
+
+  PlanQuery query;
+  query.collective = args.collective;
+  query.count = count;
+  query.dataType = type;
+  query.root = args.collective == Collective::Broadcast || args.collective == Collective::Reduce ? args.root : -1;
+  Expected<std::shared_ptr<const CompiledPlan>> compiled = s.plans->planFor(query);
+  if (!compiled) return compiled.status();
+
+  KernelCall call;
+  call.plan = *compiled;
+  call.call = CollectiveCall{args.collective, s.nRanks, query.root, type,
+                             usesOp(args.collective) ? *reduceOpOf(args.op) : ReduceOp::Sum, count, inPlace};
+  call.rank = s.rank;
+  call.sendbuff = args.sendbuff;
+  call.recvbuff = args.recvbuff;
+  call.sliceElems = std::max<int64_t>(1, (*compiled)->plan.config.chunkSize / static_cast<int64_t>(elementSize));
+  call.timeoutSeconds = s.options.timeoutSeconds;
+  {
+    std::lock_guard lock(s.mutex);
+    Expected<const PlanPlacement*> placement = s.placementFor(**compiled);
+    if (!placement) return placement.status();
+    call.placement = *placement;
+    call.sequence = s.nextSequence++;
+    if (logEnabled(LogLevel::Info) && s.logged.insert((*compiled)->key).second) {
+      logLine(LogLevel::Info, s.rank, (*compiled)->description);
+    }
+  }
+  Status launched = s.device->launch(call, stream);
+  if (!launched && launched.code() != ErrorCode::Timeout && launched.code() != ErrorCode::Aborted) {
+    // The call holds a sequence number no rank will run past: nothing after it can run.
+    s.fail(launched);
+    s.device->abort();
+  } else if (!launched) {
+    s.fail(launched);
+  }
+  return launched;
+}
+
+Status Communicator::finalize() {
+  Impl& s = *impl_;
+  s.stopWatchdogThread();
+  Status drained = s.device ? s.device->drain(s.options.timeoutSeconds) : Status();
+  // Nobody closes its sockets or unmaps staging while a peer may still be running a call.
+  Status parted = asyncError() && drained ? s.bootstrap->barrier() : Status();
+  if (!drained) return drained;
+  return parted;
+}
+
+void Communicator::abort(const std::string& reason) {
+  impl_->fail(makeError(ErrorCode::Aborted, reason));
+  if (impl_->device) impl_->device->abort();
+  if (impl_->bootstrap) impl_->bootstrap->abort();
+}
+
+Status Communicator::asyncError() const {
+  std::lock_guard lock(impl_->errorMutex);
+  return impl_->asyncError;
+}
+
+}  // namespace tuccl::backend

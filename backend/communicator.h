@@ -1,0 +1,76 @@
+// A communicator of libtuccl (design.md "libtuccl"): the bootstrap among its ranks, a device,
+// the staging segments every rank of the node maps, the plan cache, and the calls in issue order.
+//
+// Init (collective over the ranks): rendezvous; every rank reports its host, table hash,
+// device kind and staging size, and all must agree (a mismatch is an init error on every rank,
+// never a silent divergence); staging segments are created, exchanged and mapped; then the
+// names are removed. A call: its arguments are checked (InvalidArgument with the reason),
+// the plan for (collective, bytes) comes from the plan cache, its rings are placed on first use,
+// and the device enqueues the rank's kernel. A watchdog thread turns a peer's death into an
+// abort of every running and future call (RemoteError) well before the timeout.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backend/bootstrap.h"
+#include "backend/device.h"
+#include "support/status.h"
+#include "tuccl/tuccl.h"
+
+namespace tuccl::backend {
+
+/// Settings from the environment (README "Environment"); an error names the variable.
+struct CommOptions {
+  double timeoutSeconds = 300;           ///< TUCCL_TIMEOUT_S
+  std::string device = "auto";           ///< TUCCL_DEVICE: auto, cpu, cuda
+  int64_t stagingBytes = 64ll << 20;     ///< TUCCL_STAGING_BYTES: per rank
+  int32_t stagingSlots = 4;              ///< TUCCL_STAGING_SLOTS: slots per ring
+  int64_t chunkSize = 256 << 10;         ///< TUCCL_CHUNK_SIZE: slice bytes when the table sets none
+  std::string cacheDir;                  ///< TUCCL_CACHE_DIR (defaultCacheDir())
+};
+Expected<CommOptions> commOptionsFromEnvironment();
+
+/// One collective call as the C API received it.
+struct CollectiveArgs {
+  Collective collective = Collective::AllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;
+  int dataType = 0;  ///< tucclDataType_t
+  int op = 0;        ///< tucclRedOp_t (ignored by AllGather, Broadcast, AllToAll)
+  int root = 0;      ///< Broadcast, Reduce
+};
+
+class Communicator {
+ public:
+  static Expected<std::unique_ptr<Communicator>> create(const UniqueIdBytes& id, int32_t rank, int32_t nRanks,
+                                                        const CommOptions& options, int cudaDevice);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int32_t rank() const;
+  int32_t nRanks() const;
+  DeviceKind deviceKind() const;
+  int deviceOrdinal() const;
+
+  /// Checks `args`; InvalidArgument with the reason when they are bad.
+  Status check(const CollectiveArgs& args) const;
+  /// Checks and enqueues (the NULL stream on the CPU device: runs).
+  Status enqueue(const CollectiveArgs& args, tucclStream_t stream);
+  /// Waits for the outstanding calls, says goodbye to the peers (bounded), frees.
+  Status finalize();
+  /// Stops every running and future call; callable from any thread.
+  void abort(const std::string& reason);
+  /// Ok, or the error that ended an asynchronous call (or the abort).
+  Status asyncError() const;
+
+ private:
+  Communicator();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tuccl::backend

@@ -1,0 +1,181 @@
+// The C API in one process: argument checks, ranks as threads (tucclCommInitAll) driven by a
+// group or by CPU streams, several communicators and threads at once, abort from another thread.
+#include "tuccl/tuccl.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+class Api : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("TUCCL_DEVICE", "cpu", 1);
+    setenv("TUCCL_TIMEOUT_S", "60", 1);
+    setenv("TUCCL_CACHE_DIR", (std::string(TUCCL_BINARY_DIR) + "/tests/tuccl-cache").c_str(), 1);
+  }
+};
+
+std::vector<tucclComm_t> initAll(int n) {
+  std::vector<tucclComm_t> comms(static_cast<size_t>(n), nullptr);
+  EXPECT_EQ(tucclCommInitAll(comms.data(), n, nullptr), tucclSuccess) << tucclGetLastError(nullptr);
+  return comms;
+}
+
+void destroyAll(std::vector<tucclComm_t>& comms) {
+  // Destroy says goodbye to the peers: every rank's destroy runs at once.
+  std::vector<std::thread> threads;
+  for (tucclComm_t comm : comms) {
+    threads.emplace_back([comm] { EXPECT_EQ(tucclCommDestroy(comm), tucclSuccess) << tucclGetLastError(comm); });
+  }
+  for (auto& t : threads) t.join();
+}
+
+TEST_F(Api, ErrorStringsAndVersion) {
+  for (int r = 0; r <= tucclNumResults; ++r) EXPECT_NE(tucclGetErrorString(static_cast<tucclResult_t>(r)), nullptr);
+  int version = 0;
+  EXPECT_EQ(tucclGetVersion(&version), tucclSuccess);
+  EXPECT_EQ(version, TUCCL_VERSION_CODE);
+}
+
+TEST_F(Api, BadArgumentsAreInvalidArgumentWithAReason) {
+  std::vector<tucclComm_t> comms = initAll(2);
+  ASSERT_NE(comms[0], nullptr);
+  float buffer[8] = {};
+  auto expectInvalid = [&](tucclResult_t result, const std::string& words) {
+    EXPECT_EQ(result, tucclInvalidArgument);
+    EXPECT_NE(std::string(tucclGetLastError(comms[0])).find(words), std::string::npos) << tucclGetLastError(comms[0]);
+  };
+  expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclFloat32, tucclSum, nullptr, nullptr), "comm is NULL");
+  expectInvalid(tucclAllReduce(nullptr, buffer, 8, tucclFloat32, tucclSum, comms[0], nullptr), "sendbuff is NULL");
+  expectInvalid(tucclAllReduce(buffer, nullptr, 8, tucclFloat32, tucclSum, comms[0], nullptr), "recvbuff is NULL");
+  expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclUint32, tucclSum, comms[0], nullptr), "datatype");
+  expectInvalid(tucclAllReduce(buffer, buffer, 8, static_cast<tucclDataType_t>(42), tucclSum, comms[0], nullptr),
+                "datatype");
+  expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclFloat32, static_cast<tucclRedOp_t>(9), comms[0], nullptr),
+                "reduction operation");
+  expectInvalid(tucclBroadcast(buffer, buffer, 8, tucclFloat32, 2, comms[0], nullptr), "root 2");
+  expectInvalid(tucclReduce(buffer, buffer, 8, tucclFloat32, tucclSum, -1, comms[0], nullptr), "root -1");
+  expectInvalid(tucclAllGather(buffer, buffer, SIZE_MAX / 2, tucclFloat32, comms[0], nullptr), "overflows");
+  float dummy = 0;
+  expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclFloat32, tucclSum, comms[0],
+                               reinterpret_cast<tucclStream_t>(&dummy)),
+                "stream");
+  int count = 0, rank = -1;
+  EXPECT_EQ(tucclCommCount(comms[1], &count), tucclSuccess);
+  EXPECT_EQ(tucclCommUserRank(comms[1], &rank), tucclSuccess);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(rank, 1);
+  tucclResult_t async = tucclInternalError;
+  EXPECT_EQ(tucclCommGetAsyncError(comms[0], &async), tucclSuccess);
+  EXPECT_EQ(async, tucclSuccess);
+  destroyAll(comms);
+}
+
+TEST_F(Api, RanksAsThreadsDrivenByAGroup) {
+  const int n = 3;
+  std::vector<tucclComm_t> comms = initAll(n);
+  const size_t count = 1237;
+  std::vector<std::vector<int32_t>> data(n, std::vector<int32_t>(count));
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) data[r][i] = static_cast<int32_t>(r * 1000 + i);
+  }
+  ASSERT_EQ(tucclGroupStart(), tucclSuccess);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(tucclAllReduce(data[r].data(), data[r].data(), count, tucclInt32, tucclMax, comms[r], nullptr),
+              tucclSuccess);
+  }
+  ASSERT_EQ(tucclGroupEnd(), tucclSuccess) << tucclGetLastError(nullptr);
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(data[r][i], static_cast<int32_t>((n - 1) * 1000 + i));
+  }
+  destroyAll(comms);
+}
+
+TEST_F(Api, CpuStreamsOrderCallsAndReportCompletion) {
+  const int n = 2;
+  std::vector<tucclComm_t> comms = initAll(n);
+  std::vector<tucclStream_t> streams(n);
+  for (auto& s : streams) ASSERT_EQ(tucclStreamCreate(&s), tucclSuccess);
+  const size_t count = 4099;
+  std::vector<std::vector<float>> send(n, std::vector<float>(count)), gathered(n, std::vector<float>(n * count));
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) send[r][i] = static_cast<float>(r + i % 7);
+  }
+  for (int r = 0; r < n; ++r) {
+    // Enqueued and returned at once: the stream runs them, in order.
+    ASSERT_EQ(tucclAllReduce(send[r].data(), send[r].data(), count, tucclFloat32, tucclSum, comms[r], streams[r]),
+              tucclSuccess);
+    ASSERT_EQ(tucclAllGather(send[r].data(), gathered[r].data(), count, tucclFloat32, comms[r], streams[r]),
+              tucclSuccess);
+  }
+  for (int r = 0; r < n; ++r) ASSERT_EQ(tucclStreamSynchronize(streams[r]), tucclSuccess) << tucclGetLastError(nullptr);
+  for (int r = 0; r < n; ++r) {
+    for (int q = 0; q < n; ++q) {
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(gathered[r][q * count + i], static_cast<float>(1 + 2 * (i % 7))) << r << " " << q << " " << i;
+      }
+    }
+  }
+  for (auto s : streams) EXPECT_EQ(tucclStreamDestroy(s), tucclSuccess);
+  destroyAll(comms);
+}
+
+TEST_F(Api, SeveralCommunicatorsAndThreadsAtOnce) {
+  const int n = 3;
+  std::vector<tucclComm_t> a = initAll(n), b = initAll(n);
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(2 * n, 0);
+  for (int set = 0; set < 2; ++set) {
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, set, r] {
+        tucclComm_t comm = set == 0 ? a[r] : b[r];
+        for (int iteration = 0; iteration < 10; ++iteration) {
+          const size_t count = 100 + 37 * static_cast<size_t>(iteration) + 500 * static_cast<size_t>(set);
+          std::vector<double> data(count, r + 1.0 + iteration);
+          if (tucclAllReduce(data.data(), data.data(), count, tucclFloat64, tucclSum, comm, nullptr) != tucclSuccess) {
+            ++wrong[set * n + r];
+            continue;
+          }
+          const double expected = n * (n + 1) / 2.0 + n * iteration;
+          for (double v : data) wrong[set * n + r] += v != expected;
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (int w : wrong) EXPECT_EQ(w, 0);
+  destroyAll(a);
+  destroyAll(b);
+}
+
+TEST_F(Api, AbortFromAnotherThreadUnblocksAStuckCall) {
+  std::vector<tucclComm_t> comms = initAll(2);
+  std::vector<float> data(1000, 1);
+  tucclResult_t result = tucclSuccess;
+  std::thread stuck([&] {  // rank 1 never joins: this call waits
+    result = tucclAllReduce(data.data(), data.data(), data.size(), tucclFloat32, tucclSum, comms[0], nullptr);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(tucclCommAbort(comms[0]), tucclSuccess);
+  stuck.join();
+  EXPECT_NE(result, tucclSuccess);
+  EXPECT_EQ(tucclCommAbort(comms[1]), tucclSuccess);
+}
+
+TEST_F(Api, OneRankCommunicatorCopies) {
+  std::vector<tucclComm_t> comms = initAll(1);
+  std::vector<int64_t> send(100), recv(100, 0);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<int64_t>(i) * 3;
+  ASSERT_EQ(tucclAllReduce(send.data(), recv.data(), send.size(), tucclInt64, tucclSum, comms[0], nullptr),
+            tucclSuccess);
+  EXPECT_EQ(recv, send);
+  EXPECT_EQ(tucclCommDestroy(comms[0]), tucclSuccess);
+}
+
+}  // namespace

@@ -1,0 +1,107 @@
+// libtuccl across processes: every collective, datatype and op on 2, 4 and 8 ranks (each rank
+// checks every element of its output), and the fault behaviour — a rank killed mid-collective,
+// shared memory left by a crash.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "rank_processes.h"
+#include "transport/shm_segment.h"
+
+namespace tuccl::testing {
+namespace {
+
+const std::string kRank = TUCCL_COLLECTIVES_RANK;
+
+std::string scratchDir(const std::string& name) {
+  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/collectives_test/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The plan cache is shared by every test (and kept between runs): plans compile once.
+std::string cacheEnv() { return "TUCCL_CACHE_DIR=" + std::string(TUCCL_BINARY_DIR) + "/tests/tuccl-cache"; }
+
+std::string logsOf(const RankProcesses& ranks) {
+  std::string text;
+  for (size_t r = 0; r < ranks.logs.size(); ++r) text += "---- rank " + std::to_string(r) + "\n" + readLog(ranks.logs[r]);
+  return text;
+}
+
+std::set<std::string> ourSegments() {
+  std::set<std::string> names;
+  if (DIR* dir = opendir("/dev/shm")) {
+    while (const dirent* entry = readdir(dir)) {
+      if (std::string(entry->d_name).rfind("tuccl-", 0) == 0) names.insert(entry->d_name);
+    }
+    closedir(dir);
+  }
+  return names;
+}
+
+void runMatrix(int n, const std::string& counts) {
+  const std::string dir = scratchDir("matrix" + std::to_string(n));
+  RankProcesses ranks = startRanks(
+      n, {kRank, "matrix", counts, "float32,bfloat16,int32", "sum,max", "float32"},
+      {cacheEnv(), "TUCCL_TIMEOUT_S=60", "TUCCL_DEVICE=cpu"}, dir);
+  ASSERT_TRUE(waitRanks(ranks, 900)) << "the ranks did not finish\n" << logsOf(ranks);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0)
+        << "rank " << r << " failed\n" << logsOf(ranks);
+  }
+}
+
+TEST(Collectives, EveryCollectiveTypeAndOpOnTwoRanks) { runMatrix(2, "0,1,1237,1048579"); }
+TEST(Collectives, EveryCollectiveTypeAndOpOnFourRanks) { runMatrix(4, "0,1,1237,1048579"); }
+TEST(Collectives, EveryCollectiveTypeAndOpOnEightRanks) { runMatrix(8, "0,1,1237,1048579"); }
+
+TEST(Faults, KillingARankMidAllReduceFailsTheOthersWithinTheTimeout) {
+  const std::string dir = scratchDir("kill");
+  const int n = 4;
+  const double timeout = 10;
+  RankProcesses ranks = startRanks(n, {kRank, "loop"}, {cacheEnv(), "TUCCL_TIMEOUT_S=10", "TUCCL_DEVICE=cpu"}, dir);
+  // Wait until every rank finished one AllReduce, then kill rank 1 while they run the next ones.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  for (int r = 0; r < n; ++r) {
+    while (readLog(ranks.logs[r]).find("ready") == std::string::npos) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << logsOf(ranks);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ASSERT_EQ(kill(ranks.pids[1], SIGKILL), 0);
+  ASSERT_TRUE(waitRanks(ranks, 2 * timeout)) << "a rank did not return within twice the timeout\n" << logsOf(ranks);
+  for (int r = 0; r < n; ++r) {
+    if (r == 1) continue;
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0) << logsOf(ranks);
+    EXPECT_NE(readLog(ranks.logs[r]).find("error"), std::string::npos) << logsOf(ranks);
+  }
+  // Segment names are removed once every rank mapped them: the crash left none behind.
+  for (const std::string& name : ourSegments()) {
+    for (pid_t pid : ranks.pids) EXPECT_NE(name.rfind("tuccl-" + std::to_string(pid) + "-", 0), 0u) << name;
+  }
+}
+
+TEST(Faults, ASegmentLeftByACrashedProcessIsRemovedByTheNextRun) {
+  // A child creates a segment and dies before it could remove the name.
+  const pid_t child = fork();
+  if (child == 0) {
+    Expected<transport::SharedSegment> segment = transport::SharedSegment::create(4096);
+    if (segment) std::printf("%s\n", segment->name().c_str());
+    kill(getpid(), SIGKILL);
+  }
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);
+  bool left = false;
+  for (const std::string& name : ourSegments()) left = left || name.rfind("tuccl-" + std::to_string(child) + "-", 0) == 0;
+  ASSERT_TRUE(left) << "the crashed child left no segment to clean up";
+  // The next run (any segment creation) removes it.
+  Expected<transport::SharedSegment> next = transport::SharedSegment::create(4096);
+  ASSERT_TRUE(next.ok());
+  for (const std::string& name : ourSegments()) EXPECT_NE(name.rfind("tuccl-" + std::to_string(child) + "-", 0), 0u);
+}
+
+}  // namespace
+}  // namespace tuccl::testing
