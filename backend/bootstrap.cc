@@ -74,7 +74,7 @@ Expected<SocketAddress> rootAdvertisedAddress(const BootstrapOptions& options) {
   const std::string name = namedInterface(options);
   if (!name.empty()) return transport::interfaceAddress(name);
   if (std::optional<SocketAddress> found = transport::firstNonLoopbackAddress()) return *found;
-  return transport::resolveHostPort("127.0.0.1:1").value();
+  return SocketAddress::loopback(AF_INET, 0);
 }
 
 /// The address a rank listens on (port 0): the named interface's, else the one that reaches the root.

@@ -199,6 +199,21 @@ SocketAddress SocketAddress::wildcard(int family, uint16_t port) {
   return fromSockaddr(reinterpret_cast<const sockaddr*>(&any), sizeof any);
 }
 
+SocketAddress SocketAddress::loopback(int family, uint16_t port) {
+  if (family == AF_INET6) {
+    sockaddr_in6 local{};
+    local.sin6_family = AF_INET6;
+    local.sin6_addr = in6addr_loopback;
+    local.sin6_port = htons(port);
+    return fromSockaddr(reinterpret_cast<const sockaddr*>(&local), sizeof local);
+  }
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  local.sin_port = htons(port);
+  return fromSockaddr(reinterpret_cast<const sockaddr*>(&local), sizeof local);
+}
+
 uint16_t SocketAddress::port() const {
   if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);
   if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_port);

@@ -63,6 +63,8 @@ class SocketAddress {
   static SocketAddress fromSockaddr(const sockaddr* address, socklen_t length);
   /// 0.0.0.0 or :: with `port`.
   static SocketAddress wildcard(int family, uint16_t port);
+  /// 127.0.0.1 or ::1 with `port`.
+  static SocketAddress loopback(int family, uint16_t port);
 
   bool empty() const { return length_ == 0; }
   int family() const { return storage_.ss_family; }
