@@ -167,6 +167,7 @@ struct Bootstrap::Impl {
   uint64_t magic = 0;
   double timeoutSeconds = 0;
   uint64_t hostHash = 0;
+  wire::RootHost rootHost = wire::RootHost::IdMaker;
   SocketAddress root;
   std::string rootText;
 
@@ -189,6 +190,11 @@ struct Bootstrap::Impl {
   int32_t next() const { return (rank + 1) % nRanks; }
   int32_t prev() const { return (rank + nRanks - 1) % nRanks; }
   std::string self() const { return "rank " + std::to_string(rank) + " of " + std::to_string(nRanks); }
+  std::string ringNeighbours() const {
+    if (next() == prev()) return "rank " + std::to_string(next()) + " (its ring neighbour)";
+    return "rank " + std::to_string(prev()) + " (ring predecessor) and rank " + std::to_string(next()) +
+           " (ring successor)";
+  }
   WaitLimits limits(Deadline deadline) const { return {deadline, abortSignal.fd()}; }
   WaitLimits callLimits() const { return limits(transport::deadlineAfter(timeoutSeconds)); }
 
@@ -201,7 +207,7 @@ struct Bootstrap::Impl {
   // calls
   Status begin() const;
   Status fail(const Status& cause, const std::string& what);
-  Status rendezvousError(const Status& cause, const std::string& what) const;
+  Status rendezvousError(const Status& cause, const std::string& what, const std::string& timeoutHint = "") const;
   Status acceptUntil(const std::function<bool()>& done, const WaitLimits& limits);
   void identify(wire::PendingConnection pending);
   Status sendMessage(const Socket& socket, wire::Operation operation, uint32_t argument, const std::string& bytes,
@@ -238,6 +244,7 @@ Expected<std::unique_ptr<Bootstrap>> Bootstrap::connect(const UniqueIdBytes& idB
   impl.magic = id->magic;
   impl.timeoutSeconds = options.timeoutSeconds;
   impl.hostHash = computeHostHash();
+  impl.rootHost = id->rootHost;
   impl.root = id->root;
   impl.rootText = id->root.toString();
   if (!impl.abortSignal.valid())
@@ -283,10 +290,11 @@ Status Bootstrap::Impl::openListener(const BootstrapOptions& options) {
   return Status();
 }
 
-Status Bootstrap::Impl::rendezvousError(const Status& cause, const std::string& what) const {
-  std::string message = "bootstrap: " + self() + ": " + what + " " + rootText;
+Status Bootstrap::Impl::rendezvousError(const Status& cause, const std::string& what,
+                                        const std::string& timeoutHint) const {
+  std::string message = "bootstrap: " + self() + ": " + what;
   if (cause.code() == ErrorCode::Timeout) {
-    message += " did not complete within " + wire::secondsText(timeoutSeconds);
+    message += " within " + wire::secondsText(timeoutSeconds) + timeoutHint;
     if (cause.message() != "timed out") message += " (" + cause.message() + ")";
   } else {
     message += ": " + cause.message();
@@ -295,26 +303,32 @@ Status Bootstrap::Impl::rendezvousError(const Status& cause, const std::string& 
 }
 
 Expected<std::string> Bootstrap::Impl::exchangeWithRoot(Deadline deadline) {
+  const std::string theRoot = std::string("the rendezvous root (run by ") +
+                              (rootHost == wire::RootHost::RankZero ? "rank 0" : "the id's maker") + ") at " + rootText;
   Expected<Socket> socket = transport::connectTo(root, limits(deadline));
-  if (!socket) return rendezvousError(socket.status(), "the rendezvous at");
+  if (!socket) return rendezvousError(socket.status(), "cannot reach " + theRoot);
   const std::string hello = wire::encodeHello(magic, wire::Hello{rank, nRanks, hostHash, address});
   Status sent = transport::sendAll(*socket, hello.data(), hello.size(), limits(deadline));
-  if (!sent.ok()) return rendezvousError(sent, "sending its hello to the rendezvous at");
+  if (!sent.ok()) return rendezvousError(sent, "cannot send its hello to " + theRoot);
   const WaitLimits answerLimits = limits(deadline + std::chrono::duration_cast<Clock::duration>(
                                                         std::chrono::duration<double>(kAnswerGraceSeconds)));
+  const std::string noAnswer = "no answer from " + theRoot;
+  const std::string notEveryone = ": not every rank joined";
   std::string header(wire::kAnswerHeaderBytes, '\0');
   Status got = transport::recvAll(*socket, header.data(), header.size(), answerLimits);
-  if (!got.ok()) return rendezvousError(got, "the rendezvous at");
+  if (!got.ok()) return rendezvousError(got, noAnswer, notEveryone);
   wire::Reader in(header);
   const uint64_t answerMagic = in.u64();
-  const auto code = static_cast<ErrorCode>(in.u32());
+  const uint32_t wireCode = in.u32();
+  const ErrorCode code = wireCode <= static_cast<uint32_t>(ErrorCode::ResourceExhausted) ? static_cast<ErrorCode>(wireCode)
+                                                                                        : ErrorCode::RemoteError;
   const uint64_t length = in.u64();
   if (answerMagic != magic || length > wire::kMaxPayloadBytes)
     return makeError(ErrorCode::RemoteError, "bootstrap: " + self() + ": the rendezvous root at " + rootText +
                                                  " answered with a malformed message");
   std::string payload(length, '\0');
   got = transport::recvAll(*socket, payload.data(), payload.size(), answerLimits);
-  if (!got.ok()) return rendezvousError(got, "the rendezvous at");
+  if (!got.ok()) return rendezvousError(got, noAnswer, notEveryone);
   if (code != ErrorCode::Ok) return makeError(code, "bootstrap: " + self() + ": " + payload);
   return payload;
 }
@@ -484,9 +498,7 @@ Status Bootstrap::Impl::ringAllGather(wire::Operation operation, std::vector<std
     const auto sendIndex = static_cast<size_t>((rank - step + nRanks) % nRanks);
     const auto recvIndex = static_cast<size_t>((rank - step - 1 + nRanks) % nRanks);
     Expected<std::string> got = ringStep(operation, blocks[sendIndex], waitLimits);
-    if (!got)
-      return fail(got.status(), std::string(operationName(operation)) + " with rank " + std::to_string(prev()) +
-                                    " (ring predecessor) and rank " + std::to_string(next()) + " (ring successor)");
+    if (!got) return fail(got.status(), std::string(operationName(operation)) + " with " + ringNeighbours());
     blocks[recvIndex] = std::move(got).value();
   }
   return Status();
