@@ -9,6 +9,22 @@
 // joined. Then each rank connects to its ring successor; allgather / broadcast / barrier run over
 // the ring. A connection whose first message does not carry the magic is closed and logged, never
 // accepted. Every wait is bounded by the timeout and by abort().
+//
+// Unique id layout (all other bytes zero):
+//   [0]       version, 1
+//   [1]       who runs the root: 0 the process that called makeUniqueId, 1 rank 0 (TUCCL_COMM_ID)
+//   [2]       address family of the root: 4 or 6
+//   [8..15]   the magic, little-endian
+//   [16..43]  the root's sockaddr_in / sockaddr_in6 as the OS lays it out (port in network order)
+//
+// Interfaces: a rank listens on TUCCL_SOCKET_IFNAME's address when set (an interface name, or a
+// prefix of one), else on the local address the routing table uses toward the root (loopback
+// when the root is loopback). makeUniqueId's root advertises TUCCL_SOCKET_IFNAME's address, else
+// the first up non-loopback IPv4 interface's, else 127.0.0.1, and listens on all addresses.
+//
+// Calls (allGather, broadcast, barrier, send, recv) are serialised: one at a time per bootstrap.
+// abort() and peerLost() may be called from any thread at any time. After a failed call the
+// bootstrap stays failed: every later call returns the same error.
 #pragma once
 
 #include <cstdint>
@@ -74,8 +90,12 @@ class Bootstrap {
   /// Whether a ring neighbour's connection closed (its process ended): non-blocking, used by the
   /// communicator's watchdog to fail calls early instead of waiting for the timeout.
   bool peerLost();
-  /// The rank's host name hash and address as the other ranks saw it (for node grouping).
+  /// This rank's host: a hash of the host name and the boot id (equal for ranks on one machine),
+  /// for grouping ranks into nodes.
   uint64_t hostHash() const;
+  /// This rank's listening address as the other ranks reach it ("10.0.0.3:41234"; empty with one
+  /// rank), for logs.
+  std::string address() const;
 
  private:
   Bootstrap();
@@ -93,11 +113,12 @@ struct LaunchEnvironment {
 };
 
 /// Reads, first found wins: TUCCL_RANK / TUCCL_NRANKS / TUCCL_LOCAL_RANK (tuccl-run);
-/// OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK (Open MPI's mpirun); PMI_RANK / PMI_SIZE (MPICH,
-/// Hydra); SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID (srun); RANK / WORLD_SIZE / LOCAL_RANK
-/// (torchrun). The address: TUCCL_COMM_ID, else MASTER_ADDR and MASTER_PORT + 1 (torchrun
-/// itself listens on MASTER_PORT). An error
-/// names the variable that is missing or malformed.
+/// OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK (Open MPI's mpirun); PMI_RANK / PMI_SIZE /
+/// MPI_LOCALRANKID (MPICH, Hydra); SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID (srun); RANK /
+/// WORLD_SIZE / LOCAL_RANK (torchrun). The local rank is optional. The address: TUCCL_COMM_ID,
+/// else MASTER_ADDR and MASTER_PORT + 1 (torchrun itself listens on MASTER_PORT). An error names
+/// the variable that is missing (NotFound: no rank variable, a size or an address missing) or
+/// malformed (InvalidArgument: not an integer, out of range, not host:port).
 Expected<LaunchEnvironment> readLaunchEnvironment();
 
 }  // namespace tuccl::backend
