@@ -7,6 +7,10 @@
 // else the built-in default: ring AllReduce / AllGather / ReduceScatter, chain Broadcast /
 // Reduce, direct AllToAll. Built-in algorithms are ResCCLang programs embedded in the library.
 // Configuration: the entry's nChannels and chunkSize, else the defaults of PlanCacheOptions.
+// Selection is plan_selection.h, the built-in programs builtin_algorithms.h. A plan's identity is
+// its algorithm (program text and parameters) and configuration, never the call's count, datatype
+// or operation: the kernels take those at run time (KernelArgs), so one plan serves every size
+// that selects it.
 //
 // Disk cache (TUCCL_CACHE_DIR, default $XDG_CACHE_HOME/tuccl, else ~/.cache/tuccl): plan JSON,
 // host kernel libraries and CUBINs, each under the hash of everything it was built from; files
@@ -37,6 +41,21 @@ struct PlanCacheOptions {
   int32_t defaultChannels = 1;
   bool hostKernels = true;     ///< build the host library (CPU device)
   std::string cudaArch;        ///< non-empty: compile CUBINs for it ("sm_90")
+  /// The table's file (TUCCL_TUNER_TABLE): named in errors, and relative "tucclAlgorithm" paths
+  /// are resolved against its directory; empty: "the tuning table", and the working directory.
+  std::string tablePath;
+};
+
+/// What a PlanCache did, for logs and tests.
+struct PlanCacheStats {
+  int64_t plansBuilt = 0;        ///< compiled from the algorithm (ResCCLang -> scheduler -> plan)
+  int64_t plansLoaded = 0;       ///< read from the disk cache
+  int64_t hostBuilds = 0;        ///< host libraries compiled
+  int64_t hostLoaded = 0;        ///< host libraries found compiled (disk or this process)
+  int64_t cubinsCompiled = 0;    ///< NVRTC compilations (one per rank)
+  int64_t cubinsLoaded = 0;      ///< CUBIN sets read from the disk cache
+  int64_t damagedEntries = 0;    ///< disk entries that failed their checksum and were rebuilt
+  bool diskCache = false;        ///< the cache directory is in use (false: memory only)
 };
 
 /// What a call asks for.
@@ -54,8 +73,13 @@ class PlanCache {
 
   /// A hash of the table's content (0 without a table); the ranks compare it at init.
   uint64_t tableHash() const;
-  /// The plan for `query`; the same on every rank for the same table and query. Thread-safe.
+  /// The plan for `query`; the same on every rank for the same table and query. Thread-safe:
+  /// concurrent calls for one plan build it once. nRanks 1 is InvalidArgument (the communicator
+  /// copies locally); a table entry whose algorithm does not load or prove is an error naming the
+  /// table and the entry, never another plan.
   Expected<std::shared_ptr<const CompiledPlan>> planFor(const PlanQuery& query);
+
+  PlanCacheStats stats() const;
 
  private:
   struct Impl;
@@ -63,10 +87,12 @@ class PlanCache {
 };
 
 /// Reads the table named by TUCCL_TUNER_TABLE (the format the tuner plugin reads: TuCCL JSON or
-/// NCCL's CSV); nullopt when unset; an error naming the file when it does not parse.
+/// NCCL's CSV); nullopt when unset; an error naming the file when it does not parse. Give the same
+/// path to PlanCacheOptions::tablePath.
 Expected<std::optional<LookupTable>> loadTableFromEnvironment();
 
-/// The cache directory from the environment (TUCCL_CACHE_DIR, XDG_CACHE_HOME, HOME).
+/// The cache directory from the environment: $TUCCL_CACHE_DIR, else $XDG_CACHE_HOME/tuccl, else
+/// $HOME/.cache/tuccl; empty (memory only) when none is set.
 std::string defaultCacheDir();
 
 }  // namespace tuccl::backend

@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -14,19 +13,20 @@
 #include <mutex>
 
 #include "kernelgen/device_headers.h"
+#include "support/cache_files.h"
+#include "support/hash.h"
+#include "support/log.h"
 
 namespace tuccl {
 namespace {
 
 namespace fs = std::filesystem;
 
-uint64_t fnv1a(std::string_view text, uint64_t hash = 1469598103934665603ull) {
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
+constexpr const char* kLibraryName = "libtuccl_kernels.so";
+constexpr const char* kChecksumName = "libtuccl_kernels.so.checksum";
+// Part of every library's hash: a change of the cache directory's layout starts new entries
+// instead of misreading old ones.
+constexpr std::string_view kCacheLayout = "host-build 2: library, checksum, lock";
 
 std::string quote(const std::string& s) {
   std::string quoted = "'";
@@ -72,7 +72,8 @@ std::string hostCompiler() {
   return "c++";
 }
 
-fs::path cacheRoot() {
+fs::path cacheRoot(const std::string& cacheDir) {
+  if (!cacheDir.empty()) return cacheDir;
   if (const char* dir = std::getenv("TUCCL_KERNELGEN_CACHE"); dir != nullptr && *dir != '\0') return dir;
   return fs::temp_directory_path() / ("tuccl-kernelgen-" + std::to_string(getuid()));
 }
@@ -93,67 +94,79 @@ bool writeFile(const fs::path& path, const std::string& text) {
   return static_cast<bool>(out.flush());
 }
 
-}  // namespace
+// The device headers are written into the build directory's `device/` (relative: the compiler
+// runs there), so the library's directory holds everything it was built from.
+constexpr const char* kFlags = "-std=c++20 -O1 -fPIC -shared -Wall -Wextra -Werror -I device";
 
-std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error) {
-  static std::mutex mutex;
-  static std::map<uint64_t, std::shared_ptr<const HostKernels>> loaded;
-  static std::atomic<int> counter{0};
+// Everything the library is built from: the sources, the device headers, the compile command.
+uint64_t libraryHash(const std::string& unit, const std::vector<GeneratedKernel>& kernels) {
+  uint64_t hash = fnv1a64(unit);
+  hash = fnv1a64(hostCompiler() + " " + kFlags, hash);
+  hash = fnv1a64(kCacheLayout, hash);
+  for (const GeneratedKernel& kernel : kernels) hash = fnv1a64(kernel.source, fnv1a64(kernel.fileName, hash));
+  for (const EmbeddedFile& header : deviceHeaders()) hash = fnv1a64(header.text, fnv1a64(header.name, hash));
+  return hash;
+}
 
-  const std::string unit = hostTranslationUnit(kernels);
-  // The device headers are written into the build directory's `device/` (relative: the compiler
-  // runs there), so the library's directory holds everything it was built from.
-  const std::string flags = "-std=c++20 -O1 -fPIC -shared -Wall -Wextra -Werror -I device";
-  uint64_t hash = fnv1a(unit);
-  hash = fnv1a(hostCompiler() + " " + flags, hash);
-  for (const GeneratedKernel& kernel : kernels) hash = fnv1a(kernel.source, fnv1a(kernel.fileName, hash));
-  for (const EmbeddedFile& header : deviceHeaders()) hash = fnv1a(header.text, fnv1a(header.name, hash));
+// Whether `dir` holds a library whose bytes match the checksum written beside it when it was built.
+bool libraryIntact(const fs::path& dir) {
+  Expected<std::string> checksum = readWholeFile(dir / kChecksumName);
+  if (!checksum) return false;
+  Expected<std::string> library = readWholeFile(dir / kLibraryName);
+  return library && *checksum == contentChecksum(*library) + "\n";
+}
+
+// Compiles the library in `work` (the caller holds the entry's lock), records its checksum and
+// moves the directory to `dir`.
+bool compileLibrary(const fs::path& work, const fs::path& dir, const std::string& unit,
+                    const std::vector<GeneratedKernel>& kernels, std::string& error) {
   std::error_code ec;
-
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = loaded.find(hash); it != loaded.end()) return it->second;
-
-  char name[32];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(hash));
-  const fs::path dir = cacheRoot() / name;
-  const fs::path library = dir / "libtuccl_kernels.so";
-  auto result = std::make_shared<HostKernels>();
-  result->fromCache = fs::exists(library, ec);
-  if (!result->fromCache) {
-    // Build in a private directory, then move it into place (other processes may race us).
-    const fs::path work = cacheRoot() / (std::string(name) + ".tmp." + std::to_string(getpid()) + "." +
-                                         std::to_string(counter++));
-    fs::create_directories(work, ec);
-    if (ec) {
-      error = "cannot create " + work.string() + ": " + ec.message();
-      return nullptr;
-    }
-    bool written = writeFile(work / "all_ranks.cc", unit);
-    for (const GeneratedKernel& kernel : kernels) written = written && writeFile(work / kernel.fileName, kernel.source);
-    if (!written) {
-      error = "cannot write the generated sources to " + work.string();
-      return nullptr;
-    }
-    if (Status status = writeDeviceHeaders(work / "device"); !status) {
-      error = status.message();
-      return nullptr;
-    }
-    const std::string command = "cd " + quote(work.string()) + " && " + hostCompiler() + " " + flags +
-                                " -o libtuccl_kernels.so all_ranks.cc";
-    std::string output;
-    const int status = runCommand(command, output);
-    if (status != 0) {
-      error = "host build of the generated kernels failed (sources in " + work.string() + "):\n" + command + "\n" + output;
-      return nullptr;
-    }
-    fs::rename(work, dir, ec);
-    if (ec) fs::remove_all(work, ec);  // another process was first; use its library
+  fs::remove_all(work, ec);  // what a build that died left behind
+  fs::create_directories(work, ec);
+  if (ec) {
+    error = "cannot create " + work.string() + ": " + ec.message();
+    return false;
   }
+  bool written = writeFile(work / "all_ranks.cc", unit);
+  for (const GeneratedKernel& kernel : kernels) written = written && writeFile(work / kernel.fileName, kernel.source);
+  if (!written) {
+    error = "cannot write the generated sources to " + work.string();
+    return false;
+  }
+  if (Status status = writeDeviceHeaders(work / "device"); !status) {
+    error = status.message();
+    return false;
+  }
+  const std::string command = "cd " + quote(work.string()) + " && " + hostCompiler() + " " + kFlags + " -o " +
+                              kLibraryName + " all_ranks.cc";
+  std::string output;
+  if (runCommand(command, output) != 0) {
+    error = "host build of the generated kernels failed (sources in " + work.string() + "):\n" + command + "\n" + output;
+    return false;
+  }
+  Expected<std::string> library = readWholeFile(work / kLibraryName);
+  if (!library || !writeFile(work / kChecksumName, contentChecksum(*library) + "\n")) {
+    error = "cannot record the checksum of " + (work / kLibraryName).string();
+    return false;
+  }
+  fs::remove_all(dir, ec);
+  fs::rename(work, dir, ec);
+  if (ec) {
+    error = "cannot move " + work.string() + " to " + dir.string() + ": " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+// dlopen and the symbols of every rank.
+std::shared_ptr<HostKernels> loadLibrary(const fs::path& library, const std::vector<GeneratedKernel>& kernels,
+                                         std::string& error) {
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     error = "cannot load " + library.string() + ": " + dlerror();
     return nullptr;
   }
+  auto result = std::make_shared<HostKernels>();
   result->libraryPath = library.string();
   result->setBlock = reinterpret_cast<HostKernels::SetBlock>(dlsym(handle, "tuccl_host_set_block"));
   for (const GeneratedKernel& kernel : kernels) {
@@ -164,7 +177,61 @@ std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedK
     }
     result->ranks.push_back(fn);
   }
-  loaded.emplace(hash, result);
+  return result;
+}
+
+// The library of `name` under `root`, built by the first process to take the entry's lock and
+// loaded by every later one. A library whose checksum fails, or that does not load, is rebuilt.
+std::shared_ptr<HostKernels> buildOrLoad(const fs::path& root, const std::string& name, const std::string& unit,
+                                         const std::vector<GeneratedKernel>& kernels, std::string& error) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) {
+    error = "cannot create the kernel cache " + root.string() + ": " + ec.message();
+    return nullptr;
+  }
+  Expected<FileLock> lock = FileLock::acquire(root / (name + ".lock"));
+  if (!lock) {
+    error = lock.status().message();
+    return nullptr;
+  }
+  const fs::path dir = root / name;
+  const fs::path work = root / (name + ".tmp");
+  bool cached = fs::exists(dir, ec);
+  if (cached && !libraryIntact(dir)) {
+    componentLogger("kernelgen")->warn("{}: the cached host library is damaged (checksum); rebuilding it", dir.string());
+    cached = false;
+  }
+  if (!cached && !compileLibrary(work, dir, unit, kernels, error)) return nullptr;
+  std::shared_ptr<HostKernels> result = loadLibrary(dir / kLibraryName, kernels, error);
+  if (result == nullptr && cached) {
+    componentLogger("kernelgen")->warn("{}; rebuilding it", error);
+    cached = false;
+    if (!compileLibrary(work, dir, unit, kernels, error)) return nullptr;
+    result = loadLibrary(dir / kLibraryName, kernels, error);
+  }
+  if (result != nullptr) result->fromCache = cached;
+  return result;
+}
+
+}  // namespace
+
+std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error,
+                                                    const std::string& cacheDir) {
+  static std::mutex mutex;
+  static std::map<uint64_t, std::shared_ptr<const HostKernels>> loaded;
+
+  const std::string unit = hostTranslationUnit(kernels);
+  const uint64_t hash = libraryHash(unit, kernels);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = loaded.find(hash); it != loaded.end()) {
+    // Loaded by this process already: the same functions, and nothing was compiled for this call.
+    auto again = std::make_shared<HostKernels>(*it->second);
+    again->fromCache = true;
+    return again;
+  }
+  std::shared_ptr<HostKernels> result = buildOrLoad(cacheRoot(cacheDir), hashFileName(hash), unit, kernels, error);
+  if (result != nullptr) loaded.emplace(hash, result);
   return result;
 }
 

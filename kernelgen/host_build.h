@@ -3,10 +3,13 @@
 //
 // In:  the GeneratedKernels of one plan.
 // Out: HostKernels: a callable per rank, and the setter of the calling thread's blockIdx.
-// Libraries are cached by a hash of the sources, the device headers and the compile command (a
-// directory under the system temp dir, or $TUCCL_KERNELGEN_CACHE), so test processes share them.
-// The directory holds everything the library was built from: the generated sources and the
-// device headers (embedded in TuCCL, written out under device/), so no source tree is needed.
+// Libraries are cached by a hash of the sources, the device headers and the compile command (in
+// the caller's cache directory, else $TUCCL_KERNELGEN_CACHE, else a directory under the system
+// temp dir), so processes share them. An entry's directory holds everything the library was built
+// from: the generated sources and the device headers (embedded in TuCCL, written out under
+// device/), so no source tree is needed, and the library's checksum. Processes sharing a cache
+// build an entry once (a lock file per entry); a library that fails its checksum (truncated,
+// damaged) or does not load is rebuilt.
 // The compiler: $TUCCL_HOST_CXX, else $CXX (either may be a command line such as "ccache g++"),
 // else the C++ compiler TuCCL was built with if it still exists, else `c++` from PATH.
 #pragma once
@@ -29,8 +32,10 @@ struct HostKernels {
   bool fromCache = false;
 };
 
-/// Compiles (or finds in the cache) and loads the host library of `kernels`. On failure returns
-/// null and sets `error` to the compiler's output, naming the generated files.
-std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error);
+/// Compiles (or finds in the cache) and loads the host library of `kernels`; `fromCache` says
+/// that this call compiled nothing. `cacheDir`: the cache directory; empty: the default above. On
+/// failure returns null and sets `error` to the compiler's output, naming the generated files.
+std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error,
+                                                    const std::string& cacheDir = {});
 
 }  // namespace tuccl

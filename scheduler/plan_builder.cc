@@ -56,6 +56,25 @@ Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
   return plan;
 }
 
+namespace {
+
+// Runs the program with the overrides and proves it; the first diagnostic of a failed proof.
+Expected<Algorithm> compileAndProve(const SourceText& source, const RescclParameters& parameters) {
+  RescclOptions options;
+  options.parameterOverrides = parameters;
+  Expected<Algorithm> algorithm = compileResccl(source, options);
+  if (!algorithm) return algorithm;
+  const CheckReport report = checkAlgorithm(*algorithm);
+  if (!report.ok()) {
+    const std::vector<Diagnostic> diagnostics = violationDiagnostics(*algorithm, *report.violation);
+    if (!diagnostics.empty()) return Status(ErrorCode::InvalidInput, diagnostics.front());
+    return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, "the algorithm fails the semantic check");
+  }
+  return algorithm;
+}
+
+}  // namespace
+
 Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode) {
   SourceText source;
   try {
@@ -63,18 +82,15 @@ Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks,
   } catch (const DiagnosticError& error) {
     return statusFromDiagnostic(error, ErrorCode::IoError);
   }
-  RescclOptions options;
-  if (nRanks > 0) options.parameterOverrides.emplace_back("nRanks", nRanks);
-  if (gpusPerNode > 0) options.parameterOverrides.emplace_back("GPUPerNode", gpusPerNode);
-  Expected<Algorithm> algorithm = compileResccl(source, options);
-  if (!algorithm) return algorithm;
-  const CheckReport report = checkAlgorithm(*algorithm);
-  if (!report.ok()) {
-    const std::vector<Diagnostic> diagnostics = violationDiagnostics(*algorithm, *report.violation);
-    if (!diagnostics.empty()) return Status(ErrorCode::InvalidInput, diagnostics.front());
-    return makeError(ErrorCode::InvalidInput, path, SourceLoc{}, "the algorithm fails the semantic check");
-  }
-  return algorithm;
+  RescclParameters parameters;
+  if (nRanks > 0) parameters.emplace_back("nRanks", nRanks);
+  if (gpusPerNode > 0) parameters.emplace_back("GPUPerNode", gpusPerNode);
+  return compileAndProve(source, parameters);
+}
+
+Expected<Algorithm> loadRescclAlgorithmFromText(const std::string& name, std::string text,
+                                                const RescclParameters& parameters) {
+  return compileAndProve(SourceText(name, std::move(text)), parameters);
 }
 
 }  // namespace tuccl

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "lang/algorithm.h"
 #include "plan/plan.h"
@@ -41,5 +43,14 @@ Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request);
 /// Reads and runs a ResCCLang program with nRanks / GPUPerNode overridden (when > 0) and proves it
 /// with the semantic checker; an error status naming file:line:col on a bad program or a failed proof.
 Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode);
+
+/// Header parameters of a ResCCLang program to override, by name, in order: nRanks, GPUPerNode,
+/// Root, nChannels, nChunks, nScratch ... (RescclOptions::parameterOverrides).
+using RescclParameters = std::vector<std::pair<std::string, int64_t>>;
+
+/// As loadRescclAlgorithm, for a program already in memory (an embedded built-in, a table's
+/// file read once): `name` names it in diagnostics and is the default AlgoName's source.
+Expected<Algorithm> loadRescclAlgorithmFromText(const std::string& name, std::string text,
+                                                const RescclParameters& parameters);
 
 }  // namespace tuccl

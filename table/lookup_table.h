@@ -71,6 +71,9 @@ struct TableEntry {
   std::vector<Choice> choices;  ///< primary first, then fallbacks; empty: keep NCCL's
   int32_t nChannels = 0;        ///< 0: keep NCCL's
   uint64_t chunkSize = 0;       ///< 0: keep NCCL's (v6+ getChunkSize only)
+  /// libtuccl only (the tuner ignores it): a built-in algorithm ("ring", "chain", "binomial",
+  /// "direct") or the path of a ResCCLang program; empty: chosen from the NCCL algorithm.
+  std::string tucclAlgorithm;
   // ---- provenance
   std::string comment;  ///< JSON "comment" (free text); empty: none
   uint32_t origin = 0;  ///< JSON: index in "entries"; CSV: 1-based line

@@ -1,26 +1,10 @@
 // Table files: reading the bytes within the size limit, detecting the format, hashing.
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "table/table_io.h"
 
 namespace tuccl {
-
-uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis and prime
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
-
-std::string formatHash(uint64_t hash) {
-  char text[19];
-  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(hash));
-  return text;
-}
 
 std::string formatTableError(const Status& status) {
   const Diagnostic& d = status.diagnostic();

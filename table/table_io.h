@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/hash.h"  // fnv1a64, formatHash: the table hash
 #include "support/status.h"
 #include "table/lookup_table.h"
 
@@ -39,11 +40,6 @@ struct CsvTable {
 /// environment, constants) fails the call (InvalidArgument listing it) unless `lossy`, which drops
 /// it and lists it in `dropped`.
 Expected<CsvTable> writeTableCsv(const LookupTable& table, bool lossy);
-
-/// FNV-1a 64 of the bytes.
-uint64_t fnv1a64(std::string_view bytes);
-/// "0x" and 16 hex digits.
-std::string formatHash(uint64_t hash);
 
 /// A table file as the plugin and the tools load it.
 struct LoadedTable {

@@ -124,7 +124,7 @@ void readKeyCommon(const Json& object, const std::string& path, int32_t& nNodes,
 TableEntry readEntry(const Json& object, const std::string& path, uint32_t index) {
   checkKeys(object, path,
             {"collective", "minBytes", "maxBytes", "nNodes", "nRanks", "topology", "numPipeOps", "regBuff",
-             "algorithm", "protocol", "fallback", "nChannels", "chunkSize", "comment"});
+             "algorithm", "protocol", "fallback", "nChannels", "chunkSize", "tucclAlgorithm", "comment"});
   TableEntry entry;
   entry.origin = index;
   auto coll = object.find("collective");
@@ -176,6 +176,11 @@ TableEntry readEntry(const Json& object, const std::string& path, uint32_t index
     entry.chunkSize = readBytes(*it, path + ".chunkSize");
     if (entry.chunkSize == 0)
       fail(path + ".chunkSize", "the chunk size must be positive (omit it to keep NCCL's)");
+  }
+  if (auto it = object.find("tucclAlgorithm"); it != object.end()) {
+    entry.tucclAlgorithm = readString(*it, path + ".tucclAlgorithm");
+    if (entry.tucclAlgorithm.empty())
+      fail(path + ".tucclAlgorithm", "expected a built-in algorithm name or a ResCCLang file, got \"\"");
   }
   if (auto it = object.find("comment"); it != object.end())
     entry.comment = readString(*it, path + ".comment");
@@ -376,6 +381,7 @@ std::string writeTableJson(const LookupTable& table) {
     }
     if (entry.nChannels > 0) e["nChannels"] = entry.nChannels;
     if (entry.chunkSize > 0) e["chunkSize"] = byteSizeJson(entry.chunkSize);
+    if (!entry.tucclAlgorithm.empty()) e["tucclAlgorithm"] = entry.tucclAlgorithm;
     if (!entry.comment.empty()) e["comment"] = entry.comment;
     entries.push_back(std::move(e));
   }

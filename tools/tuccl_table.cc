@@ -73,6 +73,7 @@ std::string describeDecision(const TableEntry& entry) {
   text += "\n  nChannels: " + (entry.nChannels > 0 ? std::to_string(entry.nChannels) : std::string("NCCL's"));
   text += "\n  chunk size (v6): " +
           (entry.chunkSize > 0 ? std::to_string(entry.chunkSize) + " B" : std::string("NCCL's"));
+  if (!entry.tucclAlgorithm.empty()) text += "\n  libtuccl algorithm: " + entry.tucclAlgorithm;
   return text;
 }
 

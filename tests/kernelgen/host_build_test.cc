@@ -1,11 +1,14 @@
 // The host build takes its compiler from $TUCCL_HOST_CXX, else $CXX (a command line, split into
 // words), and builds from the embedded device headers, which it leaves beside the generated
-// sources in the cache directory.
+// sources in the cache directory. Processes sharing a cache build a library once, and a damaged
+// library is rebuilt.
 #include "kernelgen/host_build.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -97,6 +100,81 @@ TEST(HostBuild, NamesTheCompilerThatFailed) {
   std::string error;
   EXPECT_EQ(buildHostKernels(markedKernel(3), error), nullptr);
   EXPECT_NE(error.find("/nonexistent/tuccl-test-c++"), std::string::npos) << error;
+  fs::remove_all(cache);
+}
+
+// Runs `body` in a child process; its exit status (-1 when it did not exit normally).
+template <typename Body>
+pid_t spawn(Body body) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  return pid;
+}
+
+int exitStatus(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// In a child: 10 when the library was found in the cache, 11 when the child compiled it, 1 on error.
+int buildInChild(int mark, const fs::path& cache) {
+  std::string error;
+  auto kernels = buildHostKernels(markedKernel(mark), error, cache.string());
+  if (kernels == nullptr || kernels->ranks.size() != 1) return 1;
+  return kernels->fromCache ? 10 : 11;
+}
+
+TEST(HostBuild, TakesTheCacheDirectoryOfTheCaller) {
+  const fs::path cache = freshCache("caller_dir");
+  ScopedEnv cacheEnv("TUCCL_KERNELGEN_CACHE", "/nonexistent/tuccl-kernel-cache");
+  ScopedEnv hostCxx("TUCCL_HOST_CXX", "c++ -DTUCCL_TEST_MARK=4");
+  std::string error;
+  auto kernels = buildHostKernels(markedKernel(4), error, cache.string());
+  ASSERT_NE(kernels, nullptr) << error;
+  EXPECT_EQ(fs::path(kernels->libraryPath).parent_path().parent_path(), cache);
+  // The same kernels again in this process: loaded already, nothing compiled.
+  auto again = buildHostKernels(markedKernel(4), error, cache.string());
+  ASSERT_NE(again, nullptr) << error;
+  EXPECT_TRUE(again->fromCache);
+  EXPECT_EQ(again->ranks, kernels->ranks);
+  fs::remove_all(cache);
+}
+
+TEST(HostBuild, ConcurrentProcessesBuildALibraryOnce) {
+  const fs::path cache = freshCache("concurrent");
+  ScopedEnv hostCxx("TUCCL_HOST_CXX", "c++ -DTUCCL_TEST_MARK=5");
+  std::vector<pid_t> children;
+  for (int i = 0; i < 3; ++i) children.push_back(spawn([&] { return buildInChild(5, cache); }));
+  int compiled = 0;
+  for (pid_t child : children) {
+    const int status = exitStatus(child);
+    EXPECT_TRUE(status == 10 || status == 11) << status;
+    compiled += status == 11 ? 1 : 0;
+  }
+  EXPECT_EQ(compiled, 1);
+  fs::remove_all(cache);
+}
+
+TEST(HostBuild, RebuildsATruncatedLibrary) {
+  const fs::path cache = freshCache("truncated");
+  ScopedEnv hostCxx("TUCCL_HOST_CXX", "c++ -DTUCCL_TEST_MARK=6");
+  // Built by another process, so this one has not loaded it.
+  ASSERT_EQ(exitStatus(spawn([&] { return buildInChild(6, cache); })), 11);
+  fs::path library;
+  for (const auto& entry : fs::recursive_directory_iterator(cache)) {
+    if (entry.path().filename() == "libtuccl_kernels.so") library = entry.path();
+  }
+  ASSERT_FALSE(library.empty());
+  fs::resize_file(library, fs::file_size(library) / 2);
+  std::string error;
+  auto kernels = buildHostKernels(markedKernel(6), error, cache.string());
+  ASSERT_NE(kernels, nullptr) << error;
+  EXPECT_FALSE(kernels->fromCache);  // rebuilt
+  EXPECT_EQ(kernels->libraryPath, library.string());
+  EXPECT_GT(fs::file_size(library), 0u);
+  // A later process finds the rebuilt library intact.
+  EXPECT_EQ(exitStatus(spawn([&] { return buildInChild(6, cache); })), 10);
   fs::remove_all(cache);
 }
 

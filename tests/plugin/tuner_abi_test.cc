@@ -341,6 +341,39 @@ TEST(TunerAbi, UnavailableEntriesAreNeverChosen) {
   }
 }
 
+TEST(TunerAbi, LibtucclAlgorithmsInTheTableChangeNoDecision) {
+  // The same table with a libtuccl algorithm on every entry: the tuner reads it and decides, for
+  // every collective, size and availability mask, exactly as without them.
+  tuccl::Expected<tuccl::LoadedTable> loaded = tuccl::loadTableFile(kData + "valid.json");
+  ASSERT_TRUE(loaded.ok());
+  tuccl::LookupTable withAlgorithms = loaded->table;
+  for (tuccl::TableEntry& entry : withAlgorithms.entries) entry.tucclAlgorithm = "ring";
+  const std::string path = tempPath("libtuccl_algorithms.json");
+  {
+    std::ofstream out(path);
+    out << tuccl::writeTableJson(withAlgorithms);
+  }
+  std::mt19937 rng(5);
+  ScopedEnv plain({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
+  Comm reference(16, 2);
+  ScopedEnv extended({{"TUCCL_TUNER_TABLE", path}});
+  Comm comm(16, 2);
+  for (int i = 0; i < 2000; ++i) {
+    Costs costs(static_cast<size_t>(A) * P);
+    for (float& c : costs) c = rng() % 3 == 0 ? -1.0f : static_cast<float>(rng() % 100);
+    Costs expected = costs;
+    auto coll = static_cast<ncclFunc_t>(rng() % 5);
+    size_t bytes = static_cast<size_t>(1) << (rng() % 34);
+    int channels = 0;
+    int expectedChannels = 0;
+    ASSERT_EQ(reference.collInfo(coll, bytes, 1, asTable(expected), A, P, 0, &expectedChannels), ncclSuccess);
+    ASSERT_EQ(comm.collInfo(coll, bytes, 1, asTable(costs), A, P, 0, &channels), ncclSuccess);
+    ASSERT_EQ(costs, expected) << "coll " << coll << " bytes " << bytes;
+    ASSERT_EQ(channels, expectedChannels);
+  }
+  std::remove(path.c_str());
+}
+
 TEST(TunerAbi, V5V4V3UseTheSameDecisions) {
   ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
   void* c5 = nullptr;

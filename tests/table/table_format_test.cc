@@ -192,6 +192,31 @@ TEST(TableJson, ErrorsNameThePlace) {
       4);
 }
 
+TEST(TableJson, LibtucclAlgorithmRoundTripsAndCsvCannotHoldIt) {
+  LookupTable t = parseJson(
+      "{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"algorithm\": \"ring\", "
+      "\"tucclAlgorithm\": \"algorithms/hm.resccl\"}, {\"collective\": \"broadcast\", "
+      "\"tucclAlgorithm\": \"binomial\"}]}");
+  ASSERT_EQ(t.entries.size(), 2u);
+  EXPECT_EQ(t.entries[0].tucclAlgorithm, "algorithms/hm.resccl");
+  EXPECT_EQ(t.entries[0].choices, (std::vector<Choice>{{A::Ring, kAny}}));
+  EXPECT_EQ(t.entries[1].tucclAlgorithm, "binomial");
+  EXPECT_TRUE(t.entries[1].choices.empty()) << "a libtuccl algorithm decides nothing for NCCL";
+  EXPECT_EQ(parseJson(writeTableJson(t)), t);
+  EXPECT_EQ(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"tucclAlgorithm\": 3}]}"),
+            "t.json: entries[0].tucclAlgorithm: expected a string, got 3");
+  EXPECT_NE(jsonError("{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"tucclAlgorithm\": \"\"}]}")
+                .find("entries[0].tucclAlgorithm: expected a built-in algorithm name or a ResCCLang file"),
+            std::string::npos);
+  Expected<CsvTable> refused = writeTableCsv(t, false);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("entries[0]: tucclAlgorithm"), std::string::npos)
+      << refused.status().message();
+  Expected<CsvTable> lossy = writeTableCsv(t, true);
+  ASSERT_TRUE(lossy);
+  EXPECT_EQ(lossy->dropped.size(), 2u);
+}
+
 TEST(TableJson, SyntaxErrorHasLineAndColumn) {
   Expected<LookupTable> result = readTableJson("{\n  \"version\": 1,\n  \"entries\": [,]\n}\n", "t.json");
   ASSERT_FALSE(result.ok());

@@ -1,0 +1,448 @@
+// The plan cache (plan_cache.h): selection (plan_selection.h) -> the algorithm's program -> a plan
+// compiled once per identity, in memory (build-once futures) and on disk (plan_store.h).
+#include "backend/plan_cache.h"
+
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <stdexcept>
+
+#include "backend/builtin_algorithms.h"
+#include "backend/plan_selection.h"
+#include "backend/plan_store.h"
+#include "kernelgen/device_headers.h"
+#include "kernelgen/nvrtc.h"
+#include "plan/plan_json.h"
+#include "scheduler/plan_builder.h"
+#include "support/hash.h"
+#include "support/log.h"
+#include "support/text_values.h"
+#include "table/table_io.h"
+#include "tuccl/tuccl.h"
+
+namespace tuccl::backend {
+namespace {
+
+namespace fs = std::filesystem;
+
+using PlanPointer = std::shared_ptr<const CompiledPlan>;
+using PlanResult = Expected<PlanPointer>;
+
+// Part of every identity: a change of what the cache stores, or of TuCCL, starts new entries.
+constexpr std::string_view kCacheFormat = "tuccl-plan-cache 1";
+
+std::shared_ptr<spdlog::logger> logger() { return componentLogger("backend"); }
+
+/// The program a selection runs.
+struct Program {
+  std::string name;  ///< "builtin/ring_allreduce.resccl", or the file's path
+  std::string text;
+  bool scratchBlockPerRank = false;
+};
+
+/// Everything a plan is built from, as one line, and its hash (the cache key).
+struct PlanIdentity {
+  std::string text;
+  std::string key;
+};
+
+uint64_t deviceHeadersHash() {
+  uint64_t hash = kFnv1a64OffsetBasis;
+  for (const EmbeddedFile& header : deviceHeaders()) hash = fnv1a64(header.text, fnv1a64(header.name, hash));
+  return hash;
+}
+
+PlanRequest planRequest(const PlanSelection& selection) {
+  PlanRequest request;  // HPDS with state-based TBs (ResCCL §4.3, §4.4)
+  request.config.protocol = Protocol::Simple;  // the kernels' one protocol: PUSH with credits
+  request.config.chunkSize = selection.chunkSize;
+  request.config.nChannels = selection.shape.nChannels;
+  return request;
+}
+
+std::string oneLine(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+PlanIdentity identityOf(const Program& program, const RescclParameters& parameters, const PlanRequest& request) {
+  static const uint64_t headers = deviceHeadersHash();
+  std::string text(kCacheFormat);
+  text += " | TuCCL " + std::to_string(TUCCL_VERSION_CODE) + " | device headers " + hashFileName(headers);
+  text += " | " + oneLine(program.name) + " " + hashFileName(fnv1a64(program.text)) + " |";
+  for (const auto& [name, value] : parameters) text += " " + name + "=" + std::to_string(value);
+  const PlanConfig& config = request.config;
+  text += " | " + std::string(schedulerName(request.scheduler)) + " tb auto | " +
+          std::string(protocolName(config.protocol)) + " " + std::to_string(config.nThreads) + " threads, chunk " +
+          std::to_string(config.chunkSize) + ", " + std::to_string(config.nChannels) + " channels";
+  return {text, hashFileName(fnv1a64(text))};
+}
+
+// ---- CUBINs on disk: per rank "rank <r> <bytes>\n" and the bytes.
+
+std::string serializeCubins(const std::vector<std::vector<char>>& cubins) {
+  std::string out;
+  for (size_t rank = 0; rank < cubins.size(); ++rank) {
+    out += "rank " + std::to_string(rank) + " " + std::to_string(cubins[rank].size()) + "\n";
+    out.append(cubins[rank].data(), cubins[rank].size());
+  }
+  return out;
+}
+
+std::optional<std::vector<std::vector<char>>> parseCubins(std::string_view payload, size_t nRanks) {
+  std::vector<std::vector<char>> cubins;
+  size_t at = 0;
+  while (cubins.size() < nRanks) {
+    const size_t newline = payload.find('\n', at);
+    if (newline == std::string_view::npos) return std::nullopt;
+    const std::string header(payload.substr(at, newline - at));
+    const std::string expect = "rank " + std::to_string(cubins.size()) + " ";
+    if (header.rfind(expect, 0) != 0) return std::nullopt;
+    size_t size = 0;
+    const std::string_view digits = std::string_view(header).substr(expect.size());
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
+    if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+    if (size > payload.size() - newline - 1) return std::nullopt;
+    const char* begin = payload.data() + newline + 1;
+    cubins.emplace_back(begin, begin + size);
+    at = newline + 1 + size;
+  }
+  if (at != payload.size()) return std::nullopt;
+  return cubins;
+}
+
+// The program text of a file a table names, resolved against the table's directory.
+fs::path resolveProgramPath(const std::string& path, const std::string& tablePath) {
+  const fs::path program(path);
+  if (program.is_absolute() || tablePath.empty()) return program;
+  return fs::path(tablePath).parent_path() / program;
+}
+
+Expected<std::string> readProgramFile(const fs::path& path) {
+  try {
+    return readSourceFile(path.string()).text();
+  } catch (const DiagnosticError& error) {
+    return statusFromDiagnostic(error, ErrorCode::NotFound);
+  }
+}
+
+}  // namespace
+
+struct PlanCache::Impl {
+  std::optional<LookupTable> table;
+  std::optional<CommIndex> index;
+  PlanCacheOptions options;
+  uint64_t tableHash = 0;
+  PlanStore store;
+
+  std::mutex mutex;
+  std::map<std::string, std::shared_future<PlanResult>> plans;  ///< by key: built once
+  std::map<std::string, PlanPointer> described;                ///< by key and description
+  std::map<std::string, Expected<std::string>> programFiles;    ///< by resolved path, read once
+
+  struct Counters {
+    std::atomic<int64_t> plansBuilt{0}, plansLoaded{0}, hostBuilds{0}, hostLoaded{0}, cubinsCompiled{0},
+        cubinsLoaded{0}, damagedEntries{0};
+  } counters;
+
+  Expected<std::string> programFile(const fs::path& path);
+  Expected<Program> programOf(const PlanSelection& selection);
+  Status entryError(const PlanSelection& selection, const Status& cause) const;
+  PlanResult planOf(const PlanSelection& selection);
+  PlanResult buildOnce(const PlanIdentity& identity, const Program& program, const RescclParameters& parameters,
+                       const PlanRequest& request, const PlanSelection& selection);
+  PlanResult compile(const PlanIdentity& identity, const Program& program, const RescclParameters& parameters,
+                     const PlanRequest& request, const PlanSelection& selection);
+  Expected<Plan> planFromStoreOrBuild(const PlanIdentity& identity, const Program& program,
+                                      const RescclParameters& parameters, const PlanRequest& request,
+                                      const PlanSelection& selection);
+  Expected<Plan> buildFromAlgorithm(const Program& program, const RescclParameters& parameters,
+                                    const PlanRequest& request, const PlanSelection& selection);
+  Status addCubins(const PlanIdentity& identity, CompiledPlan& compiled);
+  Status addHostKernels(CompiledPlan& compiled);
+  void noteDamaged(std::string_view name);
+};
+
+// ---- programs
+
+Expected<std::string> PlanCache::Impl::programFile(const fs::path& path) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = programFiles.find(path.string());
+  if (it == programFiles.end()) it = programFiles.emplace(path.string(), readProgramFile(path)).first;
+  return it->second;
+}
+
+Expected<Program> PlanCache::Impl::programOf(const PlanSelection& selection) {
+  if (selection.builtin) {
+    const BuiltinAlgorithm* builtin = findBuiltinAlgorithm(selection.algorithm, selection.collective);
+    if (builtin == nullptr) {
+      return makeError(ErrorCode::Internal, "no built-in " + selection.algorithm + " " +
+                                                std::string(collectiveName(selection.collective)));
+    }
+    return Program{"builtin/" + std::string(builtin->fileName), std::string(builtin->text),
+                   builtin->scratchBlockPerRank};
+  }
+  const fs::path path = resolveProgramPath(selection.algorithm, options.tablePath);
+  Expected<std::string> text = programFile(path);
+  if (!text) return text.status();
+  return Program{path.string(), *text, false};
+}
+
+// An entry's algorithm that does not load or prove: the table, the entry and the reason.
+Status PlanCache::Impl::entryError(const PlanSelection& selection, const Status& cause) const {
+  if (selection.entry == nullptr || selection.entry->tucclAlgorithm.empty()) return cause;
+  return makeError(cause.code() == ErrorCode::Internal ? ErrorCode::Internal : ErrorCode::InvalidInput,
+                   tableDisplayName(options), {},
+                   "entries[" + std::to_string(selection.entry->origin) + "].tucclAlgorithm \"" +
+                       selection.entry->tucclAlgorithm + "\": " + formatTableError(cause));
+}
+
+// ---- the plan itself
+
+Expected<Plan> PlanCache::Impl::buildFromAlgorithm(const Program& program, const RescclParameters& parameters,
+                                                   const PlanRequest& request, const PlanSelection& selection) {
+  Expected<Algorithm> algorithm = loadRescclAlgorithmFromText(program.name, program.text, parameters);
+  if (!algorithm) return algorithm.status();
+  if (algorithm->collective != selection.collective) {
+    return makeError(ErrorCode::InvalidInput, program.name, {},
+                     "the program's collective is " + std::string(collectiveName(algorithm->collective)) +
+                         ", the call's " + std::string(collectiveName(selection.collective)));
+  }
+  try {
+    Plan plan = buildPlan(*algorithm, request);
+    ++counters.plansBuilt;
+    return plan;
+  } catch (const std::exception& error) {
+    return makeError(ErrorCode::Internal, program.name, {}, std::string("scheduling failed: ") + error.what());
+  }
+}
+
+void PlanCache::Impl::noteDamaged(std::string_view name) {
+  ++counters.damagedEntries;
+  logger()->warn("plan cache: {} failed its checksum; removed and rebuilt", std::string(name));
+}
+
+Expected<Plan> PlanCache::Impl::planFromStoreOrBuild(const PlanIdentity& identity, const Program& program,
+                                                     const RescclParameters& parameters, const PlanRequest& request,
+                                                     const PlanSelection& selection) {
+  const std::string name = "plans/" + identity.key + ".plan";
+  if (store.enabled()) {
+    const PlanStore::Lookup found = store.read(name, identity.text);
+    if (found.state == PlanStore::State::Damaged) noteDamaged(name);
+    if (found.state == PlanStore::State::Found) {
+      Expected<Plan> plan = readPlanJson(SourceText(name, found.payload));
+      if (plan) {
+        ++counters.plansLoaded;
+        return plan;
+      }
+      noteDamaged(name);  // sealed but unreadable: written by another TuCCL build
+    }
+  }
+  Expected<Plan> plan = buildFromAlgorithm(program, parameters, request, selection);
+  if (plan && store.enabled()) {
+    if (Status status = store.write(name, identity.text, writePlanJson(*plan)); !status)
+      logger()->warn("plan cache: {}", status.message());
+  }
+  return plan;
+}
+
+Status PlanCache::Impl::addCubins(const PlanIdentity& identity, CompiledPlan& compiled) {
+  if (options.cudaArch.empty()) return {};
+  if (!nvrtcAvailable()) {
+    return makeError(ErrorCode::Unsupported, "CUBINs for " + options.cudaArch + " need NVRTC, which this build lacks");
+  }
+  const std::string name = "cubins/" + identity.key + "-" + oneLine(options.cudaArch) + ".cubins";
+  if (store.enabled()) {
+    const PlanStore::Lookup found = store.read(name, identity.text);
+    if (found.state == PlanStore::State::Damaged) noteDamaged(name);
+    if (found.state == PlanStore::State::Found) {
+      if (auto cubins = parseCubins(found.payload, compiled.kernels.size())) {
+        compiled.cubins = std::move(*cubins);
+        ++counters.cubinsLoaded;
+        return {};
+      }
+      noteDamaged(name);
+    }
+  }
+  for (const GeneratedKernel& kernel : compiled.kernels) {
+    NvrtcResult result = compileWithNvrtc(kernel, options.cudaArch);
+    ++counters.cubinsCompiled;
+    if (!result.ok) return makeError(ErrorCode::Internal, result.error + "\n" + result.log);
+    compiled.cubins.push_back(std::move(result.cubin));
+  }
+  if (store.enabled()) {
+    if (Status status = store.write(name, identity.text, serializeCubins(compiled.cubins)); !status)
+      logger()->warn("plan cache: {}", status.message());
+  }
+  return {};
+}
+
+Status PlanCache::Impl::addHostKernels(CompiledPlan& compiled) {
+  if (!options.hostKernels) return {};
+  std::string error;
+  compiled.host = buildHostKernels(compiled.kernels, error, store.hostDirectory());
+  if (compiled.host == nullptr) return makeError(ErrorCode::Internal, error);
+  ++(compiled.host->fromCache ? counters.hostLoaded : counters.hostBuilds);
+  return {};
+}
+
+PlanResult PlanCache::Impl::compile(const PlanIdentity& identity, const Program& program,
+                                    const RescclParameters& parameters, const PlanRequest& request,
+                                    const PlanSelection& selection) {
+  auto compiled = std::make_shared<CompiledPlan>();
+  compiled->key = identity.key;
+  compiled->description = describeSelection(selection);
+  {
+    // Another process building the same entry finishes before this one looks.
+    std::optional<FileLock> entryLock;
+    if (store.enabled()) {
+      Expected<FileLock> lock = store.lock(identity.key);
+      if (lock) entryLock.emplace(std::move(*lock));
+    }
+    Expected<Plan> plan = planFromStoreOrBuild(identity, program, parameters, request, selection);
+    if (!plan) return plan.status();
+    compiled->plan = std::move(*plan);
+    try {
+      compiled->layout = layoutKernels(compiled->plan);
+    } catch (const std::exception& error) {
+      return makeError(ErrorCode::Internal, program.name + ": " + error.what());
+    }
+    for (int32_t rank = 0; rank < compiled->plan.nRanks; ++rank)
+      compiled->kernels.push_back(generateRankKernel(compiled->plan, compiled->layout, rank));
+    if (Status status = addCubins(identity, *compiled); !status) return status;
+  }
+  if (Status status = addHostKernels(*compiled); !status) return status;
+  logger()->info("plan {}: {}", identity.key, compiled->description);
+  return PlanPointer(std::move(compiled));
+}
+
+// The plan of `identity`, built by the first caller; concurrent callers wait for it. A failure
+// is handed to the callers waiting for it and forgotten, so a later call tries again.
+PlanResult PlanCache::Impl::buildOnce(const PlanIdentity& identity, const Program& program,
+                                      const RescclParameters& parameters, const PlanRequest& request,
+                                      const PlanSelection& selection) {
+  std::promise<PlanResult> promise;
+  std::shared_future<PlanResult> future;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = plans.find(identity.key);
+    if (it != plans.end()) {
+      future = it->second;
+    } else {
+      plans.emplace(identity.key, promise.get_future().share());
+    }
+  }
+  if (future.valid()) return future.get();
+  PlanResult result = [&]() -> PlanResult {
+    try {
+      return compile(identity, program, parameters, request, selection);
+    } catch (const std::exception& error) {
+      return makeError(ErrorCode::Internal, std::string("plan compilation failed: ") + error.what());
+    } catch (...) {
+      return makeError(ErrorCode::Internal, "plan compilation failed");
+    }
+  }();
+  if (!result) {
+    std::lock_guard<std::mutex> lock(mutex);
+    plans.erase(identity.key);
+  }
+  promise.set_value(result);
+  return result;
+}
+
+PlanResult PlanCache::Impl::planOf(const PlanSelection& selection) {
+  Expected<Program> program = programOf(selection);
+  if (!program) return entryError(selection, program.status());
+  const RescclParameters parameters =
+      algorithmParameters(selection.collective, selection.shape, program->scratchBlockPerRank);
+  const PlanRequest request = planRequest(selection);
+  const PlanIdentity identity = identityOf(*program, parameters, request);
+  PlanResult built = buildOnce(identity, *program, parameters, request, selection);
+  if (!built) return entryError(selection, built.status());
+  // One compiled plan serves every selection with its identity; each gets its own description.
+  const std::string description = describeSelection(selection);
+  if ((*built)->description == description) return built;
+  std::lock_guard<std::mutex> lock(mutex);
+  PlanPointer& copy = described[identity.key + "\n" + description];
+  if (copy == nullptr) {
+    auto renamed = std::make_shared<CompiledPlan>(**built);
+    renamed->description = description;
+    copy = std::move(renamed);
+  }
+  return copy;
+}
+
+// ---- PlanCache
+
+PlanCache::PlanCache(std::optional<LookupTable> table, PlanCacheOptions options) : impl_(std::make_shared<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->table = std::move(table);
+  if (impl_->table) {
+    impl_->index = CommIndex::build(*impl_->table,
+                                    CommKey{impl_->options.nNodes, impl_->options.nRanks, impl_->options.topology});
+    // The table's canonical JSON, and the content of every program file it names: ranks whose
+    // tables or programs differ would run different plans.
+    uint64_t hash = fnv1a64(writeTableJson(*impl_->table));
+    for (const TableEntry& entry : impl_->table->entries) {
+      if (entry.tucclAlgorithm.empty() || isBuiltinFamily(entry.tucclAlgorithm)) continue;
+      const Expected<std::string> text =
+          impl_->programFile(resolveProgramPath(entry.tucclAlgorithm, impl_->options.tablePath));
+      hash = fnv1a64(text ? *text : "unreadable " + entry.tucclAlgorithm, hash);
+    }
+    impl_->tableHash = hash == 0 ? 1 : hash;  // 0 means "no table"
+  }
+  std::string problem;
+  impl_->store = PlanStore::open(impl_->options.cacheDir, problem);
+  if (!problem.empty()) logger()->warn("plan cache: {}; plans are kept in memory only", problem);
+}
+
+uint64_t PlanCache::tableHash() const { return impl_->tableHash; }
+
+Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const PlanQuery& query) {
+  const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
+  const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
+  Expected<PlanSelection> selection = selectPlan(query, table, index, impl_->options);
+  if (!selection) return selection.status();
+  return impl_->planOf(*selection);
+}
+
+PlanCacheStats PlanCache::stats() const {
+  const Impl::Counters& c = impl_->counters;
+  PlanCacheStats stats;
+  stats.plansBuilt = c.plansBuilt;
+  stats.plansLoaded = c.plansLoaded;
+  stats.hostBuilds = c.hostBuilds;
+  stats.hostLoaded = c.hostLoaded;
+  stats.cubinsCompiled = c.cubinsCompiled;
+  stats.cubinsLoaded = c.cubinsLoaded;
+  stats.damagedEntries = c.damagedEntries;
+  stats.diskCache = impl_->store.enabled();
+  return stats;
+}
+
+// ---- the environment
+
+Expected<std::optional<LookupTable>> loadTableFromEnvironment() {
+  const char* path = std::getenv("TUCCL_TUNER_TABLE");
+  if (path == nullptr || *path == '\0') return std::optional<LookupTable>();
+  Expected<LoadedTable> loaded = loadTableFile(path);
+  if (!loaded) return loaded.status();
+  return std::optional<LookupTable>(std::move(loaded->table));
+}
+
+std::string defaultCacheDir() {
+  auto variable = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value == nullptr ? std::string() : std::string(value);
+  };
+  if (std::string dir = variable("TUCCL_CACHE_DIR"); !dir.empty()) return dir;
+  if (std::string dir = variable("XDG_CACHE_HOME"); !dir.empty()) return (fs::path(dir) / "tuccl").string();
+  if (std::string dir = variable("HOME"); !dir.empty()) return (fs::path(dir) / ".cache" / "tuccl").string();
+  return {};
+}
+
+}  // namespace tuccl::backend

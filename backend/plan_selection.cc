@@ -1,0 +1,161 @@
+#include "backend/plan_selection.h"
+
+#include <limits>
+
+#include "support/text_values.h"
+
+namespace tuccl::backend {
+namespace {
+
+Status checkQuery(const PlanQuery& query, const PlanCacheOptions& options) {
+  if (options.nRanks < 2) {
+    return makeError(ErrorCode::InvalidArgument, "a plan needs at least 2 ranks (got " +
+                                                     std::to_string(options.nRanks) +
+                                                     "); one rank copies locally");
+  }
+  if (options.nNodes < 1 || options.nNodes > options.nRanks) {
+    return makeError(ErrorCode::InvalidArgument, "nNodes " + std::to_string(options.nNodes) + " is not in [1, " +
+                                                     std::to_string(options.nRanks) + "]");
+  }
+  if (query.count < 0) {
+    return makeError(ErrorCode::InvalidArgument, "a negative count (" + std::to_string(query.count) + ")");
+  }
+  if (hasRoot(query.collective) && (query.root < 0 || query.root >= options.nRanks)) {
+    return makeError(ErrorCode::InvalidArgument, std::string(collectiveName(query.collective)) + " root " +
+                                                     std::to_string(query.root) + " is not a rank in [0, " +
+                                                     std::to_string(options.nRanks) + ")");
+  }
+  if (options.defaultChannels < 1 || options.defaultChunkSize < 1) {
+    return makeError(ErrorCode::InvalidArgument, "the default nChannels and chunk size must be positive");
+  }
+  return {};
+}
+
+// "RING/SIMPLE, 2 channels" for a table entry's decision.
+std::string entrySummary(const TableEntry& entry) {
+  std::string text;
+  if (!entry.choices.empty()) {
+    const Choice& choice = entry.choices.front();
+    text = choice.algorithm ? std::string(ncclAlgorithmName(*choice.algorithm)) : "any";
+    text += "/";
+    text += choice.protocol ? toUpperCase(protocolName(*choice.protocol)) : "any";
+  }
+  if (entry.nChannels > 0) text += (text.empty() ? "" : ", ") + std::to_string(entry.nChannels) + " channels";
+  if (!entry.tucclAlgorithm.empty()) text += (text.empty() ? "" : ", ") + ("tucclAlgorithm " + entry.tucclAlgorithm);
+  std::string sizes = "all sizes";
+  if (entry.maxBytes != UINT64_MAX) {
+    sizes = formatByteSize(entry.minBytes) + ".." + formatByteSize(entry.maxBytes);
+  } else if (entry.minBytes > 0) {
+    sizes = formatByteSize(entry.minBytes) + " and more";
+  }
+  text += (text.empty() ? "" : ", ") + sizes;
+  return "table entry " + std::to_string(entry.origin) + (text.empty() ? "" : " (" + text + ")");
+}
+
+// The built-in family of an entry's primary NCCL algorithm, or why there is none.
+std::optional<std::string_view> familyOfNcclAlgorithm(const TableEntry& entry, Collective collective,
+                                                      std::string& why) {
+  const std::optional<NcclAlgorithm> algorithm =
+      entry.choices.empty() ? std::nullopt : entry.choices.front().algorithm;
+  if (!algorithm) {
+    why = "the entry names no NCCL algorithm";
+    return std::nullopt;
+  }
+  const bool rooted = hasRoot(collective);
+  switch (*algorithm) {
+    case NcclAlgorithm::Ring: return rooted ? "chain" : "ring";
+    case NcclAlgorithm::Tree:
+      if (rooted) return "binomial";
+      why = "libtuccl runs a TREE " + std::string(collectiveName(collective)) + " as its ring";
+      return "ring";
+    default:
+      why = std::string(ncclAlgorithmName(*algorithm)) + " is not a libtuccl algorithm";
+      return std::nullopt;
+  }
+}
+
+// The entry's own algorithm: a built-in family (checked against the collective) or a file.
+Status takeEntryAlgorithm(const TableEntry& entry, const PlanCacheOptions& options, PlanSelection& selection) {
+  selection.algorithm = entry.tucclAlgorithm;
+  selection.builtin = isBuiltinFamily(entry.tucclAlgorithm);
+  if (selection.builtin && findBuiltinAlgorithm(entry.tucclAlgorithm, selection.collective) == nullptr) {
+    const std::string collective(collectiveName(selection.collective));
+    return makeError(ErrorCode::InvalidInput, tableDisplayName(options), {},
+                     "entries[" + std::to_string(entry.origin) + "].tucclAlgorithm: there is no built-in " +
+                         toLowerCase(entry.tucclAlgorithm) + " " + collective + " (built-ins for " + collective +
+                         ": " + builtinFamiliesOf(selection.collective) + ")");
+  }
+  if (selection.builtin) selection.algorithm = toLowerCase(entry.tucclAlgorithm);
+  return {};
+}
+
+}  // namespace
+
+std::string tableDisplayName(const PlanCacheOptions& options) {
+  return options.tablePath.empty() ? std::string("the tuning table") : options.tablePath;
+}
+
+uint64_t tunerBytes(const PlanQuery& query, int32_t nRanks) {
+  const uint64_t bytes = static_cast<uint64_t>(query.count) * static_cast<uint64_t>(dataTypeSize(query.dataType));
+  switch (query.collective) {
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll: return bytes * static_cast<uint64_t>(nRanks);
+    case Collective::Broadcast:
+    case Collective::Reduce:
+    case Collective::AllReduce: return bytes;
+  }
+  return bytes;
+}
+
+Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
+                                   const PlanCacheOptions& options) {
+  if (Status status = checkQuery(query, options); !status) return status;
+  PlanSelection selection;
+  selection.collective = query.collective;
+  selection.shape = {options.nRanks, options.nNodes, hasRoot(query.collective) ? query.root : -1,
+                     options.defaultChannels};
+  selection.chunkSize = options.defaultChunkSize;
+  const uint64_t bytes = tunerBytes(query, options.nRanks);
+  const CompiledDecision* decision =
+      index == nullptr ? nullptr
+                       : index->lookup(static_cast<int>(query.collective), bytes, kQueryPipeOps, kQueryRegBuff);
+  std::string why;
+  std::optional<std::string_view> family;
+  if (decision != nullptr) {
+    const TableEntry& entry = table->entries[decision->entryIndex];
+    selection.entry = &entry;
+    selection.reason = entrySummary(entry);
+    if (entry.nChannels > 0) selection.shape.nChannels = entry.nChannels;
+    if (entry.chunkSize > 0) {
+      selection.chunkSize = static_cast<int64_t>(std::min<uint64_t>(entry.chunkSize, std::numeric_limits<int64_t>::max()));
+    }
+    if (!entry.tucclAlgorithm.empty()) {
+      if (Status status = takeEntryAlgorithm(entry, options, selection); !status) return status;
+      return selection;
+    }
+    family = familyOfNcclAlgorithm(entry, query.collective, why);
+  } else if (table == nullptr) {
+    selection.reason = "no tuning table";
+  } else if (!isTunerCollective(query.collective)) {
+    selection.reason = "tables hold no " + std::string(collectiveName(query.collective)) + " entries";
+  } else {
+    selection.reason = "no table entry covers the size";
+  }
+  if (!why.empty()) selection.reason += ": " + why;
+  selection.algorithm = family ? std::string(*family) : std::string(defaultAlgorithmFamily(query.collective));
+  selection.builtin = true;
+  return selection;
+}
+
+std::string describeSelection(const PlanSelection& selection) {
+  std::string text(collectiveName(selection.collective));  // the call's size is not part of it: plans serve many
+  if (selection.shape.root >= 0) text += " root " + std::to_string(selection.shape.root);
+  text += ": " + selection.reason + " -> ";
+  text += selection.builtin ? "built-in " + selection.algorithm : selection.algorithm;
+  text += ", " + std::to_string(selection.shape.nChannels) + (selection.shape.nChannels == 1 ? " channel" : " channels");
+  text += ", chunk " + formatByteSize(static_cast<uint64_t>(selection.chunkSize));
+  return text;
+}
+
+}  // namespace tuccl::backend

@@ -1,0 +1,56 @@
+// Which algorithm and configuration serve a call (plan_cache.h), the same on every rank for the
+// same table and query: the table's entry for the call's size, its libtuccl algorithm or its NCCL
+// algorithm's family, else the built-in default; the entry's nChannels and chunk size, else the
+// options'.
+//
+// In:  a PlanQuery, the table with its index for the communicator (or none), PlanCacheOptions.
+// Out: a PlanSelection (the algorithm, its shape and configuration, and why), or an error for a
+//      query libtuccl cannot plan or an entry naming a built-in that does not exist.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backend/builtin_algorithms.h"
+#include "backend/plan_cache.h"
+#include "table/table_index.h"
+
+namespace tuccl::backend {
+
+/// The bytes NCCL's tuner is asked about for the call (nccl-tuner-abi.md, "getCollInfo
+/// semantics"): count x element size, where for AllGather (count = sendcount) and ReduceScatter
+/// (count = recvcount) NCCL passes the total size, count x element size x nRanks. AllToAll, which
+/// NCCL never asks a tuner about, counts the same way: one rank's whole send buffer.
+uint64_t tunerBytes(const PlanQuery& query, int32_t nRanks);
+
+/// libtuccl's call as the tuner's index sees it: one operation per group (numPipeOps 1) on
+/// unregistered buffers (regBuff 0).
+inline constexpr int kQueryPipeOps = 1;
+inline constexpr int kQueryRegBuff = 0;
+
+struct PlanSelection {
+  Collective collective = Collective::AllReduce;
+  std::string algorithm;  ///< a built-in family ("ring"), or a ResCCLang file as the table names it
+  bool builtin = true;
+  AlgorithmShape shape;
+  int64_t chunkSize = 0;
+  const TableEntry* entry = nullptr;  ///< the entry that matched; nullptr: none
+  /// Why: "table entry 3 (RING/SIMPLE, 2 channels, 64K..4M)", "no table entry covers the
+  /// size", ... (never the call's own size: one plan, and its description, serves many sizes)
+  std::string reason;
+};
+
+/// Checks the query (nRanks >= 2, count >= 0, a root in range for Broadcast and Reduce) and
+/// selects. `table` and `index` are both set or both null. Errors name `options.tablePath` and the
+/// entry ("entries[3].tucclAlgorithm: there is no built-in binomial AllReduce ...").
+Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
+                                   const PlanCacheOptions& options);
+
+/// The table as errors name it: PlanCacheOptions::tablePath, else "the tuning table".
+std::string tableDisplayName(const PlanCacheOptions& options);
+
+/// "AllReduce: table entry 3 (RING/SIMPLE, 2 channels, 1M..4M) -> built-in ring, 2 channels,
+/// chunk 512K"; a program file as the table names it.
+std::string describeSelection(const PlanSelection& selection);
+
+}  // namespace tuccl::backend
