@@ -70,6 +70,7 @@ struct Matrix {
 };
 
 int failures = 0;
+int cases = 0;
 
 void report(const std::string& what) {
   ++failures;
@@ -92,6 +93,7 @@ tucclResult_t issue(const tuccl::CollectiveCall& call, const void* send, void* r
 
 // One call on this rank, checked against the reference.
 void runCase(tucclComm_t comm, int rank, tuccl::CollectiveCall call, uint32_t seed) {
+  ++cases;
   const std::string name = std::string(tuccl::collectiveName(call.collective)) + " " +
                            std::string(tuccl::dataTypeName(call.dataType)) + " " +
                            std::string(tuccl::reduceOpName(call.op)) + " count " + std::to_string(call.count) +
@@ -169,6 +171,7 @@ int runMatrix(tucclComm_t comm, const Matrix& matrix) {
       }
     }
   }
+  std::printf("rank %d: %d cases, %d failed\n", rank, cases, failures);
   return failures == 0 ? 0 : 1;
 }
 

@@ -16,7 +16,7 @@ namespace {
 const std::string kRank = TUCCL_COLLECTIVES_RANK;
 
 std::string scratchDir(const std::string& name) {
-  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/collectives_test/" + name;
+  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/runs/collectives/" + name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -10,7 +10,7 @@ namespace tuccl::testing {
 namespace {
 
 void runProgram(const std::string& program, const std::string& name, const std::vector<std::string>& env) {
-  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/nccl_dropin/" + name;
+  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/runs/nccl_dropin/" + name;
   std::filesystem::create_directories(dir);
   std::vector<std::string> extra = env;
   extra.push_back("TUCCL_CACHE_DIR=" + std::string(TUCCL_BINARY_DIR) + "/tests/tuccl-cache");
