@@ -19,13 +19,17 @@ namespace tuccl::cli {
 inline constexpr int kExitError = 2;     ///< bad input or command line
 inline constexpr int kExitInternal = 3;  ///< a bug of ours (e.g. a plan failing its own check)
 
+/// The running program's own directory (/proc/self/exe): the tools find each other there.
+inline std::filesystem::path programDir() {
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+}
+
 /// TuCCL's bundled data (examples/algorithms, examples/topologies, examples/tables): the
 /// directory at TUCCL_DATA_FROM_BIN (tools/CMakeLists.txt; ../share/tuccl) from the running
 /// program's own directory (/proc/self/exe), so a moved install prefix still finds it.
 inline std::filesystem::path bundledDataDir() {
-  std::error_code ec;
-  const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return (program.parent_path() / TUCCL_DATA_FROM_BIN).lexically_normal();
+  return (programDir() / TUCCL_DATA_FROM_BIN).lexically_normal();
 }
 
 /// Parses the command line. Returns nothing to go on, or the status to exit with: 0 after

@@ -72,8 +72,10 @@ void addOptions(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("-f,--factor", o.factor, "grid step: multiply the size by this (2: powers of two)")
       ->capture_default_str();
-  app.add_option("--profiler", o.profiler, "sim (the simulator) or command (--command)")
-      ->check(CLI::IsMember({"sim", "command"}))
+  app.add_option("--profiler", o.profiler,
+                 "sim (the simulator), command (--command), or tuccl (libtuccl runs: tuccl-run ... tuccl-bench, "
+                 "one process per rank of the topology on this machine)")
+      ->check(CLI::IsMember({"sim", "command", "tuccl"}))
       ->capture_default_str();
   app.add_option(
       "--command", o.command,
@@ -82,7 +84,8 @@ void addOptions(CLI::App& app, Options& o) {
   app.add_option("--timeout", o.timeout, "seconds per command run")->capture_default_str();
   app.add_option(
       "--algorithms", o.algorithms,
-      "command profiler: NCCL algorithms to search (ring,tree,...); sim: restrict the candidate programs");
+      "command profiler: NCCL algorithms to search (ring,tree,...); tuccl: built-in algorithms (ring,direct); sim: "
+      "restrict the candidate programs");
   app.add_option("--method", o.method, "mraco, grid, random, tpe, coordinate")
       ->check(CLI::IsMember(searcherNames()))
       ->capture_default_str();
@@ -153,6 +156,7 @@ Expected<TuningRequest> requestFromOptions(const Options& o) {
   request.sigma = o.sigma;
   request.commandTemplate = o.command;
   request.timeoutSeconds = o.timeout;
+  request.tucclBinDir = cli::programDir().string();  // tuccl-run and tuccl-bench sit beside tuccl-tune
   request.logPath = o.log;
   request.resume = o.resume;
   request.keyBySignature = o.signature;

@@ -1,5 +1,7 @@
 #include "tune/command_profiler.h"
 
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -78,6 +80,20 @@ std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const Search
                      : proto == Protocol::LL128 ? "NCCL_LL128_BUFFSIZE"
                                                 : "NCCL_BUFFSIZE",
                      space.valueOf(config, kDimChunkBytes));
+  return env;
+}
+
+std::vector<std::pair<std::string, std::string>> tucclEnvironmentFor(const SearchSpace& space,
+                                                                    const Configuration& config) {
+  std::vector<std::pair<std::string, std::string>> env;
+  const std::string algorithm = space.valueOf(config, kDimAlgorithm);
+  if (!algorithm.empty()) env.emplace_back("TUCCL_ALGO", algorithm);
+  if (space.dimensionIndex(kDimChannels) != SearchSpace::npos)
+    env.emplace_back("TUCCL_NCHANNELS", space.valueOf(config, kDimChannels));
+  if (space.dimensionIndex(kDimChunkBytes) != SearchSpace::npos)
+    env.emplace_back("TUCCL_CHUNK_SIZE", space.valueOf(config, kDimChunkBytes));
+  const char* device = std::getenv("TUCCL_DEVICE");
+  if (device == nullptr || *device == '\0') env.emplace_back("TUCCL_DEVICE", "cpu");
   return env;
 }
 
@@ -216,7 +232,9 @@ Measurement CommandProfiler::profile(const SearchSpace& space, const Configurati
     return failure(e.what(), resource);
   }
   std::vector<std::pair<std::string, std::string>> env = options_.environment;
-  for (auto& kv : ncclEnvironmentFor(space, config)) env.push_back(std::move(kv));
+  for (auto& kv : options_.environmentFor ? options_.environmentFor(space, config) : ncclEnvironmentFor(space, config)) {
+    env.push_back(std::move(kv));
+  }
 
   const CommandRun run = runShellCommand(options_.shell, command, env, options_.timeoutSeconds, options_.maxOutputBytes);
   const std::string where = "`" + command + "`";

@@ -10,6 +10,7 @@
 //      result row, or #wrong > 0 are failed Measurements whose error quotes the tail of the output.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -28,6 +29,9 @@ struct CommandProfilerOptions {
   std::vector<std::pair<std::string, std::string>> environment;
   size_t maxOutputBytes = 8u << 20;  ///< output beyond this is dropped (the tail is kept)
   std::string shell = "/bin/sh";
+  /// The environment a configuration runs with; unset: ncclEnvironmentFor (NCCL's variables).
+  std::function<std::vector<std::pair<std::string, std::string>>(const SearchSpace&, const Configuration&)>
+      environmentFor;
 };
 
 /// The NCCL environment of a configuration, in a fixed order:
@@ -41,6 +45,14 @@ struct CommandProfilerOptions {
 /// their {placeholders}.
 std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const SearchSpace& space,
                                                                    const Configuration& config);
+
+/// libtuccl's environment of a configuration (the libtuccl profiler, tuccl-tune --profiler tuccl):
+///   algorithm  -> TUCCL_ALGO (a built-in algorithm: ring, chain, binomial, direct)
+///   nChannels  -> TUCCL_NCHANNELS
+///   chunkBytes -> TUCCL_CHUNK_SIZE
+/// plus TUCCL_DEVICE=cpu unless the caller's environment names a device.
+std::vector<std::pair<std::string, std::string>> tucclEnvironmentFor(const SearchSpace& space,
+                                                                    const Configuration& config);
 
 /// Replaces every {name} by values.at(name); throws std::invalid_argument for an unknown or
 /// unterminated placeholder.

@@ -1,7 +1,10 @@
 #include "tune/tuning_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -56,6 +59,18 @@ void checkRequest(const TuningRequest& request) {
       if (!parseScheduler(scheduler))
         fail(ErrorCode::InvalidArgument,
              "unknown scheduler '" + scheduler + "' (hpds, rr, algorithm, stage)");
+    }
+  }
+  if (request.profiler == ProfilerKind::Tuccl) {
+    for (const char* tool : {"tuccl-run", "tuccl-bench"}) {
+      const std::filesystem::path path = std::filesystem::path(request.tucclBinDir) / tool;
+      if (access(path.c_str(), X_OK) != 0)
+        fail(ErrorCode::NotFound, "--profiler tuccl runs " + path.string() + ", which is not an executable");
+    }
+    for (const std::string& algorithm : request.algorithms) {
+      if (algorithm != "ring" && algorithm != "direct" && algorithm != "chain" && algorithm != "binomial")
+        fail(ErrorCode::InvalidArgument, "the libtuccl profiler searches TuCCL's built-in algorithms; '" + algorithm +
+                                             "' is not one (ring, direct, chain, binomial)");
     }
   }
   if (request.profiler == ProfilerKind::Command) {
@@ -116,6 +131,17 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
     std::vector<std::string> names;
     for (const AlgorithmCandidate& c : plan.candidates) names.push_back(c.name);
     plan.base = defaultSearchSpace(names, request.schedulers);
+  } else if (request.profiler == ProfilerKind::Tuccl) {
+    // libtuccl runs the built-in algorithms with its own scheduler (HPDS); protocol and thread
+    // count are not libtuccl settings. The algorithms a collective has built in:
+    std::vector<std::string> names = collective == Collective::AllGather ? std::vector<std::string>{"ring", "direct"}
+                                                                          : std::vector<std::string>{"ring"};
+    if (!restrict.empty()) {
+      std::erase_if(names, [&](const std::string& n) { return std::find(restrict.begin(), restrict.end(), n) == restrict.end(); });
+      if (names.empty()) fail(ErrorCode::InvalidArgument, "--algorithms leaves no built-in algorithm for " + logName(collective));
+    }
+    plan.base = searchSpaceFromJson(nlohmann::json{{"remove", {"scheduler", "protocol", "nThreads"}}},
+                                    defaultSearchSpace(names));
   } else {
     // NCCL runs the command: NCCL's algorithms, no TuCCL scheduler.
     plan.base = searchSpaceFromJson(
@@ -212,6 +238,15 @@ TunedWorkload searchWorkload(const SearchContext& ctx, const CollectivePlan& pla
   } else {
     CommandProfilerOptions o;
     o.commandTemplate = request.commandTemplate;
+    if (request.profiler == ProfilerKind::Tuccl) {
+      // One rank per process on this machine; tuccl-bench prints nccl-tests' rows.
+      const std::filesystem::path bin(request.tucclBinDir);
+      o.commandTemplate = "'" + (bin / "tuccl-run").string() + "' -n " + std::to_string(ctx.nRanks) + " --timeout " +
+                          std::to_string(static_cast<int64_t>(request.timeoutSeconds)) + " -- '" +
+                          (bin / "tuccl-bench").string() + "' " + logName(plan.collective) +
+                          " -b {bytes} -e {bytes} -n {iters} -w 2 -c 0";
+      o.environmentFor = tucclEnvironmentFor;
+    }
     o.bytes = static_cast<uint64_t>(bytes);
     o.timeoutSeconds = request.timeoutSeconds;
     command = std::make_unique<CommandProfiler>(o);
@@ -368,12 +403,18 @@ nlohmann::ordered_json rangeMetadata(const TuningResult& result, const TunedRang
 }  // namespace
 
 std::string_view profilerKindName(ProfilerKind kind) {
-  return kind == ProfilerKind::Command ? "command" : "sim";
+  switch (kind) {
+    case ProfilerKind::Command: return "command";
+    case ProfilerKind::Tuccl: return "tuccl";
+    case ProfilerKind::Sim: break;
+  }
+  return "sim";
 }
 
 std::optional<ProfilerKind> parseProfilerKind(std::string_view name) {
   if (name == "sim") return ProfilerKind::Sim;
   if (name == "command") return ProfilerKind::Command;
+  if (name == "tuccl") return ProfilerKind::Tuccl;
   return std::nullopt;
 }
 
@@ -413,6 +454,7 @@ LookupTable tableFromResult(const TuningResult& result) {
     if (r.ncclAlgorithm || r.protocol) e.choices.push_back({r.ncclAlgorithm, r.protocol});
     e.nChannels = r.nChannels;
     e.chunkSize = r.chunkBytes;
+    if (request.profiler == ProfilerKind::Tuccl) e.tucclAlgorithm = r.algorithm;  // what libtuccl ran
     e.comment = rangeComment(result, r);
     table.entries.push_back(std::move(e));
     entries.push_back(rangeMetadata(result, r));

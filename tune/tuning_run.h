@@ -45,8 +45,9 @@ namespace tuccl {
 enum class ProfilerKind : uint8_t {
   Sim,      ///< the simulator, with seeded measurement noise (tune/sim_profiler.h)
   Command,  ///< a command template run per configuration (tune/command_profiler.h)
+  Tuccl,    ///< libtuccl runs: tuccl-run ... tuccl-bench per configuration (a command profiler)
 };
-/// "sim", "command".
+/// "sim", "command", "tuccl".
 std::string_view profilerKindName(ProfilerKind kind);
 std::optional<ProfilerKind> parseProfilerKind(std::string_view name);
 
@@ -72,7 +73,9 @@ struct TuningRequest {
   ProfilerKind profiler = ProfilerKind::Sim;
   double sigma = 0.05;  ///< sim: relative noise of one iteration
   std::string commandTemplate;
-  double timeoutSeconds = 300;  ///< command: per run
+  double timeoutSeconds = 300;  ///< command, tuccl: per run
+  /// tuccl: the directory of tuccl-run and tuccl-bench (tuccl-tune passes its own)
+  std::string tucclBinDir;
   // ---- the trial log
   std::string logPath;
   bool resume = false;
