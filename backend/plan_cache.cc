@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <future>
 #include <stdexcept>
+#include <tuple>
 
 #include "backend/builtin_algorithms.h"
 #include "backend/plan_selection.h"
@@ -142,6 +143,9 @@ struct PlanCache::Impl {
   std::mutex mutex;
   std::map<std::string, std::shared_future<PlanResult>> plans;  ///< by key: built once
   std::map<std::string, PlanPointer> described;                ///< by key and description
+  /// What a call was served last: by (collective, root, matching entry or -1). The selection
+  /// depends on nothing else, so later calls skip selecting, describing and hashing.
+  std::map<std::tuple<Collective, int32_t, int64_t>, PlanPointer> served;
   std::map<std::string, Expected<std::string>> programFiles;    ///< by resolved path, read once
 
   struct Counters {
@@ -405,9 +409,22 @@ uint64_t PlanCache::tableHash() const { return impl_->tableHash; }
 Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const PlanQuery& query) {
   const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
   const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
+  if (Status status = checkPlanQuery(query, impl_->options); !status) return status;
+  const TableEntry* entry = matchingEntry(query, table, index, impl_->options);
+  const auto served = std::make_tuple(query.collective, hasRoot(query.collective) ? query.root : -1,
+                                      entry == nullptr ? int64_t{-1} : entry - table->entries.data());
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (auto it = impl_->served.find(served); it != impl_->served.end()) return it->second;
+  }
   Expected<PlanSelection> selection = selectPlan(query, table, index, impl_->options);
   if (!selection) return selection.status();
-  return impl_->planOf(*selection);
+  PlanResult plan = impl_->planOf(*selection);
+  if (plan) {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->served.emplace(served, *plan);
+  }
+  return plan;
 }
 
 PlanCacheStats PlanCache::stats() const {

@@ -5,9 +5,8 @@
 #include "support/text_values.h"
 
 namespace tuccl::backend {
-namespace {
 
-Status checkQuery(const PlanQuery& query, const PlanCacheOptions& options) {
+Status checkPlanQuery(const PlanQuery& query, const PlanCacheOptions& options) {
   if (options.nRanks < 2) {
     return makeError(ErrorCode::InvalidArgument, "a plan needs at least 2 ranks (got " +
                                                      std::to_string(options.nRanks) +
@@ -30,6 +29,16 @@ Status checkQuery(const PlanQuery& query, const PlanCacheOptions& options) {
   }
   return {};
 }
+
+const TableEntry* matchingEntry(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
+                                const PlanCacheOptions& options) {
+  if (table == nullptr || index == nullptr) return nullptr;
+  const CompiledDecision* decision = index->lookup(static_cast<int>(query.collective),
+                                                   tunerBytes(query, options.nRanks), kQueryPipeOps, kQueryRegBuff);
+  return decision == nullptr ? nullptr : &table->entries[decision->entryIndex];
+}
+
+namespace {
 
 // "RING/SIMPLE, 2 channels" for a table entry's decision.
 std::string entrySummary(const TableEntry& entry) {
@@ -110,20 +119,16 @@ uint64_t tunerBytes(const PlanQuery& query, int32_t nRanks) {
 
 Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
                                    const PlanCacheOptions& options) {
-  if (Status status = checkQuery(query, options); !status) return status;
+  if (Status status = checkPlanQuery(query, options); !status) return status;
   PlanSelection selection;
   selection.collective = query.collective;
   selection.shape = {options.nRanks, options.nNodes, hasRoot(query.collective) ? query.root : -1,
                      options.defaultChannels};
   selection.chunkSize = options.defaultChunkSize;
-  const uint64_t bytes = tunerBytes(query, options.nRanks);
-  const CompiledDecision* decision =
-      index == nullptr ? nullptr
-                       : index->lookup(static_cast<int>(query.collective), bytes, kQueryPipeOps, kQueryRegBuff);
   std::string why;
   std::optional<std::string_view> family;
-  if (decision != nullptr) {
-    const TableEntry& entry = table->entries[decision->entryIndex];
+  if (const TableEntry* matched = matchingEntry(query, table, index, options); matched != nullptr) {
+    const TableEntry& entry = *matched;
     selection.entry = &entry;
     selection.reason = entrySummary(entry);
     if (entry.nChannels > 0) selection.shape.nChannels = entry.nChannels;

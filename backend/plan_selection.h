@@ -40,8 +40,16 @@ struct PlanSelection {
   std::string reason;
 };
 
-/// Checks the query (nRanks >= 2, count >= 0, a root in range for Broadcast and Reduce) and
-/// selects. `table` and `index` are both set or both null. Errors name `options.tablePath` and the
+/// Whether libtuccl can plan the query: nRanks >= 2, count >= 0, a root in range for Broadcast
+/// and Reduce, positive defaults; InvalidArgument naming what is wrong.
+Status checkPlanQuery(const PlanQuery& query, const PlanCacheOptions& options);
+
+/// The table entry that decides the query (the tuner's index, kQueryPipeOps, kQueryRegBuff);
+/// nullptr when none does or there is no table.
+const TableEntry* matchingEntry(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
+                                const PlanCacheOptions& options);
+
+/// Checks the query (checkPlanQuery) and selects. `table` and `index` are both set or both null. Errors name `options.tablePath` and the
 /// entry ("entries[3].tucclAlgorithm: there is no built-in binomial AllReduce ...").
 Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
                                    const PlanCacheOptions& options);

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "kernelgen/device_headers.h"
+#include "support/cache_files.h"
 
 namespace tuccl {
 namespace {
@@ -175,6 +176,27 @@ TEST(HostBuild, RebuildsATruncatedLibrary) {
   EXPECT_GT(fs::file_size(library), 0u);
   // A later process finds the rebuilt library intact.
   EXPECT_EQ(exitStatus(spawn([&] { return buildInChild(6, cache); })), 10);
+  fs::remove_all(cache);
+}
+
+TEST(HostBuild, RebuildsALibraryThatDoesNotLoad) {
+  const fs::path cache = freshCache("unloadable");
+  ScopedEnv hostCxx("TUCCL_HOST_CXX", "c++ -DTUCCL_TEST_MARK=7");
+  ASSERT_EQ(exitStatus(spawn([&] { return buildInChild(7, cache); })), 11);
+  fs::path library;
+  for (const auto& entry : fs::recursive_directory_iterator(cache)) {
+    if (entry.path().filename() == "libtuccl_kernels.so") library = entry.path();
+  }
+  ASSERT_FALSE(library.empty());
+  // Not a shared object, with a checksum that matches it: only dlopen can tell.
+  const std::string garbage = "not an ELF file";
+  std::ofstream(library, std::ios::binary | std::ios::trunc) << garbage;
+  std::ofstream(library.string() + ".checksum", std::ios::binary | std::ios::trunc) << contentChecksum(garbage) << "\n";
+  std::string error;
+  auto kernels = buildHostKernels(markedKernel(7), error, cache.string());
+  ASSERT_NE(kernels, nullptr) << error;
+  EXPECT_FALSE(kernels->fromCache);
+  EXPECT_GT(fs::file_size(library), garbage.size());
   fs::remove_all(cache);
 }
 
