@@ -46,22 +46,6 @@ double reduceOverRanks(const CollectiveCall& call, ValueOf valueOf) {
   return call.op == ReduceOp::Avg ? acc / n : acc;
 }
 
-// Element i of rank r's output (the call is one whose output at r is specified).
-double expectedElement(const CollectiveCall& call, const std::vector<std::vector<double>>& inputs, int32_t r,
-                       int64_t i) {
-  const int64_t c = call.count;
-  switch (call.collective) {
-    case Collective::AllGather: return inputs[i / c][i % c];
-    case Collective::AllToAll: return inputs[i / c][r * c + i % c];
-    case Collective::Broadcast: return inputs[call.root][i];
-    case Collective::ReduceScatter:
-      return reduceOverRanks(call, [&](int32_t q) { return inputs[q][r * c + i]; });
-    case Collective::AllReduce:
-    case Collective::Reduce: break;
-  }
-  return reduceOverRanks(call, [&](int32_t q) { return inputs[q][i]; });
-}
-
 }  // namespace
 
 int64_t inputElements(const CollectiveCall& call) {
@@ -87,6 +71,20 @@ Status checkCall(const CollectiveCall& call) {
   return {};
 }
 
+double referenceElement(const CollectiveCall& call, int32_t rank, int64_t index, const InputElement& input) {
+  const int64_t c = call.count;
+  switch (call.collective) {
+    case Collective::AllGather: return input(static_cast<int32_t>(index / c), index % c);
+    case Collective::AllToAll: return input(static_cast<int32_t>(index / c), rank * c + index % c);
+    case Collective::Broadcast: return input(call.root, index);
+    case Collective::ReduceScatter:
+      return reduceOverRanks(call, [&](int32_t q) { return input(q, rank * c + index); });
+    case Collective::AllReduce:
+    case Collective::Reduce: break;
+  }
+  return reduceOverRanks(call, [&](int32_t q) { return input(q, index); });
+}
+
 Expected<RankOutputs> referenceOutputs(const CollectiveCall& call, const std::vector<std::vector<double>>& inputs) {
   if (Status status = checkCall(call); !status) return status;
   if (static_cast<int64_t>(inputs.size()) != call.nRanks) {
@@ -106,7 +104,8 @@ Expected<RankOutputs> referenceOutputs(const CollectiveCall& call, const std::ve
   for (int32_t r = 0; r < call.nRanks; ++r) {
     if (call.collective == Collective::Reduce && r != call.root) continue;
     std::vector<double>& expected = outputs[r].emplace(static_cast<size_t>(outElems));
-    for (int64_t i = 0; i < outElems; ++i) expected[i] = expectedElement(call, inputs, r, i);
+    const InputElement input = [&](int32_t q, int64_t j) { return inputs[q][j]; };
+    for (int64_t i = 0; i < outElems; ++i) expected[i] = referenceElement(call, r, i, input);
   }
   return outputs;
 }
