@@ -182,6 +182,10 @@ Status checkOptions(const BenchOptions& options) {
     return makeError(ErrorCode::InvalidArgument,
                      "option -i (--stepbytes): 0 never reaches -e (--maxbytes); give -i > 0 or -f > 1");
   }
+  if (options.blocking && options.aggIters > 1) {
+    return makeError(ErrorCode::InvalidArgument, "option -z (--blocking): a call cannot be waited for inside a group "
+                                                 "of -m (--agg_iters) " + std::to_string(options.aggIters) + " calls");
+  }
   return {};
 }
 

@@ -55,7 +55,7 @@ TEST(BenchOptions, ReadsEveryFlagInEverySpelling) {
   // "-w=3" is -w with the value "=3": not an integer.
   EXPECT_FALSE(o.ok());
   o = parse({"-b", "8", "-e128M", "--stepfactor", "2", "reduce_scatter", "-n", "5", "--warmup_iters=4", "-c", "0",
-             "-o", "max", "-d", "bf16", "-r", "all", "-z", "1", "-a", "3", "-m", "2", "-t", "1", "-g", "1", "-i", "1K"});
+             "-o", "max", "-d", "bf16", "-r", "all", "-z", "1", "-a", "3", "-m", "1", "-t", "1", "-g", "1", "-i", "1K"});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->collective, Collective::ReduceScatter);
   EXPECT_EQ(o->minBytes, 8u);
@@ -70,7 +70,10 @@ TEST(BenchOptions, ReadsEveryFlagInEverySpelling) {
   EXPECT_EQ(o->root, -1);
   EXPECT_TRUE(o->blocking);
   EXPECT_EQ(o->average, TimeAverage::Max);
-  EXPECT_EQ(o->aggIters, 2);
+  EXPECT_EQ(o->aggIters, 1);
+  o = parse({"alltoall", "--agg_iters", "4"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->aggIters, 4);
 }
 
 TEST(BenchOptions, AllTypesAndOps) {
@@ -108,6 +111,7 @@ TEST(BenchOptions, BadValuesNameTheFlag) {
   EXPECT_NE(errorOf({"-b", "8"}).find("missing COLLECTIVE"), std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-b", "1M", "-e", "1K"}).find("-b (--minbytes): 1048576 is larger than -e"),
             std::string::npos);
+  EXPECT_NE(errorOf({"allreduce", "-z", "1", "-m", "4"}).find("-z (--blocking)"), std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-b", "1K", "-e", "1M", "-i", "0"}).find("-i (--stepbytes)"), std::string::npos);
 }
 
