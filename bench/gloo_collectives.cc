@@ -20,6 +20,16 @@
 // place, the call copies its input into its output first; an instance is built once per
 // buffer, size and type, as their users do, and run for every call. AllGather is
 // gloo::allgather (ring). Types: float, double, int32, int64, uint8; ops: sum, prod, max, min.
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -32,19 +42,8 @@
 #include <string>
 #include <vector>
 
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/allreduce_halving_doubling.h>
-#include <gloo/allreduce_ring_chunked.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
-#include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/transport/tcp/device.h>
-
-#include "tools/bench_driver.h"
 #include "support/text_values.h"
+#include "tools/bench_driver.h"
 
 namespace {
 
@@ -84,7 +83,8 @@ Expected<GlooFlags> takeGlooFlags(const std::vector<std::string>& args) {
       flags.rest.push_back(args[i]);
       continue;
     }
-    if (i + 1 == args.size()) return makeError(ErrorCode::InvalidArgument, "option " + args[i] + ": missing value");
+    if (i + 1 == args.size())
+      return makeError(ErrorCode::InvalidArgument, "option " + args[i] + ": missing value");
     const std::string& value = args[++i];
     if (!algorithm) {
       flags.storeDir = value;
@@ -105,24 +105,28 @@ Status checkSupported(const BenchOptions& options) {
   }
   for (DataType type : options.types) {
     if (type == DataType::Float16 || type == DataType::BFloat16) {
-      return makeError(ErrorCode::Unsupported, "option -d (--datatype): give float, double, int32, int64 or uint8 (Gloo has no half or bfloat16)");
+      return makeError(
+          ErrorCode::Unsupported,
+          "option -d (--datatype): give float, double, int32, int64 or uint8 (Gloo has no half or bfloat16)");
     }
   }
   for (ReduceOp op : options.ops) {
     if (op == ReduceOp::Avg && options.collective == Collective::AllReduce) {
-      return makeError(ErrorCode::Unsupported, "option -o (--op): Gloo has no avg; give sum, prod, max or min");
+      return makeError(ErrorCode::Unsupported,
+                       "option -o (--op): Gloo has no avg; give sum, prod, max or min");
     }
   }
   if (options.aggIters > 1) {
-    return makeError(ErrorCode::Unsupported, "option -m (--agg_iters): Gloo's blocking collectives have no groups");
+    return makeError(ErrorCode::Unsupported,
+                     "option -m (--agg_iters): Gloo's blocking collectives have no groups");
   }
   return {};
 }
 
 /// Rank and size from the launcher's environment.
 Expected<std::pair<int, int>> launchRank() {
-  for (const auto& [rankVar, sizeVar] : {std::pair{"TUCCL_RANK", "TUCCL_NRANKS"},
-                                         std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}}) {
+  for (const auto& [rankVar, sizeVar] :
+       {std::pair{"TUCCL_RANK", "TUCCL_NRANKS"}, std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}}) {
     const char* rank = std::getenv(rankVar);
     const char* size = std::getenv(sizeVar);
     if (rank != nullptr && size != nullptr) return std::pair{std::atoi(rank), std::atoi(size)};
@@ -145,35 +149,55 @@ std::string defaultStoreDir() {
 template <typename F>
 void withElementType(DataType type, F&& f) {
   switch (type) {
-    case DataType::Float32: f(float{}); return;
-    case DataType::Float64: f(double{}); return;
-    case DataType::Int32: f(int32_t{}); return;
-    case DataType::Int64: f(int64_t{}); return;
-    case DataType::Uint8: f(uint8_t{}); return;
+    case DataType::Float32:
+      f(float{});
+      return;
+    case DataType::Float64:
+      f(double{});
+      return;
+    case DataType::Int32:
+      f(int32_t{});
+      return;
+    case DataType::Int64:
+      f(int64_t{});
+      return;
+    case DataType::Uint8:
+      f(uint8_t{});
+      return;
     case DataType::Float16:
-    case DataType::BFloat16: break;
+    case DataType::BFloat16:
+      break;
   }
-  throwIfError(makeError(ErrorCode::Unsupported, "no Gloo element type for " + std::string(dataTypeName(type))));
+  throwIfError(
+      makeError(ErrorCode::Unsupported, "no Gloo element type for " + std::string(dataTypeName(type))));
 }
 
 template <typename T>
 gloo::AllreduceOptions::Func reduceFunction(ReduceOp op) {
   using Fn = void (*)(void*, const void*, const void*, size_t);
   switch (op) {
-    case ReduceOp::Prod: return static_cast<Fn>(&gloo::product<T>);
-    case ReduceOp::Max: return static_cast<Fn>(&gloo::max<T>);
-    case ReduceOp::Min: return static_cast<Fn>(&gloo::min<T>);
-    default: return static_cast<Fn>(&gloo::sum<T>);
+    case ReduceOp::Prod:
+      return static_cast<Fn>(&gloo::product<T>);
+    case ReduceOp::Max:
+      return static_cast<Fn>(&gloo::max<T>);
+    case ReduceOp::Min:
+      return static_cast<Fn>(&gloo::min<T>);
+    default:
+      return static_cast<Fn>(&gloo::sum<T>);
   }
 }
 
 template <typename T>
 const gloo::ReductionFunction<T>* classicReduction(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Prod: return gloo::ReductionFunction<T>::product;
-    case ReduceOp::Max: return gloo::ReductionFunction<T>::max;
-    case ReduceOp::Min: return gloo::ReductionFunction<T>::min;
-    default: return gloo::ReductionFunction<T>::sum;
+    case ReduceOp::Prod:
+      return gloo::ReductionFunction<T>::product;
+    case ReduceOp::Max:
+      return gloo::ReductionFunction<T>::max;
+    case ReduceOp::Min:
+      return gloo::ReductionFunction<T>::min;
+    default:
+      return gloo::ReductionFunction<T>::sum;
   }
 }
 
@@ -219,8 +243,9 @@ class GlooBackend final : public BenchBackend {
       gloo::broadcast(options);
       return seconds;
     }
-    const ReduceOp op = average == TimeAverage::Min ? ReduceOp::Min : average == TimeAverage::Max ? ReduceOp::Max
-                                                                                                 : ReduceOp::Sum;
+    const ReduceOp op = average == TimeAverage::Min   ? ReduceOp::Min
+                        : average == TimeAverage::Max ? ReduceOp::Max
+                                                      : ReduceOp::Sum;
     double combined = seconds;
     reduceInPlace(&combined, op);
     return average == TimeAverage::Mean ? combined / context_->size : combined;
@@ -243,7 +268,8 @@ class GlooBackend final : public BenchBackend {
   template <typename T>
   void allGather(const BenchCall& b) {
     gloo::AllgatherOptions options(context_);
-    if (!b.call.inPlace) options.setInput(static_cast<T*>(b.send), b.counts.param);  // else: at the rank's block
+    if (!b.call.inPlace)
+      options.setInput(static_cast<T*>(b.send), b.counts.param);  // else: at the rank's block
     options.setOutput(static_cast<T*>(b.recv), b.counts.recv);
     gloo::allgather(options);
   }
@@ -313,7 +339,8 @@ int run(const std::vector<std::string>& args) {
   if (!options) return reportError(options.status());
   if (options->help) {
     std::cout << benchUsage("bench_gloo_collectives")
-              << "  --algorithm NAME         allreduce: ring, bcube, halving-doubling, ring-chunked (default ring)\n"
+              << "  --algorithm NAME         allreduce: ring, bcube, halving-doubling, ring-chunked (default "
+                 "ring)\n"
                  "  --store DIR              rendezvous directory (default /tmp/tuccl-gloo-<launch>)\n";
     return 0;
   }

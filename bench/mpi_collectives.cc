@@ -31,24 +31,35 @@ int reportError(const Status& status) {
 
 MPI_Datatype mpiType(DataType type) {
   switch (type) {
-    case DataType::Float32: return MPI_FLOAT;
-    case DataType::Float64: return MPI_DOUBLE;
-    case DataType::Int32: return MPI_INT32_T;
-    case DataType::Int64: return MPI_INT64_T;
-    case DataType::Uint8: return MPI_UINT8_T;
+    case DataType::Float32:
+      return MPI_FLOAT;
+    case DataType::Float64:
+      return MPI_DOUBLE;
+    case DataType::Int32:
+      return MPI_INT32_T;
+    case DataType::Int64:
+      return MPI_INT64_T;
+    case DataType::Uint8:
+      return MPI_UINT8_T;
     case DataType::Float16:
-    case DataType::BFloat16: break;
+    case DataType::BFloat16:
+      break;
   }
   return MPI_DATATYPE_NULL;
 }
 
 MPI_Op mpiOp(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return MPI_SUM;
-    case ReduceOp::Prod: return MPI_PROD;
-    case ReduceOp::Max: return MPI_MAX;
-    case ReduceOp::Min: return MPI_MIN;
-    case ReduceOp::Avg: break;
+    case ReduceOp::Sum:
+      return MPI_SUM;
+    case ReduceOp::Prod:
+      return MPI_PROD;
+    case ReduceOp::Max:
+      return MPI_MAX;
+    case ReduceOp::Min:
+      return MPI_MIN;
+    case ReduceOp::Avg:
+      break;
   }
   return MPI_OP_NULL;
 }
@@ -64,11 +75,13 @@ Status checkSupported(const BenchOptions& options) {
   }
   for (ReduceOp op : options.ops) {
     if (isReduction(options.collective) && mpiOp(op) == MPI_OP_NULL) {
-      return makeError(ErrorCode::Unsupported, "option -o (--op): MPI has no avg; give sum, prod, max or min");
+      return makeError(ErrorCode::Unsupported,
+                       "option -o (--op): MPI has no avg; give sum, prod, max or min");
     }
   }
   if (options.aggIters > 1) {
-    return makeError(ErrorCode::Unsupported, "option -m (--agg_iters): MPI's blocking collectives have no groups");
+    return makeError(ErrorCode::Unsupported,
+                     "option -m (--agg_iters): MPI's blocking collectives have no groups");
   }
   return {};
 }
@@ -109,7 +122,8 @@ class MpiBackend final : public BenchBackend {
         break;
       }
       case Collective::Broadcast:
-        if (!c.inPlace && rank_ == c.root) std::memcpy(b.recv, b.send, b.counts.param * dataTypeSize(c.dataType));
+        if (!c.inPlace && rank_ == c.root)
+          std::memcpy(b.recv, b.send, b.counts.param * dataTypeSize(c.dataType));
         MPI_Bcast(b.recv, count, type, c.root, MPI_COMM_WORLD);
         break;
       case Collective::ReduceScatter:

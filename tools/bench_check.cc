@@ -43,7 +43,8 @@ constexpr int64_t kCompareBlock = 1 << 16;
 
 double benchInputValue(const CollectiveCall& call, int32_t rank, int64_t index, uint64_t seed) {
   const uint64_t h = mix(seed, rank, index);
-  if (isReduction(call.collective) && call.op == ReduceOp::Prod) return productValue(call.dataType, call.nRanks, h);
+  if (isReduction(call.collective) && call.op == ReduceOp::Prod)
+    return productValue(call.dataType, call.nRanks, h);
   if (call.dataType == DataType::Uint8) return static_cast<double>(h % 17);
   return static_cast<double>(h % 17) - 8;
 }
@@ -52,7 +53,8 @@ void fillBenchInput(const CollectiveCall& call, int32_t rank, uint64_t seed, voi
   auto* bytes = static_cast<unsigned char*>(input);
   const int64_t size = dataTypeSize(call.dataType);
   const int64_t elements = inputElements(call);
-  for (int64_t i = 0; i < elements; ++i) writeElement(call.dataType, bytes + i * size, benchInputValue(call, rank, i, seed));
+  for (int64_t i = 0; i < elements; ++i)
+    writeElement(call.dataType, bytes + i * size, benchInputValue(call, rank, i, seed));
 }
 
 int64_t countWrongElements(const CollectiveCall& call, int32_t rank, uint64_t seed, const void* output) {

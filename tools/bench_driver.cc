@@ -25,7 +25,8 @@ std::string cpuModelName() {
   for (std::string line; std::getline(cpuinfo, line);) {
     if (!line.starts_with("model name")) continue;
     const size_t colon = line.find(':');
-    const size_t start = colon == std::string::npos ? std::string::npos : line.find_first_not_of(" \t", colon + 1);
+    const size_t start =
+        colon == std::string::npos ? std::string::npos : line.find_first_not_of(" \t", colon + 1);
     if (start != std::string::npos) return line.substr(start);
   }
   return "host memory";
@@ -48,8 +49,13 @@ void copyText(std::array<char, N>& to, const std::string& from) {
 class Driver {
  public:
   Driver(const BenchOptions& options, BenchBackend& backend, std::FILE* out)
-      : options_(options), backend_(backend), out_(out), rank_(backend.rank()), nRanks_(backend.nRanks()),
-        send_(std::max<uint64_t>(options.maxBytes, 1)), recv_(std::max<uint64_t>(options.maxBytes, 1)) {}
+      : options_(options),
+        backend_(backend),
+        out_(out),
+        rank_(backend.rank()),
+        nRanks_(backend.nRanks()),
+        send_(std::max<uint64_t>(options.maxBytes, 1)),
+        recv_(std::max<uint64_t>(options.maxBytes, 1)) {}
 
   int64_t run() {
     print(formatRunHeader(options_));
@@ -82,7 +88,8 @@ class Driver {
     std::vector<RankInfo> ranks;
     for (int32_t r = 0; r < nRanks_; ++r) {
       const RankRecord& record = all[static_cast<size_t>(r)];
-      ranks.push_back({r, record.pid, record.host.data(), record.device, record.busId.data(), record.deviceName.data()});
+      ranks.push_back(
+          {r, record.pid, record.host.data(), record.device, record.busId.data(), record.deviceName.data()});
     }
     print(formatDevices(ranks));
   }
@@ -94,7 +101,8 @@ class Driver {
     warmUp(makeCall(type, op, root, options_.minBytes, false));
     for (uint64_t bytes : benchSizes(options_)) {
       const BenchCall outOfPlace = makeCall(type, op, root, bytes, false);
-      print(formatRowStart(outOfPlace.counts.rowBytes(dataTypeSize(type)), outOfPlace.counts.param, type, op, root));
+      print(formatRowStart(outOfPlace.counts.rowBytes(dataTypeSize(type)), outOfPlace.counts.param, type, op,
+                           root));
       benchTime(outOfPlace);
       benchTime(makeCall(type, op, root, bytes, true));
       print("\n");
@@ -111,8 +119,13 @@ class Driver {
     BenchCall b;
     const int32_t typeSize = dataTypeSize(type);
     b.counts = collectiveCounts(options_.collective, bytes, typeSize, nRanks_);
-    b.call = {options_.collective, nRanks_, root, type, op.value_or(ReduceOp::Sum),
-              static_cast<int64_t>(b.counts.param), inPlace};
+    b.call = {options_.collective,
+              nRanks_,
+              root,
+              type,
+              op.value_or(ReduceOp::Sum),
+              static_cast<int64_t>(b.counts.param),
+              inPlace};
     const uint64_t rankBytes = static_cast<uint64_t>(rank_) * static_cast<uint64_t>(typeSize);
     b.send = inPlace ? recv_.data() + b.counts.sendInPlaceOffset * rankBytes : send_.data();
     b.recv = inPlace ? recv_.data() + b.counts.recvInPlaceOffset * rankBytes : recv_.data();

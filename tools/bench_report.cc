@@ -60,8 +60,8 @@ std::string flagLabel(const Flag& flag) {
 }
 
 Status flagError(const Flag& flag, std::string_view value, std::string_view why) {
-  return makeError(ErrorCode::InvalidArgument,
-                   "option " + flagLabel(flag) + ": invalid value '" + std::string(value) + "': " + std::string(why));
+  return makeError(ErrorCode::InvalidArgument, "option " + flagLabel(flag) + ": invalid value '" +
+                                                   std::string(value) + "': " + std::string(why));
 }
 
 Expected<int64_t> parseInteger(const Flag& flag, std::string_view text, int64_t min, int64_t max) {
@@ -119,22 +119,30 @@ Status applyFlag(const Flag& flag, std::string_view value, BenchOptions& options
     case 'g': {
       Expected<int64_t> parsed = parseInteger(flag, value, 1, kIntMax);
       if (!parsed) return parsed.status();
-      if (*parsed != 1) return flagError(flag, value, "one rank per process (launch more processes): only 1 is supported");
+      if (*parsed != 1)
+        return flagError(flag, value, "one rank per process (launch more processes): only 1 is supported");
       return {};
     }
-    case 'b': return setSize(options.minBytes);
-    case 'e': return setSize(options.maxBytes);
-    case 'i': return setSize(options.stepBytes);
+    case 'b':
+      return setSize(options.minBytes);
+    case 'e':
+      return setSize(options.maxBytes);
+    case 'i':
+      return setSize(options.stepBytes);
     case 'f': {
       Expected<int64_t> factor = parseInteger(flag, value, 1, kIntMax);
       if (!factor) return factor.status();
       options.stepFactor = static_cast<uint64_t>(*factor);
       return {};
     }
-    case 'n': return setInt(options.iters, 1, kIntMax);
-    case 'm': return setInt(options.aggIters, 1, kIntMax);
-    case 'w': return setInt(options.warmupIters, 0, kIntMax);
-    case 'c': return setInt(options.checkIters, 0, kIntMax);
+    case 'n':
+      return setInt(options.iters, 1, kIntMax);
+    case 'm':
+      return setInt(options.aggIters, 1, kIntMax);
+    case 'w':
+      return setInt(options.warmupIters, 0, kIntMax);
+    case 'c':
+      return setInt(options.checkIters, 0, kIntMax);
     case 'o': {
       Expected<std::vector<ReduceOp>> ops = parseOps(flag, value);
       if (!ops) return ops.status();
@@ -165,7 +173,8 @@ Status applyFlag(const Flag& flag, std::string_view value, BenchOptions& options
       options.average = static_cast<TimeAverage>(average);
       return {};
     }
-    default: break;
+    default:
+      break;
   }
   options.help = true;  // -h
   return {};
@@ -174,17 +183,19 @@ Status applyFlag(const Flag& flag, std::string_view value, BenchOptions& options
 /// Cross-flag checks, after every flag was read.
 Status checkOptions(const BenchOptions& options) {
   if (options.minBytes > options.maxBytes) {
-    return makeError(ErrorCode::InvalidArgument, "option -b (--minbytes): " + std::to_string(options.minBytes) +
-                                                     " is larger than -e (--maxbytes) " +
-                                                     std::to_string(options.maxBytes));
+    return makeError(ErrorCode::InvalidArgument,
+                     "option -b (--minbytes): " + std::to_string(options.minBytes) +
+                         " is larger than -e (--maxbytes) " + std::to_string(options.maxBytes));
   }
   if (options.stepFactor <= 1 && options.stepBytes == 0 && options.minBytes < options.maxBytes) {
     return makeError(ErrorCode::InvalidArgument,
                      "option -i (--stepbytes): 0 never reaches -e (--maxbytes); give -i > 0 or -f > 1");
   }
   if (options.blocking && options.aggIters > 1) {
-    return makeError(ErrorCode::InvalidArgument, "option -z (--blocking): a call cannot be waited for inside a group "
-                                                 "of -m (--agg_iters) " + std::to_string(options.aggIters) + " calls");
+    return makeError(ErrorCode::InvalidArgument,
+                     "option -z (--blocking): a call cannot be waited for inside a group "
+                     "of -m (--agg_iters) " +
+                         std::to_string(options.aggIters) + " calls");
   }
   return {};
 }
@@ -195,13 +206,15 @@ Expected<std::pair<const Flag*, std::optional<std::string>>> splitFlag(const std
   std::optional<std::string> attached;
   if (arg.starts_with("--")) {
     const size_t equals = arg.find('=');
-    flag = findLong(std::string_view(arg).substr(2, equals == std::string::npos ? std::string::npos : equals - 2));
+    flag = findLong(
+        std::string_view(arg).substr(2, equals == std::string::npos ? std::string::npos : equals - 2));
     if (equals != std::string::npos) attached = arg.substr(equals + 1);
   } else {
     flag = findShort(arg[1]);
     if (arg.size() > 2) attached = arg.substr(2);
   }
-  if (flag == nullptr) return makeError(ErrorCode::InvalidArgument, "unknown option '" + arg + "' (see --help)");
+  if (flag == nullptr)
+    return makeError(ErrorCode::InvalidArgument, "unknown option '" + arg + "' (see --help)");
   if (!flag->takesValue && attached) {
     return makeError(ErrorCode::InvalidArgument, "option " + flagLabel(*flag) + " takes no value");
   }
@@ -246,8 +259,9 @@ Expected<BenchOptions> parseBenchOptions(std::span<const std::string> args) {
   }
   if (options.help) return options;
   if (!haveCollective) {
-    return makeError(ErrorCode::InvalidArgument,
-                     "missing COLLECTIVE: allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
+    return makeError(
+        ErrorCode::InvalidArgument,
+        "missing COLLECTIVE: allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
   }
   if (Status status = checkOptions(options); !status) return status;
   return options;
@@ -268,7 +282,8 @@ std::string benchUsage(std::string_view program) {
          "  -m, --agg_iters N        calls aggregated per iteration in one group (default 1)\n"
          "  -c, --check N            checked iterations per size; 0 skips the check (default 1)\n"
          "  -o, --op OP              sum, prod, max, min, avg or all (default sum)\n"
-         "  -d, --datatype TYPE      uint8, int32, int64, half, float, double, bfloat16 or all (default float)\n"
+         "  -d, --datatype TYPE      uint8, int32, int64, half, float, double, bfloat16 or all (default "
+         "float)\n"
          "  -r, --root N             root of broadcast and reduce; -1 or all: every rank (default 0)\n"
          "  -z, --blocking 0|1       wait for completion and barrier after each call (default 0)\n"
          "  -a, --average 0..3       time reported: 0 rank 0, 1 mean, 2 min, 3 max over ranks (default 1)\n"
@@ -335,7 +350,8 @@ CollectiveCounts collectiveCounts(Collective collective, uint64_t bytes, int32_t
   return c;
 }
 
-Bandwidths bandwidths(Collective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks, double seconds) {
+Bandwidths bandwidths(Collective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks,
+                      double seconds) {
   double bytes = static_cast<double>(paramCount) * typeSize;
   if (collective == Collective::AllGather || collective == Collective::ReduceScatter ||
       collective == Collective::AllToAll) {
@@ -349,13 +365,20 @@ Bandwidths bandwidths(Collective collective, uint64_t paramCount, int32_t typeSi
 
 std::string_view ncclTestsTypeName(DataType type) {
   switch (type) {
-    case DataType::Float32: return "float";
-    case DataType::Float16: return "half";
-    case DataType::BFloat16: return "bfloat16";
-    case DataType::Float64: return "double";
-    case DataType::Int32: return "int32";
-    case DataType::Int64: return "int64";
-    case DataType::Uint8: return "uint8";
+    case DataType::Float32:
+      return "float";
+    case DataType::Float16:
+      return "half";
+    case DataType::BFloat16:
+      return "bfloat16";
+    case DataType::Float64:
+      return "double";
+    case DataType::Int32:
+      return "int32";
+    case DataType::Int64:
+      return "int64";
+    case DataType::Uint8:
+      return "uint8";
   }
   return "?";
 }
@@ -365,35 +388,41 @@ std::string_view ncclTestsOpName(std::optional<ReduceOp> op) { return op ? reduc
 std::string formatRunHeader(const BenchOptions& options) {
   const bool factor = options.stepFactor > 1;
   std::string text = printed(
-      "# nThread %d nGpus %d minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %d iters: %d agg iters: %d "
+      "# nThread %d nGpus %d minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %d iters: %d agg "
+      "iters: %d "
       "validation: %d graph: %d\n",
       options.nThreads, options.nGpus, static_cast<unsigned long long>(options.minBytes),
       static_cast<unsigned long long>(options.maxBytes),
-      static_cast<unsigned long long>(factor ? options.stepFactor : options.stepBytes), factor ? "factor" : "bytes",
-      options.warmupIters, options.iters, options.aggIters, options.checkIters, 0);
-  if (options.blocking) text += "# Blocking Enabled: wait for completion and barrier after each collective \n";
+      static_cast<unsigned long long>(factor ? options.stepFactor : options.stepBytes),
+      factor ? "factor" : "bytes", options.warmupIters, options.iters, options.aggIters, options.checkIters,
+      0);
+  if (options.blocking)
+    text += "# Blocking Enabled: wait for completion and barrier after each collective \n";
   return text + "#\n";
 }
 
 std::string formatDevices(std::span<const RankInfo> ranks) {
   std::string text = "# Using devices\n";
   for (const RankInfo& r : ranks) {
-    text += printed("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", r.rank, 0, r.pid, r.host.c_str(),
-                    r.device, r.busId.c_str(), r.deviceName.c_str());
+    text += printed("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", r.rank, 0, r.pid,
+                    r.host.c_str(), r.device, r.busId.c_str(), r.deviceName.c_str());
   }
   return text + "#\n";
 }
 
 std::string formatColumnHeader() {
-  return printed("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "",
-                 "", "", "", "") +
-         printed("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type",
-                 "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong") +
-         printed("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "",
-                 "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  return printed(
+             "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
+             "", "", "", "", "") +
+         printed("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count",
+                 "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+                 "#wrong") +
+         printed("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)",
+                 "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
 }
 
-std::string formatRowStart(uint64_t bytes, uint64_t count, DataType type, std::optional<ReduceOp> op, int32_t root) {
+std::string formatRowStart(uint64_t bytes, uint64_t count, DataType type, std::optional<ReduceOp> op,
+                           int32_t root) {
   return printed("%12llu  %12llu  %8s  %6s  %6i", static_cast<unsigned long long>(bytes),
                  static_cast<unsigned long long>(count), std::string(ncclTestsTypeName(type)).c_str(),
                  std::string(ncclTestsOpName(op)).c_str(), root);
@@ -408,7 +437,8 @@ std::string formatTime(double us) {
 std::string formatHalf(double timeUs, const Bandwidths& bw, std::optional<int64_t> wrong) {
   const std::string time = formatTime(timeUs);
   if (!wrong) return printed("  %7s  %6.2f  %6.2f  %5s", time.c_str(), bw.algGBps, bw.busGBps, "N/A");
-  return printed("  %7s  %6.2f  %6.2f  %5g", time.c_str(), bw.algGBps, bw.busGBps, static_cast<double>(*wrong));
+  return printed("  %7s  %6.2f  %6.2f  %5g", time.c_str(), bw.algGBps, bw.busGBps,
+                 static_cast<double>(*wrong));
 }
 
 void BenchSummary::add(double busGBps, std::optional<int64_t> wrong) {
@@ -418,7 +448,8 @@ void BenchSummary::add(double busGBps, std::optional<int64_t> wrong) {
 }
 
 std::string BenchSummary::formatFooter() const {
-  return printed("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong_), wrong_ != 0 ? "FAILED" : "OK") +
+  return printed("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong_),
+                 wrong_ != 0 ? "FAILED" : "OK") +
          printed("# Avg bus bandwidth    : %g \n", averageBusGBps()) + "#\n";
 }
 

@@ -36,22 +36,22 @@ enum class TimeAverage : uint8_t { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
 /// The command line, with nccl-tests' defaults.
 struct BenchOptions {
   Collective collective = Collective::AllReduce;
-  uint64_t minBytes = 32ull << 20;  ///< -b
-  uint64_t maxBytes = 32ull << 20;  ///< -e
-  uint64_t stepBytes = 1ull << 20;  ///< -i: increment when stepFactor is 1
-  uint64_t stepFactor = 1;          ///< -f: multiplication factor (> 1 replaces -i)
-  int32_t iters = 20;               ///< -n: timed iterations per size
-  int32_t warmupIters = 1;          ///< -w
-  int32_t aggIters = 1;             ///< -m: calls grouped (tucclGroupStart/End) per iteration
-  int32_t checkIters = 1;           ///< -c: checked iterations per size (0: no check, "N/A")
-  bool blocking = false;            ///< -z: wait for completion and barrier after each call
-  TimeAverage average = TimeAverage::Mean;  ///< -a
+  uint64_t minBytes = 32ull << 20;                 ///< -b
+  uint64_t maxBytes = 32ull << 20;                 ///< -e
+  uint64_t stepBytes = 1ull << 20;                 ///< -i: increment when stepFactor is 1
+  uint64_t stepFactor = 1;                         ///< -f: multiplication factor (> 1 replaces -i)
+  int32_t iters = 20;                              ///< -n: timed iterations per size
+  int32_t warmupIters = 1;                         ///< -w
+  int32_t aggIters = 1;                            ///< -m: calls grouped (tucclGroupStart/End) per iteration
+  int32_t checkIters = 1;                          ///< -c: checked iterations per size (0: no check, "N/A")
+  bool blocking = false;                           ///< -z: wait for completion and barrier after each call
+  TimeAverage average = TimeAverage::Mean;         ///< -a
   std::vector<DataType> types{DataType::Float32};  ///< -d (all: every type libtuccl supports)
   std::vector<ReduceOp> ops{ReduceOp::Sum};        ///< -o (all: sum, prod, max, min, avg)
-  int32_t root = 0;                 ///< -r: -1 (or "all") runs every rank as the root in turn
-  int32_t nThreads = 1;             ///< -t: accepted, only 1
-  int32_t nGpus = 1;                ///< -g: accepted, only 1
-  bool help = false;                ///< -h
+  int32_t root = 0;                                ///< -r: -1 (or "all") runs every rank as the root in turn
+  int32_t nThreads = 1;                            ///< -t: accepted, only 1
+  int32_t nGpus = 1;                               ///< -g: accepted, only 1
+  bool help = false;                               ///< -h
 };
 
 /// Parses `COLLECTIVE [flags]` (the arguments after the program name). Flags take their value as
@@ -80,7 +80,9 @@ struct CollectiveCounts {
   uint64_t sendInPlaceOffset = 0;
   uint64_t recvInPlaceOffset = 0;
   /// The row's size: the larger buffer in bytes.
-  uint64_t rowBytes(int32_t typeSize) const { return (send > recv ? send : recv) * static_cast<uint64_t>(typeSize); }
+  uint64_t rowBytes(int32_t typeSize) const {
+    return (send > recv ? send : recv) * static_cast<uint64_t>(typeSize);
+  }
 };
 CollectiveCounts collectiveCounts(Collective collective, uint64_t bytes, int32_t typeSize, int32_t nRanks);
 
@@ -89,7 +91,8 @@ struct Bandwidths {
   double busGBps = 0;
 };
 /// nccl-tests' algbw (bytes of the call / time, 1e9 B/s) and busbw for `paramCount` elements.
-Bandwidths bandwidths(Collective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks, double seconds);
+Bandwidths bandwidths(Collective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks,
+                      double seconds);
 
 /// nccl-tests' type column: "uint8", "int32", "int64", "half", "float", "double", "bfloat16".
 std::string_view ncclTestsTypeName(DataType type);
@@ -113,7 +116,8 @@ std::string formatDevices(std::span<const RankInfo> ranks);
 /// The three column header lines (out-of-place / in-place, names, units).
 std::string formatColumnHeader();
 /// The row's first columns: size, count, type, redop, root.
-std::string formatRowStart(uint64_t bytes, uint64_t count, DataType type, std::optional<ReduceOp> op, int32_t root);
+std::string formatRowStart(uint64_t bytes, uint64_t count, DataType type, std::optional<ReduceOp> op,
+                           int32_t root);
 /// nccl-tests' time column: 7 wide, 2 decimals below 100 µs, 1 below 10 ms, none above.
 std::string formatTime(double us);
 /// One half of a row (out-of-place or in-place): time, algbw, busbw, #wrong ("N/A" unchecked).

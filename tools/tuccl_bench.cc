@@ -42,24 +42,36 @@ void check(tucclResult_t result, std::string_view function, tucclComm_t comm) {
 
 tucclDataType_t toTuccl(DataType type) {
   switch (type) {
-    case DataType::Float32: return tucclFloat32;
-    case DataType::Float16: return tucclFloat16;
-    case DataType::BFloat16: return tucclBfloat16;
-    case DataType::Float64: return tucclFloat64;
-    case DataType::Int32: return tucclInt32;
-    case DataType::Int64: return tucclInt64;
-    case DataType::Uint8: return tucclUint8;
+    case DataType::Float32:
+      return tucclFloat32;
+    case DataType::Float16:
+      return tucclFloat16;
+    case DataType::BFloat16:
+      return tucclBfloat16;
+    case DataType::Float64:
+      return tucclFloat64;
+    case DataType::Int32:
+      return tucclInt32;
+    case DataType::Int64:
+      return tucclInt64;
+    case DataType::Uint8:
+      return tucclUint8;
   }
   return tucclNumTypes;
 }
 
 tucclRedOp_t toTuccl(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return tucclSum;
-    case ReduceOp::Prod: return tucclProd;
-    case ReduceOp::Min: return tucclMin;
-    case ReduceOp::Max: return tucclMax;
-    case ReduceOp::Avg: return tucclAvg;
+    case ReduceOp::Sum:
+      return tucclSum;
+    case ReduceOp::Prod:
+      return tucclProd;
+    case ReduceOp::Min:
+      return tucclMin;
+    case ReduceOp::Max:
+      return tucclMax;
+    case ReduceOp::Avg:
+      return tucclAvg;
   }
   return tucclNumOps;
 }
@@ -104,7 +116,8 @@ class TucclBackend final : public BenchBackend {
         check(tucclAllGather(b.send, b.recv, count, type, comm_, stream_), "tucclAllGather", comm_);
         break;
       case Collective::ReduceScatter:
-        check(tucclReduceScatter(b.send, b.recv, count, type, op, comm_, stream_), "tucclReduceScatter", comm_);
+        check(tucclReduceScatter(b.send, b.recv, count, type, op, comm_, stream_), "tucclReduceScatter",
+              comm_);
         break;
       case Collective::Broadcast:
         check(tucclBroadcast(b.send, b.recv, count, type, c.root, comm_, stream_), "tucclBroadcast", comm_);
@@ -125,17 +138,22 @@ class TucclBackend final : public BenchBackend {
   void barrier() override {
     int32_t one = 1;
     int32_t ranks = 0;
-    check(tucclAllReduce(&one, &ranks, 1, tucclInt32, tucclSum, comm_, stream_), "tucclAllReduce (barrier)", comm_);
+    check(tucclAllReduce(&one, &ranks, 1, tucclInt32, tucclSum, comm_, stream_), "tucclAllReduce (barrier)",
+          comm_);
     complete();
   }
 
   double combineTime(double seconds, TimeAverage average) override {
     double combined = 0;
     if (average == TimeAverage::Rank0) {
-      check(tucclBroadcast(&seconds, &combined, 1, tucclFloat64, 0, comm_, stream_), "tucclBroadcast (time)", comm_);
+      check(tucclBroadcast(&seconds, &combined, 1, tucclFloat64, 0, comm_, stream_), "tucclBroadcast (time)",
+            comm_);
     } else {
-      const tucclRedOp_t op = average == TimeAverage::Min ? tucclMin : average == TimeAverage::Max ? tucclMax : tucclSum;
-      check(tucclAllReduce(&seconds, &combined, 1, tucclFloat64, op, comm_, stream_), "tucclAllReduce (time)", comm_);
+      const tucclRedOp_t op = average == TimeAverage::Min   ? tucclMin
+                              : average == TimeAverage::Max ? tucclMax
+                                                            : tucclSum;
+      check(tucclAllReduce(&seconds, &combined, 1, tucclFloat64, op, comm_, stream_), "tucclAllReduce (time)",
+            comm_);
     }
     complete();
     return average == TimeAverage::Mean ? combined / nRanks_ : combined;
@@ -143,7 +161,8 @@ class TucclBackend final : public BenchBackend {
 
   int64_t sumOverRanks(int64_t value) override {
     int64_t total = 0;
-    check(tucclAllReduce(&value, &total, 1, tucclInt64, tucclSum, comm_, stream_), "tucclAllReduce (#wrong)", comm_);
+    check(tucclAllReduce(&value, &total, 1, tucclInt64, tucclSum, comm_, stream_), "tucclAllReduce (#wrong)",
+          comm_);
     complete();
     return total;
   }
@@ -164,9 +183,10 @@ std::pair<int32_t, int32_t> rankAndSize(tucclComm_t comm) {
   check(tucclCommCount(comm, &nRanks), "tucclCommCount", comm);
   check(tucclCommDeviceKind(comm, &kind), "tucclCommDeviceKind", comm);
   if (kind != tucclDeviceCpu) {
-    throwIfError(makeError(ErrorCode::Unsupported,
-                           "the communicator is on the CUDA device, but tuccl-bench's buffers are host memory: "
-                           "it runs on the CPU device only"));
+    throwIfError(
+        makeError(ErrorCode::Unsupported,
+                  "the communicator is on the CUDA device, but tuccl-bench's buffers are host memory: "
+                  "it runs on the CPU device only"));
   }
   return {rank, nRanks};
 }

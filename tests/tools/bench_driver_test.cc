@@ -1,6 +1,10 @@
 // The benchmark loop (tools/bench_driver.h) over an in-process library: ranks are threads and
 // every collective is computed from the ranks' buffers by the collectives' reference, so the
 // loop's buffers, in-place views, checks, bandwidths and output are tested without libtuccl.
+#include "tools/bench_driver.h"
+
+#include <gtest/gtest.h>
+
 #include <barrier>
 #include <cstdio>
 #include <cstring>
@@ -9,10 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "kernelgen/element_values.h"
-#include "tools/bench_driver.h"
 #include "tune/nccl_tests_output.h"
 
 namespace {
@@ -45,7 +46,8 @@ class ThreadBackend final : public BenchBackend {
   void allGatherBytes(const void* mine, void* all, size_t bytes) override {
     world_.bytes[rank_] = mine;
     world_.sync.arrive_and_wait();
-    for (int32_t q = 0; q < world_.nRanks; ++q) std::memcpy(static_cast<char*>(all) + q * bytes, world_.bytes[q], bytes);
+    for (int32_t q = 0; q < world_.nRanks; ++q)
+      std::memcpy(static_cast<char*>(all) + q * bytes, world_.bytes[q], bytes);
     world_.sync.arrive_and_wait();
   }
 
@@ -104,9 +106,9 @@ class ThreadBackend final : public BenchBackend {
 };
 
 struct RunResult {
-  std::string output;              ///< rank 0's
-  std::vector<int64_t> wrong;      ///< per rank
-  std::vector<int64_t> calls;      ///< per rank
+  std::string output;          ///< rank 0's
+  std::vector<int64_t> wrong;  ///< per rank
+  std::vector<int64_t> calls;  ///< per rank
 };
 
 RunResult runRanks(const std::vector<std::string>& args, int32_t nRanks, int32_t corruptRank = -1,
@@ -137,14 +139,16 @@ RunResult runRanks(const std::vector<std::string>& args, int32_t nRanks, int32_t
 }
 
 TEST(BenchDriver, EveryCollectiveChecksCleanInAndOutOfPlace) {
-  for (const char* collective : {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"}) {
-    RunResult r = runRanks({collective, "-b", "4", "-e", "4K", "-f", "4", "-n", "2", "-w", "1", "-c", "2", "-d",
-                            "all", "-o", "all", "-r", "all"},
+  for (const char* collective :
+       {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"}) {
+    RunResult r = runRanks({collective, "-b", "4", "-e", "4K", "-f", "4", "-n", "2", "-w", "1", "-c", "2",
+                            "-d", "all", "-o", "all", "-r", "all"},
                            3);
     NcclTestsOutput parsed = parseNcclTestsOutput(r.output);
     ASSERT_TRUE(parsed.ok()) << parsed.error;
     const size_t ops = std::string(collective).find("reduce") != std::string::npos ? 5 : 1;
-    const size_t roots = std::string(collective) == "broadcast" || std::string(collective) == "reduce" ? 3 : 1;
+    const size_t roots =
+        std::string(collective) == "broadcast" || std::string(collective) == "reduce" ? 3 : 1;
     EXPECT_EQ(parsed.rows.size(), 6 * 7 * ops * roots) << collective;
     for (const NcclTestsRow& row : parsed.rows) {
       EXPECT_EQ(row.outOfPlace.wrong, 0) << collective << " line " << row.line;
@@ -165,7 +169,8 @@ TEST(BenchDriver, RowsFollowNcclTestsConventions) {
   EXPECT_EQ(parsed.rows[0].type, "int32");
   EXPECT_NE(r.output.find("int32    none      -1"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("#  Rank  3 Group  0 Pid"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor)"), std::string::npos);
+  EXPECT_NE(r.output.find("# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor)"),
+            std::string::npos);
   ASSERT_TRUE(parsed.avgBusBwGBps.has_value());
 }
 
@@ -185,7 +190,8 @@ TEST(BenchDriver, WrongElementsAreSummedOverRanksAndFailTheRun) {
 
 TEST(BenchDriver, CallCountsFollowTheOptions) {
   // Per half: 1 untimed + iters × agg timed + checks; warm-up: 2 × warmup per series.
-  RunResult r = runRanks({"allreduce", "-b", "8", "-e", "32", "-f", "2", "-n", "5", "-m", "3", "-w", "2", "-c", "1"}, 2);
+  RunResult r = runRanks(
+      {"allreduce", "-b", "8", "-e", "32", "-f", "2", "-n", "5", "-m", "3", "-w", "2", "-c", "1"}, 2);
   EXPECT_EQ(r.calls[0], 2 * 2 + 3 * 2 * (1 + 5 * 3 + 1));
   r = runRanks({"allreduce", "-b", "8", "-e", "8", "-n", "4", "-w", "0", "-c", "0"}, 2);
   EXPECT_EQ(r.calls[1], 2 * (1 + 4));

@@ -1,17 +1,18 @@
 // tuccl-bench's command line, size series, nccl-tests conventions and output (tools/bench_report.h),
 // and its check data (tools/bench_check.h), without libtuccl.
+#include "tools/bench_report.h"
+
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "kernelgen/collective_reference.h"
 #include "kernelgen/element_values.h"
 #include "tools/bench_check.h"
-#include "tools/bench_report.h"
 #include "tune/nccl_tests_output.h"
 
 namespace {
@@ -49,13 +50,52 @@ TEST(BenchOptions, DefaultsAreNcclTests) {
 }
 
 TEST(BenchOptions, ReadsEveryFlagInEverySpelling) {
-  Expected<BenchOptions> o = parse({"-b", "8", "-e128M", "--stepfactor", "2", "reduce_scatter", "-n", "5", "-w=3",
-                                    "--warmup_iters=4", "-c", "0", "-o", "max", "-d", "bf16", "-r", "all", "-z", "1",
-                                    "-a", "3", "-m", "2", "-t", "1", "-g", "1", "-i", "1K"});
+  Expected<BenchOptions> o = parse({"-b",     "8",
+                                    "-e128M", "--stepfactor",
+                                    "2",      "reduce_scatter",
+                                    "-n",     "5",
+                                    "-w=3",   "--warmup_iters=4",
+                                    "-c",     "0",
+                                    "-o",     "max",
+                                    "-d",     "bf16",
+                                    "-r",     "all",
+                                    "-z",     "1",
+                                    "-a",     "3",
+                                    "-m",     "2",
+                                    "-t",     "1",
+                                    "-g",     "1",
+                                    "-i",     "1K"});
   // "-w=3" is -w with the value "=3": not an integer.
   EXPECT_FALSE(o.ok());
-  o = parse({"-b", "8", "-e128M", "--stepfactor", "2", "reduce_scatter", "-n", "5", "--warmup_iters=4", "-c", "0",
-             "-o", "max", "-d", "bf16", "-r", "all", "-z", "1", "-a", "3", "-m", "1", "-t", "1", "-g", "1", "-i", "1K"});
+  o = parse({"-b",
+             "8",
+             "-e128M",
+             "--stepfactor",
+             "2",
+             "reduce_scatter",
+             "-n",
+             "5",
+             "--warmup_iters=4",
+             "-c",
+             "0",
+             "-o",
+             "max",
+             "-d",
+             "bf16",
+             "-r",
+             "all",
+             "-z",
+             "1",
+             "-a",
+             "3",
+             "-m",
+             "1",
+             "-t",
+             "1",
+             "-g",
+             "1",
+             "-i",
+             "1K"});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->collective, Collective::ReduceScatter);
   EXPECT_EQ(o->minBytes, 8u);
@@ -80,14 +120,16 @@ TEST(BenchOptions, AllTypesAndOps) {
   Expected<BenchOptions> o = parse({"allreduce", "-d", "all", "-o", "all"});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->types.size(), 7u);
-  EXPECT_EQ(o->ops, (std::vector<ReduceOp>{ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg}));
+  EXPECT_EQ(o->ops, (std::vector<ReduceOp>{ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min,
+                                           ReduceOp::Avg}));
   o = parse({"allgather", "-d", "half", "-d", "double"});  // the last one wins, as with getopt
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->types, std::vector<DataType>{DataType::Float64});
 }
 
 TEST(BenchOptions, BadValuesNameTheFlag) {
-  EXPECT_NE(errorOf({"allreduce", "-b", "12Q"}).find("-b (--minbytes): invalid value '12Q'"), std::string::npos);
+  EXPECT_NE(errorOf({"allreduce", "-b", "12Q"}).find("-b (--minbytes): invalid value '12Q'"),
+            std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "--maxbytes=lots"}).find("-e (--maxbytes)"), std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-n", "0"}).find("-n (--iters): invalid value '0': must be at least 1"),
             std::string::npos);
@@ -96,11 +138,13 @@ TEST(BenchOptions, BadValuesNameTheFlag) {
   EXPECT_NE(errorOf({"allreduce", "-a", "4"}).find("-a (--average): invalid value '4': must be in [0, 3]"),
             std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-z", "2"}).find("-z (--blocking)"), std::string::npos);
-  EXPECT_NE(errorOf({"allreduce", "-d", "int8"}).find("-d (--datatype): invalid value 'int8'"), std::string::npos);
+  EXPECT_NE(errorOf({"allreduce", "-d", "int8"}).find("-d (--datatype): invalid value 'int8'"),
+            std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-o", "mulsum"}).find("-o (--op)"), std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-r", "-2"}).find("-r (--root)"), std::string::npos);
-  EXPECT_NE(errorOf({"allreduce", "-t", "2"}).find("-t (--nthreads): invalid value '2': one rank per process"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf({"allreduce", "-t", "2"}).find("-t (--nthreads): invalid value '2': one rank per process"),
+      std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-g", "8"}).find("-g (--ngpus)"), std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-b"}).find("-b (--minbytes): missing value"), std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-x", "1"}).find("unknown option '-x'"), std::string::npos);
@@ -112,7 +156,8 @@ TEST(BenchOptions, BadValuesNameTheFlag) {
   EXPECT_NE(errorOf({"allreduce", "-b", "1M", "-e", "1K"}).find("-b (--minbytes): 1048576 is larger than -e"),
             std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-z", "1", "-m", "4"}).find("-z (--blocking)"), std::string::npos);
-  EXPECT_NE(errorOf({"allreduce", "-b", "1K", "-e", "1M", "-i", "0"}).find("-i (--stepbytes)"), std::string::npos);
+  EXPECT_NE(errorOf({"allreduce", "-b", "1K", "-e", "1M", "-i", "0"}).find("-i (--stepbytes)"),
+            std::string::npos);
 }
 
 TEST(BenchOptions, HelpNeedsNoCollective) {
@@ -128,7 +173,8 @@ TEST(BenchOptions, RootMustBeARank) {
   EXPECT_TRUE(checkRoot(*o, 5).ok());
   Status bad = checkRoot(*o, 4);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.message().find("-r (--root): root 4 is not a rank of the 4-rank communicator"), std::string::npos);
+  EXPECT_NE(bad.message().find("-r (--root): root 4 is not a rank of the 4-rank communicator"),
+            std::string::npos);
   EXPECT_EQ(benchRoots(*o, 8), std::vector<int32_t>{4});
   o = parse({"reduce", "-r", "-1"});
   EXPECT_EQ(benchRoots(*o, 3), (std::vector<int32_t>{0, 1, 2}));
@@ -210,22 +256,27 @@ TEST(Bandwidths, BusFactors) {
 TEST(BenchOutput, HeaderLinesMatchNcclTests) {
   Expected<BenchOptions> o = parse({"allreduce", "-b", "8", "-e", "128M", "-f", "2"});
   EXPECT_EQ(formatRunHeader(*o),
-            "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 "
+            "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 1 iters: 20 agg "
+            "iters: 1 "
             "validation: 1 graph: 0\n#\n");
   o = parse({"allreduce", "-z", "1"});
   EXPECT_NE(formatRunHeader(*o).find("step: 1048576(bytes)"), std::string::npos);
-  EXPECT_NE(formatRunHeader(*o).find("# Blocking Enabled: wait for completion and barrier after each collective"),
-            std::string::npos);
+  EXPECT_NE(
+      formatRunHeader(*o).find("# Blocking Enabled: wait for completion and barrier after each collective"),
+      std::string::npos);
   const std::string header = formatColumnHeader();
-  EXPECT_NE(header.find("\n#       size         count      type   redop    root     time   algbw   busbw #wrong     "
-                        "time   algbw   busbw #wrong\n"),
+  EXPECT_NE(header.find(
+                "\n#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+                "time   algbw   busbw #wrong\n"),
             std::string::npos)
       << header;
-  EXPECT_NE(header.find("\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
-                        "(us)  (GB/s)  (GB/s)       \n"),
+  EXPECT_NE(header.find(
+                "\n#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+                "(us)  (GB/s)  (GB/s)       \n"),
             std::string::npos)
       << header;
-  EXPECT_TRUE(header.starts_with("#                                                              out-of-place"));
+  EXPECT_TRUE(
+      header.starts_with("#                                                              out-of-place"));
   RankInfo rank{3, 4242, "node1", 0, "cpu", "Xeon"};
   EXPECT_EQ(formatDevices(std::span(&rank, 1)),
             "# Using devices\n#  Rank  3 Group  0 Pid   4242 on      node1 device  0 [cpu] Xeon\n#\n");
@@ -263,8 +314,8 @@ TEST(BenchOutput, TheTunersParserReadsIt) {
   for (uint64_t bytes : benchSizes(*o)) {
     const CollectiveCounts c = collectiveCounts(o->collective, bytes, 4, 4);
     const Bandwidths bw = bandwidths(o->collective, c.param, 4, 4, 20e-6);
-    text += formatRowStart(c.rowBytes(4), c.param, DataType::Float32, std::nullopt, -1) + formatHalf(20, bw, 0) +
-            formatHalf(20, bw, 0) + "\n";
+    text += formatRowStart(c.rowBytes(4), c.param, DataType::Float32, std::nullopt, -1) +
+            formatHalf(20, bw, 0) + formatHalf(20, bw, 0) + "\n";
     summary.add(bw.busGBps, 0);
     summary.add(bw.busGBps, 0);
   }
@@ -292,7 +343,8 @@ std::vector<std::vector<unsigned char>> correctOutputs(const CollectiveCall& cal
   for (int32_t q = 0; q < call.nRanks; ++q) {
     std::vector<unsigned char> bytes(inputElements(call) * size);
     fillBenchInput(call, q, seed, bytes.data());
-    for (int64_t i = 0; i < inputElements(call); ++i) inputs[q].push_back(readElement(call.dataType, &bytes[i * size]));
+    for (int64_t i = 0; i < inputElements(call); ++i)
+      inputs[q].push_back(readElement(call.dataType, &bytes[i * size]));
   }
   Expected<RankOutputs> reference = referenceOutputs(call, inputs);
   EXPECT_TRUE(reference.ok());
@@ -318,8 +370,8 @@ TEST(BenchCheck, CorrectOutputsHaveNoWrongElementForEveryCollectiveTypeAndOp) {
           const std::vector<std::vector<unsigned char>> outputs = correctOutputs(call, 7);
           for (int32_t r = 0; r < nRanks; ++r) {
             ASSERT_EQ(countWrongElements(call, r, 7, outputs[r].data()), 0)
-                << collectiveName(call.collective) << " " << dataTypeName(type) << " " << reduceOpName(op) << " n "
-                << nRanks << " rank " << r;
+                << collectiveName(call.collective) << " " << dataTypeName(type) << " " << reduceOpName(op)
+                << " n " << nRanks << " rank " << r;
           }
         }
       }
