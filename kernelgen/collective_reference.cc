@@ -46,23 +46,6 @@ double reduceOverRanks(const CollectiveCall& call, ValueOf valueOf) {
   return call.op == ReduceOp::Avg ? acc / n : acc;
 }
 
-// Element i of rank r's output (the call is one whose output at r is specified); in(q, j) is
-// element j of rank q's input.
-template <typename Input>
-double expectedElement(const CollectiveCall& call, const Input& in, int32_t r, int64_t i) {
-  const int64_t c = call.count;
-  switch (call.collective) {
-    case Collective::AllGather: return in(static_cast<int32_t>(i / c), i % c);
-    case Collective::AllToAll: return in(static_cast<int32_t>(i / c), r * c + i % c);
-    case Collective::Broadcast: return in(call.root, i);
-    case Collective::ReduceScatter:
-      return reduceOverRanks(call, [&](int32_t q) { return in(q, r * c + i); });
-    case Collective::AllReduce:
-    case Collective::Reduce: break;
-  }
-  return reduceOverRanks(call, [&](int32_t q) { return in(q, i); });
-}
-
 }  // namespace
 
 int64_t inputElements(const CollectiveCall& call) {
@@ -88,6 +71,20 @@ Status checkCall(const CollectiveCall& call) {
   return {};
 }
 
+double referenceElement(const CollectiveCall& call, int32_t rank, int64_t index, const InputElement& input) {
+  const int64_t c = call.count;
+  switch (call.collective) {
+    case Collective::AllGather: return input(static_cast<int32_t>(index / c), index % c);
+    case Collective::AllToAll: return input(static_cast<int32_t>(index / c), rank * c + index % c);
+    case Collective::Broadcast: return input(call.root, index);
+    case Collective::ReduceScatter:
+      return reduceOverRanks(call, [&](int32_t q) { return input(q, rank * c + index); });
+    case Collective::AllReduce:
+    case Collective::Reduce: break;
+  }
+  return reduceOverRanks(call, [&](int32_t q) { return input(q, index); });
+}
+
 Expected<RankOutputs> referenceOutputs(const CollectiveCall& call, const std::vector<std::vector<double>>& inputs) {
   if (Status status = checkCall(call); !status) return status;
   if (static_cast<int64_t>(inputs.size()) != call.nRanks) {
@@ -107,23 +104,10 @@ Expected<RankOutputs> referenceOutputs(const CollectiveCall& call, const std::ve
   for (int32_t r = 0; r < call.nRanks; ++r) {
     if (call.collective == Collective::Reduce && r != call.root) continue;
     std::vector<double>& expected = outputs[r].emplace(static_cast<size_t>(outElems));
-    auto in = [&](int32_t q, int64_t j) { return inputs[q][j]; };
-    for (int64_t i = 0; i < outElems; ++i) expected[i] = expectedElement(call, in, r, i);
+    const InputElement input = [&](int32_t q, int64_t j) { return inputs[q][j]; };
+    for (int64_t i = 0; i < outElems; ++i) expected[i] = referenceElement(call, r, i, input);
   }
   return outputs;
-}
-
-Expected<std::optional<std::vector<double>>> referenceOutput(const CollectiveCall& call, int32_t rank,
-                                                            const std::function<double(int32_t, int64_t)>& input) {
-  if (Status status = checkCall(call); !status) return status;
-  if (rank < 0 || rank >= call.nRanks) {
-    return makeError(ErrorCode::InvalidArgument, "reference: rank " + std::to_string(rank) + " is not in [0, " +
-                                                     std::to_string(call.nRanks) + ")");
-  }
-  if (call.collective == Collective::Reduce && rank != call.root) return std::optional<std::vector<double>>();
-  std::vector<double> expected(static_cast<size_t>(outputElements(call)));
-  for (size_t i = 0; i < expected.size(); ++i) expected[i] = expectedElement(call, input, rank, static_cast<int64_t>(i));
-  return std::optional<std::vector<double>>(std::move(expected));
 }
 
 }  // namespace tuccl

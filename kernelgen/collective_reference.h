@@ -52,18 +52,18 @@ Status checkCall(const CollectiveCall& call);
 /// Per rank the expected output elements; nullopt where the output is unspecified.
 using RankOutputs = std::vector<std::optional<std::vector<double>>>;
 
+/// Element j of rank q's input, for referenceElement.
+using InputElement = std::function<double(int32_t q, int64_t j)>;
+
+/// Element `index` of rank `rank`'s output computed from `input` alone, for callers that check
+/// one rank's output without holding every rank's input (tuccl-bench regenerates the inputs). The
+/// call must be well-formed (checkCall), `index` in [0, outputElements(call)), and the rank's
+/// output specified (not a non-root of Reduce).
+double referenceElement(const CollectiveCall& call, int32_t rank, int64_t index, const InputElement& input);
+
 /// The reference outputs of `call`; `inputs[r]` holds rank r's inputElements(call) values. An
 /// InvalidArgument status when the call is malformed or an input has the wrong length.
 Expected<RankOutputs> referenceOutputs(const CollectiveCall& call, const std::vector<std::vector<double>>& inputs);
 
 }  // namespace tuccl
 
-namespace tuccl {
-
-/// Rank `rank`'s reference output alone, with the inputs given as a function (element j of rank
-/// q's input is input(q, j)), so a rank of a multi-process run checks its output without holding
-/// every rank's data; nullopt where the output is unspecified.
-Expected<std::optional<std::vector<double>>> referenceOutput(const CollectiveCall& call, int32_t rank,
-                                                            const std::function<double(int32_t, int64_t)>& input);
-
-}  // namespace tuccl

@@ -12,22 +12,6 @@ namespace {
 constexpr double kBytesPerUsPerGBps = 1e3;
 }  // namespace
 
-double busBandwidthFactor(Collective collective, int32_t nRanks) {
-  const double n = std::max(1, nRanks);
-  switch (collective) {
-    case Collective::AllReduce:
-      return 2 * (n - 1) / n;
-    case Collective::AllGather:
-    case Collective::ReduceScatter:
-    case Collective::AllToAll:
-      return (n - 1) / n;
-    case Collective::Broadcast:
-    case Collective::Reduce:
-      return 1;
-  }
-  return 1;
-}
-
 Metrics computeMetrics(const Plan& plan, const Network& network, const SimResult& result) {
   Metrics metrics;
   const Collective collective = plan.collective;

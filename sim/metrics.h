@@ -10,15 +10,12 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "support/bus_bandwidth.h"
 #include "support/vocabulary.h"
 #include "sim/lower_bound.h"
 #include "sim/simulator.h"
 
 namespace tuccl {
-
-/// nccl-tests' bus bandwidth factor: AllReduce 2(n-1)/n; AllGather, ReduceScatter, AllToAll
-/// (n-1)/n; Broadcast, Reduce 1 (reference/formats.md).
-double busBandwidthFactor(Collective collective, int32_t nRanks);
 
 struct LinkUse {
   int32_t resource = 0;

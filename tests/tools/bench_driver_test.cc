@@ -1,0 +1,201 @@
+// The benchmark loop (tools/bench_driver.h) over an in-process library: ranks are threads and
+// every collective is computed from the ranks' buffers by the collectives' reference, so the
+// loop's buffers, in-place views, checks, bandwidths and output are tested without libtuccl.
+#include "tools/bench_driver.h"
+
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernelgen/element_values.h"
+#include "tune/nccl_tests_output.h"
+
+namespace {
+
+using namespace tuccl;
+using namespace tuccl::bench;
+
+/// What the ranks of one run share.
+struct World {
+  explicit World(int32_t n) : nRanks(n), sync(n), inputs(n), doubles(n), ints(n), bytes(n) {}
+  int32_t nRanks;
+  std::barrier<> sync;
+  std::vector<std::vector<double>> inputs;  ///< each rank's input of the current call
+  std::vector<double> doubles;
+  std::vector<int64_t> ints;
+  std::vector<const void*> bytes;
+  /// Rank and flat element index of a deliberately wrong output element (-1: none).
+  int32_t corruptRank = -1;
+  int64_t corruptIndex = 0;
+};
+
+/// A blocking library whose collectives are the reference: every rank publishes its input, then
+/// writes its output from all of them.
+class ThreadBackend final : public BenchBackend {
+ public:
+  ThreadBackend(World& world, int32_t rank) : world_(world), rank_(rank) {}
+  int32_t rank() const override { return rank_; }
+  int32_t nRanks() const override { return world_.nRanks; }
+
+  void allGatherBytes(const void* mine, void* all, size_t bytes) override {
+    world_.bytes[rank_] = mine;
+    world_.sync.arrive_and_wait();
+    for (int32_t q = 0; q < world_.nRanks; ++q)
+      std::memcpy(static_cast<char*>(all) + q * bytes, world_.bytes[q], bytes);
+    world_.sync.arrive_and_wait();
+  }
+
+  void start(const BenchCall& b) override {
+    ++calls;
+    const CollectiveCall& c = b.call;
+    const int64_t size = dataTypeSize(c.dataType);
+    std::vector<double>& mine = world_.inputs[rank_];
+    mine.resize(static_cast<size_t>(inputElements(c)));
+    // Broadcast reads only the root's input (others' in-place buffers hold anything).
+    for (size_t i = 0; i < mine.size(); ++i)
+      mine[i] = readElement(c.dataType, static_cast<const char*>(b.send) + static_cast<int64_t>(i) * size);
+    world_.sync.arrive_and_wait();
+    if (c.collective != Collective::Reduce || rank_ == c.root) {
+      const InputElement input = [&](int32_t q, int64_t j) { return world_.inputs[q][j]; };
+      for (int64_t i = 0; i < outputElements(c); ++i) {
+        double value = referenceElement(c, rank_, i, input);
+        if (rank_ == world_.corruptRank && i == world_.corruptIndex) value += 1;
+        writeElement(c.dataType, static_cast<char*>(b.recv) + i * size, value);
+      }
+    }
+    world_.sync.arrive_and_wait();
+  }
+
+  void complete() override {}
+  void barrier() override { world_.sync.arrive_and_wait(); }
+
+  double combineTime(double seconds, TimeAverage average) override {
+    world_.doubles[rank_] = seconds;
+    world_.sync.arrive_and_wait();
+    double combined = world_.doubles[0];
+    for (int32_t q = 1; q < world_.nRanks; ++q) {
+      const double x = world_.doubles[q];
+      if (average == TimeAverage::Mean) combined += x;
+      if (average == TimeAverage::Min) combined = std::min(combined, x);
+      if (average == TimeAverage::Max) combined = std::max(combined, x);
+    }
+    world_.sync.arrive_and_wait();
+    return average == TimeAverage::Mean ? combined / world_.nRanks : combined;
+  }
+
+  int64_t sumOverRanks(int64_t value) override {
+    world_.ints[rank_] = value;
+    world_.sync.arrive_and_wait();
+    int64_t total = 0;
+    for (int64_t x : world_.ints) total += x;
+    world_.sync.arrive_and_wait();
+    return total;
+  }
+
+  int64_t calls = 0;
+
+ private:
+  World& world_;
+  int32_t rank_;
+};
+
+struct RunResult {
+  std::string output;          ///< rank 0's
+  std::vector<int64_t> wrong;  ///< per rank
+  std::vector<int64_t> calls;  ///< per rank
+};
+
+RunResult runRanks(const std::vector<std::string>& args, int32_t nRanks, int32_t corruptRank = -1,
+                   int64_t corruptIndex = 0) {
+  Expected<BenchOptions> options = parseBenchOptions(args);
+  EXPECT_TRUE(options.ok()) << options.status().message();
+  World world(nRanks);
+  world.corruptRank = corruptRank;
+  world.corruptIndex = corruptIndex;
+  RunResult result;
+  result.wrong.resize(nRanks);
+  result.calls.resize(nRanks);
+  std::FILE* out = std::tmpfile();
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < nRanks; ++r) {
+    threads.emplace_back([&, r] {
+      ThreadBackend backend(world, r);
+      result.wrong[r] = runBenchmark(*options, backend, out);
+      result.calls[r] = backend.calls;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::rewind(out);
+  char buffer[4096];
+  for (size_t got; (got = std::fread(buffer, 1, sizeof buffer, out)) > 0;) result.output.append(buffer, got);
+  std::fclose(out);
+  return result;
+}
+
+TEST(BenchDriver, EveryCollectiveChecksCleanInAndOutOfPlace) {
+  for (const char* collective :
+       {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"}) {
+    RunResult r = runRanks({collective, "-b", "4", "-e", "4K", "-f", "4", "-n", "2", "-w", "1", "-c", "2",
+                            "-d", "all", "-o", "all", "-r", "all"},
+                           3);
+    NcclTestsOutput parsed = parseNcclTestsOutput(r.output);
+    ASSERT_TRUE(parsed.ok()) << parsed.error;
+    const size_t ops = std::string(collective).find("reduce") != std::string::npos ? 5 : 1;
+    const size_t roots =
+        std::string(collective) == "broadcast" || std::string(collective) == "reduce" ? 3 : 1;
+    EXPECT_EQ(parsed.rows.size(), 6 * 7 * ops * roots) << collective;
+    for (const NcclTestsRow& row : parsed.rows) {
+      EXPECT_EQ(row.outOfPlace.wrong, 0) << collective << " line " << row.line;
+      EXPECT_EQ(row.inPlace.wrong, 0) << collective << " line " << row.line;
+    }
+    EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
+    for (int64_t wrong : r.wrong) EXPECT_EQ(wrong, 0) << collective;
+  }
+}
+
+TEST(BenchDriver, RowsFollowNcclTestsConventions) {
+  RunResult r = runRanks({"allgather", "-b", "1K", "-e", "4K", "-f", "2", "-d", "int32"}, 4);
+  NcclTestsOutput parsed = parseNcclTestsOutput(r.output);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  ASSERT_EQ(parsed.rows.size(), 3u);
+  EXPECT_EQ(parsed.rows[0].bytes, 1024u);
+  EXPECT_EQ(parsed.rows[0].count, 64u);  // per-rank send count
+  EXPECT_EQ(parsed.rows[0].type, "int32");
+  EXPECT_NE(r.output.find("int32    none      -1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("#  Rank  3 Group  0 Pid"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor)"),
+            std::string::npos);
+  ASSERT_TRUE(parsed.avgBusBwGBps.has_value());
+}
+
+TEST(BenchDriver, WrongElementsAreSummedOverRanksAndFailTheRun) {
+  // Rank 2's element 5 is off on every call; 2 ranks' rows of 3 sizes, both halves.
+  RunResult r = runRanks({"allreduce", "-b", "64", "-e", "256", "-f", "2", "-c", "3"}, 4, 2, 5);
+  NcclTestsOutput parsed = parseNcclTestsOutput(r.output);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  ASSERT_EQ(parsed.rows.size(), 3u);
+  for (const NcclTestsRow& row : parsed.rows) {
+    EXPECT_EQ(row.outOfPlace.wrong, 1);
+    EXPECT_EQ(row.inPlace.wrong, 1);
+  }
+  EXPECT_NE(r.output.find("# Out of bounds values : 6 FAILED"), std::string::npos) << r.output;
+  for (int64_t wrong : r.wrong) EXPECT_EQ(wrong, 6);
+}
+
+TEST(BenchDriver, CallCountsFollowTheOptions) {
+  // Per half: 1 untimed + iters × agg timed + checks; warm-up: 2 × warmup per series.
+  RunResult r = runRanks(
+      {"allreduce", "-b", "8", "-e", "32", "-f", "2", "-n", "5", "-m", "3", "-w", "2", "-c", "1"}, 2);
+  EXPECT_EQ(r.calls[0], 2 * 2 + 3 * 2 * (1 + 5 * 3 + 1));
+  r = runRanks({"allreduce", "-b", "8", "-e", "8", "-n", "4", "-w", "0", "-c", "0"}, 2);
+  EXPECT_EQ(r.calls[1], 2 * (1 + 4));
+  EXPECT_NE(r.output.find("N/A"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,66 @@
+// The benchmark loop of nccl-tests (src/common.cu: TimeTest, BenchTime) over any collective
+// library: tuccl-bench drives libtuccl with it, bench/ drives Gloo and Open MPI with it, so every
+// library is timed, checked and printed the same way.
+//
+// In:  the options (bench_report.h) and one rank's BenchBackend: the library under test.
+// Out: nccl-tests' output on rank 0 (header, devices, one row per size and type / op / root,
+//      footer), and the wrong elements summed over ranks and rows.
+//
+// Per (type, op, root): warm-up calls at the largest and the smallest size; per size and for
+// out-of-place then in-place: an untimed call, a barrier, `iters` × `agg` calls started back to
+// back and one complete() (time per call, combined over ranks per -a), a barrier, then `-c`
+// checked calls, each on fresh input (bench_check.h) with a poisoned output. In place, the send
+// and receive buffers are views of one buffer, at the rank's block where nccl-tests puts them.
+//
+// Failures of the library are thrown as StatusError by the backend and leave runBenchmark.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "kernelgen/collective_reference.h"
+#include "tools/bench_report.h"
+
+namespace tuccl::bench {
+
+/// One collective call of the benchmark: what it is and where its buffers are.
+struct BenchCall {
+  CollectiveCall call;  ///< count: nccl-tests' param count (collectiveCounts)
+  CollectiveCounts counts;
+  void* send = nullptr;
+  void* recv = nullptr;
+};
+
+/// One rank's handle on the library under test. Every rank calls the same methods in the same
+/// order; a failure throws StatusError.
+class BenchBackend {
+ public:
+  virtual ~BenchBackend() = default;
+  virtual int32_t rank() const = 0;
+  virtual int32_t nRanks() const = 0;
+  /// Every rank's `bytes` bytes, by rank, into `all` (nRanks × bytes).
+  virtual void allGatherBytes(const void* mine, void* all, size_t bytes) = 0;
+  /// Starts one call; a blocking library completes it before returning.
+  virtual void start(const BenchCall& call) = 0;
+  /// Waits until every started call completed.
+  virtual void complete() = 0;
+  /// Brackets the -m calls of one iteration (when -m > 1); libraries without groups ignore them.
+  virtual void groupStart() {}
+  virtual void groupEnd() {}
+  /// Returns once every rank called it.
+  virtual void barrier() = 0;
+  /// `seconds` of every rank combined: rank 0's, the mean, the minimum or the maximum.
+  virtual double combineTime(double seconds, TimeAverage average) = 0;
+  /// The sum over ranks.
+  virtual int64_t sumOverRanks(int64_t value) = 0;
+};
+
+/// Runs every series of `options` on `backend`, printing on rank 0 to `out`; returns the wrong
+/// elements of all ranks and rows (0 without checks).
+int64_t runBenchmark(const BenchOptions& options, BenchBackend& backend, std::FILE* out);
+
+/// This process's "# Rank" facts: pid, host name, device 0, "cpu" and the CPU's model name.
+RankInfo localCpuRankInfo(int32_t rank);
+
+}  // namespace tuccl::bench

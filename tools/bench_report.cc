@@ -1,0 +1,456 @@
+// nccl-tests' command line and output (bench_report.h).
+#include "tools/bench_report.h"
+
+#include <array>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+
+#include "support/bus_bandwidth.h"
+#include "support/text_values.h"
+
+namespace tuccl::bench {
+namespace {
+
+/// The datatypes libtuccl's kernels support, in nccl-tests' order (what -d all runs).
+constexpr std::array<DataType, 7> kAllTypes = {DataType::Uint8,   DataType::Int32,   DataType::Int64,
+                                               DataType::Float16, DataType::Float32, DataType::Float64,
+                                               DataType::BFloat16};
+/// nccl-tests' order of -o all.
+constexpr std::array<ReduceOp, 5> kAllOps = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min,
+                                             ReduceOp::Avg};
+
+/// A flag of nccl-tests' command line (its getopt_long table).
+struct Flag {
+  char shortName;
+  std::string_view longName;
+  bool takesValue;
+};
+constexpr std::array<Flag, 16> kFlags = {{{'t', "nthreads", true},
+                                          {'g', "ngpus", true},
+                                          {'b', "minbytes", true},
+                                          {'e', "maxbytes", true},
+                                          {'i', "stepbytes", true},
+                                          {'f', "stepfactor", true},
+                                          {'n', "iters", true},
+                                          {'m', "agg_iters", true},
+                                          {'w', "warmup_iters", true},
+                                          {'c', "check", true},
+                                          {'o', "op", true},
+                                          {'d', "datatype", true},
+                                          {'r', "root", true},
+                                          {'z', "blocking", true},
+                                          {'a', "average", true},
+                                          {'h', "help", false}}};
+
+const Flag* findShort(char name) {
+  for (const Flag& flag : kFlags)
+    if (flag.shortName == name) return &flag;
+  return nullptr;
+}
+
+const Flag* findLong(std::string_view name) {
+  for (const Flag& flag : kFlags)
+    if (flag.longName == name) return &flag;
+  return nullptr;
+}
+
+std::string flagLabel(const Flag& flag) {
+  return "-" + std::string(1, flag.shortName) + " (--" + std::string(flag.longName) + ")";
+}
+
+Status flagError(const Flag& flag, std::string_view value, std::string_view why) {
+  return makeError(ErrorCode::InvalidArgument, "option " + flagLabel(flag) + ": invalid value '" +
+                                                   std::string(value) + "': " + std::string(why));
+}
+
+Expected<int64_t> parseInteger(const Flag& flag, std::string_view text, int64_t min, int64_t max) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return flagError(flag, text, "not an integer");
+  }
+  if (value < min || value > max) {
+    const std::string range = max >= std::numeric_limits<int32_t>::max()
+                                  ? "at least " + std::to_string(min)
+                                  : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    return flagError(flag, text, "must be " + range);
+  }
+  return value;
+}
+
+Expected<uint64_t> parseSize(const Flag& flag, std::string_view text) {
+  Expected<uint64_t> bytes = parseByteSize(text);
+  if (!bytes) return flagError(flag, text, bytes.status().message());
+  return bytes;
+}
+
+Expected<std::vector<DataType>> parseTypes(const Flag& flag, std::string_view text) {
+  if (equalsIgnoreCase(text, "all")) return std::vector<DataType>(kAllTypes.begin(), kAllTypes.end());
+  if (std::optional<DataType> type = parseDataType(text)) return std::vector<DataType>{*type};
+  std::string names;
+  for (DataType type : kAllTypes) names += std::string(ncclTestsTypeName(type)) + ", ";
+  return flagError(flag, text, "libtuccl's datatypes are " + names + "or all");
+}
+
+Expected<std::vector<ReduceOp>> parseOps(const Flag& flag, std::string_view text) {
+  if (equalsIgnoreCase(text, "all")) return std::vector<ReduceOp>(kAllOps.begin(), kAllOps.end());
+  if (std::optional<ReduceOp> op = parseReduceOp(text)) return std::vector<ReduceOp>{*op};
+  return flagError(flag, text, "the operations are sum, prod, max, min, avg, or all");
+}
+
+/// Applies one flag and its value to `options`.
+Status applyFlag(const Flag& flag, std::string_view value, BenchOptions& options) {
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+  auto setInt = [&](int32_t& field, int64_t min, int64_t max) -> Status {
+    Expected<int64_t> parsed = parseInteger(flag, value, min, max);
+    if (!parsed) return parsed.status();
+    field = static_cast<int32_t>(*parsed);
+    return {};
+  };
+  auto setSize = [&](uint64_t& field) -> Status {
+    Expected<uint64_t> parsed = parseSize(flag, value);
+    if (!parsed) return parsed.status();
+    field = *parsed;
+    return {};
+  };
+  switch (flag.shortName) {
+    case 't':
+    case 'g': {
+      Expected<int64_t> parsed = parseInteger(flag, value, 1, kIntMax);
+      if (!parsed) return parsed.status();
+      if (*parsed != 1)
+        return flagError(flag, value, "one rank per process (launch more processes): only 1 is supported");
+      return {};
+    }
+    case 'b':
+      return setSize(options.minBytes);
+    case 'e':
+      return setSize(options.maxBytes);
+    case 'i':
+      return setSize(options.stepBytes);
+    case 'f': {
+      Expected<int64_t> factor = parseInteger(flag, value, 1, kIntMax);
+      if (!factor) return factor.status();
+      options.stepFactor = static_cast<uint64_t>(*factor);
+      return {};
+    }
+    case 'n':
+      return setInt(options.iters, 1, kIntMax);
+    case 'm':
+      return setInt(options.aggIters, 1, kIntMax);
+    case 'w':
+      return setInt(options.warmupIters, 0, kIntMax);
+    case 'c':
+      return setInt(options.checkIters, 0, kIntMax);
+    case 'o': {
+      Expected<std::vector<ReduceOp>> ops = parseOps(flag, value);
+      if (!ops) return ops.status();
+      options.ops = std::move(ops).value();
+      return {};
+    }
+    case 'd': {
+      Expected<std::vector<DataType>> types = parseTypes(flag, value);
+      if (!types) return types.status();
+      options.types = std::move(types).value();
+      return {};
+    }
+    case 'r':
+      if (equalsIgnoreCase(value, "all")) {
+        options.root = -1;
+        return {};
+      }
+      return setInt(options.root, -1, kIntMax);
+    case 'z': {
+      int32_t blocking = 0;
+      if (Status status = setInt(blocking, 0, 1); !status) return status;
+      options.blocking = blocking != 0;
+      return {};
+    }
+    case 'a': {
+      int32_t average = 0;
+      if (Status status = setInt(average, 0, 3); !status) return status;
+      options.average = static_cast<TimeAverage>(average);
+      return {};
+    }
+    default:
+      break;
+  }
+  options.help = true;  // -h
+  return {};
+}
+
+/// Cross-flag checks, after every flag was read.
+Status checkOptions(const BenchOptions& options) {
+  if (options.minBytes > options.maxBytes) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "option -b (--minbytes): " + std::to_string(options.minBytes) +
+                         " is larger than -e (--maxbytes) " + std::to_string(options.maxBytes));
+  }
+  if (options.stepFactor <= 1 && options.stepBytes == 0 && options.minBytes < options.maxBytes) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "option -i (--stepbytes): 0 never reaches -e (--maxbytes); give -i > 0 or -f > 1");
+  }
+  if (options.blocking && options.aggIters > 1) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "option -z (--blocking): a call cannot be waited for inside a group "
+                     "of -m (--agg_iters) " +
+                         std::to_string(options.aggIters) + " calls");
+  }
+  return {};
+}
+
+/// Splits one argument into a flag and, when attached (-b8, --minbytes=8), its value.
+Expected<std::pair<const Flag*, std::optional<std::string>>> splitFlag(const std::string& arg) {
+  const Flag* flag = nullptr;
+  std::optional<std::string> attached;
+  if (arg.starts_with("--")) {
+    const size_t equals = arg.find('=');
+    flag = findLong(
+        std::string_view(arg).substr(2, equals == std::string::npos ? std::string::npos : equals - 2));
+    if (equals != std::string::npos) attached = arg.substr(equals + 1);
+  } else {
+    flag = findShort(arg[1]);
+    if (arg.size() > 2) attached = arg.substr(2);
+  }
+  if (flag == nullptr)
+    return makeError(ErrorCode::InvalidArgument, "unknown option '" + arg + "' (see --help)");
+  if (!flag->takesValue && attached) {
+    return makeError(ErrorCode::InvalidArgument, "option " + flagLabel(*flag) + " takes no value");
+  }
+  return std::pair{flag, attached};
+}
+
+std::string printed(const char* format, auto... values) {
+  std::array<char, 512> line{};
+  const int n = std::snprintf(line.data(), line.size(), format, values...);
+  return std::string(line.data(), static_cast<size_t>(n < 0 ? 0 : std::min<int>(n, line.size() - 1)));
+}
+
+}  // namespace
+
+Expected<BenchOptions> parseBenchOptions(std::span<const std::string> args) {
+  BenchOptions options;
+  bool haveCollective = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      if (haveCollective) return makeError(ErrorCode::InvalidArgument, "unexpected argument '" + arg + "'");
+      std::optional<Collective> collective = parseCollective(arg);
+      if (!collective) {
+        return makeError(ErrorCode::InvalidArgument,
+                         "unknown collective '" + arg +
+                             "': give allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
+      }
+      options.collective = *collective;
+      haveCollective = true;
+      continue;
+    }
+    auto split = splitFlag(arg);
+    if (!split) return split.status();
+    auto [flag, value] = *split;
+    if (flag->takesValue && !value) {
+      if (i + 1 == args.size()) {
+        return makeError(ErrorCode::InvalidArgument, "option " + flagLabel(*flag) + ": missing value");
+      }
+      value = args[++i];
+    }
+    if (Status status = applyFlag(*flag, value.value_or(""), options); !status) return status;
+  }
+  if (options.help) return options;
+  if (!haveCollective) {
+    return makeError(
+        ErrorCode::InvalidArgument,
+        "missing COLLECTIVE: allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
+  }
+  if (Status status = checkOptions(options); !status) return status;
+  return options;
+}
+
+std::string benchUsage(std::string_view program) {
+  const std::string p(program);
+  return "Usage: " + p +
+         " COLLECTIVE [flags]\n"
+         "  COLLECTIVE: allreduce | allgather | reducescatter | broadcast | reduce | alltoall\n"
+         "Flags (nccl-tests'; sizes accept K, M, G suffixes):\n"
+         "  -b, --minbytes SIZE      smallest size (default 32M)\n"
+         "  -e, --maxbytes SIZE      largest size (default 32M)\n"
+         "  -i, --stepbytes SIZE     increment between sizes (default 1M)\n"
+         "  -f, --stepfactor N       multiplication factor between sizes (default: use -i)\n"
+         "  -n, --iters N            timed iterations per size (default 20)\n"
+         "  -w, --warmup_iters N     untimed warm-up iterations (default 1)\n"
+         "  -m, --agg_iters N        calls aggregated per iteration in one group (default 1)\n"
+         "  -c, --check N            checked iterations per size; 0 skips the check (default 1)\n"
+         "  -o, --op OP              sum, prod, max, min, avg or all (default sum)\n"
+         "  -d, --datatype TYPE      uint8, int32, int64, half, float, double, bfloat16 or all (default "
+         "float)\n"
+         "  -r, --root N             root of broadcast and reduce; -1 or all: every rank (default 0)\n"
+         "  -z, --blocking 0|1       wait for completion and barrier after each call (default 0)\n"
+         "  -a, --average 0..3       time reported: 0 rank 0, 1 mean, 2 min, 3 max over ranks (default 1)\n"
+         "  -t, --nthreads 1         threads per process (only 1)\n"
+         "  -g, --ngpus 1            devices per thread (only 1)\n"
+         "  -h, --help               this text\n";
+}
+
+Status checkRoot(const BenchOptions& options, int32_t nRanks) {
+  if (!hasRoot(options.collective) || options.root < nRanks) return {};
+  return makeError(ErrorCode::InvalidArgument, "option -r (--root): root " + std::to_string(options.root) +
+                                                   " is not a rank of the " + std::to_string(nRanks) +
+                                                   "-rank communicator");
+}
+
+std::vector<uint64_t> benchSizes(const BenchOptions& options) {
+  std::vector<uint64_t> sizes;
+  for (uint64_t size = options.minBytes; size <= options.maxBytes;) {
+    sizes.push_back(size);
+    const uint64_t step = options.stepFactor > 1 ? size * (options.stepFactor - 1) : options.stepBytes;
+    if (step == 0 || size > std::numeric_limits<uint64_t>::max() - step) break;  // 0 B × factor, or overflow
+    if (options.stepFactor > 1 && size > std::numeric_limits<uint64_t>::max() / options.stepFactor) break;
+    size += step;
+  }
+  return sizes;
+}
+
+std::vector<int32_t> benchRoots(const BenchOptions& options, int32_t nRanks) {
+  if (!hasRoot(options.collective)) return {-1};
+  if (options.root >= 0) return {options.root};
+  std::vector<int32_t> roots;
+  for (int32_t r = 0; r < nRanks; ++r) roots.push_back(r);
+  return roots;
+}
+
+std::vector<std::optional<ReduceOp>> benchOps(const BenchOptions& options) {
+  if (!isReduction(options.collective)) return {std::nullopt};
+  return std::vector<std::optional<ReduceOp>>(options.ops.begin(), options.ops.end());
+}
+
+CollectiveCounts collectiveCounts(Collective collective, uint64_t bytes, int32_t typeSize, int32_t nRanks) {
+  const uint64_t count = bytes / static_cast<uint64_t>(typeSize);
+  const auto n = static_cast<uint64_t>(nRanks);
+  CollectiveCounts c;
+  switch (collective) {
+    case Collective::AllGather:
+      c.send = c.param = c.sendInPlaceOffset = count / n;
+      c.recv = count / n * n;
+      break;
+    case Collective::ReduceScatter:
+      c.send = count / n * n;
+      c.recv = c.param = c.recvInPlaceOffset = count / n;
+      break;
+    case Collective::AllToAll:
+      c.send = c.recv = count / n * n;
+      c.param = count / n;
+      break;
+    case Collective::AllReduce:
+    case Collective::Broadcast:
+    case Collective::Reduce:
+      c.send = c.recv = c.param = count;
+      break;
+  }
+  return c;
+}
+
+Bandwidths bandwidths(Collective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks,
+                      double seconds) {
+  double bytes = static_cast<double>(paramCount) * typeSize;
+  if (collective == Collective::AllGather || collective == Collective::ReduceScatter ||
+      collective == Collective::AllToAll) {
+    bytes *= nRanks;
+  }
+  Bandwidths bw;
+  if (seconds > 0) bw.algGBps = bytes / 1.0e9 / seconds;
+  bw.busGBps = bw.algGBps * busBandwidthFactor(collective, nRanks);
+  return bw;
+}
+
+std::string_view ncclTestsTypeName(DataType type) {
+  switch (type) {
+    case DataType::Float32:
+      return "float";
+    case DataType::Float16:
+      return "half";
+    case DataType::BFloat16:
+      return "bfloat16";
+    case DataType::Float64:
+      return "double";
+    case DataType::Int32:
+      return "int32";
+    case DataType::Int64:
+      return "int64";
+    case DataType::Uint8:
+      return "uint8";
+  }
+  return "?";
+}
+
+std::string_view ncclTestsOpName(std::optional<ReduceOp> op) { return op ? reduceOpName(*op) : "none"; }
+
+std::string formatRunHeader(const BenchOptions& options) {
+  const bool factor = options.stepFactor > 1;
+  std::string text = printed(
+      "# nThread %d nGpus %d minBytes %llu maxBytes %llu step: %llu(%s) warmup iters: %d iters: %d agg "
+      "iters: %d "
+      "validation: %d graph: %d\n",
+      options.nThreads, options.nGpus, static_cast<unsigned long long>(options.minBytes),
+      static_cast<unsigned long long>(options.maxBytes),
+      static_cast<unsigned long long>(factor ? options.stepFactor : options.stepBytes),
+      factor ? "factor" : "bytes", options.warmupIters, options.iters, options.aggIters, options.checkIters,
+      0);
+  if (options.blocking)
+    text += "# Blocking Enabled: wait for completion and barrier after each collective \n";
+  return text + "#\n";
+}
+
+std::string formatDevices(std::span<const RankInfo> ranks) {
+  std::string text = "# Using devices\n";
+  for (const RankInfo& r : ranks) {
+    text += printed("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", r.rank, 0, r.pid,
+                    r.host.c_str(), r.device, r.busId.c_str(), r.deviceName.c_str());
+  }
+  return text + "#\n";
+}
+
+std::string formatColumnHeader() {
+  return printed(
+             "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
+             "", "", "", "", "") +
+         printed("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count",
+                 "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+                 "#wrong") +
+         printed("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)",
+                 "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+std::string formatRowStart(uint64_t bytes, uint64_t count, DataType type, std::optional<ReduceOp> op,
+                           int32_t root) {
+  return printed("%12llu  %12llu  %8s  %6s  %6i", static_cast<unsigned long long>(bytes),
+                 static_cast<unsigned long long>(count), std::string(ncclTestsTypeName(type)).c_str(),
+                 std::string(ncclTestsOpName(op)).c_str(), root);
+}
+
+std::string formatTime(double us) {
+  if (us >= 10000.0) return printed("%7.0f", us);
+  if (us >= 100.0) return printed("%7.1f", us);
+  return printed("%7.2f", us);
+}
+
+std::string formatHalf(double timeUs, const Bandwidths& bw, std::optional<int64_t> wrong) {
+  const std::string time = formatTime(timeUs);
+  if (!wrong) return printed("  %7s  %6.2f  %6.2f  %5s", time.c_str(), bw.algGBps, bw.busGBps, "N/A");
+  return printed("  %7s  %6.2f  %6.2f  %5g", time.c_str(), bw.algGBps, bw.busGBps,
+                 static_cast<double>(*wrong));
+}
+
+void BenchSummary::add(double busGBps, std::optional<int64_t> wrong) {
+  busSum_ += busGBps;
+  ++halves_;
+  wrong_ += wrong.value_or(0);
+}
+
+std::string BenchSummary::formatFooter() const {
+  return printed("# Out of bounds values : %lld %s\n", static_cast<long long>(wrong_),
+                 wrong_ != 0 ? "FAILED" : "OK") +
+         printed("# Avg bus bandwidth    : %g \n", averageBusGBps()) + "#\n";
+}
+
+}  // namespace tuccl::bench

@@ -1,0 +1,141 @@
+// nccl-tests' command line and output, for tuccl-bench and the comparison benchmarks in bench/
+// (Gloo, Open MPI): the same flags, the same size series, the same byte / element conventions per
+// collective, the same bandwidth figures and the same text, so one parser (tune/nccl_tests_output.h,
+// the tuner's command profiler, scripts written for nccl-tests) reads all of them.
+//
+// In:  the command line (COLLECTIVE [flags]); per result the size, time and wrong-element count.
+// Out: BenchOptions, the sizes to run, per-collective counts and in-place offsets, algbw / busbw,
+//      and the header, rows and footer exactly as nccl-tests' all_reduce_perf prints them.
+//
+// Conventions follow nccl-tests (src/common.cu and each collective's GetCollByteCount / GetBw),
+// with n ranks and `bytes` one size of the series:
+//   AllReduce, Broadcast, Reduce   count = bytes / typeSize on every buffer; busbw = algbw × 2(n-1)/n
+//                                  (AllReduce) or × 1
+//   AllGather                      sendcount = count / n, receive n × sendcount (the row's size is
+//                                  the total received); algbw = n × sendcount bytes / time
+//   ReduceScatter                  send n × recvcount, recvcount = count / n
+//   AllToAll                       n × (count / n) on both sides, count / n per pair
+//   busbw factors: support/bus_bandwidth.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/status.h"
+#include "support/vocabulary.h"
+
+namespace tuccl::bench {
+
+/// -a: which rank's time a row reports (nccl-tests: 0 = rank 0, 1 = mean, 2 = min, 3 = max).
+enum class TimeAverage : uint8_t { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
+
+/// The command line, with nccl-tests' defaults.
+struct BenchOptions {
+  Collective collective = Collective::AllReduce;
+  uint64_t minBytes = 32ull << 20;                 ///< -b
+  uint64_t maxBytes = 32ull << 20;                 ///< -e
+  uint64_t stepBytes = 1ull << 20;                 ///< -i: increment when stepFactor is 1
+  uint64_t stepFactor = 1;                         ///< -f: multiplication factor (> 1 replaces -i)
+  int32_t iters = 20;                              ///< -n: timed iterations per size
+  int32_t warmupIters = 1;                         ///< -w
+  int32_t aggIters = 1;                            ///< -m: calls grouped (tucclGroupStart/End) per iteration
+  int32_t checkIters = 1;                          ///< -c: checked iterations per size (0: no check, "N/A")
+  bool blocking = false;                           ///< -z: wait for completion and barrier after each call
+  TimeAverage average = TimeAverage::Mean;         ///< -a
+  std::vector<DataType> types{DataType::Float32};  ///< -d (all: every type libtuccl supports)
+  std::vector<ReduceOp> ops{ReduceOp::Sum};        ///< -o (all: sum, prod, max, min, avg)
+  int32_t root = 0;                                ///< -r: -1 (or "all") runs every rank as the root in turn
+  int32_t nThreads = 1;                            ///< -t: accepted, only 1
+  int32_t nGpus = 1;                               ///< -g: accepted, only 1
+  bool help = false;                               ///< -h
+};
+
+/// Parses `COLLECTIVE [flags]` (the arguments after the program name). Flags take their value as
+/// the next argument or attached (-b8, --minbytes=8); sizes accept K/M/G suffixes
+/// (support/text_values.h). Errors are InvalidArgument naming the flag and the value.
+Expected<BenchOptions> parseBenchOptions(std::span<const std::string> args);
+/// The --help text.
+std::string benchUsage(std::string_view program);
+
+/// Checks what depends on the communicator: a root (-r) inside [0, nRanks).
+Status checkRoot(const BenchOptions& options, int32_t nRanks);
+
+/// The sizes (bytes) of the series: minBytes, then × stepFactor (or + stepBytes) while <= maxBytes.
+std::vector<uint64_t> benchSizes(const BenchOptions& options);
+/// The roots a collective runs with: {-1} without a root, every rank for -r -1, else {root}.
+std::vector<int32_t> benchRoots(const BenchOptions& options, int32_t nRanks);
+/// The operations a collective runs with: {nullopt} ("none") for collectives that do not reduce.
+std::vector<std::optional<ReduceOp>> benchOps(const BenchOptions& options);
+
+/// Element counts of one size (nccl-tests' GetCollByteCount). In place, rank r's send buffer is
+/// the receive buffer at r × sendInPlaceOffset, its receive buffer at r × recvInPlaceOffset.
+struct CollectiveCounts {
+  uint64_t send = 0;   ///< elements of the send buffer
+  uint64_t recv = 0;   ///< elements of the receive buffer
+  uint64_t param = 0;  ///< the count passed to the call (and printed)
+  uint64_t sendInPlaceOffset = 0;
+  uint64_t recvInPlaceOffset = 0;
+  /// The row's size: the larger buffer in bytes.
+  uint64_t rowBytes(int32_t typeSize) const {
+    return (send > recv ? send : recv) * static_cast<uint64_t>(typeSize);
+  }
+};
+CollectiveCounts collectiveCounts(Collective collective, uint64_t bytes, int32_t typeSize, int32_t nRanks);
+
+struct Bandwidths {
+  double algGBps = 0;
+  double busGBps = 0;
+};
+/// nccl-tests' algbw (bytes of the call / time, 1e9 B/s) and busbw for `paramCount` elements.
+Bandwidths bandwidths(Collective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks,
+                      double seconds);
+
+/// nccl-tests' type column: "uint8", "int32", "int64", "half", "float", "double", "bfloat16".
+std::string_view ncclTestsTypeName(DataType type);
+/// The redop column: the operation, or "none".
+std::string_view ncclTestsOpName(std::optional<ReduceOp> op);
+
+/// One rank's "# Rank" line.
+struct RankInfo {
+  int32_t rank = 0;
+  int32_t pid = 0;
+  std::string host;
+  int32_t device = 0;
+  std::string busId = "cpu";  ///< nccl-tests prints the PCI bus id ("0x1b"); the CPU device "cpu"
+  std::string deviceName;
+};
+
+/// "# nThread 1 nGpus 1 minBytes ... graph: 0", the blocking notice with -z 1, and "#".
+std::string formatRunHeader(const BenchOptions& options);
+/// "# Using devices" and one line per rank, then "#".
+std::string formatDevices(std::span<const RankInfo> ranks);
+/// The three column header lines (out-of-place / in-place, names, units).
+std::string formatColumnHeader();
+/// The row's first columns: size, count, type, redop, root.
+std::string formatRowStart(uint64_t bytes, uint64_t count, DataType type, std::optional<ReduceOp> op,
+                           int32_t root);
+/// nccl-tests' time column: 7 wide, 2 decimals below 100 µs, 1 below 10 ms, none above.
+std::string formatTime(double us);
+/// One half of a row (out-of-place or in-place): time, algbw, busbw, #wrong ("N/A" unchecked).
+std::string formatHalf(double timeUs, const Bandwidths& bw, std::optional<int64_t> wrong);
+
+/// What the footer sums up: every half printed.
+class BenchSummary {
+ public:
+  void add(double busGBps, std::optional<int64_t> wrong);
+  int64_t wrong() const { return wrong_; }
+  double averageBusGBps() const { return halves_ == 0 ? 0 : busSum_ / halves_; }
+  /// "# Out of bounds values : W OK|FAILED", "# Avg bus bandwidth    : X ", "#".
+  std::string formatFooter() const;
+
+ private:
+  int64_t wrong_ = 0;
+  double busSum_ = 0;
+  int64_t halves_ = 0;
+};
+
+}  // namespace tuccl::bench
