@@ -52,8 +52,11 @@ int main(int argc, char** argv) {
   app.add_option("--grace", options.graceSeconds, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--tag-output", options.tagOutput, "prefix every output line with \"[rank] \"");
+  app.allow_extras();
   if (auto exit = cli::parse(app, static_cast<int>(split - argv), argv)) return *exit;
-  if (options.command.empty()) return usageError("no command to run");
+  if (!app.remaining().empty())
+    return usageError("unexpected '" + app.remaining().front() + "' (the command goes after '--')");
+  if (options.command.empty()) return usageError("no command to run (the command goes after '--')");
 
   if (port == 0) {
     Expected<int> free = freeLoopbackPort();

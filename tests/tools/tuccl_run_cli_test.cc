@@ -133,6 +133,9 @@ TEST(TucclRun, BadUsageExits2) {
   EXPECT_EQ(runCommand(kRun + " -n 2 --bogus -- true").status, 2);
   ToolRun r = runCommand(kRun + " -n 2");
   EXPECT_NE(r.output.find("no command to run"), std::string::npos) << r.output;
+  ToolRun withoutSeparator = runCommand(kRun + " -n 2 true");
+  EXPECT_EQ(withoutSeparator.status, 2);
+  EXPECT_NE(withoutSeparator.output.find("unexpected 'true'"), std::string::npos) << withoutSeparator.output;
 }
 
 }  // namespace
