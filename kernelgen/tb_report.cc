@@ -94,17 +94,21 @@ std::vector<StoppedTb> stoppedTbs(const Plan& plan, const KernelLayout& layout, 
 
 Status stoppedTbsStatus(std::span<const StoppedTb> stopped, bool watchdogFired) {
   if (stopped.empty() && !watchdogFired) return {};
-  bool hang = watchdogFired, orderMismatch = false;
+  bool hang = watchdogFired, orderMismatch = false, aborted = false;
   for (const StoppedTb& tb : stopped) {
     hang = hang || tb.report.state == dev::kTbTimedOut;
     orderMismatch = orderMismatch || tb.report.state == dev::kTbTagMismatch;
+    aborted = aborted || tb.report.state == dev::kTbAborted;
   }
   std::string message = hang            ? "hang: a wait timed out"
                         : orderMismatch ? "order mismatch: a receive got a slice of another entry"
-                                        : "aborted: the TBs stopped at an abort before finishing";
+                        : aborted       ? "aborted: the TBs stopped at an abort before finishing"
+                                        : "the kernel ended with TBs that never finished";
   if (watchdogFired) message += " (the watchdog stopped TBs still running past the timeout)";
   for (const StoppedTb& tb : stopped) message += "\n  " + tb.description;
-  const ErrorCode code = hang ? ErrorCode::Timeout : orderMismatch ? ErrorCode::Internal : ErrorCode::Aborted;
+  const ErrorCode code = hang                         ? ErrorCode::Timeout
+                         : aborted && !orderMismatch ? ErrorCode::Aborted
+                                                     : ErrorCode::Internal;
   return makeError(code, message);
 }
 

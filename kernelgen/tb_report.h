@@ -39,7 +39,8 @@ std::vector<StoppedTb> stoppedTbs(const Plan& plan, const KernelLayout& layout, 
 
 /// Ok when nothing stopped. Otherwise, with every stopped TB on its own line: Timeout when a wait
 /// timed out or `watchdogFired` (a hang); Internal when a receive got a slice of another entry (a
-/// plan whose sends and receives disagree); Aborted when the TBs were stopped by an abort alone.
+/// plan whose sends and receives disagree) or when TBs never finished without giving up (a kernel
+/// that ended early); Aborted when the TBs were stopped by an abort alone.
 Status stoppedTbsStatus(std::span<const StoppedTb> stopped, bool watchdogFired = false);
 
 }  // namespace tuccl
