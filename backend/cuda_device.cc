@@ -256,6 +256,11 @@ CudaDevice::~CudaDevice() {
     abort();  // a kernel still running past its own bound: stop it before its memory goes
     static_cast<void>(drain(kDestroyWaitSeconds));
   }
+  {
+    // A call still in flight reports to nobody: its sink may belong to a communicator that goes.
+    std::lock_guard lock(tracker_->mutex);
+    tracker_->sink = nullptr;
+  }
   ScopedContext scope(cu_, context_);
   for (auto& [key, module] : modules_) cu_.cuModuleUnload(module.module);
   for (auto& [key, table] : ringTables_) cu_.cuMemFree(table);
