@@ -42,13 +42,14 @@ const CudaDriver& fakeDriver() {
   return *driver;
 }
 
-// The ring AllReduce of examples/ on nRanks GPUs; with host CUBINs, images the fake runs.
-std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks, bool hostCubins = true) {
-  static std::map<std::pair<int32_t, bool>, std::shared_ptr<const CompiledPlan>> cache;
-  auto& slot = cache[{nRanks, hostCubins}];
+// The example algorithm `name` on nRanks GPUs; with host CUBINs, images the fake runs.
+std::shared_ptr<const CompiledPlan> examplePlan(const std::string& name, int32_t nRanks, bool hostCubins = true) {
+  static std::map<std::string, std::shared_ptr<const CompiledPlan>> cache;
+  const std::string key = name + "/" + std::to_string(nRanks) + (hostCubins ? "/host" : "/nvrtc");
+  auto& slot = cache[key];
   if (slot) return slot;
   Expected<Algorithm> algorithm =
-      loadRescclAlgorithm(std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/ring_allreduce.resccl", nRanks, nRanks);
+      loadRescclAlgorithm(std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + name + ".resccl", nRanks, nRanks);
   EXPECT_TRUE(algorithm) << algorithm.status().toString();
   if (!algorithm) return nullptr;
   PlanRequest request;
@@ -59,7 +60,7 @@ std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks, bool hostCubin
   compiled->plan = buildPlan(*algorithm, request);
   compiled->layout = layoutKernels(compiled->plan);
   compiled->kernels = generateKernels(compiled->plan);
-  compiled->key = "ring_allreduce/" + std::to_string(nRanks) + (hostCubins ? "/host" : "/nvrtc");
+  compiled->key = key;
   if (hostCubins) {
     std::string error;
     compiled->host = buildHostKernels(compiled->kernels, error);
@@ -71,26 +72,42 @@ std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks, bool hostCubin
   return slot;
 }
 
-/// The inputs of every rank of a call (the same in every process for a seed) and their reference.
+std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks, bool hostCubins = true) {
+  return examplePlan("ring_allreduce", nRanks, hostCubins);
+}
+
+/// The buffers of every rank of a call (the same in every process for a seed) and its inputs.
 struct CallData {
   CollectiveCall call;
-  std::vector<std::vector<float>> buffers;  ///< in place: input and output
+  std::vector<std::vector<float>> inputBuffers;   ///< out of place only
+  std::vector<std::vector<float>> outputBuffers;  ///< in place: the input too
   std::vector<std::vector<double>> inputs;
+
+  void* input(int32_t rank) {
+    return call.inPlace ? outputBuffers[rank].data() : static_cast<void*>(inputBuffers[rank].data());
+  }
 };
 
-CallData allReduceData(int32_t nRanks, int64_t count, uint64_t seed) {
+// Random inputs the sums of which floats hold exactly; in place, in the output's input position.
+CallData callData(Collective collective, int32_t nRanks, int64_t count, bool inPlace, uint64_t seed) {
   CallData data;
-  data.call = CollectiveCall{Collective::AllReduce, nRanks, -1, DataType::Float32, ReduceOp::Sum, count, true};
+  data.call = CollectiveCall{collective, nRanks, -1, DataType::Float32, ReduceOp::Sum, count, inPlace};
   std::mt19937_64 random(seed);
+  const auto inputCount = static_cast<size_t>(inputElements(data.call));
   for (int32_t r = 0; r < nRanks; ++r) {
-    std::vector<float>& buffer = data.buffers.emplace_back(static_cast<size_t>(count));
     std::vector<double>& input = data.inputs.emplace_back();
-    for (float& value : buffer) {
-      value = static_cast<float>(1 + random() % 64) / 8.0f;  // exact sums in float
-      input.push_back(value);
-    }
+    for (size_t i = 0; i < inputCount; ++i) input.push_back(static_cast<double>(1 + random() % 64) / 8.0);
+    std::vector<float>& output = data.outputBuffers.emplace_back(static_cast<size_t>(outputElements(data.call)), -1.0f);
+    std::vector<float>& in = data.inputBuffers.emplace_back(inPlace ? 0 : inputCount);
+    // NCCL's in-place layout: AllGather's input is block `rank` of its output.
+    float* target = inPlace ? output.data() + (collective == Collective::AllGather ? r * count : 0) : in.data();
+    for (size_t i = 0; i < inputCount; ++i) target[i] = static_cast<float>(input[i]);
   }
   return data;
+}
+
+CallData allReduceData(int32_t nRanks, int64_t count, uint64_t seed) {
+  return callData(Collective::AllReduce, nRanks, count, true, seed);
 }
 
 // "" when rank `rank`'s output is the reference, else the first mismatches.
@@ -98,7 +115,7 @@ std::string checkOutput(const CallData& data, int32_t rank) {
   Expected<RankOutputs> expected = referenceOutputs(data.call, data.inputs);
   if (!expected) return expected.status().toString();
   std::vector<const void*> outputs;
-  for (const std::vector<float>& buffer : data.buffers) outputs.push_back(buffer.data());
+  for (const std::vector<float>& buffer : data.outputBuffers) outputs.push_back(buffer.data());
   const RankComparison comparison = compareOutputs(data.call, *expected, outputs)[rank];
   if (comparison.ok()) return "";
   std::string text = "rank " + std::to_string(rank) + ": " + std::to_string(comparison.mismatches.count) + " mismatches";
@@ -113,8 +130,8 @@ KernelCall kernelCall(const std::shared_ptr<const CompiledPlan>& plan, const Pla
   call.placement = &placement;
   call.call = data.call;
   call.rank = rank;
-  call.input = data.buffers[rank].data();
-  call.output = data.buffers[rank].data();
+  call.input = data.input(rank);
+  call.output = data.outputBuffers[rank].data();
   call.sliceElems = kChunkBytes / static_cast<int64_t>(sizeof(float));
   call.timeoutSeconds = timeoutSeconds;
   return call;
@@ -162,8 +179,8 @@ void setUpRanks(Ranks& ranks, const CompiledPlan& plan) {
   ranks.placement = *placement;
 }
 
-// Launches every rank of one AllReduce (from the test thread, or a thread per rank) and waits.
-void runAllReduce(Ranks& ranks, const std::shared_ptr<const CompiledPlan>& plan, CallData& data,
+// Launches every rank of one call (from the test thread, or a thread per rank), waits, checks.
+void runCall(Ranks& ranks, const std::shared_ptr<const CompiledPlan>& plan, CallData& data,
                   const std::vector<tucclStream_t>& streams, bool threadPerRank) {
   const int32_t nRanks = plan->plan.nRanks;
   std::vector<Status> launched(static_cast<size_t>(nRanks));
@@ -237,7 +254,7 @@ TEST_P(CudaDeviceRanks, RunAllReduceAsThreadsOfOneProcess) {
     const int64_t counts[] = {10000, 777, 4099};
     for (int i = 0; i < 3; ++i) {
       CallData data = allReduceData(nRanks, counts[i], 100 + static_cast<uint64_t>(i));
-      runAllReduce(ranks, plan, data, i == 0 ? nullStreams : streams, i == 2);
+      runCall(ranks, plan, data, i == 0 ? nullStreams : streams, i == 2);
       if (HasFatalFailure()) return;
     }
     for (tucclStream_t stream : streams) fakecuda::destroyStream(stream);
@@ -297,6 +314,24 @@ TEST_P(CudaDeviceRanks, RunAllReduceAsThreadsOfOneProcess) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CudaDeviceRanks, ::testing::Values(2, 3, 4),
                          [](const auto& param) { return std::to_string(param.param) + "Ranks"; });
+
+// Out of place: the input is a buffer of its own, copied by the kernel's prologue.
+TEST(CudaDevice, RunsAnOutOfPlaceAllGather) {
+  std::shared_ptr<const CompiledPlan> plan = examplePlan("ring_allgather", 3);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  setUpRanks(ranks, *plan);
+  if (HasFatalFailure()) return;
+  fakecuda::clearCalls();
+  CallData data = callData(Collective::AllGather, 3, 3001, false, 21);
+  runCall(ranks, plan, data, {nullptr, nullptr, nullptr}, false);
+  for (const fakecuda::Call& launch : fakecuda::callsOf("cuLaunchKernel")) {
+    const dev::KernelArgs args = argsOf(launch);
+    EXPECT_EQ(args.inPlaceCall, 0);
+    EXPECT_EQ(args.input, data.inputBuffers.at(args.rank).data());
+    EXPECT_EQ(args.output, data.outputBuffers.at(args.rank).data());
+  }
+}
 
 // ---- Ranks as processes ---------------------------------------------------------------------------
 
@@ -487,7 +522,7 @@ TEST(CudaDevice, DriverErrorsComeBackNamingTheCallAndTheResult) {
   EXPECT_TRUE(ranks.devices[0]->drain(1)) << "a failed launch leaves no call in flight";
 
   // Nothing half-done stays behind: the same ranks then run the call.
-  runAllReduce(ranks, plan, data, {nullptr, nullptr}, false);
+  runCall(ranks, plan, data, {nullptr, nullptr}, false);
 }
 
 TEST(CudaDevice, RefusesStagingItCannotMap) {
