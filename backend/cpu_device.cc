@@ -15,6 +15,7 @@
 #include "backend/cpu_stream.h"
 #include "kernelgen/datatype.h"
 #include "kernelgen/host_executor.h"
+#include "kernelgen/tb_report.h"
 #include "transport/shm_segment.h"
 
 namespace tuccl::backend {

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <sstream>
 #include <system_error>
 #include <thread>
 
@@ -19,72 +18,6 @@ namespace {
 int64_t microBatchesOf(int64_t count, int32_t chunksPerUnit, int64_t sliceElems) {
   const int64_t chunkElems = (count + chunksPerUnit - 1) / chunksPerUnit;
   return chunkElems > 0 ? (chunkElems + sliceElems - 1) / sliceElems : 1;
-}
-
-const char* stateName(int32_t state) {
-  switch (state) {
-    case dev::kTbRunning: return "never finished";
-    case dev::kTbTimedOut: return "timed out";
-    case dev::kTbAborted: return "stopped after another TB gave up";
-    case dev::kTbTagMismatch: return "got a slice of another entry";
-    default: return "done";
-  }
-}
-
-std::string ringText(const KernelLayout& layout, int32_t ring) {
-  std::ostringstream out;
-  out << "ring " << ring;
-  if (ring >= 0 && ring < static_cast<int32_t>(layout.rings.size())) {
-    const RingInfo& info = layout.rings[ring];
-    out << " (rank " << info.srcRank << " tb " << info.srcTb << " -> rank " << info.dstRank << " tb " << info.dstTb
-        << ")";
-  }
-  return out.str();
-}
-
-// What the TB was running: "entry 1 (send to rank 2, op 15) micro-batch 0", or the prologue.
-std::string entryText(const Plan& plan, int32_t rank, int32_t tb, const dev::TbReport& report) {
-  const auto& entries = plan.ranks[rank].tbs[tb].entries;
-  if (report.entry < 0 || report.entry >= static_cast<int32_t>(entries.size())) return "prologue/epilogue";
-  const PlanEntry& entry = entries[report.entry];
-  std::ostringstream out;
-  out << "entry " << report.entry << " (" << primitiveName(entry.kind);
-  if (entry.kind != PrimitiveKind::Copy && entry.kind != PrimitiveKind::Reduce) {
-    out << (entry.kind == PrimitiveKind::Send ? " to rank " : " from rank ") << entry.peer;
-  }
-  out << ", op " << entry.op << ") micro-batch " << report.microBatch;
-  return out.str();
-}
-
-// What the TB waited for when it stopped.
-std::string waitText(const KernelLayout& layout, const dev::TbReport& report) {
-  std::ostringstream out;
-  switch (report.wait) {
-    case dev::kWaitData:
-      if (report.state == dev::kTbTagMismatch) {
-        out << ": on " << ringText(layout, report.ring) << " expected op " << (report.expected >> 32) << " slice "
-            << (report.expected & 0xffffffffu) << ", received op " << (report.seen >> 32) << " slice "
-            << (report.seen & 0xffffffffu);
-      } else {
-        out << ", waiting for data on " << ringText(layout, report.ring) << ": posted flag is " << report.seen
-            << ", needs " << report.expected;
-      }
-      break;
-    case dev::kWaitCredit:
-      out << ", waiting for a credit on " << ringText(layout, report.ring) << ": consumed flag is " << report.seen
-          << ", needs " << report.expected;
-      break;
-    case dev::kWaitDependency:
-      out << ", waiting for tb " << report.depTb << " entry " << report.depEntry << ": it finished " << report.seen
-          << " micro-batches, needs " << report.expected;
-      break;
-    case dev::kWaitBarrier:
-      out << ", waiting at the rank barrier: " << report.seen << " of " << report.expected << " TBs arrived";
-      break;
-    default:
-      break;
-  }
-  return out.str();
 }
 
 Status invalid(const std::string& message) { return makeError(ErrorCode::InvalidArgument, "host executor: " + message); }
@@ -219,12 +152,6 @@ Expected<bool> runThreads(const HostKernels& kernels, const Plan& plan, const st
 
 }  // namespace
 
-std::string describeStoppedTb(const Plan& plan, const KernelLayout& layout, int32_t rank, int32_t tb,
-                              const dev::TbReport& report) {
-  return "rank " + std::to_string(rank) + " tb " + std::to_string(tb) + " " + entryText(plan, rank, tb, report) + ": " +
-         stateName(report.state) + waitText(layout, report);
-}
-
 CallGeometry callGeometry(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call, int64_t chunkSize,
                           int32_t stagingSlots) {
   const int64_t elementSize = dataTypeSize(call.dataType);
@@ -275,12 +202,7 @@ std::vector<int32_t> HostStaging::overrunRings() const {
 
 Status HostRun::status() const {
   if (completed) return {};
-  std::string message = hang            ? "hang: a wait timed out"
-                        : orderMismatch ? "order mismatch: a receive got a slice of another entry"
-                                        : "the run did not complete";
-  if (watchdogFired) message += " (the watchdog stopped TBs still running past the timeout)";
-  for (const StoppedTb& tb : stopped) message += "\n  " + tb.description;
-  return makeError(orderMismatch && !hang ? ErrorCode::Internal : ErrorCode::Timeout, message);
+  return stoppedTbsStatus(stopped, watchdogFired);
 }
 
 Expected<HostRun> runPlanOnHost(const HostKernels& kernels, const Plan& plan, const KernelLayout& layout,
@@ -308,13 +230,10 @@ Expected<HostRun> runPlanOnHost(const HostKernels& kernels, const Plan& plan, co
   run.runSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.watchdogFired = *fired;
   for (int32_t r : *ranks) {
-    for (size_t tb = 0; tb < states[r].reports.size(); ++tb) {
-      const dev::TbReport& report = states[r].reports[tb];
-      if (report.state == dev::kTbDone) continue;
-      run.hang = run.hang || report.state == dev::kTbTimedOut;
-      run.orderMismatch = run.orderMismatch || report.state == dev::kTbTagMismatch;
-      const auto id = static_cast<int32_t>(tb);
-      run.stopped.push_back(StoppedTb{r, id, report, describeStoppedTb(plan, layout, r, id, report)});
+    for (StoppedTb& tb : stoppedTbs(plan, layout, r, states[r].reports)) {
+      run.hang = run.hang || tb.report.state == dev::kTbTimedOut;
+      run.orderMismatch = run.orderMismatch || tb.report.state == dev::kTbTagMismatch;
+      run.stopped.push_back(std::move(tb));
     }
   }
   run.hang = run.hang || run.watchdogFired;

@@ -24,6 +24,7 @@
 #include "kernelgen/host_buffer.h"
 #include "kernelgen/host_build.h"
 #include "kernelgen/kernel_layout.h"
+#include "kernelgen/tb_report.h"
 #include "plan/plan.h"
 #include "support/status.h"
 
@@ -90,20 +91,6 @@ struct HostRunOptions {
   double watchdogGraceSeconds = 5;
 };
 
-/// A TB that did not finish.
-struct StoppedTb {
-  int32_t rank = 0;
-  int32_t tb = 0;
-  dev::TbReport report;
-  /// "rank 2 tb 0 entry 0 (recv from rank 1, op 14) micro-batch 0: timed out, waiting for ..."
-  std::string description;
-};
-
-/// "rank 2 tb 0 entry 0 (recv from rank 1, op 14) micro-batch 0: timed out, waiting for ...":
-/// what a TB that did not finish was doing, from its report (every runtime's error messages).
-std::string describeStoppedTb(const Plan& plan, const KernelLayout& layout, int32_t rank, int32_t tb,
-                              const dev::TbReport& report);
-
 struct HostRun {
   bool completed = false;      ///< every TB of the ranks run finished
   bool hang = false;           ///< a wait timed out
@@ -112,8 +99,8 @@ struct HostRun {
   std::vector<StoppedTb> stopped;  ///< every TB that did not finish, by rank and TB
   double runSeconds = 0;
 
-  /// Ok when completed; otherwise Timeout (a hang), or Internal (an order mismatch: a plan whose
-  /// sends and receives disagree), with every stopped TB in the message.
+  /// Ok when completed; otherwise stoppedTbsStatus: Timeout (a hang), Internal (an order
+  /// mismatch: a plan whose sends and receives disagree) or Aborted, with every stopped TB.
   Status status() const;
 };
 

@@ -1,0 +1,758 @@
+// The CUDA device (cuda_device.h).
+#include "backend/cuda_device.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "backend/kernel_call.h"
+#include "kernelgen/nvrtc.h"
+#include "kernelgen/tb_report.h"
+#include "transport/shm_segment.h"
+
+namespace tuccl::backend {
+namespace {
+
+// ---- The staging blob -----------------------------------------------------------------------------
+
+constexpr char kBlobMagic[8] = {'T', 'U', 'C', 'C', 'L', 'C', 'U', '1'};
+constexpr size_t kNameBytes = 64;
+
+// What a rank's peers need to map its staging segment; exchanged as raw bytes over the bootstrap
+// between processes of one build.
+struct StagingBlob {
+  char magic[8];
+  char host[kNameBytes];     ///< gethostname: only ranks of one host map each other's segments
+  char control[kNameBytes];  ///< the shared-memory name of the rank's control page (abort word)
+  uint64_t pid = 0;
+  uint64_t pointer = 0;  ///< the segment's device pointer in its process
+  uint64_t bytes = 0;
+  int32_t ordinal = 0;
+  int32_t ipcValid = 0;  ///< cuIpcGetMemHandle succeeded (other processes can open it)
+  CUipcMemHandle ipc;
+};
+static_assert(std::is_trivially_copyable_v<StagingBlob>);
+
+std::string hostName() {
+  char name[kNameBytes] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+void copyName(char (&field)[kNameBytes], const std::string& value) {
+  std::memset(field, 0, kNameBytes);
+  std::memcpy(field, value.data(), std::min(value.size(), kNameBytes - 1));
+}
+
+std::string encodeBlob(const StagingBlob& blob) { return std::string(reinterpret_cast<const char*>(&blob), sizeof blob); }
+
+Expected<StagingBlob> decodeBlob(const std::string& text, size_t rank) {
+  StagingBlob blob{};
+  if (text.size() != sizeof blob || std::memcmp(text.data(), kBlobMagic, sizeof kBlobMagic) != 0) {
+    return makeError(ErrorCode::InvalidArgument, "CUDA device: the staging blob of rank " + std::to_string(rank) +
+                                                     " is not a CUDA device's (" + std::to_string(text.size()) +
+                                                     " bytes): do all ranks use the CUDA device?");
+  }
+  std::memcpy(&blob, text.data(), sizeof blob);
+  blob.host[kNameBytes - 1] = '\0';
+  blob.control[kNameBytes - 1] = '\0';
+  return blob;
+}
+
+// ---- Calls in flight ------------------------------------------------------------------------------
+
+constexpr size_t kControlBytes = 4096;  // the control page: the abort word at offset 0
+constexpr double kDestroyWaitSeconds = 60;
+
+// The memory of one call: reused once the call's host function ran.
+struct CallSlot {
+  CUdeviceptr counters = 0;  ///< progress counters, then the two barrier counters
+  size_t counterBytes = 0;
+  dev::TbReport* reports = nullptr;  ///< host-mapped
+  CUdeviceptr reportsDevice = 0;
+  size_t reportCapacity = 0;
+  CUdeviceptr scratch = 0;
+  size_t scratchBytes = 0;
+  bool inFlight = false;
+  std::shared_ptr<const CompiledPlan> plan;  ///< the call it serves (for the TB descriptions)
+  int32_t rank = 0;
+  int32_t nTbs = 0;
+};
+
+// Shared by the device and the host functions of its calls, which may outlive it.
+struct CallTracker {
+  std::mutex mutex;
+  std::condition_variable idle;
+  size_t inFlight = 0;
+  ErrorSink sink;
+  std::vector<std::shared_ptr<CallSlot>> slots;
+};
+
+struct PendingCall {
+  std::shared_ptr<CallTracker> tracker;
+  std::shared_ptr<CallSlot> slot;
+};
+
+void releaseSlot(CallTracker& tracker, CallSlot& slot) {
+  std::lock_guard lock(tracker.mutex);
+  slot.inFlight = false;
+  --tracker.inFlight;
+  tracker.idle.notify_all();
+}
+
+// The host function enqueued after each kernel: runs on a driver thread once the kernel is done,
+// so it reads the reports and makes no CUDA call. The error reaches the sink before drain() can
+// see the call finished.
+void callFinished(void* data) {
+  std::unique_ptr<PendingCall> pending(static_cast<PendingCall*>(data));
+  CallSlot& slot = *pending->slot;
+  const std::vector<dev::TbReport> reports(slot.reports, slot.reports + slot.nTbs);
+  const Status status =
+      stoppedTbsStatus(stoppedTbs(slot.plan->plan, slot.plan->layout, slot.rank, reports));
+  ErrorSink sink;
+  {
+    std::lock_guard lock(pending->tracker->mutex);
+    sink = pending->tracker->sink;
+  }
+  if (!status && sink) sink(status);
+  releaseSlot(*pending->tracker, slot);
+}
+
+// ---- Helpers --------------------------------------------------------------------------------------
+
+// Makes the device's context current on the calling thread and restores the thread's own context
+// afterwards: the caller's runtime state (cudaSetDevice) is left as it was.
+class ScopedContext {
+ public:
+  ScopedContext(const CudaDriver& cu, CUcontext context) : cu_(cu) {
+    result_ = cu_.cuCtxGetCurrent(&previous_);
+    if (result_ == CUDA_SUCCESS && previous_ != context) {
+      result_ = cu_.cuCtxSetCurrent(context);
+      restore_ = result_ == CUDA_SUCCESS;
+    }
+  }
+  ~ScopedContext() {
+    if (restore_) cu_.cuCtxSetCurrent(previous_);
+  }
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+  Status status() const { return cudaStatus(cu_, result_, "cuCtxSetCurrent", "the device's primary context"); }
+
+ private:
+  const CudaDriver& cu_;
+  CUcontext previous_ = nullptr;
+  CUresult result_ = CUDA_SUCCESS;
+  bool restore_ = false;
+};
+
+template <typename T>
+T* devicePointer(CUdeviceptr base, int64_t offset) {
+  return base == 0 ? nullptr : reinterpret_cast<T*>(static_cast<uintptr_t>(base + static_cast<uint64_t>(offset)));
+}
+
+// Clock cycles of `seconds` at `clockKhz` (0: unbounded, as flags.h reads a spin limit of 0).
+int64_t spinLimitCycles(double seconds, int clockKhz) {
+  if (!(seconds > 0) || clockKhz <= 0) return 0;
+  const double cycles = std::min(seconds, 86400.0 * 365) * clockKhz * 1000.0;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::min(cycles, 4.0e18)));
+}
+
+// The identity of a placement (its offsets), so a plan placed twice gets two ring tables.
+std::string placementSignature(const std::string& planKey, const PlanPlacement& placement) {
+  std::string signature = planKey;
+  for (const RingPlacement& r : placement.rings) {
+    for (int64_t value : {int64_t{r.srcRank}, int64_t{r.dstRank}, r.stagingInDst, r.tagsInDst, r.postedInDst,
+                          r.recvCountInDst, r.consumedInSrc, r.sendCountInSrc, r.slotBytes, int64_t{r.nSlots}}) {
+      signature += ':' + std::to_string(value);
+    }
+  }
+  return signature;
+}
+
+// ---- The device -----------------------------------------------------------------------------------
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(const CudaDriver& driver, int ordinal, CUdevice device, CUcontext context, std::string arch,
+             int clockKhz)
+      : cu_(driver), ordinal_(ordinal), device_(device), context_(context), arch_(std::move(arch)), clockKhz_(clockKhz) {}
+  ~CudaDevice() override;
+
+  DeviceKind kind() const override { return DeviceKind::Cuda; }
+  int deviceOrdinal() const override { return ordinal_; }
+  Expected<std::string> createStaging(size_t bytes) override;
+  Status openStaging(const std::vector<std::string>& blobs) override;
+  void stagingShared() override { control_.unlinkName(); }
+  Status launch(const KernelCall& call, tucclStream_t stream) override;
+  Status drain(double timeoutSeconds) override;
+  void abort() override;
+  void setErrorSink(ErrorSink sink) override {
+    std::lock_guard lock(tracker_->mutex);
+    tracker_->sink = std::move(sink);
+  }
+
+ private:
+  struct Module {
+    CUmodule module = nullptr;
+    CUfunction function = nullptr;
+  };
+
+  Status check(CUresult result, std::string_view call, std::string_view what = {}) const {
+    return cudaStatus(cu_, result, call, what);
+  }
+  Status mapSegment(size_t rank, const StagingBlob& blob);
+  Status enablePeerAccess(int peerOrdinal);
+  Status mapAbortWord(const std::vector<StagingBlob>& blobs);
+  Status checkRingsOfRank(const PlanPlacement& placement, int32_t rank) const;
+  Expected<CUfunction> kernelFunction(const CompiledPlan& plan, int32_t rank);
+  Expected<CUdeviceptr> ringTable(const CompiledPlan& plan, const PlanPlacement& placement);
+  Expected<std::shared_ptr<CallSlot>> acquireSlot(const KernelCall& call);
+  Status reserve(CallSlot& slot, size_t counterBytes, size_t nTbs, size_t scratchBytes);
+  Status enqueue(const KernelCall& call, CUstream stream, CUfunction function, CUdeviceptr rings,
+                 const std::shared_ptr<CallSlot>& slot);
+  void freeSlot(CallSlot& slot);
+
+  const CudaDriver& cu_;
+  const int ordinal_;
+  const CUdevice device_;
+  const CUcontext context_;
+  const std::string arch_;
+  const int clockKhz_;
+
+  // Staging: this rank's segment, every rank's as mapped here (0: another host), and what to undo.
+  CUdeviceptr staging_ = 0;
+  std::string ownBlob_;
+  transport::SharedSegment control_;       ///< this rank's control page, while it may be used
+  transport::SharedSegment abortSegment_;  ///< the host's lowest rank's page, when not this rank's
+  void* registered_ = nullptr;             ///< the page registered with the driver
+  std::atomic<int32_t*> abortWord_{nullptr};
+  std::atomic<bool> abortRequested_{false};
+  CUdeviceptr abortDevice_ = 0;
+  std::vector<CUdeviceptr> segments_;
+  std::vector<uint64_t> segmentBytes_;
+  std::vector<CUdeviceptr> ipcOpened_;
+  std::set<int> peersEnabled_;
+  std::vector<CUdevice> retainedPeers_;
+
+  std::mutex cacheMutex_;  ///< modules and ring tables (never taken by a host function)
+  std::map<std::string, Module> modules_;
+  std::map<std::string, CUdeviceptr> ringTables_;
+  std::shared_ptr<CallTracker> tracker_ = std::make_shared<CallTracker>();
+};
+
+CudaDevice::~CudaDevice() {
+  if (!drain(kDestroyWaitSeconds)) {
+    abort();  // a kernel still running past its own bound: stop it before its memory goes
+    static_cast<void>(drain(kDestroyWaitSeconds));
+  }
+  {
+    // A call still in flight reports to nobody: its sink may belong to a communicator that goes.
+    std::lock_guard lock(tracker_->mutex);
+    tracker_->sink = nullptr;
+  }
+  ScopedContext scope(cu_, context_);
+  for (auto& [key, module] : modules_) cu_.cuModuleUnload(module.module);
+  for (auto& [key, table] : ringTables_) cu_.cuMemFree(table);
+  std::vector<std::shared_ptr<CallSlot>> idle;
+  {
+    std::lock_guard lock(tracker_->mutex);
+    for (const std::shared_ptr<CallSlot>& slot : tracker_->slots) {
+      if (!slot->inFlight) idle.push_back(slot);  // a slot still in flight keeps its memory: a kernel may use it
+    }
+  }
+  for (const std::shared_ptr<CallSlot>& slot : idle) freeSlot(*slot);
+  if (registered_ != nullptr) cu_.cuMemHostUnregister(registered_);
+  for (CUdeviceptr opened : ipcOpened_) cu_.cuIpcCloseMemHandle(opened);
+  if (staging_ != 0) cu_.cuMemFree(staging_);
+  for (CUdevice peer : retainedPeers_) cu_.cuDevicePrimaryCtxRelease(peer);
+  cu_.cuDevicePrimaryCtxRelease(device_);
+}
+
+void CudaDevice::freeSlot(CallSlot& slot) {
+  if (slot.counters != 0) cu_.cuMemFree(slot.counters);
+  if (slot.reports != nullptr) cu_.cuMemFreeHost(slot.reports);
+  if (slot.scratch != 0) cu_.cuMemFree(slot.scratch);
+  slot = CallSlot{};
+}
+
+Expected<std::string> CudaDevice::createStaging(size_t bytes) {
+  if (staging_ != 0) return makeError(ErrorCode::InvalidArgument, "CUDA device: createStaging called twice");
+  if (bytes == 0) return makeError(ErrorCode::InvalidArgument, "CUDA device: a staging segment of 0 bytes");
+  ScopedContext scope(cu_, context_);
+  if (Status status = scope.status(); !status) return status;
+  const std::string what = "staging of " + std::to_string(bytes) + " bytes on GPU " + std::to_string(ordinal_);
+  if (Status status = check(cu_.cuMemAlloc(&staging_, bytes), "cuMemAlloc", what); !status) return status;
+  if (Status status = check(cu_.cuMemsetD8(staging_, 0, bytes), "cuMemsetD8", what); !status) return status;
+  Expected<transport::SharedSegment> control = transport::SharedSegment::create(kControlBytes);
+  if (!control) return control.status();
+  control_ = std::move(*control);
+
+  StagingBlob blob{};
+  std::memcpy(blob.magic, kBlobMagic, sizeof kBlobMagic);
+  copyName(blob.host, hostName());
+  copyName(blob.control, control_.name());
+  blob.pid = static_cast<uint64_t>(getpid());
+  blob.pointer = staging_;
+  blob.bytes = bytes;
+  blob.ordinal = ordinal_;
+  // Without an IPC handle (a platform without CUDA IPC) ranks of this process still share it.
+  blob.ipcValid = cu_.cuIpcGetMemHandle(&blob.ipc, staging_) == CUDA_SUCCESS ? 1 : 0;
+  ownBlob_ = encodeBlob(blob);
+  return ownBlob_;
+}
+
+Status CudaDevice::enablePeerAccess(int peerOrdinal) {
+  if (peersEnabled_.count(peerOrdinal) != 0) return {};
+  CUdevice peer = 0;
+  const std::string what = "GPU " + std::to_string(ordinal_) + " -> GPU " + std::to_string(peerOrdinal);
+  if (Status status = check(cu_.cuDeviceGet(&peer, peerOrdinal), "cuDeviceGet", what); !status) return status;
+  int canAccess = 0;
+  if (Status status = check(cu_.cuDeviceCanAccessPeer(&canAccess, device_, peer), "cuDeviceCanAccessPeer", what);
+      !status) {
+    return status;
+  }
+  if (canAccess == 0) {
+    return makeError(ErrorCode::Unsupported, "CUDA device: GPU " + std::to_string(ordinal_) + " cannot access GPU " +
+                                                 std::to_string(peerOrdinal) +
+                                                 "'s memory (no peer-to-peer path), so their ranks cannot share "
+                                                 "staging rings");
+  }
+  CUcontext peerContext = nullptr;
+  if (Status status = check(cu_.cuDevicePrimaryCtxRetain(&peerContext, peer), "cuDevicePrimaryCtxRetain", what);
+      !status) {
+    return status;
+  }
+  retainedPeers_.push_back(peer);
+  const CUresult result = cu_.cuCtxEnablePeerAccess(peerContext, 0);
+  if (result != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+    if (Status status = check(result, "cuCtxEnablePeerAccess", what); !status) return status;
+  }
+  peersEnabled_.insert(peerOrdinal);
+  return {};
+}
+
+Status CudaDevice::mapSegment(size_t rank, const StagingBlob& blob) {
+  segmentBytes_[rank] = blob.bytes;
+  if (std::string(blob.host) != hostName()) return {};  // another node: reached through a proxy, not mapped
+  if (blob.pid == static_cast<uint64_t>(getpid())) {
+    // CUDA refuses to IPC-open an allocation of its own process; the pointer is valid here (UVA).
+    segments_[rank] = blob.pointer;
+    return blob.ordinal == ordinal_ ? Status{} : enablePeerAccess(blob.ordinal);
+  }
+  const std::string what = "the staging of rank " + std::to_string(rank) + " (process " + std::to_string(blob.pid) +
+                           ", GPU " + std::to_string(blob.ordinal) + ")";
+  if (blob.ipcValid == 0) {
+    return makeError(ErrorCode::Unsupported, "CUDA device: " + what +
+                                                 " has no IPC handle (cuIpcGetMemHandle failed in its process)");
+  }
+  CUdeviceptr pointer = 0;
+  if (Status status = check(cu_.cuIpcOpenMemHandle(&pointer, blob.ipc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                            "cuIpcOpenMemHandle", what);
+      !status) {
+    return status;
+  }
+  ipcOpened_.push_back(pointer);
+  segments_[rank] = pointer;
+  return {};
+}
+
+// The abort word: in the control page of the lowest rank of this host, so an abort on any rank of
+// the host stops every kernel of the host.
+Status CudaDevice::mapAbortWord(const std::vector<StagingBlob>& blobs) {
+  const std::string host = hostName();
+  size_t lowest = 0;
+  while (std::string(blobs[lowest].host) != host) ++lowest;  // this rank's own blob is one of them
+  char* page = nullptr;
+  size_t pageBytes = 0;
+  if (std::string(blobs[lowest].control) == control_.name()) {
+    page = control_.data();
+    pageBytes = control_.size();
+  } else {
+    control_ = transport::SharedSegment();  // nobody maps this rank's page
+    Expected<transport::SharedSegment> opened = transport::SharedSegment::open(blobs[lowest].control);
+    if (!opened) return opened.status();
+    abortSegment_ = std::move(*opened);
+    page = abortSegment_.data();
+    pageBytes = abortSegment_.size();
+  }
+  const std::string what = "the abort word of rank " + std::to_string(lowest);
+  if (Status status = check(cu_.cuMemHostRegister(page, pageBytes, CU_MEMHOSTREGISTER_PORTABLE |
+                                                                       CU_MEMHOSTREGISTER_DEVICEMAP),
+                            "cuMemHostRegister", what);
+      !status) {
+    return status;
+  }
+  registered_ = page;
+  if (Status status = check(cu_.cuMemHostGetDevicePointer(&abortDevice_, page, 0), "cuMemHostGetDevicePointer", what);
+      !status) {
+    return status;
+  }
+  abortWord_.store(reinterpret_cast<int32_t*>(page));
+  if (abortRequested_.load()) abort();
+  return {};
+}
+
+Status CudaDevice::openStaging(const std::vector<std::string>& blobs) {
+  if (ownBlob_.empty()) return makeError(ErrorCode::InvalidArgument, "CUDA device: openStaging before createStaging");
+  if (!segments_.empty()) return makeError(ErrorCode::InvalidArgument, "CUDA device: openStaging called twice");
+  std::vector<StagingBlob> decoded;
+  for (size_t r = 0; r < blobs.size(); ++r) {
+    Expected<StagingBlob> blob = decodeBlob(blobs[r], r);
+    if (!blob) return blob.status();
+    decoded.push_back(*blob);
+  }
+  if (std::find(blobs.begin(), blobs.end(), ownBlob_) == blobs.end()) {
+    return makeError(ErrorCode::InvalidArgument, "CUDA device: this device's staging blob is not among the " +
+                                                     std::to_string(blobs.size()) + " blobs");
+  }
+  ScopedContext scope(cu_, context_);
+  if (Status status = scope.status(); !status) return status;
+  segments_.assign(blobs.size(), 0);
+  segmentBytes_.assign(blobs.size(), 0);
+  for (size_t r = 0; r < blobs.size(); ++r) {
+    if (Status status = mapSegment(r, decoded[r]); !status) return status;
+  }
+  return mapAbortWord(decoded);
+}
+
+void CudaDevice::abort() {
+  abortRequested_.store(true);
+  if (int32_t* word = abortWord_.load(); word != nullptr) std::atomic_ref<int32_t>(*word).store(1);
+}
+
+// Every ring the rank pushes into or reads from connects two mapped segments, within their bounds.
+Status CudaDevice::checkRingsOfRank(const PlanPlacement& placement, int32_t rank) const {
+  auto fits = [&](size_t ring, int32_t owner, int64_t offset, int64_t bytes) -> Status {
+    if (owner < 0 || static_cast<size_t>(owner) >= segments_.size()) {
+      return makeError(ErrorCode::InvalidArgument, "CUDA device: ring " + std::to_string(ring) + " names rank " +
+                                                       std::to_string(owner) + " of a " +
+                                                       std::to_string(segments_.size()) + "-rank communicator");
+    }
+    if (segments_[owner] == 0) {
+      return makeError(ErrorCode::Unsupported, "CUDA device: ring " + std::to_string(ring) + " of rank " +
+                                                   std::to_string(rank) + " reaches rank " + std::to_string(owner) +
+                                                   " on another host, which the CUDA device does not map");
+    }
+    if (offset < 0 || static_cast<uint64_t>(offset + bytes) > segmentBytes_[owner]) {
+      return makeError(ErrorCode::InvalidArgument,
+                       "CUDA device: ring " + std::to_string(ring) + " ends at byte " + std::to_string(offset + bytes) +
+                           " of rank " + std::to_string(owner) + "'s staging of " +
+                           std::to_string(segmentBytes_[owner]) + " bytes");
+    }
+    return {};
+  };
+  for (size_t i = 0; i < placement.rings.size(); ++i) {
+    const RingPlacement& r = placement.rings[i];
+    if (r.srcRank != rank && r.dstRank != rank) continue;
+    for (Status status : {fits(i, r.dstRank, r.stagingInDst, r.slotBytes * r.nSlots),
+                          fits(i, r.dstRank, r.tagsInDst, 8 * int64_t{r.nSlots}), fits(i, r.dstRank, r.postedInDst, 8),
+                          fits(i, r.dstRank, r.recvCountInDst, 8), fits(i, r.srcRank, r.consumedInSrc, 8),
+                          fits(i, r.srcRank, r.sendCountInSrc, 8)}) {
+      if (!status) return status;
+    }
+  }
+  return {};
+}
+
+Expected<CUfunction> CudaDevice::kernelFunction(const CompiledPlan& plan, int32_t rank) {
+  const GeneratedKernel& kernel = plan.kernels[rank];
+  const std::string key = (plan.key.empty() ? std::to_string(std::hash<std::string>{}(kernel.source)) : plan.key) +
+                          "#" + std::to_string(rank);
+  std::lock_guard lock(cacheMutex_);
+  if (auto it = modules_.find(key); it != modules_.end()) return it->second.function;
+  std::vector<char> compiled;
+  const std::vector<char>* cubin = nullptr;
+  if (static_cast<size_t>(rank) < plan.cubins.size() && !plan.cubins[rank].empty()) {
+    cubin = &plan.cubins[rank];
+  } else if (!nvrtcAvailable()) {
+    return makeError(ErrorCode::Unsupported, "CUDA device: the plan has no CUBIN for rank " + std::to_string(rank) +
+                                                 " and this TuCCL was built without NVRTC to compile " +
+                                                 kernel.fileName + " for " + arch_);
+  } else {
+    NvrtcResult result = compileWithNvrtc(kernel, arch_);
+    if (!result.ok) return makeError(ErrorCode::Internal, "CUDA device: " + result.error + "\n" + result.log);
+    compiled = std::move(result.cubin);
+    cubin = &compiled;
+  }
+  const std::string what = kernel.fileName + " (" + std::to_string(cubin->size()) + " bytes) on GPU " +
+                           std::to_string(ordinal_) + " (" + arch_ + ")";
+  Module module;
+  if (Status status = check(cu_.cuModuleLoadData(&module.module, cubin->data()), "cuModuleLoadData", what); !status) {
+    return status;
+  }
+  if (Status status = check(cu_.cuModuleGetFunction(&module.function, module.module, kernel.kernelName.c_str()),
+                            "cuModuleGetFunction", kernel.kernelName + " in " + what);
+      !status) {
+    cu_.cuModuleUnload(module.module);
+    return status;
+  }
+  modules_.emplace(key, module);
+  return module.function;
+}
+
+Expected<CUdeviceptr> CudaDevice::ringTable(const CompiledPlan& plan, const PlanPlacement& placement) {
+  const std::string key = placementSignature(plan.key, placement);
+  std::lock_guard lock(cacheMutex_);
+  if (auto it = ringTables_.find(key); it != ringTables_.end()) return it->second;
+  std::vector<dev::RingDevice> rings;
+  for (const RingPlacement& r : placement.rings) {
+    dev::RingDevice ring;
+    const CUdeviceptr dst = segments_[r.dstRank], src = segments_[r.srcRank];
+    ring.staging = devicePointer<char>(dst, r.stagingInDst);
+    ring.tags = devicePointer<uint64_t>(dst, r.tagsInDst);
+    ring.posted = devicePointer<uint64_t>(dst, r.postedInDst);
+    ring.recvCount = devicePointer<uint64_t>(dst, r.recvCountInDst);
+    ring.consumed = devicePointer<uint64_t>(src, r.consumedInSrc);
+    ring.sendCount = devicePointer<uint64_t>(src, r.sendCountInSrc);
+    ring.slotBytes = r.slotBytes;
+    ring.nSlots = r.nSlots;
+    rings.push_back(ring);
+  }
+  CUdeviceptr table = 0;
+  if (!rings.empty()) {
+    const size_t bytes = rings.size() * sizeof(dev::RingDevice);
+    const std::string what = "the " + std::to_string(rings.size()) + " rings of a plan";
+    if (Status status = check(cu_.cuMemAlloc(&table, bytes), "cuMemAlloc", what); !status) return status;
+    if (Status status = check(cu_.cuMemcpyHtoD(table, rings.data(), bytes), "cuMemcpyHtoD", what); !status) {
+      cu_.cuMemFree(table);
+      return status;
+    }
+  }
+  ringTables_.emplace(key, table);
+  return table;
+}
+
+Status CudaDevice::reserve(CallSlot& slot, size_t counterBytes, size_t nTbs, size_t scratchBytes) {
+  if (slot.counterBytes < counterBytes) {
+    if (slot.counters != 0) cu_.cuMemFree(slot.counters);
+    slot.counters = 0;
+    slot.counterBytes = 0;
+    const size_t bytes = std::max<size_t>(counterBytes, 1024);
+    if (Status status = check(cu_.cuMemAlloc(&slot.counters, bytes), "cuMemAlloc", "progress counters"); !status) {
+      return status;
+    }
+    slot.counterBytes = bytes;
+  }
+  if (slot.reportCapacity < nTbs) {
+    if (slot.reports != nullptr) cu_.cuMemFreeHost(slot.reports);
+    slot.reports = nullptr;
+    slot.reportCapacity = 0;
+    const size_t capacity = std::max<size_t>(nTbs, 64);
+    void* host = nullptr;
+    if (Status status = check(cu_.cuMemHostAlloc(&host, capacity * sizeof(dev::TbReport),
+                                                 CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                              "cuMemHostAlloc", "TB reports");
+        !status) {
+      return status;
+    }
+    slot.reports = static_cast<dev::TbReport*>(host);
+    if (Status status = check(cu_.cuMemHostGetDevicePointer(&slot.reportsDevice, host, 0), "cuMemHostGetDevicePointer",
+                              "TB reports");
+        !status) {
+      return status;
+    }
+    slot.reportCapacity = capacity;
+  }
+  if (slot.scratchBytes < scratchBytes) {
+    if (slot.scratch != 0) cu_.cuMemFree(slot.scratch);
+    slot.scratch = 0;
+    slot.scratchBytes = 0;
+    if (Status status = check(cu_.cuMemAlloc(&slot.scratch, scratchBytes), "cuMemAlloc",
+                              "scratch of " + std::to_string(scratchBytes) + " bytes");
+        !status) {
+      return status;
+    }
+    slot.scratchBytes = scratchBytes;
+  }
+  return {};
+}
+
+Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& call) {
+  std::shared_ptr<CallSlot> slot;
+  {
+    std::lock_guard lock(tracker_->mutex);
+    for (const std::shared_ptr<CallSlot>& candidate : tracker_->slots) {
+      if (!candidate->inFlight) {
+        slot = candidate;
+        break;
+      }
+    }
+    if (!slot) slot = tracker_->slots.emplace_back(std::make_shared<CallSlot>());
+    slot->inFlight = true;
+    ++tracker_->inFlight;
+  }
+  const CompiledPlan& plan = *call.plan;
+  const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));
+  const int32_t nTbs = plan.kernels[call.rank].nTbs;
+  if (Status status = reserve(*slot, (progress + 2) * sizeof(uint64_t), static_cast<size_t>(nTbs),
+                              static_cast<size_t>(callScratchBytes(call)));
+      !status) {
+    releaseSlot(*tracker_, *slot);
+    return status;
+  }
+  slot->plan = call.plan;
+  slot->rank = call.rank;
+  slot->nTbs = nTbs;
+  return slot;
+}
+
+Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction function, CUdeviceptr rings,
+                           const std::shared_ptr<CallSlot>& slot) {
+  const CompiledPlan& plan = *call.plan;
+  const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));
+  // The slot is this call's alone until its host function ran: its reports are written here, its
+  // counters cleared in stream order (a previous call of the stream may still run).
+  std::fill(slot->reports, slot->reports + slot->nTbs, dev::TbReport{});
+  if (Status status = check(cu_.cuMemsetD8Async(slot->counters, 0, (progress + 2) * sizeof(uint64_t), stream),
+                            "cuMemsetD8Async", "progress counters");
+      !status) {
+    return status;
+  }
+  dev::KernelArgs args = callKernelArgs(call);
+  args.scratch = devicePointer<void>(slot->scratchBytes > 0 ? slot->scratch : 0, 0);
+  args.rings = devicePointer<dev::RingDevice>(rings, 0);
+  args.progress = devicePointer<uint64_t>(slot->counters, 0);
+  args.barrier = devicePointer<uint64_t>(slot->counters, static_cast<int64_t>(progress * sizeof(uint64_t)));
+  args.reports = devicePointer<dev::TbReport>(slot->reportsDevice, 0);
+  args.abort = devicePointer<int32_t>(abortDevice_, 0);
+  args.spinLimit = spinLimitCycles(call.timeoutSeconds, clockKhz_);
+  void* params[] = {&args};
+  const GeneratedKernel& kernel = plan.kernels[call.rank];
+  const std::string what = kernel.kernelName + " <<<" + std::to_string(kernel.nTbs) + ", " +
+                           std::to_string(plan.plan.config.nThreads) + ">>>";
+  if (Status status = check(cu_.cuLaunchKernel(function, static_cast<unsigned>(kernel.nTbs), 1, 1,
+                                               static_cast<unsigned>(plan.plan.config.nThreads), 1, 1, 0, stream,
+                                               params, nullptr),
+                            "cuLaunchKernel", what);
+      !status) {
+    return status;
+  }
+  auto pending = std::make_unique<PendingCall>(PendingCall{tracker_, slot});
+  const CUresult result = cu_.cuLaunchHostFunc(stream, &callFinished, pending.get());
+  if (result == CUDA_SUCCESS) pending.release();  // callFinished owns it
+  return check(result, "cuLaunchHostFunc", "after " + what);
+}
+
+Status CudaDevice::launch(const KernelCall& call, tucclStream_t stream) {
+  if (Status status = checkKernelCall(call); !status) return status;
+  if (segments_.empty() || static_cast<int32_t>(segments_.size()) != call.plan->plan.nRanks) {
+    return makeError(ErrorCode::InvalidArgument, "CUDA device: launch of a " + std::to_string(call.plan->plan.nRanks) +
+                                                     "-rank plan on staging opened for " +
+                                                     std::to_string(segments_.size()) + " ranks");
+  }
+  if (call.plan->kernels[call.rank].nTbs < 1) return {};  // the rank has no work in this plan
+  if (Status status = checkRingsOfRank(*call.placement, call.rank); !status) return status;
+  ScopedContext scope(cu_, context_);
+  if (Status status = scope.status(); !status) return status;
+  Expected<CUfunction> function = kernelFunction(*call.plan, call.rank);
+  if (!function) return function.status();
+  Expected<CUdeviceptr> rings = ringTable(*call.plan, *call.placement);
+  if (!rings) return rings.status();
+  Expected<std::shared_ptr<CallSlot>> slot = acquireSlot(call);
+  if (!slot) return slot.status();
+  Status status = enqueue(call, stream, *function, *rings, *slot);
+  if (!status) {
+    // What was enqueued before the failure may still touch the slot: let it pass (bounded by the
+    // waits of the kernels before it) before another call takes the slot.
+    cu_.cuStreamSynchronize(stream);
+    releaseSlot(*tracker_, **slot);
+  }
+  return status;
+}
+
+Status CudaDevice::drain(double timeoutSeconds) {
+  ScopedContext scope(cu_, context_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(std::clamp(timeoutSeconds, 0.0, 86400.0)));
+  std::unique_lock lock(tracker_->mutex);
+  while (tracker_->inFlight > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return makeError(ErrorCode::Timeout, "CUDA device: " + std::to_string(tracker_->inFlight) +
+                                               " calls on GPU " + std::to_string(ordinal_) + " still running after " +
+                                               std::to_string(timeoutSeconds) + " s");
+    }
+    tracker_->idle.wait_for(lock, std::chrono::milliseconds(10));
+    lock.unlock();
+    // A failed kernel leaves a sticky error and never runs its host function: report it.
+    const CUresult result = scope.status() ? cu_.cuStreamQuery(nullptr) : CUDA_SUCCESS;
+    lock.lock();
+    if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY) {
+      return check(result, "cuStreamQuery", "while waiting for the calls on GPU " + std::to_string(ordinal_));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Device>> createCudaDevice(const CudaDriver& driver, int ordinal) {
+  if (ordinal < 0 || ordinal >= driver.deviceCount) {
+    return makeError(ErrorCode::InvalidArgument, "CUDA device: GPU " + std::to_string(ordinal) + " does not exist (" +
+                                                     std::to_string(driver.deviceCount) + " GPUs)");
+  }
+  const std::string what = "GPU " + std::to_string(ordinal);
+  CUdevice device = 0;
+  if (Status status = cudaStatus(driver, driver.cuDeviceGet(&device, ordinal), "cuDeviceGet", what); !status) {
+    return status;
+  }
+  Expected<std::string> arch = cudaArchitecture(driver, ordinal);
+  if (!arch) return arch.status();
+  int clockKhz = 0;
+  if (Status status = cudaStatus(driver, driver.cuDeviceGetAttribute(&clockKhz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device),
+                                 "cuDeviceGetAttribute", what + " clock rate");
+      !status) {
+    return status;
+  }
+  CUcontext context = nullptr;
+  if (Status status = cudaStatus(driver, driver.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
+                                 what);
+      !status) {
+    return status;
+  }
+  return std::unique_ptr<Device>(new CudaDevice(driver, ordinal, device, context, *arch, clockKhz));
+}
+
+Expected<int> currentCudaOrdinal(const CudaDriver& driver) {
+  CUcontext context = nullptr;
+  if (Status status = cudaStatus(driver, driver.cuCtxGetCurrent(&context), "cuCtxGetCurrent"); !status) return status;
+  if (context == nullptr) return 0;
+  CUdevice device = 0;
+  if (Status status = cudaStatus(driver, driver.cuCtxGetDevice(&device), "cuCtxGetDevice"); !status) return status;
+  return static_cast<int>(device);
+}
+
+Expected<std::string> cudaArchitecture(const CudaDriver& driver, int ordinal) {
+  const std::string what = "GPU " + std::to_string(ordinal);
+  CUdevice device = 0;
+  if (Status status = cudaStatus(driver, driver.cuDeviceGet(&device, ordinal), "cuDeviceGet", what); !status) {
+    return status;
+  }
+  int major = 0, minor = 0;
+  if (Status status = cudaStatus(
+          driver, driver.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+          "cuDeviceGetAttribute", what + " compute capability");
+      !status) {
+    return status;
+  }
+  if (Status status = cudaStatus(
+          driver, driver.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+          "cuDeviceGetAttribute", what + " compute capability");
+      !status) {
+    return status;
+  }
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
+}  // namespace tuccl::backend

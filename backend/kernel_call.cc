@@ -1,0 +1,82 @@
+// Checks and kernel arguments of a KernelCall (kernel_call.h).
+#include "backend/kernel_call.h"
+
+#include <string>
+
+#include "kernelgen/datatype.h"
+#include "kernelgen/host_executor.h"
+
+namespace tuccl::backend {
+namespace {
+
+Status invalid(const std::string& message) { return makeError(ErrorCode::InvalidArgument, "kernel call: " + message); }
+
+Status checkPlacement(const KernelCall& call) {
+  const CompiledPlan& compiled = *call.plan;
+  if (call.placement->rings.size() != compiled.layout.rings.size()) {
+    return invalid("the placement has " + std::to_string(call.placement->rings.size()) + " rings, the plan " +
+                   std::to_string(compiled.layout.rings.size()));
+  }
+  const int64_t sliceBytes = call.sliceElems * dataTypeSize(call.call.dataType);
+  for (size_t i = 0; i < call.placement->rings.size(); ++i) {
+    const RingPlacement& ring = call.placement->rings[i];
+    const RingInfo& info = compiled.layout.rings[i];
+    if (ring.srcRank != info.srcRank || ring.dstRank != info.dstRank || ring.nSlots < 1) {
+      return invalid("ring " + std::to_string(i) + " of the placement is not the plan's");
+    }
+    if (ring.slotBytes < sliceBytes) {
+      return invalid("a slice of " + std::to_string(sliceBytes) + " bytes does not fit the " +
+                     std::to_string(ring.slotBytes) + "-byte slots of ring " + std::to_string(i));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Status checkKernelCall(const KernelCall& call) {
+  if (call.plan == nullptr || call.placement == nullptr) return invalid("no plan or no placement");
+  const CompiledPlan& compiled = *call.plan;
+  const Plan& plan = compiled.plan;
+  if (Status status = checkCall(call.call); !status) return status;
+  if (call.call.collective != compiled.layout.collective || call.call.nRanks != plan.nRanks) {
+    return invalid("the call (" + std::string(collectiveName(call.call.collective)) + ", " +
+                   std::to_string(call.call.nRanks) + " ranks) is not the plan's (" +
+                   std::string(collectiveName(plan.collective)) + ", " + std::to_string(plan.nRanks) + " ranks)");
+  }
+  if (call.rank < 0 || call.rank >= plan.nRanks || static_cast<int32_t>(compiled.kernels.size()) != plan.nRanks ||
+      compiled.kernels[call.rank].rank != call.rank) {
+    return invalid("rank " + std::to_string(call.rank) + " has no kernel in the plan");
+  }
+  if (call.sliceElems < 1) return invalid("a slice of " + std::to_string(call.sliceElems) + " elements");
+  if (Status status = checkPlacement(call); !status) return status;
+  const RankBufferElements needed = planBufferElements(plan, compiled.layout, call.call.count);
+  if ((call.input == nullptr && needed.input > 0) || (call.output == nullptr && needed.output > 0)) {
+    return invalid("rank " + std::to_string(call.rank) + " has no " + (call.input == nullptr ? "input" : "output") +
+                   " buffer");
+  }
+  return {};
+}
+
+dev::KernelArgs callKernelArgs(const KernelCall& call) {
+  const CompiledPlan& compiled = *call.plan;
+  dev::KernelArgs a;
+  a.input = call.input;
+  a.output = call.output;
+  a.count = call.call.count;
+  a.sliceElems = call.sliceElems;
+  a.dtype = deviceDataType(call.call.dataType);
+  a.op = deviceReduceOp(call.call.op);
+  a.rank = call.rank;
+  a.nRanks = compiled.plan.nRanks;
+  a.chunksPerUnit = compiled.layout.chunksPerUnit;
+  a.inPlaceCall = call.call.inPlace ? 1 : 0;
+  return a;
+}
+
+int64_t callScratchBytes(const KernelCall& call) {
+  const CompiledPlan& compiled = *call.plan;
+  return planBufferElements(compiled.plan, compiled.layout, call.call.count).scratch * dataTypeSize(call.call.dataType);
+}
+
+}  // namespace tuccl::backend

@@ -1,0 +1,29 @@
+// What every device checks and derives from a KernelCall (device.h) before it runs the rank's
+// kernel: the call agrees with its plan and placement, and the part of the kernel's arguments the
+// call alone determines (mirroring the host executor, kernelgen/host_executor.cc).
+//
+// In:  a KernelCall.
+// Out: InvalidArgument naming what disagrees; the KernelArgs fields of the call (buffers, count,
+//      slice, datatype, op, rank, chunk unit, in place); the bytes of scratch the rank needs. The
+//      device adds its memory: rings, progress, barrier, reports, abort, scratch and the wait bound.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/device.h"
+#include "kernelgen/device/kernel_args.h"
+#include "support/status.h"
+
+namespace tuccl::backend {
+
+/// The call has a plan, a placement of the plan's rings and a kernel for its rank; its collective
+/// and ranks are the plan's; a slice fits a ring slot; the buffers the plan uses are given.
+Status checkKernelCall(const KernelCall& call);
+
+/// The KernelArgs fields the call determines; memory pointers other than input and output are null.
+dev::KernelArgs callKernelArgs(const KernelCall& call);
+
+/// Bytes of scratch buffer the call's rank needs (0: none).
+int64_t callScratchBytes(const KernelCall& call);
+
+}  // namespace tuccl::backend

@@ -1,0 +1,605 @@
+// The CUDA device against the recording fake driver (fake_cuda_driver.h), which runs the host
+// build of the launched kernels: what the device asks of the driver (modules from the plan's
+// CUBINs, grid and block, the KernelArgs and the ring table pointing into the right ranks'
+// segments, IPC for other processes and pointers within one, cleanup), errors of the driver as a
+// Status naming the call, hangs and aborts reported through the error sink, and AllReduce results
+// checked element by element, for ranks as threads and for ranks as processes.
+#include "backend/cuda_device.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "backend/staging_layout.h"
+#include "fake_cuda_driver.h"
+#include "kernelgen/nvrtc.h"
+#include "kernelgen/output_compare.h"
+#include "scheduler/plan_builder.h"
+
+namespace tuccl::backend {
+namespace {
+
+constexpr int64_t kChunkBytes = 4096;  // a slice of 1024 floats
+constexpr int32_t kStagingSlots = 4;
+constexpr size_t kStagingBytes = size_t{1} << 20;
+constexpr int32_t kThreads = 128;
+constexpr double kTimeoutSeconds = 60;
+
+const CudaDriver& fakeDriver() {
+  static const std::unique_ptr<CudaDriver> driver = [] {
+    Expected<std::unique_ptr<CudaDriver>> opened = openCudaDriver(TUCCL_FAKE_CUDA_LIBRARY);
+    if (!opened) throw std::runtime_error(opened.status().toString());
+    return std::move(*opened);
+  }();
+  return *driver;
+}
+
+// The example algorithm `name` on nRanks GPUs; with host CUBINs, images the fake runs.
+std::shared_ptr<const CompiledPlan> examplePlan(const std::string& name, int32_t nRanks, bool hostCubins = true) {
+  static std::map<std::string, std::shared_ptr<const CompiledPlan>> cache;
+  const std::string key = name + "/" + std::to_string(nRanks) + (hostCubins ? "/host" : "/nvrtc");
+  auto& slot = cache[key];
+  if (slot) return slot;
+  Expected<Algorithm> algorithm =
+      loadRescclAlgorithm(std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + name + ".resccl", nRanks, nRanks);
+  EXPECT_TRUE(algorithm) << algorithm.status().toString();
+  if (!algorithm) return nullptr;
+  PlanRequest request;
+  request.config.chunkSize = kChunkBytes;
+  request.config.nThreads = kThreads;
+  request.config.nChannels = 0;  // the algorithm's hint
+  auto compiled = std::make_shared<CompiledPlan>();
+  compiled->plan = buildPlan(*algorithm, request);
+  compiled->layout = layoutKernels(compiled->plan);
+  compiled->kernels = generateKernels(compiled->plan);
+  compiled->key = key;
+  if (hostCubins) {
+    std::string error;
+    compiled->host = buildHostKernels(compiled->kernels, error);
+    EXPECT_TRUE(compiled->host) << error;
+    if (!compiled->host) return nullptr;
+    for (int32_t r = 0; r < nRanks; ++r) compiled->cubins.push_back(fakecuda::hostCubin(compiled->host->libraryPath));
+  }
+  slot = compiled;
+  return slot;
+}
+
+std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks, bool hostCubins = true) {
+  return examplePlan("ring_allreduce", nRanks, hostCubins);
+}
+
+/// The buffers of every rank of a call (the same in every process for a seed) and its inputs.
+struct CallData {
+  CollectiveCall call;
+  std::vector<std::vector<float>> inputBuffers;   ///< out of place only
+  std::vector<std::vector<float>> outputBuffers;  ///< in place: the input too
+  std::vector<std::vector<double>> inputs;
+
+  void* input(int32_t rank) {
+    return call.inPlace ? outputBuffers[rank].data() : static_cast<void*>(inputBuffers[rank].data());
+  }
+};
+
+// Random inputs the sums of which floats hold exactly; in place, in the output's input position.
+CallData callData(Collective collective, int32_t nRanks, int64_t count, bool inPlace, uint64_t seed) {
+  CallData data;
+  data.call = CollectiveCall{collective, nRanks, -1, DataType::Float32, ReduceOp::Sum, count, inPlace};
+  std::mt19937_64 random(seed);
+  const auto inputCount = static_cast<size_t>(inputElements(data.call));
+  for (int32_t r = 0; r < nRanks; ++r) {
+    std::vector<double>& input = data.inputs.emplace_back();
+    for (size_t i = 0; i < inputCount; ++i) input.push_back(static_cast<double>(1 + random() % 64) / 8.0);
+    std::vector<float>& output = data.outputBuffers.emplace_back(static_cast<size_t>(outputElements(data.call)), -1.0f);
+    std::vector<float>& in = data.inputBuffers.emplace_back(inPlace ? 0 : inputCount);
+    // NCCL's in-place layout: AllGather's input is block `rank` of its output.
+    float* target = inPlace ? output.data() + (collective == Collective::AllGather ? r * count : 0) : in.data();
+    for (size_t i = 0; i < inputCount; ++i) target[i] = static_cast<float>(input[i]);
+  }
+  return data;
+}
+
+CallData allReduceData(int32_t nRanks, int64_t count, uint64_t seed) {
+  return callData(Collective::AllReduce, nRanks, count, true, seed);
+}
+
+// "" when rank `rank`'s output is the reference, else the first mismatches.
+std::string checkOutput(const CallData& data, int32_t rank) {
+  Expected<RankOutputs> expected = referenceOutputs(data.call, data.inputs);
+  if (!expected) return expected.status().toString();
+  std::vector<const void*> outputs;
+  for (const std::vector<float>& buffer : data.outputBuffers) outputs.push_back(buffer.data());
+  const RankComparison comparison = compareOutputs(data.call, *expected, outputs)[rank];
+  if (comparison.ok()) return "";
+  std::string text = "rank " + std::to_string(rank) + ": " + std::to_string(comparison.mismatches.count) + " mismatches";
+  for (const std::string& line : comparison.mismatches.first) text += "\n  " + line;
+  return text;
+}
+
+KernelCall kernelCall(const std::shared_ptr<const CompiledPlan>& plan, const PlanPlacement& placement,
+                      CallData& data, int32_t rank, double timeoutSeconds = kTimeoutSeconds) {
+  KernelCall call;
+  call.plan = plan;
+  call.placement = &placement;
+  call.call = data.call;
+  call.rank = rank;
+  call.input = data.input(rank);
+  call.output = data.outputBuffers[rank].data();
+  call.sliceElems = kChunkBytes / static_cast<int64_t>(sizeof(float));
+  call.timeoutSeconds = timeoutSeconds;
+  return call;
+}
+
+Expected<PlanPlacement> placePlan(const CompiledPlan& plan) {
+  StagingAllocator allocator(plan.plan.nRanks, static_cast<int64_t>(kStagingBytes));
+  return allocator.place(plan.layout, kChunkBytes, kStagingSlots);
+}
+
+/// A communicator's ranks as threads of this process: device r runs rank r on GPU r.
+struct Ranks {
+  std::vector<std::unique_ptr<Device>> devices;
+  std::vector<std::string> blobs;
+  std::vector<uint64_t> segments;  ///< each rank's staging (device pointer, from the fake's log)
+  PlanPlacement placement;
+  std::mutex mutex;
+  std::vector<Status> errors;  ///< what the error sinks got
+
+  std::vector<Status> takeErrors() {
+    std::lock_guard lock(mutex);
+    return std::exchange(errors, {});
+  }
+};
+
+void setUpRanks(Ranks& ranks, const CompiledPlan& plan) {
+  const int32_t nRanks = plan.plan.nRanks;
+  for (int32_t r = 0; r < nRanks; ++r) {
+    Expected<std::unique_ptr<Device>> device = createCudaDevice(fakeDriver(), r);
+    ASSERT_TRUE(device) << device.status().toString();
+    (*device)->setErrorSink([&ranks](const Status& status) {
+      std::lock_guard lock(ranks.mutex);
+      ranks.errors.push_back(status);
+    });
+    Expected<std::string> blob = (*device)->createStaging(kStagingBytes);
+    ASSERT_TRUE(blob) << blob.status().toString();
+    ranks.segments.push_back(fakecuda::callsOf("cuMemAlloc_v2").back().values.at(1));
+    ranks.blobs.push_back(*blob);
+    ranks.devices.push_back(std::move(*device));
+  }
+  for (auto& device : ranks.devices) ASSERT_TRUE(device->openStaging(ranks.blobs));
+  for (auto& device : ranks.devices) device->stagingShared();
+  Expected<PlanPlacement> placement = placePlan(plan);
+  ASSERT_TRUE(placement) << placement.status().toString();
+  ranks.placement = *placement;
+}
+
+// Launches every rank of one call (from the test thread, or a thread per rank), waits, checks.
+void runCall(Ranks& ranks, const std::shared_ptr<const CompiledPlan>& plan, CallData& data,
+                  const std::vector<tucclStream_t>& streams, bool threadPerRank) {
+  const int32_t nRanks = plan->plan.nRanks;
+  std::vector<Status> launched(static_cast<size_t>(nRanks));
+  auto launch = [&](int32_t r) {
+    launched[r] = ranks.devices[r]->launch(kernelCall(plan, ranks.placement, data, r), streams[r]);
+  };
+  if (threadPerRank) {
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < nRanks; ++r) threads.emplace_back(launch, r);
+    for (std::thread& thread : threads) thread.join();
+  } else {
+    for (int32_t r = 0; r < nRanks; ++r) launch(r);
+  }
+  for (int32_t r = 0; r < nRanks; ++r) ASSERT_TRUE(launched[r]) << launched[r].toString();
+  for (auto& device : ranks.devices) ASSERT_TRUE(device->drain(kTimeoutSeconds));
+  for (const Status& error : ranks.takeErrors()) ADD_FAILURE() << error.toString();
+  for (int32_t r = 0; r < nRanks; ++r) EXPECT_EQ(checkOutput(data, r), "");
+}
+
+dev::KernelArgs argsOf(const fakecuda::Call& launch) {
+  dev::KernelArgs args;
+  EXPECT_EQ(launch.bytes.size(), sizeof args);
+  std::memcpy(&args, launch.bytes.data(), std::min(sizeof args, launch.bytes.size()));
+  return args;
+}
+
+template <typename T>
+T* at(uint64_t base, int64_t offset) {
+  return reinterpret_cast<T*>(static_cast<uintptr_t>(base + static_cast<uint64_t>(offset)));
+}
+
+// The ring table a launch passed points into the segments of the ring's ranks, at the placement.
+void expectRingTable(const dev::KernelArgs& args, const PlanPlacement& placement,
+                     const std::vector<uint64_t>& segments) {
+  for (size_t i = 0; i < placement.rings.size(); ++i) {
+    const RingPlacement& p = placement.rings[i];
+    const dev::RingDevice& ring = args.rings[i];
+    const uint64_t dst = segments[p.dstRank], src = segments[p.srcRank];
+    EXPECT_EQ(ring.staging, at<char>(dst, p.stagingInDst)) << "ring " << i;
+    EXPECT_EQ(ring.tags, at<uint64_t>(dst, p.tagsInDst)) << "ring " << i;
+    EXPECT_EQ(ring.posted, at<uint64_t>(dst, p.postedInDst)) << "ring " << i;
+    EXPECT_EQ(ring.recvCount, at<uint64_t>(dst, p.recvCountInDst)) << "ring " << i;
+    EXPECT_EQ(ring.consumed, at<uint64_t>(src, p.consumedInSrc)) << "ring " << i;
+    EXPECT_EQ(ring.sendCount, at<uint64_t>(src, p.sendCountInSrc)) << "ring " << i;
+    EXPECT_EQ(ring.slotBytes, p.slotBytes);
+    EXPECT_EQ(ring.nSlots, p.nSlots);
+  }
+}
+
+class CudaDeviceRanks : public ::testing::TestWithParam<int32_t> {};
+
+// Three AllReduce calls of one plan (counters keep running across them): on the NULL streams, on
+// streams of the caller, and launched by a thread per rank; every element checked.
+TEST_P(CudaDeviceRanks, RunAllReduceAsThreadsOfOneProcess) {
+  const int32_t nRanks = GetParam();
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(nRanks);
+  ASSERT_TRUE(plan);
+  const fakecuda::Resources before = fakecuda::resources();
+  fakecuda::clearCalls();
+  {
+    Ranks ranks;
+    setUpRanks(ranks, *plan);
+    if (HasFatalFailure()) return;
+    // One process: peers' pointers are used as they are, with peer access; no IPC.
+    EXPECT_TRUE(fakecuda::callsOf("cuIpcOpenMemHandle_v2").empty());
+    EXPECT_EQ(fakecuda::callsOf("cuCtxEnablePeerAccess").size(), static_cast<size_t>(nRanks * (nRanks - 1)));
+    EXPECT_EQ(fakecuda::callsOf("cuMemHostRegister_v2").size(), static_cast<size_t>(nRanks));  // the abort page
+
+    std::vector<tucclStream_t> nullStreams(static_cast<size_t>(nRanks), nullptr), streams;
+    for (int32_t r = 0; r < nRanks; ++r) streams.push_back(fakecuda::createStream());
+    const int64_t counts[] = {10000, 777, 4099};
+    for (int i = 0; i < 3; ++i) {
+      CallData data = allReduceData(nRanks, counts[i], 100 + static_cast<uint64_t>(i));
+      runCall(ranks, plan, data, i == 0 ? nullStreams : streams, i == 2);
+      if (HasFatalFailure()) return;
+    }
+    for (tucclStream_t stream : streams) fakecuda::destroyStream(stream);
+
+    // Each rank's module is loaded once, from the plan's CUBIN, and its ring table uploaded once.
+    const std::vector<fakecuda::Call> modules = fakecuda::callsOf("cuModuleLoadData");
+    ASSERT_EQ(modules.size(), static_cast<size_t>(nRanks));
+    for (const fakecuda::Call& module : modules) {
+      EXPECT_EQ(module.bytes, plan->cubins[0]);
+      EXPECT_EQ(module.text, plan->host->libraryPath);
+    }
+    EXPECT_EQ(fakecuda::callsOf("cuMemcpyHtoD_v2").size(), static_cast<size_t>(nRanks));
+    EXPECT_EQ(fakecuda::callsOf("cuMemsetD8Async").size(), static_cast<size_t>(3 * nRanks));
+    EXPECT_EQ(fakecuda::callsOf("cuLaunchHostFunc").size(), static_cast<size_t>(3 * nRanks));
+
+    const std::vector<fakecuda::Call> launches = fakecuda::callsOf("cuLaunchKernel");
+    ASSERT_EQ(launches.size(), static_cast<size_t>(3 * nRanks));
+    const std::vector<fakecuda::Call> registered = fakecuda::callsOf("cuMemHostRegister_v2");
+    for (int i = 0; i < 3 * nRanks; ++i) {
+      const fakecuda::Call& launch = launches[i];
+      const dev::KernelArgs args = argsOf(launch);
+      const int32_t r = args.rank;
+      ASSERT_GE(r, 0);
+      ASSERT_LT(r, nRanks);
+      EXPECT_EQ(launch.values.at(9), static_cast<uint64_t>(r)) << "launched in GPU " << r << "'s context";
+      EXPECT_EQ(launch.text, plan->kernels[r].kernelName);
+      EXPECT_EQ(launch.values.at(0), static_cast<uint64_t>(plan->kernels[r].nTbs));
+      EXPECT_EQ(launch.values.at(3), static_cast<uint64_t>(kThreads));
+      EXPECT_EQ(launch.values.at(1) * launch.values.at(2) * launch.values.at(4) * launch.values.at(5), 1u);
+      EXPECT_EQ(args.count, counts[i / nRanks]);
+      EXPECT_EQ(args.nRanks, nRanks);
+      EXPECT_EQ(args.sliceElems, kChunkBytes / 4);
+      EXPECT_EQ(args.dtype, dev::kFloat32);
+      EXPECT_EQ(args.op, dev::kSum);
+      EXPECT_EQ(args.chunksPerUnit, plan->layout.chunksPerUnit);
+      EXPECT_EQ(args.inPlaceCall, 1);
+      EXPECT_EQ(args.input, args.output);
+      EXPECT_EQ(args.spinLimit, static_cast<int64_t>(kTimeoutSeconds * fakecuda::kClockKhz * 1000));
+      EXPECT_EQ(args.deadlineNs, 0);
+      EXPECT_EQ(reinterpret_cast<uint64_t>(args.abort), registered[r].values.at(0)) << "the host-mapped abort word";
+      EXPECT_EQ(*args.abort, 0);
+      expectRingTable(args, ranks.placement, ranks.segments);
+    }
+    // The caller's context is left as it was (none on this thread).
+    CUcontext context = reinterpret_cast<CUcontext>(1);
+    ASSERT_EQ(fakeDriver().cuCtxGetCurrent(&context), CUDA_SUCCESS);
+    EXPECT_EQ(context, nullptr);
+  }
+  // Every allocation, registration, module and context the devices took is given back.
+  const fakecuda::Resources after = fakecuda::resources();
+  EXPECT_EQ(after.deviceAllocations, before.deviceAllocations);
+  EXPECT_EQ(after.hostAllocations, before.hostAllocations);
+  EXPECT_EQ(after.hostRegistrations, before.hostRegistrations);
+  EXPECT_EQ(after.modules, before.modules);
+  EXPECT_EQ(after.primaryContextRetains, before.primaryContextRetains);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CudaDeviceRanks, ::testing::Values(2, 3, 4),
+                         [](const auto& param) { return std::to_string(param.param) + "Ranks"; });
+
+// Out of place: the input is a buffer of its own, copied by the kernel's prologue.
+TEST(CudaDevice, RunsAnOutOfPlaceAllGather) {
+  std::shared_ptr<const CompiledPlan> plan = examplePlan("ring_allgather", 3);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  setUpRanks(ranks, *plan);
+  if (HasFatalFailure()) return;
+  fakecuda::clearCalls();
+  CallData data = callData(Collective::AllGather, 3, 3001, false, 21);
+  runCall(ranks, plan, data, {nullptr, nullptr, nullptr}, false);
+  for (const fakecuda::Call& launch : fakecuda::callsOf("cuLaunchKernel")) {
+    const dev::KernelArgs args = argsOf(launch);
+    EXPECT_EQ(args.inPlaceCall, 0);
+    EXPECT_EQ(args.input, data.inputBuffers.at(args.rank).data());
+    EXPECT_EQ(args.output, data.outputBuffers.at(args.rank).data());
+  }
+}
+
+// ---- Ranks as processes ---------------------------------------------------------------------------
+
+// Bounded pipe I/O between the two processes of a test.
+bool writeAll(int fd, const std::string& bytes) {
+  const uint64_t size = bytes.size();
+  return write(fd, &size, sizeof size) == static_cast<ssize_t>(sizeof size) &&
+         write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+}
+
+bool readExactly(int fd, char* out, size_t bytes) {
+  size_t done = 0;
+  while (done < bytes) {
+    pollfd ready{fd, POLLIN, 0};
+    if (poll(&ready, 1, 120000) != 1) return false;
+    const ssize_t n = read(fd, out + done, bytes - done);
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool readMessage(int fd, std::string& message) {
+  uint64_t size = 0;
+  if (!readExactly(fd, reinterpret_cast<char*>(&size), sizeof size) || size > (1u << 20)) return false;
+  message.assign(size, '\0');
+  return readExactly(fd, message.data(), size);
+}
+
+// One rank of a 2-rank AllReduce in this process, its peer in another: blobs and barriers over
+// the pipes. Returns "" on success, else what went wrong (no gtest in a forked child).
+std::string runRankOfTwoProcesses(int32_t rank, const std::shared_ptr<const CompiledPlan>& plan, int in, int out,
+                                  uint64_t* openedPeer) {
+  fakecuda::clearCalls();
+  Expected<std::unique_ptr<Device>> device = createCudaDevice(fakeDriver(), rank);
+  if (!device) return device.status().toString();
+  Device& gpu = **device;
+  Expected<std::string> blob = gpu.createStaging(kStagingBytes);
+  if (!blob) return blob.status().toString();
+  std::string peerBlob, barrier;
+  if (!writeAll(out, *blob) || !readMessage(in, peerBlob)) return "blob exchange failed";
+  const std::vector<std::string> blobs = rank == 0 ? std::vector{*blob, peerBlob} : std::vector{peerBlob, *blob};
+  if (Status status = gpu.openStaging(blobs); !status) return status.toString();
+  if (!writeAll(out, "opened") || !readMessage(in, barrier)) return "barrier after openStaging failed";
+  gpu.stagingShared();
+  const std::vector<fakecuda::Call> opened = fakecuda::callsOf("cuIpcOpenMemHandle_v2");
+  if (opened.size() != 1 || opened[0].result != CUDA_SUCCESS || opened[0].values.size() != 4) {
+    return "expected one successful cuIpcOpenMemHandle";
+  }
+  *openedPeer = opened[0].values[3];
+
+  Expected<PlanPlacement> placement = placePlan(*plan);
+  if (!placement) return placement.status().toString();
+  std::vector<Status> errors;
+  std::mutex mutex;
+  gpu.setErrorSink([&](const Status& status) {
+    std::lock_guard lock(mutex);
+    errors.push_back(status);
+  });
+  for (uint64_t seed : {7, 8}) {
+    CallData data = allReduceData(2, 5000 + static_cast<int64_t>(seed), seed);
+    if (Status status = gpu.launch(kernelCall(plan, *placement, data, rank), nullptr); !status) return status.toString();
+    if (Status status = gpu.drain(kTimeoutSeconds); !status) return status.toString();
+    if (!errors.empty()) return errors.front().toString();
+    if (std::string mismatch = checkOutput(data, rank); !mismatch.empty()) return mismatch;
+  }
+  // The peer may still read this rank's segment until it is done too.
+  if (!writeAll(out, "done") || !readMessage(in, barrier)) return "barrier before destruction failed";
+  return "";
+}
+
+TEST(CudaDevice, RanksOfTwoProcessesShareStagingThroughIpc) {
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2);
+  ASSERT_TRUE(plan);
+  fakeDriver();
+  int toChild[2], toParent[2];
+  ASSERT_EQ(pipe(toChild), 0);
+  ASSERT_EQ(pipe(toParent), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(toChild[1]);
+    close(toParent[0]);
+    uint64_t opened = 0;
+    const std::string failure = runRankOfTwoProcesses(1, plan, toChild[0], toParent[1], &opened);
+    if (!failure.empty()) std::fprintf(stderr, "child (rank 1): %s\n", failure.c_str());
+    _exit(failure.empty() ? 0 : 1);
+  }
+  close(toChild[0]);
+  close(toParent[1]);
+  uint64_t opened = 0;
+  const std::string failure = runRankOfTwoProcesses(0, plan, toParent[0], toChild[1], &opened);
+  close(toChild[1]);
+  close(toParent[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(failure, "");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child (rank 1) failed";
+
+  // Rank 0 opened rank 1's segment by its IPC handle (the child's pid) and closed it when its device went.
+  const std::vector<fakecuda::Call> opens = fakecuda::callsOf("cuIpcOpenMemHandle_v2");
+  ASSERT_EQ(opens.size(), 1u);
+  EXPECT_EQ(opens[0].values.at(0), static_cast<uint64_t>(child));
+  EXPECT_EQ(opens[0].values.at(2), CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+  const std::vector<fakecuda::Call> closes = fakecuda::callsOf("cuIpcCloseMemHandle");
+  ASSERT_EQ(closes.size(), 1u);
+  EXPECT_EQ(closes[0].values.at(0), opened);
+  EXPECT_EQ(closes[0].result, CUDA_SUCCESS);
+  EXPECT_TRUE(fakecuda::callsOf("cuCtxEnablePeerAccess").empty()) << "IPC enables peer access itself";
+}
+
+// ---- Hangs, aborts and errors ---------------------------------------------------------------------
+
+TEST(CudaDevice, AHangIsReportedToTheErrorSinkWithEveryStoppedTb) {
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  setUpRanks(ranks, *plan);
+  if (HasFatalFailure()) return;
+  CallData data = allReduceData(2, 3000, 5);
+  // Rank 1 never runs: rank 0 waits for its data until its spin limit (0.3 s of the fake's clock).
+  ASSERT_TRUE(ranks.devices[0]->launch(kernelCall(plan, ranks.placement, data, 0, 0.3), nullptr));
+  ASSERT_TRUE(ranks.devices[0]->drain(kTimeoutSeconds));
+  const std::vector<Status> errors = ranks.takeErrors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code(), ErrorCode::Timeout);
+  EXPECT_NE(errors[0].message().find("hang: a wait timed out"), std::string::npos) << errors[0].message();
+  EXPECT_NE(errors[0].message().find("rank 0 tb "), std::string::npos) << errors[0].message();
+  EXPECT_NE(errors[0].message().find("waiting for data on ring"), std::string::npos) << errors[0].message();
+}
+
+TEST(CudaDevice, AbortOnAnyRankStopsTheKernelsOfTheHost) {
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  setUpRanks(ranks, *plan);
+  if (HasFatalFailure()) return;
+  CallData data = allReduceData(2, 3000, 6);
+  ASSERT_TRUE(ranks.devices[0]->launch(kernelCall(plan, ranks.placement, data, 0, 600), nullptr));
+  // Rank 1's device raises the abort word rank 0's kernel watches (rank 0's control page).
+  ranks.devices[1]->abort();
+  ASSERT_TRUE(ranks.devices[0]->drain(kTimeoutSeconds));
+  const std::vector<Status> errors = ranks.takeErrors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code(), ErrorCode::Aborted) << errors[0].message();
+  EXPECT_NE(errors[0].message().find("rank 0 tb"), std::string::npos) << errors[0].message();
+}
+
+TEST(CudaDevice, DriverErrorsComeBackNamingTheCallAndTheResult) {
+  const CudaDriver& cu = fakeDriver();
+  Expected<std::unique_ptr<Device>> missing = createCudaDevice(cu, 9);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.status().code(), ErrorCode::InvalidArgument);
+
+  fakecuda::failNext("cuDevicePrimaryCtxRetain", CUDA_ERROR_INVALID_DEVICE);
+  Expected<std::unique_ptr<Device>> refused = createCudaDevice(cu, 0);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("cuDevicePrimaryCtxRetain (GPU 0) failed: CUDA_ERROR_INVALID_DEVICE"),
+            std::string::npos)
+      << refused.status().message();
+
+  Expected<std::unique_ptr<Device>> device = createCudaDevice(cu, 0);
+  ASSERT_TRUE(device);
+  fakecuda::failNext("cuMemAlloc_v2", CUDA_ERROR_OUT_OF_MEMORY);
+  Expected<std::string> blob = (*device)->createStaging(kStagingBytes);
+  ASSERT_FALSE(blob);
+  EXPECT_EQ(blob.status().code(), ErrorCode::ResourceExhausted);
+  EXPECT_NE(blob.status().message().find("cuMemAlloc"), std::string::npos) << blob.status().message();
+  EXPECT_NE(blob.status().message().find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos);
+  device->reset();
+
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  setUpRanks(ranks, *plan);
+  if (HasFatalFailure()) return;
+  CallData data = allReduceData(2, 2000, 9);
+  fakecuda::failNext("cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE);
+  Status load = ranks.devices[0]->launch(kernelCall(plan, ranks.placement, data, 0), nullptr);
+  EXPECT_EQ(load.code(), ErrorCode::SystemError);
+  EXPECT_NE(load.message().find("cuModuleLoadData (rank0.cu"), std::string::npos) << load.message();
+  EXPECT_NE(load.message().find("CUDA_ERROR_INVALID_IMAGE"), std::string::npos) << load.message();
+
+  fakecuda::failNext("cuLaunchKernel", CUDA_ERROR_LAUNCH_FAILED);
+  Status launch = ranks.devices[0]->launch(kernelCall(plan, ranks.placement, data, 0), nullptr);
+  EXPECT_NE(launch.message().find("cuLaunchKernel (tuccl_rank0 <<<"), std::string::npos) << launch.message();
+  EXPECT_NE(launch.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << launch.message();
+  EXPECT_TRUE(ranks.devices[0]->drain(1)) << "a failed launch leaves no call in flight";
+
+  // Nothing half-done stays behind: the same ranks then run the call.
+  runCall(ranks, plan, data, {nullptr, nullptr}, false);
+}
+
+TEST(CudaDevice, RefusesStagingItCannotMap) {
+  const CudaDriver& cu = fakeDriver();
+  Expected<std::unique_ptr<Device>> a = createCudaDevice(cu, 0), b = createCudaDevice(cu, 1);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ((*a)->openStaging({"x"}).code(), ErrorCode::InvalidArgument) << "before createStaging";
+  Expected<std::string> blobA = (*a)->createStaging(kStagingBytes), blobB = (*b)->createStaging(kStagingBytes);
+  ASSERT_TRUE(blobA && blobB);
+  Status garbage = (*a)->openStaging({*blobA, "not a blob"});
+  EXPECT_EQ(garbage.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(garbage.message().find("rank 1 is not a CUDA device's"), std::string::npos) << garbage.message();
+  Status notMine = (*a)->openStaging({*blobB});
+  EXPECT_NE(notMine.message().find("not among"), std::string::npos) << notMine.message();
+
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2);
+  ASSERT_TRUE(plan);
+  Expected<PlanPlacement> placement = placePlan(*plan);
+  ASSERT_TRUE(placement);
+  CallData data = allReduceData(2, 100, 1);
+  Status early = (*a)->launch(kernelCall(plan, *placement, data, 0), nullptr);
+  EXPECT_EQ(early.code(), ErrorCode::InvalidArgument) << "launch before openStaging";
+}
+
+TEST(CudaDevice, CompilesTheKernelForTheGpuWhenThePlanHasNoCubin) {
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2, false);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  setUpRanks(ranks, *plan);
+  if (HasFatalFailure()) return;
+  CallData data = allReduceData(2, 1000, 3);
+  fakecuda::clearCalls();
+  Status launched = ranks.devices[1]->launch(kernelCall(plan, ranks.placement, data, 1), nullptr);
+  if (!nvrtcAvailable()) {
+    EXPECT_EQ(launched.code(), ErrorCode::Unsupported);
+    EXPECT_NE(launched.message().find("without NVRTC"), std::string::npos) << launched.message();
+    return;
+  }
+  ASSERT_TRUE(launched) << launched.toString();
+  ASSERT_TRUE(ranks.devices[1]->drain(kTimeoutSeconds));
+  // The fake records a real CUBIN but cannot run it: the TBs never report, and the sink says so.
+  const std::vector<Status> errors = ranks.takeErrors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code(), ErrorCode::Internal);
+  EXPECT_NE(errors[0].message().find("never finished"), std::string::npos) << errors[0].message();
+
+  const NvrtcResult expected = compileWithNvrtc(plan->kernels[1], "sm_90");
+  ASSERT_TRUE(expected.ok) << expected.error;
+  const std::vector<fakecuda::Call> modules = fakecuda::callsOf("cuModuleLoadData");
+  ASSERT_EQ(modules.size(), 1u);
+  EXPECT_EQ(modules[0].bytes.size(), expected.cubin.size());
+  EXPECT_TRUE(modules[0].bytes == expected.cubin) << "the CUBIN NVRTC makes for sm_90";
+  const std::vector<fakecuda::Call> functions = fakecuda::callsOf("cuModuleGetFunction");
+  ASSERT_EQ(functions.size(), 1u);
+  EXPECT_EQ(functions[0].text, "tuccl_rank1");
+  EXPECT_EQ(functions[0].result, CUDA_SUCCESS) << "the CUBIN defines the kernel";
+}
+
+TEST(CudaDevice, CurrentOrdinalIsTheCallingThreadsContext) {
+  const CudaDriver& cu = fakeDriver();
+  std::thread([&] {
+    Expected<int> none = currentCudaOrdinal(cu);
+    ASSERT_TRUE(none);
+    EXPECT_EQ(*none, 0);
+    CUcontext context = nullptr;
+    ASSERT_EQ(cu.cuDevicePrimaryCtxRetain(&context, 2), CUDA_SUCCESS);
+    ASSERT_EQ(cu.cuCtxSetCurrent(context), CUDA_SUCCESS);
+    Expected<int> two = currentCudaOrdinal(cu);
+    ASSERT_TRUE(two);
+    EXPECT_EQ(*two, 2);
+    EXPECT_EQ(cu.cuCtxSetCurrent(nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(cu.cuDevicePrimaryCtxRelease(2), CUDA_SUCCESS);
+  }).join();
+  Expected<std::string> arch = cudaArchitecture(cu, 3);
+  ASSERT_TRUE(arch);
+  EXPECT_EQ(*arch, "sm_90");
+}
+
+}  // namespace
+}  // namespace tuccl::backend
