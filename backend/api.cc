@@ -216,7 +216,7 @@ tucclResult_t tucclCommInitRank(tucclComm_t* comm, int nranks, tucclUniqueId com
     *comm = nullptr;
     tuccl::backend::UniqueIdBytes id;
     std::memcpy(id.bytes, commId.internal, TUCCL_UNIQUE_ID_BYTES);
-    return initRank(comm, nranks, id, rank, 0);
+    return initRank(comm, nranks, id, rank, -1);  // the caller's current CUDA device, like NCCL
   });
 }
 
@@ -236,14 +236,17 @@ tucclResult_t tucclCommInitAll(tucclComm_t* comms, int ndev, const int* devlist)
   return guarded("tucclCommInitAll", [&] {
     if (comms == nullptr) return invalid("tucclCommInitAll", "comms is NULL");
     if (ndev < 1) return invalid("tucclCommInitAll", "ndev " + std::to_string(ndev) + " is not positive");
-    tucclUniqueId id;
-    if (tucclResult_t made = tucclGetUniqueId(&id); made != tucclSuccess) return made;
+    tucclUniqueId unique;
+    if (tucclResult_t made = tucclGetUniqueId(&unique); made != tucclSuccess) return made;
+    tuccl::backend::UniqueIdBytes id;
+    std::memcpy(id.bytes, unique.internal, TUCCL_UNIQUE_ID_BYTES);
     std::vector<tucclResult_t> results(static_cast<size_t>(ndev), tucclSuccess);
     std::vector<std::string> errors(static_cast<size_t>(ndev));
     std::vector<std::thread> threads;
     for (int r = 0; r < ndev; ++r) {
       threads.emplace_back([&, r] {
-        results[r] = tucclCommInitRank(&comms[r], ndev, id, r);
+        comms[r] = nullptr;
+        results[r] = guarded("tucclCommInitAll", [&] { return initRank(&comms[r], ndev, id, r, devlist != nullptr ? devlist[r] : r); });
         errors[r] = lastError;
       });
     }
@@ -257,7 +260,6 @@ tucclResult_t tucclCommInitAll(tucclComm_t* comms, int ndev, const int* devlist)
       lastError = errors[r];
       return results[r];
     }
-    (void)devlist;
     return tucclSuccess;
   });
 }

@@ -8,13 +8,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "backend/builtin_algorithms.h"
 #include "backend/cpu_device.h"
+#include "backend/cuda_device.h"
+#include "backend/cuda_driver.h"
 #include "backend/log.h"
 #include "backend/plan_cache.h"
 #include "backend/staging_layout.h"
@@ -107,6 +111,19 @@ Expected<CommOptions> commOptionsFromEnvironment() {
   };
   if (Status s = bytes("TUCCL_STAGING_BYTES", 1 << 20, options.stagingBytes); !s) return s;
   if (Status s = bytes("TUCCL_CHUNK_SIZE", 16, options.chunkSize); !s) return s;
+  options.chunkSizeForced = env("TUCCL_CHUNK_SIZE") != nullptr;
+  if (const char* value = env("TUCCL_ALGO")) {
+    // A program file is read relative to the working directory of the process that set it.
+    options.algorithm = isBuiltinFamily(value) ? std::string(value) : std::filesystem::absolute(value).string();
+  }
+  if (const char* value = env("TUCCL_NCHANNELS")) {
+    char* end = nullptr;
+    const long channels = std::strtol(value, &end, 10);
+    if (end == value || *end != '\0' || channels < 1 || channels > 64) {
+      return badVariable("TUCCL_NCHANNELS", value, "a whole number from 1 to 64");
+    }
+    options.channels = static_cast<int32_t>(channels);
+  }
   if (const char* value = env("TUCCL_STAGING_SLOTS")) {
     char* end = nullptr;
     const long slots = std::strtol(value, &end, 10);
@@ -167,8 +184,34 @@ struct Communicator::Impl {
   }
 
   Status setup(const UniqueIdBytes& id, int cudaDevice);
+  Expected<std::unique_ptr<Device>> chooseDevice(PlanCacheOptions& planOptions, int cudaDevice);
   Expected<const PlanPlacement*> placementFor(const CompiledPlan& compiled);
 };
+
+// TUCCL_DEVICE: cuda needs the driver and a GPU; auto takes the GPU when the driver loads and
+// finds one, else the CPU device (said at INFO).
+Expected<std::unique_ptr<Device>> Communicator::Impl::chooseDevice(PlanCacheOptions& planOptions, int cudaDevice) {
+  if (options.device != "cpu") {
+    Expected<const CudaDriver*> driver = loadCudaDriver();
+    if (driver) {
+      Expected<int> ordinal = cudaDevice >= 0 ? Expected<int>(cudaDevice) : currentCudaOrdinal(**driver);
+      if (!ordinal) return ordinal.status();
+      Expected<std::string> arch = cudaArchitecture(**driver, *ordinal);
+      if (!arch) return arch.status();
+      Expected<std::unique_ptr<Device>> created = createCudaDevice(**driver, *ordinal);
+      if (!created) return created.status();
+      planOptions.hostKernels = false;
+      planOptions.cudaArch = *arch;
+      return created;
+    }
+    if (options.device == "cuda") {
+      return makeError(driver.status().code(), "TUCCL_DEVICE=cuda: " + driver.status().message());
+    }
+    logLine(LogLevel::Info, rank, "no GPU (" + driver.status().message() + "): the CPU device runs this communicator");
+  }
+  planOptions.hostKernels = true;
+  return createCpuDevice(rank, nRanks);
+}
 
 Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   BootstrapOptions bootstrapOptions;
@@ -186,21 +229,23 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   } else {
     local = loaded.status();
   }
-  if (local) {
-    const bool wantCuda = options.device == "cuda";
-    if (wantCuda) {
-      local = makeError(ErrorCode::Unsupported, "TUCCL_DEVICE=cuda: this build's communicators run on the CPU device");
-    } else {
-      (void)cudaDevice;
-      device = createCpuDevice(rank, nRanks);
-    }
-  }
   PlanCacheOptions planOptions;
   planOptions.nRanks = nRanks;
   planOptions.nNodes = 1;
   planOptions.cacheDir = options.cacheDir;
   planOptions.defaultChunkSize = options.chunkSize;
-  planOptions.hostKernels = true;
+  planOptions.forcedAlgorithm = options.algorithm;
+  planOptions.forcedChannels = options.channels;
+  planOptions.forcedChunkSize = options.chunkSizeForced ? options.chunkSize : 0;
+  if (const char* path = env("TUCCL_TUNER_TABLE")) planOptions.tablePath = path;
+  if (local) {
+    Expected<std::unique_ptr<Device>> chosen = chooseDevice(planOptions, cudaDevice);
+    if (chosen) {
+      device = std::move(*chosen);
+    } else {
+      local = chosen.status();
+    }
+  }
   if (local) plans = std::make_unique<PlanCache>(table, planOptions);
 
   InitReport mine;
@@ -258,7 +303,10 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   device->setErrorSink([this](const Status& status) { fail(status); });
   startWatchdog();
   logLine(LogLevel::Info, rank,
-          "communicator of " + std::to_string(nRanks) + " ranks on the CPU device, staging " +
+          "communicator of " + std::to_string(nRanks) + " ranks on " +
+              (device->kind() == DeviceKind::Cuda ? "GPU " + std::to_string(device->deviceOrdinal())
+                                                  : std::string("the CPU device")) +
+              ", staging " +
               formatByteSize(static_cast<uint64_t>(options.stagingBytes)) + " per rank, timeout " +
               std::to_string(options.timeoutSeconds) + " s, table hash " + std::to_string(mine.tableHash));
   return {};

@@ -27,7 +27,10 @@ struct CommOptions {
   std::string device = "auto";           ///< TUCCL_DEVICE: auto, cpu, cuda
   int64_t stagingBytes = 64ll << 20;     ///< TUCCL_STAGING_BYTES: per rank
   int32_t stagingSlots = 4;              ///< TUCCL_STAGING_SLOTS: slots per ring
-  int64_t chunkSize = 256 << 10;         ///< TUCCL_CHUNK_SIZE: slice bytes when the table sets none
+  int64_t chunkSize = 256 << 10;         ///< TUCCL_CHUNK_SIZE: slice bytes (set: beats the table)
+  bool chunkSizeForced = false;          ///< TUCCL_CHUNK_SIZE was given
+  std::string algorithm;                 ///< TUCCL_ALGO: a built-in algorithm or a .resccl file (beats the table)
+  int32_t channels = 0;                  ///< TUCCL_NCHANNELS (beats the table); 0: the table's or 1
   std::string cacheDir;                  ///< TUCCL_CACHE_DIR (defaultCacheDir())
 };
 Expected<CommOptions> commOptionsFromEnvironment();

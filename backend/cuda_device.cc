@@ -194,6 +194,8 @@ class CudaDevice final : public Device {
   Expected<std::string> createStaging(size_t bytes) override;
   Status openStaging(const std::vector<std::string>& blobs) override;
   void stagingShared() override { control_.unlinkName(); }
+  Status checkStream(tucclStream_t) const override { return {}; }  // any CUDA stream of the context
+  Status copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) override;
   Status launch(const KernelCall& call, tucclStream_t stream) override;
   Status drain(double timeoutSeconds) override;
   void abort() override;
@@ -596,7 +598,7 @@ Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& ca
   const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));
   const int32_t nTbs = plan.kernels[call.rank].nTbs;
   if (Status status = reserve(*slot, (progress + 2) * sizeof(uint64_t), static_cast<size_t>(nTbs),
-                              static_cast<size_t>(callScratchBytes(call)));
+                              workspaceLayout(call).total);
       !status) {
     releaseSlot(*tracker_, *slot);
     return status;
@@ -619,8 +621,19 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
       !status) {
     return status;
   }
-  dev::KernelArgs args = callKernelArgs(call);
-  args.scratch = devicePointer<void>(slot->scratchBytes > 0 ? slot->scratch : 0, 0);
+  // The slot's scratch memory is the call's workspace (call_buffers.h): scratch and relocated storage.
+  const CallBuffers buffers =
+      resolveCallBuffers(call, slot->scratchBytes > 0 ? reinterpret_cast<char*>(slot->scratch) : nullptr);
+  if (buffers.before.bytes > 0) {
+    if (Status status = check(cu_.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(buffers.before.dst),
+                                                    reinterpret_cast<CUdeviceptr>(buffers.before.src),
+                                                    buffers.before.bytes, stream),
+                              "cuMemcpyDtoDAsync", "the input into the workspace");
+        !status) {
+      return status;
+    }
+  }
+  dev::KernelArgs args = callKernelArgs(call, buffers);
   args.rings = devicePointer<dev::RingDevice>(rings, 0);
   args.progress = devicePointer<uint64_t>(slot->counters, 0);
   args.barrier = devicePointer<uint64_t>(slot->counters, static_cast<int64_t>(progress * sizeof(uint64_t)));
@@ -638,10 +651,28 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
       !status) {
     return status;
   }
+  if (buffers.after.bytes > 0) {
+    if (Status status = check(cu_.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(buffers.after.dst),
+                                                    reinterpret_cast<CUdeviceptr>(buffers.after.src),
+                                                    buffers.after.bytes, stream),
+                              "cuMemcpyDtoDAsync", "the result out of the workspace");
+        !status) {
+      return status;
+    }
+  }
   auto pending = std::make_unique<PendingCall>(PendingCall{tracker_, slot});
   const CUresult result = cu_.cuLaunchHostFunc(stream, &callFinished, pending.get());
   if (result == CUDA_SUCCESS) pending.release();  // callFinished owns it
   return check(result, "cuLaunchHostFunc", "after " + what);
+}
+
+Status CudaDevice::copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) {
+  if (bytes == 0 || dst == src) return {};
+  ScopedContext scope(cu_, context_);
+  if (Status status = scope.status(); !status) return status;
+  return check(cu_.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes,
+                                     reinterpret_cast<CUstream>(stream)),
+               "cuMemcpyDtoDAsync", "a one-rank collective");
 }
 
 Status CudaDevice::launch(const KernelCall& call, tucclStream_t stream) {

@@ -52,6 +52,7 @@ std::string bindAll(void* handle, CudaDriver& d) {
   bind(handle, "cuMemsetD8Async", d.cuMemsetD8Async, missing);
   bind(handle, "cuMemcpyHtoD_v2", d.cuMemcpyHtoD, missing);
   bind(handle, "cuMemcpyDtoH_v2", d.cuMemcpyDtoH, missing);
+  bind(handle, "cuMemcpyDtoDAsync_v2", d.cuMemcpyDtoDAsync, missing);
   bind(handle, "cuMemHostAlloc", d.cuMemHostAlloc, missing);
   bind(handle, "cuMemFreeHost", d.cuMemFreeHost, missing);
   bind(handle, "cuMemHostRegister_v2", d.cuMemHostRegister, missing);

@@ -96,6 +96,7 @@ struct CudaDriver {
   CUresult (*cuMemsetD8Async)(CUdeviceptr pointer, unsigned char value, size_t bytes, CUstream stream) = nullptr;
   CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void* src, size_t bytes) = nullptr;  // _v2
   CUresult (*cuMemcpyDtoH)(void* dst, CUdeviceptr src, size_t bytes) = nullptr;        // _v2
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) = nullptr;  // _v2
   CUresult (*cuMemHostAlloc)(void** pointer, size_t bytes, unsigned flags) = nullptr;
   CUresult (*cuMemFreeHost)(void* pointer) = nullptr;
   CUresult (*cuMemHostRegister)(void* pointer, size_t bytes, unsigned flags) = nullptr;  // _v2

@@ -81,7 +81,8 @@ class Device {
   /// before this returns and its error comes back here; other errors go to the error sink.
   virtual Status launch(const KernelCall& call, tucclStream_t stream) = 0;
   /// Copies `bytes` of device memory on `stream`, ordered with the calls enqueued there (a
-  /// one-rank communicator's collectives are copies). NULL stream: done when this returns.
+  /// one-rank communicator's collectives are copies). On the CPU device's NULL stream it is done
+  /// when this returns.
   virtual Status copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) = 0;
   /// Waits until everything this device enqueued for the communicator finished (destroy).
   virtual Status drain(double timeoutSeconds) = 0;

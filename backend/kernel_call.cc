@@ -49,20 +49,15 @@ Status checkKernelCall(const KernelCall& call) {
     return invalid("rank " + std::to_string(call.rank) + " has no kernel in the plan");
   }
   if (call.sliceElems < 1) return invalid("a slice of " + std::to_string(call.sliceElems) + " elements");
-  if (Status status = checkPlacement(call); !status) return status;
-  const RankBufferElements needed = planBufferElements(plan, compiled.layout, call.call.count);
-  if ((call.input == nullptr && needed.input > 0) || (call.output == nullptr && needed.output > 0)) {
-    return invalid("rank " + std::to_string(call.rank) + " has no " + (call.input == nullptr ? "input" : "output") +
-                   " buffer");
-  }
-  return {};
+  return checkPlacement(call);
 }
 
-dev::KernelArgs callKernelArgs(const KernelCall& call) {
+dev::KernelArgs callKernelArgs(const KernelCall& call, const CallBuffers& buffers) {
   const CompiledPlan& compiled = *call.plan;
   dev::KernelArgs a;
-  a.input = call.input;
-  a.output = call.output;
+  a.input = buffers.input;
+  a.output = buffers.output;
+  a.scratch = buffers.scratch;
   a.count = call.call.count;
   a.sliceElems = call.sliceElems;
   a.dtype = deviceDataType(call.call.dataType);
@@ -70,13 +65,8 @@ dev::KernelArgs callKernelArgs(const KernelCall& call) {
   a.rank = call.rank;
   a.nRanks = compiled.plan.nRanks;
   a.chunksPerUnit = compiled.layout.chunksPerUnit;
-  a.inPlaceCall = call.call.inPlace ? 1 : 0;
+  a.inPlaceCall = buffers.inPlaceCall ? 1 : 0;
   return a;
-}
-
-int64_t callScratchBytes(const KernelCall& call) {
-  const CompiledPlan& compiled = *call.plan;
-  return planBufferElements(compiled.plan, compiled.layout, call.call.count).scratch * dataTypeSize(call.call.dataType);
 }
 
 }  // namespace tuccl::backend

@@ -4,12 +4,13 @@
 //
 // In:  a KernelCall.
 // Out: InvalidArgument naming what disagrees; the KernelArgs fields of the call (buffers, count,
-//      slice, datatype, op, rank, chunk unit, in place); the bytes of scratch the rank needs. The
-//      device adds its memory: rings, progress, barrier, reports, abort, scratch and the wait bound.
+//      slice, datatype, op, rank, chunk unit, in place). The device adds its memory: rings,
+//      progress, barrier, reports, abort and the wait bound.
 #pragma once
 
 #include <cstdint>
 
+#include "backend/call_buffers.h"
 #include "backend/device.h"
 #include "kernelgen/device/kernel_args.h"
 #include "support/status.h"
@@ -17,13 +18,11 @@
 namespace tuccl::backend {
 
 /// The call has a plan, a placement of the plan's rings and a kernel for its rank; its collective
-/// and ranks are the plan's; a slice fits a ring slot; the buffers the plan uses are given.
+/// and ranks are the plan's; a slice fits a ring slot. (The communicator checked the buffers.)
 Status checkKernelCall(const KernelCall& call);
 
-/// The KernelArgs fields the call determines; memory pointers other than input and output are null.
-dev::KernelArgs callKernelArgs(const KernelCall& call);
-
-/// Bytes of scratch buffer the call's rank needs (0: none).
-int64_t callScratchBytes(const KernelCall& call);
+/// The KernelArgs fields the call and its buffers (call_buffers.h) determine; rings, progress,
+/// barrier, reports, abort and the wait bound are the device's.
+dev::KernelArgs callKernelArgs(const KernelCall& call, const CallBuffers& buffers);
 
 }  // namespace tuccl::backend

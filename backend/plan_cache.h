@@ -44,6 +44,12 @@ struct PlanCacheOptions {
   /// The table's file (TUCCL_TUNER_TABLE): named in errors, and relative "tucclAlgorithm" paths
   /// are resolved against its directory; empty: "the tuning table", and the working directory.
   std::string tablePath;
+  /// The environment's overrides, beating the table (TUCCL_ALGO, TUCCL_NCHANNELS,
+  /// TUCCL_CHUNK_SIZE): a built-in family or a ResCCLang file; channels; slice bytes. Empty / 0:
+  /// none.
+  std::string forcedAlgorithm;
+  int32_t forcedChannels = 0;
+  int64_t forcedChunkSize = 0;
 };
 
 /// What a PlanCache did, for logs and tests.

@@ -117,9 +117,11 @@ uint64_t tunerBytes(const PlanQuery& query, int32_t nRanks) {
   return bytes;
 }
 
-Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
-                                   const PlanCacheOptions& options) {
-  if (Status status = checkPlanQuery(query, options); !status) return status;
+namespace {
+
+// The table's (or the default) choice, before the environment's overrides.
+Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
+                                       const PlanCacheOptions& options) {
   PlanSelection selection;
   selection.collective = query.collective;
   selection.shape = {options.nRanks, options.nNodes, hasRoot(query.collective) ? query.root : -1,
@@ -151,6 +153,36 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* ta
   selection.algorithm = family ? std::string(*family) : std::string(defaultAlgorithmFamily(query.collective));
   selection.builtin = true;
   return selection;
+}
+
+}  // namespace
+
+Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
+                                   const PlanCacheOptions& options) {
+  if (Status status = checkPlanQuery(query, options); !status) return status;
+  Expected<PlanSelection> selected = selectFromTable(query, table, index, options);
+  if (!selected) return selected;
+  PlanSelection& selection = *selected;
+  if (!options.forcedAlgorithm.empty()) {
+    selection.builtin = isBuiltinFamily(options.forcedAlgorithm);
+    selection.algorithm = selection.builtin ? toLowerCase(options.forcedAlgorithm) : options.forcedAlgorithm;
+    if (selection.builtin && findBuiltinAlgorithm(selection.algorithm, query.collective) == nullptr) {
+      const std::string collective(collectiveName(query.collective));
+      return makeError(ErrorCode::InvalidArgument, "TUCCL_ALGO=" + options.forcedAlgorithm + ": there is no built-in " +
+                                                       selection.algorithm + " " + collective + " (built-ins for " +
+                                                       collective + ": " + builtinFamiliesOf(query.collective) + ")");
+    }
+    selection.reason += "; TUCCL_ALGO";
+  }
+  if (options.forcedChannels > 0) {
+    selection.shape.nChannels = options.forcedChannels;
+    selection.reason += "; TUCCL_NCHANNELS";
+  }
+  if (options.forcedChunkSize > 0) {
+    selection.chunkSize = options.forcedChunkSize;
+    selection.reason += "; TUCCL_CHUNK_SIZE";
+  }
+  return selected;
 }
 
 std::string describeSelection(const PlanSelection& selection) {

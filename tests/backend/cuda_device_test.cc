@@ -130,8 +130,8 @@ KernelCall kernelCall(const std::shared_ptr<const CompiledPlan>& plan, const Pla
   call.placement = &placement;
   call.call = data.call;
   call.rank = rank;
-  call.input = data.input(rank);
-  call.output = data.outputBuffers[rank].data();
+  call.sendbuff = data.input(rank);
+  call.recvbuff = data.outputBuffers[rank].data();
   call.sliceElems = kChunkBytes / static_cast<int64_t>(sizeof(float));
   call.timeoutSeconds = timeoutSeconds;
   return call;

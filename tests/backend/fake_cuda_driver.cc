@@ -688,6 +688,19 @@ CUresult cuMemsetD8Async(CUdeviceptr pointer, unsigned char value, size_t bytes,
   return record("cuMemsetD8Async", CUDA_SUCCESS, values);
 }
 
+// values: {dst, src, bytes, stream}; device memory and the host memory tests hand out as device
+// memory alike (the fake's kernels run on the host)
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  std::vector<uint64_t> values = {dst, src, bytes, u(stream)};
+  FAKE_INJECT("cuMemcpyDtoDAsync_v2", values);
+  Stream* queue = streamOf(stream);
+  if (queue == nullptr) return record("cuMemcpyDtoDAsync_v2", CUDA_ERROR_INVALID_HANDLE, values);
+  queue->enqueue([dst, src, bytes] {
+    std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  });
+  return record("cuMemcpyDtoDAsync_v2", CUDA_SUCCESS, values);
+}
+
 // values: {dst, bytes}; bytes: what was copied
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) {
   FAKE_INJECT("cuMemcpyHtoD_v2", {dst, bytes});
