@@ -44,6 +44,12 @@ step "tuccl-tune with its default --examples (the bundled programs beside the pr
   --budget 1000 --seed 3 -q -o tune/table.json
 "$bin/tuccl-table" validate tune/table.json
 
+step "libtuccl: the C example built against the prefix, run as two ranks by tuccl-run"
+cc "$examples/libtuccl/allreduce.c" -I"$prefix/include" -L"$prefix/lib" -ltuccl -Wl,-rpath,"$prefix/lib" -o allreduce
+TUCCL_DEVICE=cpu "$bin/tuccl-run" -n 2 --timeout 300 -- ./allreduce > allreduce.txt
+cat allreduce.txt
+grep -q "rank 1 of 2: ok" allreduce.txt
+
 step "find_package(TuCCL) consumer"
 "$cmake" -S ../consumer -B consumer-cmake -G "$generator" -DCMAKE_MAKE_PROGRAM="$make_program" \
   -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > consumer-cmake.log ||
