@@ -6,6 +6,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -79,7 +80,13 @@ std::string bytesOf(const InitReport& report) {
   return std::string(reinterpret_cast<const char*>(&report), sizeof(report));
 }
 
-constexpr size_t kBlobBytes = 256;  // staging export blobs travel padded to this size
+constexpr size_t kBlobBytes = 1024;  // staging export blobs travel length-prefixed, padded to this size
+
+std::string formatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g s", seconds);
+  return text;
+}  // staging export blobs travel padded to this size
 
 }  // namespace
 
@@ -258,6 +265,9 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   if (!reports) return reports.status();
   if (!local) return local;
   for (int32_t r = 0; r < nRanks; ++r) {
+    if ((*reports)[r].size() != sizeof(InitReport)) {
+      return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " runs another version of libtuccl");
+    }
     InitReport theirs;
     std::memcpy(&theirs, (*reports)[r].data(), sizeof(theirs));
     auto mismatch = [&](const std::string& what) {
@@ -276,18 +286,29 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
     if (theirs.stagingBytes != mine.stagingBytes) return mismatch("has another TUCCL_STAGING_BYTES");
   }
 
-  // Staging: create, exchange, map, then drop the names.
+  // Staging: create, exchange (length-prefixed: a CUDA blob is binary), map, then drop the names.
   Expected<std::string> blob = device->createStaging(static_cast<size_t>(options.stagingBytes));
   std::string padded(kBlobBytes, '\0');
-  if (blob) std::memcpy(padded.data(), blob->data(), std::min(blob->size(), kBlobBytes - 1));
+  if (blob && blob->size() > kBlobBytes - 4) {
+    blob = makeError(ErrorCode::Internal, "the staging blob of " + std::to_string(blob->size()) + " bytes is too long");
+  }
+  if (blob) {
+    const auto length = static_cast<uint32_t>(blob->size());
+    std::memcpy(padded.data(), &length, 4);
+    std::memcpy(padded.data() + 4, blob->data(), blob->size());
+  }
   Expected<std::vector<std::string>> blobs = bootstrap->allGather(padded);
   if (!blobs) return blobs.status();
   if (!blob) return blob.status();
   std::vector<std::string> names;
   for (int32_t r = 0; r < nRanks; ++r) {
     const std::string& raw = (*blobs)[r];
-    if (raw[0] == '\0') return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " has no staging segment");
-    names.emplace_back(raw.c_str());
+    uint32_t length = 0;
+    if (raw.size() == kBlobBytes) std::memcpy(&length, raw.data(), 4);
+    if (length == 0 || length > kBlobBytes - 4) {
+      return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " has no staging segment");
+    }
+    names.emplace_back(raw.data() + 4, length);
   }
   Status opened = device->openStaging(names);
   // Everyone mapped everything (or failed) before any name goes.
@@ -308,7 +329,8 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
                                                   : std::string("the CPU device")) +
               ", staging " +
               formatByteSize(static_cast<uint64_t>(options.stagingBytes)) + " per rank, timeout " +
-              std::to_string(options.timeoutSeconds) + " s, table hash " + std::to_string(mine.tableHash));
+              formatSeconds(options.timeoutSeconds) + ", " +
+              (mine.tableHash == 0 ? std::string("no table") : "table hash " + std::to_string(mine.tableHash)));
   return {};
 }
 
