@@ -19,7 +19,7 @@ struct Registration {
   std::string_view family;
   Collective collective;
   std::string_view fileName;
-  bool scratchBlockPerRank = false;
+  int32_t scratchRankPower = 0;
 };
 
 constexpr Registration kRegistry[] = {
@@ -31,7 +31,8 @@ constexpr Registration kRegistry[] = {
     {"binomial", Collective::Broadcast, "binomial_broadcast.resccl"},
     {"binomial", Collective::Reduce, "binomial_reduce.resccl"},
     {"direct", Collective::AllGather, "direct_allgather.resccl"},
-    {"direct", Collective::AllToAll, "direct_alltoall.resccl", true},
+    {"direct", Collective::AllToAll, "direct_alltoall.resccl", 1},
+    {"direct", Collective::AllReduce, "direct_allreduce.resccl", 2},
 };
 
 std::string_view embeddedText(std::string_view fileName) {
@@ -44,7 +45,7 @@ std::string_view embeddedText(std::string_view fileName) {
 std::vector<BuiltinAlgorithm> makeAlgorithms() {
   std::vector<BuiltinAlgorithm> algorithms;
   for (const Registration& r : kRegistry) {
-    algorithms.push_back({r.family, r.collective, r.fileName, embeddedText(r.fileName), r.scratchBlockPerRank});
+    algorithms.push_back({r.family, r.collective, r.fileName, embeddedText(r.fileName), r.scratchRankPower});
   }
   return algorithms;
 }
@@ -92,13 +93,14 @@ std::string builtinFamiliesOf(Collective collective) {
   return families;
 }
 
-RescclParameters algorithmParameters(Collective collective, const AlgorithmShape& shape, bool scratchBlockPerRank) {
+RescclParameters algorithmParameters(Collective collective, const AlgorithmShape& shape, int32_t scratchRankPower) {
   RescclParameters parameters = {{"nRanks", shape.nRanks}};
   const bool evenNodes = shape.nNodes > 0 && shape.nRanks % shape.nNodes == 0;
   parameters.emplace_back("GPUPerNode", evenNodes ? shape.nRanks / shape.nNodes : 1);
   if (hasRoot(collective)) parameters.emplace_back("Root", shape.root);
   parameters.emplace_back("nChannels", shape.nChannels);
-  if (scratchBlockPerRank) parameters.emplace_back("nScratch", shape.nRanks);
+  if (scratchRankPower == 1) parameters.emplace_back("nScratch", shape.nRanks);
+  if (scratchRankPower == 2) parameters.emplace_back("nScratch", shape.nRanks * shape.nRanks);
   return parameters;
 }
 

@@ -25,8 +25,10 @@ struct BuiltinAlgorithm {
   Collective collective = Collective::AllReduce;
   std::string_view fileName;  ///< "ring_allreduce.resccl"
   std::string_view text;      ///< the program
-  /// The program keeps one block per rank in its scratch buffer (nScratch follows nRanks).
-  bool scratchBlockPerRank = false;
+  /// The scratch buffer follows the rank count: nScratch = nRanks ^ scratchRankPower chunks (0: the
+  /// program's own; 1: a block per rank, direct AllToAll; 2: a chunk per rank pair, direct
+  /// AllReduce).
+  int32_t scratchRankPower = 0;
 };
 
 /// Every built-in algorithm, in family order.
@@ -57,6 +59,6 @@ struct AlgorithmShape {
 /// the nodes are even, else 1), Root for Broadcast and Reduce, nChannels; nScratch = nRanks for a
 /// program that keeps a scratch block per rank.
 RescclParameters algorithmParameters(Collective collective, const AlgorithmShape& shape,
-                                     bool scratchBlockPerRank);
+                                     int32_t scratchRankPower);
 
 }  // namespace tuccl::backend

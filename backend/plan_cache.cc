@@ -40,7 +40,7 @@ std::shared_ptr<spdlog::logger> logger() { return componentLogger("backend"); }
 struct Program {
   std::string name;  ///< "builtin/ring_allreduce.resccl", or the file's path
   std::string text;
-  bool scratchBlockPerRank = false;
+  int32_t scratchRankPower = 0;
 };
 
 /// Everything a plan is built from, as one line, and its hash (the cache key).
@@ -143,8 +143,9 @@ struct PlanCache::Impl {
   std::mutex mutex;
   std::map<std::string, std::shared_future<PlanResult>> plans;  ///< by key: built once
   std::map<std::string, PlanPointer> described;                ///< by key and description
-  /// What a call was served last: by (collective, root, matching entry or -1). The selection
-  /// depends on nothing else, so later calls skip selecting, describing and hashing.
+  /// What a call was served last: by (collective, root, matching entry, or -1 / -2 for the
+  /// default of the size class). The selection depends on nothing else, so later calls skip
+  /// selecting, describing and hashing.
   std::map<std::tuple<Collective, int32_t, int64_t>, PlanPointer> served;
   std::map<std::string, Expected<std::string>> programFiles;    ///< by resolved path, read once
 
@@ -188,7 +189,7 @@ Expected<Program> PlanCache::Impl::programOf(const PlanSelection& selection) {
                                                 std::string(collectiveName(selection.collective)));
     }
     return Program{"builtin/" + std::string(builtin->fileName), std::string(builtin->text),
-                   builtin->scratchBlockPerRank};
+                   builtin->scratchRankPower};
   }
   const fs::path path = resolveProgramPath(selection.algorithm, options.tablePath);
   Expected<std::string> text = programFile(path);
@@ -362,7 +363,7 @@ PlanResult PlanCache::Impl::planOf(const PlanSelection& selection) {
   Expected<Program> program = programOf(selection);
   if (!program) return entryError(selection, program.status());
   const RescclParameters parameters =
-      algorithmParameters(selection.collective, selection.shape, program->scratchBlockPerRank);
+      algorithmParameters(selection.collective, selection.shape, program->scratchRankPower);
   const PlanRequest request = planRequest(selection);
   const PlanIdentity identity = identityOf(*program, parameters, request);
   PlanResult built = buildOnce(identity, *program, parameters, request, selection);
@@ -411,8 +412,11 @@ Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const PlanQuery
   const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
   if (Status status = checkPlanQuery(query, impl_->options); !status) return status;
   const TableEntry* entry = matchingEntry(query, table, index, impl_->options);
-  const auto served = std::make_tuple(query.collective, hasRoot(query.collective) ? query.root : -1,
-                                      entry == nullptr ? int64_t{-1} : entry - table->entries.data());
+  // Without an entry the default depends on the size class (defaultFamily): -1 or -2.
+  const int64_t entryKey = entry != nullptr ? entry - table->entries.data()
+                           : defaultFamily(query, impl_->options) == defaultAlgorithmFamily(query.collective) ? -1
+                                                                                                               : -2;
+  const auto served = std::make_tuple(query.collective, hasRoot(query.collective) ? query.root : -1, entryKey);
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     if (auto it = impl_->served.find(served); it != impl_->served.end()) return it->second;

@@ -100,6 +100,14 @@ Status takeEntryAlgorithm(const TableEntry& entry, const PlanCacheOptions& optio
 
 }  // namespace
 
+std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& options) {
+  if (query.collective == Collective::AllReduce && options.nRanks <= kDirectAllReduceMaxRanks &&
+      tunerBytes(query, options.nRanks) <= kDirectAllReduceBytes) {
+    return "direct";
+  }
+  return defaultAlgorithmFamily(query.collective);
+}
+
 std::string tableDisplayName(const PlanCacheOptions& options) {
   return options.tablePath.empty() ? std::string("the tuning table") : options.tablePath;
 }
@@ -150,7 +158,7 @@ Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTabl
     selection.reason = "no table entry covers the size";
   }
   if (!why.empty()) selection.reason += ": " + why;
-  selection.algorithm = family ? std::string(*family) : std::string(defaultAlgorithmFamily(query.collective));
+  selection.algorithm = family ? std::string(*family) : std::string(defaultFamily(query, options));
   selection.builtin = true;
   return selection;
 }

@@ -40,6 +40,15 @@ struct PlanSelection {
   std::string reason;
 };
 
+/// AllReduce payloads up to this many bytes default to the direct algorithm (two communication
+/// steps whatever the rank count, against a ring's 2(n - 1)) on communicators of at most
+/// kDirectAllReduceMaxRanks ranks; larger ones to the ring, whose traffic per rank stays 2x.
+inline constexpr uint64_t kDirectAllReduceBytes = 64 << 10;
+inline constexpr int32_t kDirectAllReduceMaxRanks = 16;
+
+/// The built-in family a query gets when no table entry decides it.
+std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& options);
+
 /// Whether libtuccl can plan the query: nRanks >= 2, count >= 0, a root in range for Broadcast
 /// and Reduce, positive defaults; InvalidArgument naming what is wrong.
 Status checkPlanQuery(const PlanQuery& query, const PlanCacheOptions& options);

@@ -134,8 +134,9 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
   } else if (request.profiler == ProfilerKind::Tuccl) {
     // libtuccl runs the built-in algorithms with its own scheduler (HPDS); protocol and thread
     // count are not libtuccl settings. The algorithms a collective has built in:
-    std::vector<std::string> names = collective == Collective::AllGather ? std::vector<std::string>{"ring", "direct"}
-                                                                          : std::vector<std::string>{"ring"};
+    std::vector<std::string> names = collective == Collective::AllGather || collective == Collective::AllReduce
+                                         ? std::vector<std::string>{"ring", "direct"}
+                                         : std::vector<std::string>{"ring"};
     if (!restrict.empty()) {
       std::erase_if(names, [&](const std::string& n) { return std::find(restrict.begin(), restrict.end(), n) == restrict.end(); });
       if (names.empty()) fail(ErrorCode::InvalidArgument, "--algorithms leaves no built-in algorithm for " + logName(collective));

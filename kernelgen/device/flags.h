@@ -117,7 +117,13 @@ TUCCL_DEVICE_NOINLINE bool spinUntilAtLeast(const KernelArgs& args, TbReport& re
       }
     }
 #if !defined(TUCCL_CUDA_COMPILER)
-    std::this_thread::yield();  // many TB threads share few cores
+    // Many TB threads (and ranks) share few cores: yield at first, then sleep a little, so a
+    // waiter whose peer is descheduled lets it run instead of taking its core.
+    if (spins < 4096) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(spins < 65536 ? 20 : 200));
+    }
 #endif
   }
 }

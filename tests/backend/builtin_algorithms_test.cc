@@ -30,7 +30,7 @@ std::string readExample(std::string_view fileName) {
 Expected<Algorithm> loadBuiltin(const BuiltinAlgorithm& builtin, int32_t nRanks, int32_t root) {
   const AlgorithmShape shape{nRanks, 1, root, 1};
   return loadRescclAlgorithmFromText(std::string(builtin.fileName), std::string(builtin.text),
-                                     algorithmParameters(builtin.collective, shape, builtin.scratchBlockPerRank));
+                                     algorithmParameters(builtin.collective, shape, builtin.scratchRankPower));
 }
 
 // The roots a collective is checked at: every rank for Broadcast and Reduce, none (-1) otherwise.
@@ -42,7 +42,7 @@ std::vector<int32_t> rootsOf(Collective collective, int32_t nRanks) {
 }
 
 TEST(BuiltinAlgorithms, AreTheExamplePrograms) {
-  ASSERT_EQ(builtinAlgorithms().size(), 9u);
+  ASSERT_EQ(builtinAlgorithms().size(), 10u);
   for (const BuiltinAlgorithm& builtin : builtinAlgorithms()) {
     EXPECT_EQ(builtin.text, readExample(builtin.fileName)) << builtin.fileName;
     EXPECT_EQ(findBuiltinAlgorithm(builtin.family, builtin.collective), &builtin);

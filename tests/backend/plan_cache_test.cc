@@ -146,8 +146,9 @@ TEST(PlanCacheSelection, WithoutATableEveryCollectiveGetsTheDefault) {
   options.defaultChunkSize = 64 << 10;
   PlanCache cache(std::nullopt, options);
   EXPECT_EQ(cache.tableHash(), 0u);
+  // 1000 elements: a small AllReduce gets the direct algorithm (1M elements: the ring, below).
   const std::pair<Collective, const char*> expected[] = {
-      {Collective::AllReduce, "builtin/ring_allreduce.resccl"},
+      {Collective::AllReduce, "builtin/direct_allreduce.resccl"},
       {Collective::AllGather, "builtin/ring_allgather.resccl"},
       {Collective::ReduceScatter, "builtin/ring_reducescatter.resccl"},
       {Collective::Broadcast, "builtin/chain_broadcast.resccl"},
@@ -170,7 +171,10 @@ TEST(PlanCacheSelection, WithoutATableEveryCollectiveGetsTheDefault) {
       EXPECT_EQ(plan->plan.root, 2);
     }
   }
-  EXPECT_EQ(cache.stats().plansBuilt, 6);
+  auto large = planOrFail(cache, query(Collective::AllReduce, 1 << 20));
+  ASSERT_NE(large, nullptr);
+  EXPECT_EQ(large->plan.sourceName, "builtin/ring_allreduce.resccl");
+  EXPECT_EQ(cache.stats().plansBuilt, 7);
   EXPECT_FALSE(cache.stats().diskCache);
 }
 
@@ -308,7 +312,7 @@ TEST(PlanCacheErrors, AnEntryWhoseAlgorithmFailsIsAnErrorNamingTableAndEntry) {
   const std::string forward = "(r + 1 - s) % nRanks, recv)";
   unproved.replace(unproved.find(forward), forward.size(), "(r - s) % nRanks, recv)");
   const std::vector<BadEntry> cases = {
-      {"binomial", "allreduce", "", "there is no built-in binomial AllReduce (built-ins for AllReduce: ring)"},
+      {"binomial", "allreduce", "", "there is no built-in binomial AllReduce (built-ins for AllReduce: ring, direct)"},
       {"chain", "allgather", "", "there is no built-in chain AllGather (built-ins for AllGather: ring, direct)"},
       {"missing.resccl", "allreduce", "", "cannot"},
       {"syntax.resccl", "allreduce", "def ResCCLAlgo(nRanks=4, OpType=\"Allreduce\"):\n    transfer(0, 1, 0, 0\n",
@@ -519,8 +523,10 @@ void expectAllReduceRuns(const CompiledPlan& compiled, int64_t count) {
   for (int32_t r = 0; r < plan.nRanks; ++r) {
     data[r].resize(static_cast<size_t>(elements.output));
     for (int64_t i = 0; i < count; ++i) data[r][i] = static_cast<float>((r + 1) * (i % 17));
-    buffers.push_back({data[r].data(), data[r].data(), nullptr});
   }
+  std::vector<std::vector<float>> scratch(static_cast<size_t>(plan.nRanks),
+                                          std::vector<float>(static_cast<size_t>(elements.scratch) + 1));
+  for (int32_t r = 0; r < plan.nRanks; ++r) buffers.push_back({data[r].data(), data[r].data(), scratch[r].data()});
   const CallGeometry geometry = callGeometry(plan, compiled.layout, call, 64, 4);
   HostStaging staging(compiled.layout, geometry);
   Expected<HostRun> run = runPlanOnHost(*compiled.host, plan, compiled.layout, call, buffers, staging);

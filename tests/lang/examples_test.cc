@@ -111,6 +111,24 @@ TEST(Examples, DirectAllToAllVerifiesAtEveryShapeWithOneScratchBlockPerRank) {
   }
 }
 
+TEST(Examples, DirectAllReduceVerifiesAtEveryShapeWithAScratchChunkPerRankPair) {
+  for (Shape shape : kShapes) {
+    const int32_t n = shape.nodes * shape.gpusPerNode;
+    SCOPED_TRACE("direct_allreduce with " + std::to_string(n) + " ranks");
+    RescclOptions options;
+    options.parameterOverrides = {{"nRanks", n}, {"GPUPerNode", shape.gpusPerNode}, {"nScratch", n * n}};
+    const Algorithm algorithm =
+        compileResccl(readSourceFile((kSourceDir / "examples/algorithms/direct_allreduce.resccl").string()), options)
+            .value();
+    EXPECT_EQ(algorithm.collective, Collective::AllReduce);
+    // n(n-1) sends to the owners, n(n-1) local folds, n(n-1) sends of the results.
+    EXPECT_EQ(static_cast<int64_t>(algorithm.ops.size()), 3 * int64_t{n} * (n - 1));
+    EXPECT_EQ(algorithm.maxStep(), n);
+    CheckReport report = checkAlgorithm(algorithm);
+    EXPECT_TRUE(report.ok()) << (report.violation ? report.violation->message : "");
+  }
+}
+
 TEST(Examples, RootedExampleOperationCounts) {
   // Every chain and binomial tree has nRanks - 1 edges, each carrying the nChunks = 4 chunks.
   for (const char* file : {"chain_broadcast.resccl", "binomial_broadcast.resccl", "chain_reduce.resccl",
@@ -127,13 +145,13 @@ TEST(Examples, RootedExampleOperationCounts) {
 }
 
 TEST(Examples, EveryExampleIsListed) {
-  // A new example must be added to the parameterised list above (direct_alltoall has its own test:
-  // its scratch follows nRanks).
+  // A new example must be added to the parameterised list above (direct_alltoall and
+  // direct_allreduce have their own tests: their scratch follows nRanks).
   int count = 0;
   for (const auto& entry : fs::directory_iterator(kSourceDir / "examples/algorithms")) {
     if (entry.path().extension() == ".resccl") ++count;
   }
-  EXPECT_EQ(count, 11);
+  EXPECT_EQ(count, 12);
 }
 
 struct Expectation {
