@@ -16,7 +16,7 @@
 #include "kernelgen/datatype.h"
 #include "kernelgen/host_executor.h"
 #include "kernelgen/tb_report.h"
-#include "transport/shm_segment.h"
+#include "transport/staging_transport.h"
 
 namespace tuccl::backend {
 namespace {
@@ -108,9 +108,8 @@ struct RankRuntime {
 struct State {
   int32_t rank = 0;
   int32_t nRanks = 1;
-  transport::SharedSegment own;
-  std::vector<transport::SharedSegment> peers;  // by rank; this rank's entry stays empty
-  std::vector<char*> bases;                     // every rank's segment, as mapped here
+  std::unique_ptr<transport::StagingTransport> transport;
+  std::vector<char*> bases;  // every rank's segment, as the transport maps it here
   int32_t* abortWord = nullptr;
 
   std::mutex sinkMutex;
@@ -283,6 +282,7 @@ class CpuDevice final : public Device {
   CpuDevice(int32_t rank, int32_t nRanks) : state_(std::make_shared<State>()) {
     state_->rank = rank;
     state_->nRanks = nRanks;
+    state_->transport = transport::makeSharedMemoryTransport(rank, nRanks);
   }
   // Queued calls hold the state (segments, runtimes) until they ran; nothing to wait for here.
   ~CpuDevice() override = default;
@@ -291,44 +291,19 @@ class CpuDevice final : public Device {
   int deviceOrdinal() const override { return -1; }
 
   Expected<std::string> createStaging(size_t bytes) override {
-    Expected<transport::SharedSegment> segment = transport::SharedSegment::create(bytes);
-    if (!segment) return segment.status();
-    state_->own = std::move(*segment);
-    return state_->own.name();
+    return state_->transport->exportSegment(bytes);
   }
 
   Status openStaging(const std::vector<std::string>& blobs) override {
     State& s = *state_;
-    if (static_cast<int32_t>(blobs.size()) != s.nRanks || !s.own.valid()) {
-      return makeError(ErrorCode::Internal, "CPU device: staging opened before it was created, or with " +
-                                                std::to_string(blobs.size()) + " segments for " +
-                                                std::to_string(s.nRanks) + " ranks");
-    }
-    s.peers.resize(blobs.size());
+    if (Status status = s.transport->importSegments(blobs); !status) return status;
     s.bases.assign(blobs.size(), nullptr);
-    for (size_t r = 0; r < blobs.size(); ++r) {
-      if (static_cast<int32_t>(r) == s.rank) {
-        s.bases[r] = s.own.data();
-        continue;
-      }
-      Expected<transport::SharedSegment> segment = transport::SharedSegment::open(blobs[r]);
-      if (!segment) {
-        return makeError(segment.status().code(),
-                         "rank " + std::to_string(r) + "'s staging segment: " + segment.status().message());
-      }
-      if (segment->size() != s.own.size()) {
-        return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + "'s staging segment has " +
-                                                     std::to_string(segment->size()) + " bytes, this rank's " +
-                                                     std::to_string(s.own.size()) + " (TUCCL_STAGING_BYTES differs)");
-      }
-      s.peers[r] = std::move(*segment);
-      s.bases[r] = s.peers[r].data();
-    }
+    for (size_t r = 0; r < blobs.size(); ++r) s.bases[r] = s.transport->base(static_cast<int32_t>(r));
     s.abortWord = reinterpret_cast<int32_t*>(s.bases[0]);
     return {};
   }
 
-  void stagingShared() override { state_->own.unlinkName(); }
+  void stagingShared() override { state_->transport->shared(); }
 
   Status checkStream(tucclStream_t stream) const override {
     if (stream == nullptr || CpuStream::find(stream)) return {};
