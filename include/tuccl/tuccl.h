@@ -105,7 +105,9 @@ tucclResult_t tucclCommInitFromEnv(tucclComm_t* comm);
 /* One process, ndev ranks (threads); devlist may be NULL (devices 0..ndev-1; ignored on the CPU
  * device). comms[i] is rank i. */
 tucclResult_t tucclCommInitAll(tucclComm_t* comms, int ndev, const int* devlist);
-/* Waits for the communicator's outstanding work, then frees it. */
+/* Waits for the communicator's outstanding work, then frees it. Collective: the ranks meet before
+ * any of them lets go of the staging memory the others may still be reading (bounded by
+ * TUCCL_TIMEOUT_S); a rank that must leave alone calls tucclCommAbort. */
 tucclResult_t tucclCommDestroy(tucclComm_t comm);
 /* Stops outstanding work (a call blocked in another thread returns an error) and frees the
  * communicator without waiting for its peers. */
