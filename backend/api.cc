@@ -316,6 +316,18 @@ tucclResult_t tucclCommDeviceKind(const tucclComm_t comm, tucclDeviceKind_t* kin
   return tucclSuccess;
 }
 
+tucclResult_t tucclCommHostAllGather(tucclComm_t comm, const void* sendbuff, void* recvbuff, size_t bytes) {
+  return guarded("tucclCommHostAllGather", [&] {
+    if (comm == nullptr) return invalid("tucclCommHostAllGather", "comm is NULL");
+    if (bytes > 0 && (sendbuff == nullptr || recvbuff == nullptr)) {
+      return invalid("tucclCommHostAllGather", "sendbuff or recvbuff is NULL");
+    }
+    if (bytes > (64u << 20)) return invalid("tucclCommHostAllGather", "more than 64 MiB of control data");
+    Use use(comm);
+    return finish("tucclCommHostAllGather", comm->impl->hostAllGather(sendbuff, recvbuff, bytes), comm->impl->rank());
+  });
+}
+
 tucclResult_t tucclStreamCreate(tucclStream_t* stream) {
   return guarded("tucclStreamCreate", [&] {
     if (stream == nullptr) return invalid("tucclStreamCreate", "stream is NULL");

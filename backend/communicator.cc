@@ -469,6 +469,23 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
   return launched;
 }
 
+Status Communicator::hostAllGather(const void* send, void* recv, size_t bytes) {
+  if (Status status = asyncError(); !status) return status;
+  std::lock_guard lock(impl_->mutex);  // one bootstrap exchange at a time
+  Expected<std::vector<std::string>> gathered =
+      impl_->bootstrap->allGather(std::string(static_cast<const char*>(send), bytes));
+  if (!gathered) return gathered.status();
+  for (size_t r = 0; r < gathered->size(); ++r) {
+    if ((*gathered)[r].size() != bytes) {
+      return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " gathered " +
+                                                   std::to_string((*gathered)[r].size()) + " bytes, this rank " +
+                                                   std::to_string(bytes));
+    }
+    std::memcpy(static_cast<char*>(recv) + r * bytes, (*gathered)[r].data(), bytes);
+  }
+  return {};
+}
+
 Status Communicator::finalize() {
   Impl& s = *impl_;
   s.stopWatchdogThread();

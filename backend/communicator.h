@@ -63,6 +63,8 @@ class Communicator {
   Status check(const CollectiveArgs& args) const;
   /// Checks and enqueues (the NULL stream on the CPU device: runs).
   Status enqueue(const CollectiveArgs& args, tucclStream_t stream);
+  /// Every rank's `bytes` at `send` into `recv` (rank r's at r * bytes), over the bootstrap.
+  Status hostAllGather(const void* send, void* recv, size_t bytes);
   /// Waits for the outstanding calls, says goodbye to the peers (bounded), frees.
   Status finalize();
   /// Stops every running and future call; callable from any thread.

@@ -6,16 +6,21 @@
 // — point-to-point, split/shrink, dynamic (PreMulSum) operators, datatypes the kernels lack,
 // registration and NCCL's memory pool — goes to the real NCCL: the library named by
 // TUCCL_NCCL_LIBRARY, else libnccl.so.2 (found as long as it is not this library), reached
-// through its pncclX entry points with a real communicator made beside TuCCL's when the TuCCL
-// communicator runs on a GPU. Without one, such a call fails with ncclInvalidUsage and says why
-// (ncclGetLastError, and the log at TUCCL_DEBUG=WARN).
+// through its pncclX entry points with a real communicator (the twin) made beside TuCCL's at init
+// when the TuCCL communicator runs on a GPU or TUCCL_NCCL_LIBRARY names the library: rank 0's real
+// unique id travels over TuCCL's bootstrap, and every rank has a twin or none does. Without one,
+// such a call fails with ncclInvalidUsage and says why (ncclGetLastError, and the log at
+// TUCCL_DEBUG=WARN).
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/log.h"
@@ -82,7 +87,7 @@ ncclResult_t unserved(const char* function, const std::string& why) {
     Fn fn = real.get<Fn>("p" #name);                                                                         \
     if (fn == nullptr) return unserved(#name, std::string(reason) + "; " + (real.why.empty() ? "the real NCCL lacks p" #name : real.why)); \
     if ((comm) != nullptr && (comm)->real == nullptr) {                                                      \
-      return unserved(#name, std::string(reason) + "; the communicator has no real NCCL twin (TuCCL runs it on the CPU device)"); \
+      return unserved(#name, std::string(reason) + "; the communicator has no real-NCCL twin (made for GPU communicators, or with TUCCL_NCCL_LIBRARY set)"); \
     }                                                                                                        \
     return fn(__VA_ARGS__);                                                                                  \
   } while (0)
@@ -95,11 +100,78 @@ bool tucclServes(ncclDataType_t type, int op) {
 
 tucclStream_t streamOf(cudaStream_t stream) { return reinterpret_cast<tucclStream_t>(stream); }
 
-ncclResult_t wrap(ncclComm_t* out, tucclComm_t comm) {
+// Communicators with a real-NCCL twin: group calls go to the real NCCL too while there are any.
+std::atomic<int> twins{0};
+
+// Whether this rank offers a twin: a real NCCL is found and can serve the communicator's buffers
+// (a GPU communicator), or TUCCL_NCCL_LIBRARY names the library explicitly.
+bool offersTwin(tucclComm_t comm) {
+  if (realNccl().handle == nullptr) return false;
+  tucclDeviceKind_t kind = tucclDeviceCpu;
+  if (tucclCommDeviceKind(comm, &kind) != tucclSuccess) return false;
+  const char* configured = std::getenv("TUCCL_NCCL_LIBRARY");
+  return kind == tucclDeviceCuda || (configured != nullptr && *configured != '\0');
+}
+
+// Makes the real-NCCL communicator beside TuCCL's, on every rank or on none: rank 0's real unique
+// id and every rank's readiness travel over TuCCL's bootstrap (tucclCommHostAllGather). Without
+// one, what TuCCL does not serve is refused (with the reason).
+void attachTwin(ncclComm* shim, int nranks, int rank) {
+  struct Offer {
+    char ready;
+    ncclUniqueId id;
+  };
+  const RealNccl& real = realNccl();
+  Offer mine{};
+  mine.ready = offersTwin(shim->tuccl) ? 1 : 0;
+  if (mine.ready && rank == 0) {
+    auto getId = real.get<decltype(&::pncclGetUniqueId)>("pncclGetUniqueId");
+    mine.ready = getId != nullptr && getId(&mine.id) == ncclSuccess ? 1 : 0;
+  }
+  std::vector<Offer> offers(static_cast<size_t>(nranks));
+  if (tucclCommHostAllGather(shim->tuccl, &mine, offers.data(), sizeof(Offer)) != tucclSuccess) return;
+  for (const Offer& offer : offers) {
+    if (!offer.ready) return;  // some rank has no real NCCL to offer: no twin anywhere
+  }
+  auto init = real.get<decltype(&::pncclCommInitRank)>("pncclCommInitRank");
+  ncclComm_t twin = nullptr;
+  const char made = init != nullptr && init(&twin, nranks, offers[0].id, rank) == ncclSuccess ? 1 : 0;
+  std::vector<char> madeAll(static_cast<size_t>(nranks));
+  const bool agreed = tucclCommHostAllGather(shim->tuccl, &made, madeAll.data(), 1) == tucclSuccess &&
+                      std::all_of(madeAll.begin(), madeAll.end(), [](char m) { return m == 1; });
+  if (agreed) {
+    shim->real = twin;
+    ++twins;
+    return;
+  }
+  tuccl::backend::warnOnce("nccl-twin", "the real NCCL communicator could not be made on every rank; calls TuCCL "
+                                        "does not serve will be refused");
+  if (twin != nullptr) {
+    if (auto abortTwin = real.get<decltype(&::pncclCommAbort)>("pncclCommAbort")) abortTwin(twin);
+  }
+}
+
+// Ends the twin with the real NCCL's `name` (pncclCommDestroy or pncclCommAbort).
+void releaseTwin(ncclComm* shim, const char* name) {
+  if (shim->real == nullptr) return;
+  if (auto end = realNccl().get<decltype(&::pncclCommDestroy)>(name)) end(shim->real);
+  shim->real = nullptr;
+  --twins;
+}
+
+ncclResult_t wrap(ncclComm_t* out, tucclComm_t comm, int nranks, int rank) {
   auto* shim = new ncclComm();
   shim->tuccl = comm;
+  attachTwin(shim, nranks, rank);
   *out = shim;
   return ncclSuccess;
+}
+
+// The real NCCL's group call `name`, while twins exist.
+ncclResult_t realGroupCall(const char* name) {
+  if (twins.load() == 0) return ncclSuccess;
+  auto call = realNccl().get<decltype(&::pncclGroupStart)>(name);
+  return call != nullptr ? call() : ncclSuccess;
 }
 
 }  // namespace
@@ -128,7 +200,7 @@ TUCCL_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncc
   tucclComm_t tuccl = nullptr;
   const tucclResult_t result = tucclCommInitRank(&tuccl, nranks, id, rank);
   if (result != tucclSuccess) return resultOf(result);
-  return wrap(comm, tuccl);
+  return wrap(comm, tuccl, nranks, rank);
 }
 
 TUCCL_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
@@ -143,7 +215,10 @@ TUCCL_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const
   std::vector<tucclComm_t> tuccl(static_cast<size_t>(ndev), nullptr);
   const tucclResult_t result = tucclCommInitAll(tuccl.data(), ndev, devlist);
   if (result != tucclSuccess) return resultOf(result);
-  for (int i = 0; i < ndev; ++i) wrap(&comms[i], tuccl[i]);
+  // The ranks are threads of this process: their twins are made together.
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ndev; ++i) threads.emplace_back([&, i] { wrap(&comms[i], tuccl[i], ndev, i); });
+  for (std::thread& thread : threads) thread.join();
   return ncclSuccess;
 }
 
@@ -154,6 +229,7 @@ TUCCL_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 
 TUCCL_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (comm == nullptr) return ncclInvalidArgument;
+  releaseTwin(comm, "pncclCommDestroy");
   const tucclResult_t result = tucclCommDestroy(comm->tuccl);
   delete comm;
   return resultOf(result);
@@ -161,6 +237,7 @@ TUCCL_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
 
 TUCCL_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
+  releaseTwin(comm, "pncclCommAbort");
   const tucclResult_t result = tucclCommAbort(comm->tuccl);
   delete comm;
   return resultOf(result);
@@ -269,11 +346,14 @@ TUCCL_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff,
 }
 
 TUCCL_NCCL_API(ncclResult_t, ncclGroupStart) {
+  if (const ncclResult_t real = realGroupCall("pncclGroupStart"); real != ncclSuccess) return real;
   return resultOf(tucclGroupStart());
 }
 
 TUCCL_NCCL_API(ncclResult_t, ncclGroupEnd) {
-  return resultOf(tucclGroupEnd());
+  const ncclResult_t real = realGroupCall("pncclGroupEnd");
+  const tucclResult_t result = tucclGroupEnd();
+  return real != ncclSuccess ? real : resultOf(result);
 }
 
 // ---- What the real NCCL serves -----------------------------------------------------------------

@@ -121,6 +121,11 @@ tucclResult_t tucclCommUserRank(const tucclComm_t comm, int* rank);
 tucclResult_t tucclCommCuDevice(const tucclComm_t comm, int* device);
 tucclResult_t tucclCommDeviceKind(const tucclComm_t comm, tucclDeviceKind_t* kind);
 
+/* Gathers `bytes` of host memory from every rank into recvbuff (rank r's at offset r * bytes) over
+ * the communicator's bootstrap, for small control data — another library's unique id, a flag —
+ * not for payload. Collective; bounded by TUCCL_TIMEOUT_S. */
+tucclResult_t tucclCommHostAllGather(tucclComm_t comm, const void* sendbuff, void* recvbuff, size_t bytes);
+
 /* ---- CPU streams ------------------------------------------------------------------------------ */
 
 /* An in-order queue run by a worker thread, for communicators on the CPU device. */

@@ -1,7 +1,9 @@
 /* An NCCL program, written against nccl.h alone, passing host buffers and the NULL stream: the
  * test of libtuccl-nccl.so runs it unchanged, once linked to the real libnccl with the drop-in
  * preloaded, once linked to the drop-in. Rank and size come from the launcher's environment, the
- * id from ncclGetUniqueId on every rank (TUCCL_COMM_ID makes them all the same). Prints "OK". */
+ * id from ncclGetUniqueId on every rank (TUCCL_COMM_ID makes them all the same). With
+ * NCCL_PROGRAM_FORWARDED set it expects point-to-point and a uint64 AllReduce to succeed (a real
+ * NCCL serves them), else to be refused. Prints "OK". */
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +60,18 @@ int main(void) {
       if (recv[i] != (float)size * (float)(i % 5)) return 7;
     }
   }
-  /* What TuCCL does not serve is refused with a reason, never a crash. */
-  if (ncclSend(send, 1, ncclFloat, (rank + 1) % size, comm, 0) == ncclSuccess) return 8;
-  if (strlen(ncclGetLastError(comm)) == 0) return 9;
+  if (getenv("NCCL_PROGRAM_FORWARDED") != NULL) {
+    /* A real NCCL beside TuCCL: what TuCCL does not serve goes there. */
+    CHECK(ncclGroupStart());
+    CHECK(ncclSend(send, 1, ncclFloat, (rank + 1) % size, comm, 0));
+    CHECK(ncclRecv(recv, 1, ncclFloat, (rank + size - 1) % size, comm, 0));
+    CHECK(ncclGroupEnd());
+    CHECK(ncclAllReduce(send, recv, 4, ncclUint64, ncclSum, comm, 0));
+  } else {
+    /* No real NCCL: what TuCCL does not serve is refused with a reason, never a crash. */
+    if (ncclSend(send, 1, ncclFloat, (rank + 1) % size, comm, 0) == ncclSuccess) return 8;
+    if (strlen(ncclGetLastError(comm)) == 0) return 9;
+  }
   CHECK(ncclCommFinalize(comm));
   CHECK(ncclCommDestroy(comm));
   free(send);
