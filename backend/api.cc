@@ -51,6 +51,16 @@ tucclResult_t resultOf(ErrorCode code) {
   return tucclInternalError;
 }
 
+// The value a caller passed for an enum parameter, read as the int it is: a C caller may pass any
+// int, and loading it as the enum would be undefined where it names no enumerator.
+template <typename Enum>
+int rawValue(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int raw = 0;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
 // Records the status as the thread's last error (logged at WARN) and returns its code.
 tucclResult_t finish(const char* function, const Status& status, int rank = -1) {
   if (status) return tucclSuccess;
@@ -137,11 +147,11 @@ Status launchGroup(std::vector<PendingCall> calls) {
 }
 
 tucclResult_t collective(const char* function, tuccl::Collective kind, const void* sendbuff, void* recvbuff,
-                         size_t count, tucclDataType_t datatype, int op, int root, tucclComm_t comm,
+                         size_t count, int datatype, int op, int root, tucclComm_t comm,
                          tucclStream_t stream) {
   return guarded(function, [&] {
     if (comm == nullptr) return invalid(function, "comm is NULL");
-    CollectiveArgs args{kind, sendbuff, recvbuff, count, static_cast<int>(datatype), op, root};
+    CollectiveArgs args{kind, sendbuff, recvbuff, count, datatype, op, root};
     if (Status status = comm->impl->check(args); !status) return finish(function, status, comm->impl->rank());
     if (groupDepth > 0) {
       groupCalls.push_back(PendingCall{comm, args, stream});
@@ -176,7 +186,7 @@ tucclResult_t tucclGetVersion(int* version) {
 }
 
 const char* tucclGetErrorString(tucclResult_t result) {
-  switch (result) {
+  switch (rawValue(result)) {
     case tucclSuccess: return "no error";
     case tucclUnhandledCudaError: return "unhandled cuda error (run with TUCCL_DEBUG=INFO for details)";
     case tucclSystemError: return "unhandled system error (run with TUCCL_DEBUG=INFO for details)";
@@ -356,38 +366,38 @@ tucclResult_t tucclStreamDestroy(tucclStream_t stream) {
 
 tucclResult_t tucclAllReduce(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype,
                              tucclRedOp_t op, tucclComm_t comm, tucclStream_t stream) {
-  return collective("tucclAllReduce", tuccl::Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm,
-                    stream);
+  return collective("tucclAllReduce", tuccl::Collective::AllReduce, sendbuff, recvbuff, count, rawValue(datatype),
+                    rawValue(op), 0, comm, stream);
 }
 
 tucclResult_t tucclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, tucclDataType_t datatype,
                              tucclComm_t comm, tucclStream_t stream) {
-  return collective("tucclAllGather", tuccl::Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, 0, 0,
-                    comm, stream);
+  return collective("tucclAllGather", tuccl::Collective::AllGather, sendbuff, recvbuff, sendcount,
+                    rawValue(datatype), 0, 0, comm, stream);
 }
 
 tucclResult_t tucclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, tucclDataType_t datatype,
                                  tucclRedOp_t op, tucclComm_t comm, tucclStream_t stream) {
-  return collective("tucclReduceScatter", tuccl::Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype,
-                    op, 0, comm, stream);
+  return collective("tucclReduceScatter", tuccl::Collective::ReduceScatter, sendbuff, recvbuff, recvcount,
+                    rawValue(datatype), rawValue(op), 0, comm, stream);
 }
 
 tucclResult_t tucclBroadcast(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype, int root,
                              tucclComm_t comm, tucclStream_t stream) {
-  return collective("tucclBroadcast", tuccl::Collective::Broadcast, sendbuff, recvbuff, count, datatype, 0, root,
-                    comm, stream);
+  return collective("tucclBroadcast", tuccl::Collective::Broadcast, sendbuff, recvbuff, count, rawValue(datatype), 0,
+                    root, comm, stream);
 }
 
 tucclResult_t tucclReduce(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype,
                           tucclRedOp_t op, int root, tucclComm_t comm, tucclStream_t stream) {
-  return collective("tucclReduce", tuccl::Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root, comm,
-                    stream);
+  return collective("tucclReduce", tuccl::Collective::Reduce, sendbuff, recvbuff, count, rawValue(datatype),
+                    rawValue(op), root, comm, stream);
 }
 
 tucclResult_t tucclAllToAll(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype,
                             tucclComm_t comm, tucclStream_t stream) {
-  return collective("tucclAllToAll", tuccl::Collective::AllToAll, sendbuff, recvbuff, count, datatype, 0, 0, comm,
-                    stream);
+  return collective("tucclAllToAll", tuccl::Collective::AllToAll, sendbuff, recvbuff, count, rawValue(datatype), 0, 0,
+                    comm, stream);
 }
 
 tucclResult_t tucclGroupStart(void) {

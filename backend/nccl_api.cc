@@ -92,10 +92,36 @@ ncclResult_t unserved(const char* function, const std::string& why) {
     return fn(__VA_ARGS__);                                                                                  \
   } while (0)
 
-bool tucclServes(ncclDataType_t type, int op) {
+// The value a caller passed for an enum parameter, read as the int it is (loading an int that names
+// no enumerator as the enum would be undefined).
+template <typename Enum>
+int rawValue(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int raw = 0;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
+bool tucclServes(const ncclDataType_t& datatype, const ncclRedOp_t& op) {
+  const int type = rawValue(datatype);
   const bool typeOk = type == ncclUint8 || type == ncclInt32 || type == ncclInt64 || type == ncclFloat16 ||
                       type == ncclFloat32 || type == ncclFloat64 || type == ncclBfloat16;
-  return typeOk && op >= 0 && op < 5;
+  const int raw = rawValue(op);
+  return typeOk && raw >= 0 && raw < 5;
+}
+
+// Values NCCL itself defines: a datatype below ncclNumTypes; an op below ncclNumOps or one of
+// the dynamic ones ncclRedOpCreatePreMulSum hands out (the real NCCL judges those).
+bool ncclKnows(const ncclDataType_t& datatype, const ncclRedOp_t& op) {
+  const int type = rawValue(datatype);
+  return type >= 0 && type < ncclNumTypes && rawValue(op) >= 0;
+}
+
+constexpr ncclRedOp_t kSum = ncclSum;
+
+ncclResult_t unknownValue() {
+  shimError = "the datatype or reduction operation is not one NCCL defines";
+  return ncclInvalidArgument;
 }
 
 tucclStream_t streamOf(cudaStream_t stream) { return reinterpret_cast<tucclStream_t>(stream); }
@@ -244,7 +270,9 @@ TUCCL_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
 }
 
 TUCCL_NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
-  return tucclGetErrorString(static_cast<tucclResult_t>(result));
+  const int raw = rawValue(result);
+  return raw >= 0 && raw < tucclNumResults ? tucclGetErrorString(static_cast<tucclResult_t>(raw))
+                                           : "unknown result code";
 }
 
 TUCCL_NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
@@ -277,6 +305,7 @@ TUCCL_NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank)
 TUCCL_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   if (comm == nullptr) return ncclInvalidArgument;
+  if (!ncclKnows(datatype, op)) return unknownValue();
   if (!tucclServes(datatype, op)) {
     TUCCL_FORWARD(ncclAllReduce, comm, "this datatype or operator is not served by TuCCL", sendbuff, recvbuff, count,
                   datatype, op, comm->real, stream);
@@ -288,7 +317,8 @@ TUCCL_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff
 TUCCL_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
                ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   if (comm == nullptr) return ncclInvalidArgument;
-  if (!tucclServes(datatype, ncclSum)) {
+  if (!ncclKnows(datatype, kSum)) return unknownValue();
+  if (!tucclServes(datatype, kSum)) {
     TUCCL_FORWARD(ncclAllGather, comm, "this datatype is not served by TuCCL", sendbuff, recvbuff, sendcount, datatype,
                   comm->real, stream);
   }
@@ -299,6 +329,7 @@ TUCCL_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff
 TUCCL_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   if (comm == nullptr) return ncclInvalidArgument;
+  if (!ncclKnows(datatype, op)) return unknownValue();
   if (!tucclServes(datatype, op)) {
     TUCCL_FORWARD(ncclReduceScatter, comm, "this datatype or operator is not served by TuCCL", sendbuff, recvbuff,
                   recvcount, datatype, op, comm->real, stream);
@@ -310,7 +341,8 @@ TUCCL_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recv
 TUCCL_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
                ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   if (comm == nullptr) return ncclInvalidArgument;
-  if (!tucclServes(datatype, ncclSum)) {
+  if (!ncclKnows(datatype, kSum)) return unknownValue();
+  if (!tucclServes(datatype, kSum)) {
     TUCCL_FORWARD(ncclBroadcast, comm, "this datatype is not served by TuCCL", sendbuff, recvbuff, count, datatype,
                   root, comm->real, stream);
   }
@@ -326,6 +358,7 @@ TUCCL_NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t
 TUCCL_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   if (comm == nullptr) return ncclInvalidArgument;
+  if (!ncclKnows(datatype, op)) return unknownValue();
   if (!tucclServes(datatype, op)) {
     TUCCL_FORWARD(ncclReduce, comm, "this datatype or operator is not served by TuCCL", sendbuff, recvbuff, count,
                   datatype, op, root, comm->real, stream);
@@ -337,7 +370,8 @@ TUCCL_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, s
 TUCCL_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
                ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   if (comm == nullptr) return ncclInvalidArgument;
-  if (!tucclServes(datatype, ncclSum)) {
+  if (!ncclKnows(datatype, kSum)) return unknownValue();
+  if (!tucclServes(datatype, kSum)) {
     TUCCL_FORWARD(ncclAlltoAll, comm, "this datatype is not served by TuCCL", sendbuff, recvbuff, count, datatype,
                   comm->real, stream);
   }

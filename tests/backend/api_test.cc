@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -20,6 +21,14 @@ class Api : public ::testing::Test {
     setenv("TUCCL_CACHE_DIR", (std::string(TUCCL_BINARY_DIR) + "/tests/tuccl-cache").c_str(), 1);
   }
 };
+
+// An enum argument holding any int, as a C caller may pass.
+template <typename Enum>
+Enum fromInt(int value) {
+  Enum e;
+  std::memcpy(&e, &value, sizeof e);
+  return e;
+}
 
 std::vector<tucclComm_t> initAll(int n) {
   std::vector<tucclComm_t> comms(static_cast<size_t>(n), nullptr);
@@ -37,7 +46,7 @@ void destroyAll(std::vector<tucclComm_t>& comms) {
 }
 
 TEST_F(Api, ErrorStringsAndVersion) {
-  for (int r = 0; r <= tucclNumResults; ++r) EXPECT_NE(tucclGetErrorString(static_cast<tucclResult_t>(r)), nullptr);
+  for (int r = -1; r <= tucclNumResults + 5; ++r) EXPECT_NE(tucclGetErrorString(fromInt<tucclResult_t>(r)), nullptr);
   int version = 0;
   EXPECT_EQ(tucclGetVersion(&version), tucclSuccess);
   EXPECT_EQ(version, TUCCL_VERSION_CODE);
@@ -55,9 +64,9 @@ TEST_F(Api, BadArgumentsAreInvalidArgumentWithAReason) {
   expectInvalid(tucclAllReduce(nullptr, buffer, 8, tucclFloat32, tucclSum, comms[0], nullptr), "sendbuff is NULL");
   expectInvalid(tucclAllReduce(buffer, nullptr, 8, tucclFloat32, tucclSum, comms[0], nullptr), "recvbuff is NULL");
   expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclUint32, tucclSum, comms[0], nullptr), "datatype");
-  expectInvalid(tucclAllReduce(buffer, buffer, 8, static_cast<tucclDataType_t>(42), tucclSum, comms[0], nullptr),
+  expectInvalid(tucclAllReduce(buffer, buffer, 8, fromInt<tucclDataType_t>(42), tucclSum, comms[0], nullptr),
                 "datatype");
-  expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclFloat32, static_cast<tucclRedOp_t>(9), comms[0], nullptr),
+  expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclFloat32, fromInt<tucclRedOp_t>(9), comms[0], nullptr),
                 "reduction operation");
   expectInvalid(tucclBroadcast(buffer, buffer, 8, tucclFloat32, 2, comms[0], nullptr), "root 2");
   expectInvalid(tucclReduce(buffer, buffer, 8, tucclFloat32, tucclSum, -1, comms[0], nullptr), "root -1");
