@@ -27,14 +27,15 @@ Clock::duration seconds(double value) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::clamp(value, 0.0, 86400.0)));
 }
 
-// Threads that run the TBs of one call: TB 0 on the calling thread, the others on workers that
-// sleep between calls.
+// Threads that run the TBs of one call: TB 0 on the calling thread, the others on workers. Between
+// calls a worker yields for a while before it sleeps, and so does the caller waiting for the
+// workers: back-to-back calls (a training step's collectives) then start without a wake-up.
 class TbPool {
  public:
   ~TbPool() {
     {
       std::lock_guard lock(mutex_);
-      stop_ = true;
+      stop_.store(true);
     }
     wake_.notify_all();
     for (std::thread& thread : threads_) thread.join();
@@ -58,31 +59,40 @@ class TbPool {
       std::lock_guard lock(mutex_);
       job_ = &job;
       width_ = n;
-      remaining_ = n - 1;
-      ++generation_;
+      remaining_.store(n - 1);
+      generation_.fetch_add(1);
     }
     wake_.notify_all();
     job(0);
+    for (int spin = 0; spin < kSpins && remaining_.load() != 0; ++spin) std::this_thread::yield();
     std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return remaining_ == 0; });
+    done_.wait(lock, [&] { return remaining_.load() == 0; });
     job_ = nullptr;
     return {};
   }
 
  private:
+  // Yields before sleeping: about as long as a few calls of small messages take here.
+  static constexpr int kSpins = 2000;
+
   void work(int32_t tb) {
     uint64_t seen = 0;
-    std::unique_lock lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      for (int spin = 0; spin < kSpins && generation_.load() == seen && !stop_.load(); ++spin) {
+        std::this_thread::yield();
+      }
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+      if (stop_.load()) return;
+      seen = generation_.load();
       if (tb >= width_) continue;
       const std::function<void(int32_t)>* job = job_;
       lock.unlock();
       (*job)(tb);
-      lock.lock();
-      if (--remaining_ == 0) done_.notify_all();
+      if (remaining_.fetch_sub(1) == 1) {
+        std::lock_guard done(mutex_);
+        done_.notify_all();
+      }
     }
   }
 
@@ -90,11 +100,11 @@ class TbPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   std::vector<std::thread> threads_;
-  const std::function<void(int32_t)>* job_ = nullptr;
+  const std::function<void(int32_t)>* job_ = nullptr;  // set under the mutex before generation_ moves
   int32_t width_ = 0;
-  int32_t remaining_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<int32_t> remaining_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 // This rank's view of one placed plan: its rings and its private flags.
