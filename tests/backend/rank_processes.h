@@ -42,16 +42,24 @@ struct RankProcesses {
   std::vector<int> status;        ///< waitpid status; -1 while running
 };
 
-/// Starts `n` ranks of `argv` with the launcher environment plus `extra` ("NAME=value").
+/// Starts `n` ranks of `argv` with the launcher environment plus `extra` ("NAME=value", replacing
+/// a variable of the same name).
 inline RankProcesses startRanks(int n, const std::vector<std::string>& argv, const std::vector<std::string>& extra,
                                 const std::string& logDir) {
   RankProcesses ranks;
   const std::string commId = "TUCCL_COMM_ID=127.0.0.1:" + std::to_string(freePort());
   for (int r = 0; r < n; ++r) {
     std::vector<std::string> env;
+    auto overridden = [&](const std::string& entry) {  // `extra` wins over this process's variables
+      for (const std::string& e : extra) {
+        if (entry.compare(0, e.find('=') + 1, e, 0, e.find('=') + 1) == 0) return true;
+      }
+      return false;
+    };
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string entry = *e;
       if (entry.rfind("TUCCL_", 0) == 0 && entry.rfind("TUCCL_CACHE_DIR=", 0) != 0) continue;
+      if (overridden(entry)) continue;
       env.push_back(entry);
     }
     env.push_back(commId);
