@@ -13,8 +13,7 @@
 
 #include "backend/call_buffers.h"
 #include "backend/cpu_stream.h"
-#include "kernelgen/datatype.h"
-#include "kernelgen/host_executor.h"
+#include "backend/kernel_call.h"
 #include "kernelgen/tb_report.h"
 #include "transport/staging_transport.h"
 
@@ -231,18 +230,7 @@ Status State::runKernel(const KernelCall& call) {
   const CallBuffers buffers = resolveCallBuffers(call, workspace.data());
   if (buffers.before.bytes > 0) std::memmove(buffers.before.dst, buffers.before.src, buffers.before.bytes);
 
-  dev::KernelArgs args;
-  args.input = buffers.input;
-  args.output = buffers.output;
-  args.scratch = buffers.scratch;
-  args.count = call.call.count;
-  args.sliceElems = call.sliceElems;
-  args.dtype = deviceDataType(call.call.dataType);
-  args.op = deviceReduceOp(call.call.op);
-  args.rank = call.rank;
-  args.nRanks = compiled.plan.nRanks;
-  args.chunksPerUnit = compiled.layout.chunksPerUnit;
-  args.inPlaceCall = buffers.inPlaceCall ? 1 : 0;
+  dev::KernelArgs args = callKernelArgs(call, buffers);
   args.rings = runtime.rings.data();
   args.progress = runtime.progress.data();
   args.barrier = runtime.barrier.data();
@@ -264,24 +252,11 @@ Status State::runKernel(const KernelCall& call) {
     return started;
   }
 
-  std::string stopped;
-  ErrorCode code = ErrorCode::Ok;
-  for (int32_t tb = 0; tb < nTbs; ++tb) {
-    const dev::TbReport& report = runtime.reports[tb];
-    if (report.state == dev::kTbDone) continue;
-    const ErrorCode tbCode = report.state == dev::kTbTimedOut     ? ErrorCode::Timeout
-                             : report.state == dev::kTbTagMismatch ? ErrorCode::Internal
-                                                                   : ErrorCode::Aborted;
-    if (code == ErrorCode::Ok || tbCode == ErrorCode::Timeout) code = tbCode;
-    stopped += "\n  " + describeStoppedTb(compiled.plan, compiled.layout, call.rank, tb, report);
-  }
-  if (code != ErrorCode::Ok) {
+  const Status stopped = stoppedTbsStatus(stoppedTbs(compiled.plan, compiled.layout, call.rank, runtime.reports));
+  if (!stopped) {
     std::atomic_ref<int32_t>(*abortWord).store(1);  // the other ranks stop too
-    const char* what = code == ErrorCode::Timeout   ? "a wait exceeded the timeout (TUCCL_TIMEOUT_S)"
-                       : code == ErrorCode::Aborted ? "the communicator was aborted"
-                                                    : "ranks disagree on the plan (a receive got another entry's data)";
-    return makeError(code, std::string(collectiveName(call.call.collective)) + " on rank " + std::to_string(call.rank) +
-                               " failed: " + what + stopped);
+    return makeError(stopped.code(), std::string(collectiveName(call.call.collective)) + " on rank " +
+                                         std::to_string(call.rank) + " failed: " + stopped.message());
   }
   if (buffers.after.bytes > 0) std::memmove(buffers.after.dst, buffers.after.src, buffers.after.bytes);
   return {};
