@@ -171,6 +171,45 @@ TEST_F(Api, AbortFromAnotherThreadUnblocksAStuckCall) {
   EXPECT_EQ(tucclCommAbort(comms[1]), tucclSuccess);
 }
 
+// A bad value of one of libtuccl's variables fails init with InvalidArgument naming it.
+TEST_F(Api, BadEnvironmentValuesAreRefusedNamingTheVariable) {
+  const std::pair<const char*, const char*> bad[] = {{"TUCCL_TIMEOUT_S", "soon"},   {"TUCCL_TIMEOUT_S", "-1"},
+                                                     {"TUCCL_DEVICE", "gpu"},       {"TUCCL_STAGING_BYTES", "12Q"},
+                                                     {"TUCCL_STAGING_SLOTS", "0"},  {"TUCCL_CHUNK_SIZE", "8"},
+                                                     {"TUCCL_NCHANNELS", "65"}};
+  for (const auto& [name, value] : bad) {
+    SCOPED_TRACE(std::string(name) + "=" + value);
+    const char* before = std::getenv(name);
+    const std::string saved = before != nullptr ? before : "";
+    setenv(name, value, 1);
+    std::vector<tucclComm_t> comms(2, nullptr);
+    EXPECT_EQ(tucclCommInitAll(comms.data(), 2, nullptr), tucclInvalidArgument);
+    EXPECT_NE(std::string(tucclGetLastError(nullptr)).find(name), std::string::npos) << tucclGetLastError(nullptr);
+    if (before != nullptr) {
+      setenv(name, saved.c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+}
+
+// TUCCL_ALGO naming an algorithm the collective has no built-in of fails the call, naming it.
+TEST_F(Api, AForcedAlgorithmTheCollectiveLacksIsAnError) {
+  setenv("TUCCL_ALGO", "binomial", 1);
+  std::vector<tucclComm_t> comms = initAll(2);
+  unsetenv("TUCCL_ALGO");
+  std::vector<float> data(64, 1);
+  ASSERT_EQ(tucclGroupStart(), tucclSuccess);
+  for (tucclComm_t comm : comms) {
+    EXPECT_EQ(tucclAllReduce(data.data(), data.data(), data.size(), tucclFloat32, tucclSum, comm, nullptr),
+              tucclSuccess);
+  }
+  EXPECT_EQ(tucclGroupEnd(), tucclInvalidArgument);
+  EXPECT_NE(std::string(tucclGetLastError(nullptr)).find("TUCCL_ALGO=binomial"), std::string::npos)
+      << tucclGetLastError(nullptr);
+  for (tucclComm_t comm : comms) EXPECT_EQ(tucclCommAbort(comm), tucclSuccess);
+}
+
 TEST_F(Api, OneRankCommunicatorCopies) {
   std::vector<tucclComm_t> comms = initAll(1);
   std::vector<int64_t> send(100), recv(100, 0);
