@@ -13,6 +13,7 @@
 #include "backend/bootstrap.h"
 #include "backend/communicator.h"
 #include "backend/cpu_stream.h"
+#include "backend/cuda_driver.h"
 #include "backend/log.h"
 #include "tuccl/tuccl.h"
 
@@ -175,6 +176,17 @@ tucclResult_t initRank(tucclComm_t* comm, int nranks, const tuccl::backend::Uniq
   return tucclSuccess;
 }
 
+// The GPU of a rank a launcher started: its local rank modulo the GPUs the driver sees, so the
+// ranks of a node spread over its GPUs and several share one when there are fewer GPUs than ranks
+// (nccl-tests' choice). 0 where no driver loads or TUCCL_DEVICE=cpu.
+int launchedRankDevice(int localRank) {
+  const char* device = std::getenv("TUCCL_DEVICE");
+  if (device != nullptr && std::strcmp(device, "cpu") == 0) return 0;
+  tuccl::Expected<const tuccl::backend::CudaDriver*> driver = tuccl::backend::loadCudaDriver();
+  if (!driver || (*driver)->deviceCount < 1) return 0;
+  return std::max(localRank, 0) % (*driver)->deviceCount;
+}
+
 }  // namespace
 
 extern "C" {
@@ -238,7 +250,7 @@ tucclResult_t tucclCommInitFromEnv(tucclComm_t* comm) {
     if (!launch) return finish("tucclCommInitFromEnv", launch.status());
     tuccl::Expected<tuccl::backend::UniqueIdBytes> id = tuccl::backend::uniqueIdFromAddress(launch->commId);
     if (!id) return finish("tucclCommInitFromEnv", id.status());
-    return initRank(comm, launch->nRanks, *id, launch->rank, launch->localRank >= 0 ? launch->localRank : 0);
+    return initRank(comm, launch->nRanks, *id, launch->rank, launchedRankDevice(launch->localRank));
   });
 }
 
@@ -299,6 +311,8 @@ tucclResult_t tucclCommGetAsyncError(tucclComm_t comm, tucclResult_t* asyncError
   if (comm == nullptr || asyncError == nullptr) return invalid("tucclCommGetAsyncError", "comm or asyncError is NULL");
   const Status status = comm->impl->asyncError();
   *asyncError = resultOf(status.code());
+  // The reason, for tucclGetLastError on this thread: the failure happened on another one.
+  if (!status) lastError = "asynchronous error: " + status.message();
   return tucclSuccess;
 }
 

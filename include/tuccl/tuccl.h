@@ -100,7 +100,8 @@ tucclResult_t tucclGetUniqueId(tucclUniqueId* uniqueId);
  * TUCCL_TIMEOUT_S passed. */
 tucclResult_t tucclCommInitRank(tucclComm_t* comm, int nranks, tucclUniqueId commId, int rank);
 /* Rank and size from the launcher's environment (tuccl-run, mpirun, srun, torchrun) and the
- * rendezvous address from TUCCL_COMM_ID (or MASTER_ADDR / MASTER_PORT). */
+ * rendezvous address from TUCCL_COMM_ID (or MASTER_ADDR / MASTER_PORT). On the CUDA device the
+ * rank's GPU is its local rank modulo the GPUs visible, so ranks may share a GPU. */
 tucclResult_t tucclCommInitFromEnv(tucclComm_t* comm);
 /* One process, ndev ranks (threads); devlist may be NULL (devices 0..ndev-1; ignored on the CPU
  * device). comms[i] is rank i. */

@@ -171,6 +171,29 @@ TEST_F(Api, AbortFromAnotherThreadUnblocksAStuckCall) {
   EXPECT_EQ(tucclCommAbort(comms[1]), tucclSuccess);
 }
 
+// A call that fails on a stream leaves the communicator's asynchronous error, and
+// tucclGetLastError then says why on the thread that asked.
+TEST_F(Api, AFailedStreamCallIsTheAsyncErrorWithItsReason) {
+  std::vector<tucclComm_t> comms = initAll(2);
+  tucclStream_t stream = nullptr;
+  ASSERT_EQ(tucclStreamCreate(&stream), tucclSuccess);
+  std::vector<float> data(1000, 1);
+  // Rank 1 never joins; aborting it stops rank 0's TBs, which wait for it.
+  ASSERT_EQ(tucclAllReduce(data.data(), data.data(), data.size(), tucclFloat32, tucclSum, comms[0], stream),
+            tucclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(tucclCommAbort(comms[1]), tucclSuccess);
+  EXPECT_NE(tucclStreamSynchronize(stream), tucclSuccess);
+  tucclResult_t async = tucclSuccess;
+  EXPECT_EQ(tucclCommGetAsyncError(comms[0], &async), tucclSuccess);
+  EXPECT_NE(async, tucclSuccess);
+  const std::string reason = tucclGetLastError(comms[0]);
+  EXPECT_NE(reason.find("asynchronous error"), std::string::npos) << reason;
+  EXPECT_GT(reason.size(), std::string("asynchronous error: ").size() + 10) << reason;  // and why
+  EXPECT_EQ(tucclStreamDestroy(stream), tucclSuccess);
+  EXPECT_EQ(tucclCommAbort(comms[0]), tucclSuccess);
+}
+
 // A bad value of one of libtuccl's variables fails init with InvalidArgument naming it.
 TEST_F(Api, BadEnvironmentValuesAreRefusedNamingTheVariable) {
   const std::pair<const char*, const char*> bad[] = {{"TUCCL_TIMEOUT_S", "soon"},   {"TUCCL_TIMEOUT_S", "-1"},
