@@ -33,6 +33,8 @@ std::string bindAll(void* handle, CudaDriver& d) {
   bind(handle, "cuDeviceGet", d.cuDeviceGet, missing);
   bind(handle, "cuDeviceGetAttribute", d.cuDeviceGetAttribute, missing);
   bind(handle, "cuDeviceCanAccessPeer", d.cuDeviceCanAccessPeer, missing);
+  bind(handle, "cuDeviceGetName", d.cuDeviceGetName, missing);
+  bind(handle, "cuDeviceGetPCIBusId", d.cuDeviceGetPCIBusId, missing);
   bind(handle, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain, missing);
   bind(handle, "cuDevicePrimaryCtxRelease_v2", d.cuDevicePrimaryCtxRelease, missing);
   bind(handle, "cuCtxSetCurrent", d.cuCtxSetCurrent, missing);
@@ -44,6 +46,8 @@ std::string bindAll(void* handle, CudaDriver& d) {
   bind(handle, "cuModuleUnload", d.cuModuleUnload, missing);
   bind(handle, "cuLaunchKernel", d.cuLaunchKernel, missing);
   bind(handle, "cuLaunchHostFunc", d.cuLaunchHostFunc, missing);
+  bind(handle, "cuStreamCreate", d.cuStreamCreate, missing);
+  bind(handle, "cuStreamDestroy_v2", d.cuStreamDestroy, missing);
   bind(handle, "cuStreamQuery", d.cuStreamQuery, missing);
   bind(handle, "cuStreamSynchronize", d.cuStreamSynchronize, missing);
   bind(handle, "cuMemAlloc_v2", d.cuMemAlloc, missing);

@@ -75,6 +75,8 @@ struct CudaDriver {
   CUresult (*cuDeviceGet)(CUdevice* device, int ordinal) = nullptr;
   CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device) = nullptr;
   CUresult (*cuDeviceCanAccessPeer)(int* canAccess, CUdevice device, CUdevice peer) = nullptr;
+  CUresult (*cuDeviceGetName)(char* name, int length, CUdevice device) = nullptr;
+  CUresult (*cuDeviceGetPCIBusId)(char* busId, int length, CUdevice device) = nullptr;
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device) = nullptr;  // _v2
   CUresult (*cuCtxSetCurrent)(CUcontext context) = nullptr;
@@ -88,6 +90,8 @@ struct CudaDriver {
                              unsigned blockY, unsigned blockZ, unsigned sharedBytes, CUstream stream, void** params,
                              void** extra) = nullptr;
   CUresult (*cuLaunchHostFunc)(CUstream stream, CUhostFn fn, void* userData) = nullptr;
+  CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;  // _v2
   CUresult (*cuStreamQuery)(CUstream stream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
   CUresult (*cuMemAlloc)(CUdeviceptr* pointer, size_t bytes) = nullptr;  // _v2

@@ -55,7 +55,9 @@ class Driver {
         rank_(backend.rank()),
         nRanks_(backend.nRanks()),
         send_(std::max<uint64_t>(options.maxBytes, 1)),
-        recv_(std::max<uint64_t>(options.maxBytes, 1)) {}
+        recv_(std::max<uint64_t>(options.maxBytes, 1)),
+        deviceSend_(backend.deviceBuffer(send_.bytes())),
+        deviceRecv_(backend.deviceBuffer(recv_.bytes())) {}
 
   int64_t run() {
     print(formatRunHeader(options_));
@@ -76,7 +78,7 @@ class Driver {
   }
 
   void printDevices() {
-    const RankInfo local = localCpuRankInfo(rank_);
+    const RankInfo local = backend_.rankInfo();
     RankRecord mine;
     mine.pid = local.pid;
     mine.device = local.device;
@@ -127,9 +129,21 @@ class Driver {
               static_cast<int64_t>(b.counts.param),
               inPlace};
     const uint64_t rankBytes = static_cast<uint64_t>(rank_) * static_cast<uint64_t>(typeSize);
-    b.send = inPlace ? recv_.data() + b.counts.sendInPlaceOffset * rankBytes : send_.data();
-    b.recv = inPlace ? recv_.data() + b.counts.recvInPlaceOffset * rankBytes : recv_.data();
+    b.hostSend = inPlace ? recv_.data() + b.counts.sendInPlaceOffset * rankBytes : send_.data();
+    b.hostRecv = inPlace ? recv_.data() + b.counts.recvInPlaceOffset * rankBytes : recv_.data();
+    b.send = onDevice(b.hostSend);
+    b.recv = onDevice(b.hostRecv);
     return b;
+  }
+
+  /// The library's view of a pointer into the host copies: the same place in the device buffers.
+  void* onDevice(void* host) const {
+    if (deviceSend_ == nullptr) return host;
+    auto* at = static_cast<unsigned char*>(host);
+    if (at >= recv_.data() && at < recv_.data() + recv_.bytes()) {
+      return static_cast<unsigned char*>(deviceRecv_) + (at - recv_.data());
+    }
+    return static_cast<unsigned char*>(deviceSend_) + (at - send_.data());
   }
 
   /// Starts the call; with -z 1 also waits for it and for every rank.
@@ -176,9 +190,13 @@ class Driver {
   /// Poisons the buffers the call touches and writes the rank's input of check iteration `seed`.
   void prepareData(const BenchCall& b, uint64_t seed) {
     const auto typeSize = static_cast<uint64_t>(dataTypeSize(b.call.dataType));
-    std::memset(recv_.data(), HostBuffer::kPoison, std::max(b.counts.send, b.counts.recv) * typeSize);
+    const uint64_t recvBytes = std::max(b.counts.send, b.counts.recv) * typeSize;
+    std::memset(recv_.data(), HostBuffer::kPoison, recvBytes);
     if (!b.call.inPlace) std::memset(send_.data(), HostBuffer::kPoison, b.counts.send * typeSize);
-    fillBenchInput(b.call, rank_, seed, b.send);
+    fillBenchInput(b.call, rank_, seed, b.hostSend);
+    if (deviceSend_ == nullptr) return;
+    if (recvBytes > 0) backend_.copyToDevice(deviceRecv_, recv_.data(), recvBytes);
+    if (!b.call.inPlace && b.counts.send > 0) backend_.copyToDevice(deviceSend_, send_.data(), b.counts.send * typeSize);
   }
 
   /// One call on fresh data; the wrong elements of every rank, summed.
@@ -187,7 +205,9 @@ class Driver {
     prepareData(b, seed);
     start(b);
     backend_.complete();
-    return backend_.sumOverRanks(countWrongElements(b.call, rank_, seed, b.recv));
+    const uint64_t recvBytes = std::max(b.counts.send, b.counts.recv) * static_cast<uint64_t>(dataTypeSize(b.call.dataType));
+    if (deviceRecv_ != nullptr && recvBytes > 0) backend_.copyToHost(recv_.data(), deviceRecv_, recvBytes);
+    return backend_.sumOverRanks(countWrongElements(b.call, rank_, seed, b.hostRecv));
   }
 
   const BenchOptions& options_;
@@ -195,12 +215,16 @@ class Driver {
   std::FILE* out_;
   int32_t rank_;
   int32_t nRanks_;
-  HostBuffer send_, recv_;
+  HostBuffer send_, recv_;          ///< what the driver fills and checks
+  void* deviceSend_ = nullptr;      ///< the backend's device copies, or nullptr: the host buffers
+  void* deviceRecv_ = nullptr;
   BenchSummary summary_;
   uint64_t checkIteration_ = 0;
 };
 
 }  // namespace
+
+RankInfo BenchBackend::rankInfo() { return localCpuRankInfo(rank()); }
 
 int64_t runBenchmark(const BenchOptions& options, BenchBackend& backend, std::FILE* out) {
   return Driver(options, backend, out).run();

@@ -28,8 +28,10 @@ namespace tuccl::bench {
 struct BenchCall {
   CollectiveCall call;  ///< count: nccl-tests' param count (collectiveCounts)
   CollectiveCounts counts;
-  void* send = nullptr;
+  void* send = nullptr;  ///< the buffers the library gets (device memory on a device backend)
   void* recv = nullptr;
+  void* hostSend = nullptr;  ///< their host copies, which the driver fills and checks (== send, recv
+  void* hostRecv = nullptr;  ///< for a library of host memory)
 };
 
 /// One rank's handle on the library under test. Every rank calls the same methods in the same
@@ -54,6 +56,23 @@ class BenchBackend {
   virtual double combineTime(double seconds, TimeAverage average) = 0;
   /// The sum over ranks.
   virtual int64_t sumOverRanks(int64_t value) = 0;
+
+  // The memory the library's calls take. By default host memory: the driver passes its own
+  // buffers and no copies are made. A device backend returns device buffers it owns (freed when
+  // the backend is), and copies between them and the driver's host copies.
+  /// `bytes` of device memory, or nullptr for a library of host memory.
+  virtual void* deviceBuffer(size_t bytes) {
+    (void)bytes;
+    return nullptr;
+  }
+  virtual void copyToDevice(void* device, const void* host, size_t bytes) {
+    (void)device, (void)host, (void)bytes;
+  }
+  virtual void copyToHost(void* host, const void* device, size_t bytes) {
+    (void)host, (void)device, (void)bytes;
+  }
+  /// This rank's "# Rank" facts (localCpuRankInfo for a library of host memory).
+  virtual RankInfo rankInfo();
 };
 
 /// Runs every series of `options` on `backend`, printing on rank 0 to `out`; returns the wrong

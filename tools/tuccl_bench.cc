@@ -3,19 +3,30 @@
 // prints nccl-tests' output; every rank checks its own results (tools/bench_driver.h runs the
 // loop, this file is libtuccl's side of it).
 //
-// Calls are stream-ordered: the timed calls are enqueued on one CPU stream (tucclStreamCreate)
-// and waited for with one tucclStreamSynchronize. The barrier is an AllReduce of one integer;
-// times are combined over ranks with an AllReduce (sum, min or max) or a Broadcast of rank 0's,
-// the wrong-element counts with an AllReduce of an int64.
+// Calls are stream-ordered: the timed calls are enqueued on one stream and waited for once. The
+// barrier is an AllReduce of one integer; times are combined over ranks with an AllReduce (sum,
+// min or max) or a Broadcast of rank 0's, the wrong-element counts with an AllReduce of an int64.
 //
-// Buffers are host memory, so the communicator must be on the CPU device. Exit status: 0, 1 when
-// a result was wrong or a libtuccl call failed (its tucclGetErrorString and tucclGetLastError are
-// printed), 2 for a bad command line.
+// The communicator's device decides the memory:
+//   CPU device   host buffers and a CPU stream (tucclStreamCreate, tucclStreamSynchronize).
+//   CUDA device  device buffers (cuMemAlloc on the communicator's GPU) and a CUDA stream, through
+//                the driver API loaded at run time as libtuccl loads it (tuccl-bench does not link
+//                libcuda either); the host copies the loop fills and checks are copied in and out
+//                around the checked calls, and the stream's completion is followed by
+//                tucclCommGetAsyncError, where the CUDA device reports a TB that did not finish.
+//
+// Exit status: 0, 1 when a result was wrong or a libtuccl or driver call failed (its
+// tucclGetErrorString and tucclGetLastError are printed), 2 for a bad command line.
+#include <algorithm>
+#include <array>
 #include <cstdio>
+#include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/cuda_driver.h"
 #include "tools/bench_driver.h"
 #include "tools/cli.h"
 #include "tuccl/tuccl.h"
@@ -76,11 +87,104 @@ tucclRedOp_t toTuccl(ReduceOp op) {
   return tucclNumOps;
 }
 
-/// libtuccl on the CPU device, one communicator and one stream.
+/// A driver call's failure, thrown for main's one handler.
+void checkCuda(const backend::CudaDriver& driver, backend::CUresult result, std::string_view call,
+               std::string_view what = {}) {
+  throwIfError(backend::cudaStatus(driver, result, call, what));
+}
+
+/// The CUDA side of a communicator on the CUDA device: its GPU's primary context made current, a
+/// stream, and device buffers, all released by the destructor.
+class CudaMemory {
+ public:
+  explicit CudaMemory(int ordinal) : ordinal_(ordinal) {
+    Expected<const backend::CudaDriver*> loaded = backend::loadCudaDriver();
+    throwIfError(loaded.status());
+    driver_ = *loaded;
+    checkCuda(*driver_, driver_->cuDeviceGet(&device_, ordinal_), "cuDeviceGet");
+    checkCuda(*driver_, driver_->cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+    retained_ = true;
+    checkCuda(*driver_, driver_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+    // A blocking stream: it waits for the synchronous copies of the legacy stream, whose DMA from
+    // pageable memory may still run when the copy returns.
+    checkCuda(*driver_, driver_->cuStreamCreate(&stream_, 0), "cuStreamCreate");
+  }
+  ~CudaMemory() {
+    // Unwinding from a failure: a kernel may still wait for a peer until main aborts the
+    // communicator, and freeing its buffers would wait for it; the process's exit frees them.
+    if (std::uncaught_exceptions() > 0) return;
+    for (backend::CUdeviceptr pointer : allocations_) driver_->cuMemFree(pointer);
+    if (stream_ != nullptr) driver_->cuStreamDestroy(stream_);
+    if (retained_) driver_->cuDevicePrimaryCtxRelease(device_);
+  }
+  CudaMemory(const CudaMemory&) = delete;
+  CudaMemory& operator=(const CudaMemory&) = delete;
+
+  tucclStream_t stream() const { return stream_; }
+
+  void* allocate(size_t bytes) {
+    backend::CUdeviceptr pointer = 0;
+    checkCuda(*driver_, driver_->cuMemAlloc(&pointer, std::max<size_t>(bytes, 1)), "cuMemAlloc",
+              std::to_string(bytes) + " bytes of call buffers");
+    allocations_.push_back(pointer);
+    return reinterpret_cast<void*>(pointer);
+  }
+
+  void toDevice(void* device, const void* host, size_t bytes) {
+    if (bytes == 0) return;
+    checkCuda(*driver_, driver_->cuMemcpyHtoD(reinterpret_cast<backend::CUdeviceptr>(device), host, bytes),
+              "cuMemcpyHtoD");
+  }
+
+  void toHost(void* host, const void* device, size_t bytes) {
+    if (bytes == 0) return;
+    checkCuda(*driver_, driver_->cuMemcpyDtoH(host, reinterpret_cast<backend::CUdeviceptr>(device), bytes),
+              "cuMemcpyDtoH");
+  }
+
+  void synchronize() { checkCuda(*driver_, driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
+
+  /// The "# Rank" facts: the GPU's ordinal, name and PCI bus ("0x1b", as nccl-tests prints it).
+  RankInfo rankInfo(int32_t rank) const {
+    RankInfo info = localCpuRankInfo(rank);
+    info.device = ordinal_;
+    std::array<char, 256> name{};
+    if (driver_->cuDeviceGetName(name.data(), static_cast<int>(name.size()) - 1, device_) == backend::CUDA_SUCCESS) {
+      info.deviceName = name.data();
+    }
+    std::array<char, 64> busId{};  // "0000:1B:00.0"
+    unsigned domain = 0;
+    unsigned bus = 0;
+    if (driver_->cuDeviceGetPCIBusId(busId.data(), static_cast<int>(busId.size()) - 1, device_) ==
+            backend::CUDA_SUCCESS &&
+        std::sscanf(busId.data(), "%x:%x", &domain, &bus) == 2) {
+      std::array<char, 16> text{};
+      std::snprintf(text.data(), text.size(), "0x%02x", bus);
+      info.busId = text.data();
+    }
+    return info;
+  }
+
+ private:
+  int ordinal_;
+  const backend::CudaDriver* driver_ = nullptr;
+  backend::CUdevice device_ = 0;
+  backend::CUcontext context_ = nullptr;
+  bool retained_ = false;
+  tucclStream_t stream_ = nullptr;
+  std::vector<backend::CUdeviceptr> allocations_;
+};
+
+/// libtuccl: one communicator and one stream; on the CUDA device, device memory (CudaMemory).
 class TucclBackend final : public BenchBackend {
  public:
-  TucclBackend(tucclComm_t comm, int32_t rank, int32_t nRanks) : comm_(comm), rank_(rank), nRanks_(nRanks) {
-    check(tucclStreamCreate(&stream_), "tucclStreamCreate", comm_);
+  TucclBackend(tucclComm_t comm, int32_t rank, int32_t nRanks, std::unique_ptr<CudaMemory> cuda)
+      : comm_(comm), rank_(rank), nRanks_(nRanks), cuda_(std::move(cuda)) {
+    if (cuda_) {
+      stream_ = cuda_->stream();
+    } else {
+      check(tucclStreamCreate(&stream_), "tucclStreamCreate", comm_);
+    }
   }
   // A run that failed leaves the stream to the process's exit: destroying it would wait for calls
   // that only main's tucclCommAbort ends.
@@ -88,19 +192,20 @@ class TucclBackend final : public BenchBackend {
   TucclBackend(const TucclBackend&) = delete;
   TucclBackend& operator=(const TucclBackend&) = delete;
 
-  /// Destroys the stream once every call completed.
+  /// Destroys the CPU stream once every call completed (a CUDA stream goes with CudaMemory).
   void close() {
     tucclStream_t stream = stream_;
     stream_ = nullptr;
-    check(tucclStreamDestroy(stream), "tucclStreamDestroy", comm_);
+    if (!cuda_) check(tucclStreamDestroy(stream), "tucclStreamDestroy", comm_);
   }
 
   int32_t rank() const override { return rank_; }
   int32_t nRanks() const override { return nRanks_; }
 
   void allGatherBytes(const void* mine, void* all, size_t bytes) override {
-    check(tucclAllGather(mine, all, bytes, tucclUint8, comm_, stream_), "tucclAllGather", comm_);
-    complete();
+    exchange(mine, bytes, all, bytes * static_cast<size_t>(nRanks_), [&](const void* send, void* recv) {
+      check(tucclAllGather(send, recv, bytes, tucclUint8, comm_, stream_), "tucclAllGather", comm_);
+    });
   }
 
   void start(const BenchCall& b) override {
@@ -131,64 +236,112 @@ class TucclBackend final : public BenchBackend {
     }
   }
 
-  void complete() override { check(tucclStreamSynchronize(stream_), "tucclStreamSynchronize", comm_); }
+  void complete() override {
+    if (!cuda_) {
+      check(tucclStreamSynchronize(stream_), "tucclStreamSynchronize", comm_);
+      return;
+    }
+    cuda_->synchronize();
+    tucclResult_t asyncError = tucclSuccess;
+    check(tucclCommGetAsyncError(comm_, &asyncError), "tucclCommGetAsyncError", comm_);
+    check(asyncError, "a collective on the stream", comm_);
+  }
   void groupStart() override { check(tucclGroupStart(), "tucclGroupStart", comm_); }
   void groupEnd() override { check(tucclGroupEnd(), "tucclGroupEnd", comm_); }
 
   void barrier() override {
     int32_t one = 1;
     int32_t ranks = 0;
-    check(tucclAllReduce(&one, &ranks, 1, tucclInt32, tucclSum, comm_, stream_), "tucclAllReduce (barrier)",
-          comm_);
-    complete();
+    exchange(&one, sizeof one, &ranks, sizeof ranks, [&](const void* send, void* recv) {
+      check(tucclAllReduce(send, recv, 1, tucclInt32, tucclSum, comm_, stream_), "tucclAllReduce (barrier)", comm_);
+    });
   }
 
   double combineTime(double seconds, TimeAverage average) override {
     double combined = 0;
-    if (average == TimeAverage::Rank0) {
-      check(tucclBroadcast(&seconds, &combined, 1, tucclFloat64, 0, comm_, stream_), "tucclBroadcast (time)",
-            comm_);
-    } else {
+    exchange(&seconds, sizeof seconds, &combined, sizeof combined, [&](const void* send, void* recv) {
+      if (average == TimeAverage::Rank0) {
+        check(tucclBroadcast(send, recv, 1, tucclFloat64, 0, comm_, stream_), "tucclBroadcast (time)", comm_);
+        return;
+      }
       const tucclRedOp_t op = average == TimeAverage::Min   ? tucclMin
                               : average == TimeAverage::Max ? tucclMax
                                                             : tucclSum;
-      check(tucclAllReduce(&seconds, &combined, 1, tucclFloat64, op, comm_, stream_), "tucclAllReduce (time)",
-            comm_);
-    }
-    complete();
+      check(tucclAllReduce(send, recv, 1, tucclFloat64, op, comm_, stream_), "tucclAllReduce (time)", comm_);
+    });
     return average == TimeAverage::Mean ? combined / nRanks_ : combined;
   }
 
   int64_t sumOverRanks(int64_t value) override {
     int64_t total = 0;
-    check(tucclAllReduce(&value, &total, 1, tucclInt64, tucclSum, comm_, stream_), "tucclAllReduce (#wrong)",
-          comm_);
-    complete();
+    exchange(&value, sizeof value, &total, sizeof total, [&](const void* send, void* recv) {
+      check(tucclAllReduce(send, recv, 1, tucclInt64, tucclSum, comm_, stream_), "tucclAllReduce (#wrong)", comm_);
+    });
     return total;
   }
 
+  void* deviceBuffer(size_t bytes) override { return cuda_ ? cuda_->allocate(bytes) : nullptr; }
+  void copyToDevice(void* device, const void* host, size_t bytes) override {
+    if (cuda_) cuda_->toDevice(device, host, bytes);
+  }
+  void copyToHost(void* host, const void* device, size_t bytes) override {
+    if (cuda_) cuda_->toHost(host, device, bytes);
+  }
+  RankInfo rankInfo() override { return cuda_ ? cuda_->rankInfo(rank_) : localCpuRankInfo(rank_); }
+
  private:
+  /// Runs `call(send, recv)` to completion, on `in` and `out` themselves on the CPU device and on
+  /// device copies of them on the CUDA device.
+  template <typename Call>
+  void exchange(const void* in, size_t inBytes, void* out, size_t outBytes, Call&& call) {
+    if (!cuda_) {
+      call(in, out);
+      complete();
+      return;
+    }
+    void* send = scratch(0, inBytes);
+    void* recv = scratch(1, outBytes);
+    cuda_->toDevice(send, in, inBytes);
+    call(send, recv);
+    complete();
+    cuda_->toHost(out, recv, outBytes);
+  }
+
+  /// Device scratch buffer `which` (0 send, 1 receive) of at least `bytes`, grown as needed.
+  void* scratch(int which, size_t bytes) {
+    auto& [pointer, size] = scratch_[static_cast<size_t>(which)];
+    if (pointer == nullptr || size < bytes) {
+      size = std::max<size_t>(bytes, 256);
+      pointer = cuda_->allocate(size);  // the smaller one stays allocated until the end
+    }
+    return pointer;
+  }
+
   tucclComm_t comm_;
   tucclStream_t stream_ = nullptr;
   int32_t rank_;
   int32_t nRanks_;
+  std::unique_ptr<CudaMemory> cuda_;
+  std::array<std::pair<void*, size_t>, 2> scratch_{};
 };
 
-/// The communicator's rank and size, on the CPU device.
+/// The communicator's rank and size.
 std::pair<int32_t, int32_t> rankAndSize(tucclComm_t comm) {
   int rank = 0;
   int nRanks = 0;
-  tucclDeviceKind_t kind = tucclDeviceCpu;
   check(tucclCommUserRank(comm, &rank), "tucclCommUserRank", comm);
   check(tucclCommCount(comm, &nRanks), "tucclCommCount", comm);
-  check(tucclCommDeviceKind(comm, &kind), "tucclCommDeviceKind", comm);
-  if (kind != tucclDeviceCpu) {
-    throwIfError(
-        makeError(ErrorCode::Unsupported,
-                  "the communicator is on the CUDA device, but tuccl-bench's buffers are host memory: "
-                  "it runs on the CPU device only"));
-  }
   return {rank, nRanks};
+}
+
+/// The device memory of a communicator on the CUDA device; nullptr on the CPU device.
+std::unique_ptr<CudaMemory> cudaMemoryFor(tucclComm_t comm) {
+  tucclDeviceKind_t kind = tucclDeviceCpu;
+  check(tucclCommDeviceKind(comm, &kind), "tucclCommDeviceKind", comm);
+  if (kind == tucclDeviceCpu) return nullptr;
+  int ordinal = 0;
+  check(tucclCommCuDevice(comm, &ordinal), "tucclCommCuDevice", comm);
+  return std::make_unique<CudaMemory>(ordinal);
 }
 
 /// Runs the benchmark on an initialised communicator; the exit status.
@@ -198,7 +351,7 @@ int runOnComm(const BenchOptions& options, tucclComm_t comm) {
     if (rank == 0) std::cerr << "tuccl-bench: error: " << status.message() << "\n";
     return cli::kExitError;
   }
-  TucclBackend backend(comm, rank, nRanks);
+  TucclBackend backend(comm, rank, nRanks, cudaMemoryFor(comm));
   const int64_t wrong = runBenchmark(options, backend, stdout);
   backend.close();
   return wrong == 0 ? 0 : kExitFailed;

@@ -53,6 +53,11 @@ TEST(CudaDriver, DeclarationsMatchCudaH) {
   static_assert(std::is_same_v<decltype(CudaDriver::cuLaunchKernel),
                                backend::CUresult (*)(backend::CUfunction, unsigned, unsigned, unsigned, unsigned,
                                                      unsigned, unsigned, unsigned, ::CUstream, void**, void**)>);
+  static_assert(std::is_same_v<decltype(CudaDriver::cuDeviceGetName),
+                               backend::CUresult (*)(char*, int, backend::CUdevice)>);
+  static_assert(std::is_same_v<decltype(&::cuDeviceGetName), ::CUresult (*)(char*, int, ::CUdevice)>);
+  static_assert(std::is_same_v<decltype(&::cuDeviceGetPCIBusId), ::CUresult (*)(char*, int, ::CUdevice)>);
+  static_assert(std::is_same_v<decltype(&::cuStreamCreate), ::CUresult (*)(::CUstream*, unsigned)>);
   SUCCEED();
 }
 

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -421,6 +422,29 @@ CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice device) {
     default: return record("cuDeviceGetAttribute", CUDA_ERROR_INVALID_VALUE, {uint64_t(attribute), uint64_t(device)});
   }
   return record("cuDeviceGetAttribute", CUDA_SUCCESS, {uint64_t(attribute), uint64_t(device), uint64_t(*value)});
+}
+
+// values: {device}; text: the name
+CUresult cuDeviceGetName(char* name, int length, CUdevice device) {
+  FAKE_INJECT("cuDeviceGetName", {uint64_t(device)});
+  if (device < 0 || static_cast<size_t>(device) >= state().contexts.size() || name == nullptr || length <= 0) {
+    return record("cuDeviceGetName", CUDA_ERROR_INVALID_VALUE, {uint64_t(device)});
+  }
+  const std::string text = "TuCCL fake GPU " + std::to_string(device);
+  std::snprintf(name, static_cast<size_t>(length), "%s", text.c_str());
+  return record("cuDeviceGetName", CUDA_SUCCESS, {uint64_t(device)}, {}, text);
+}
+
+// values: {device}; text: the bus id
+CUresult cuDeviceGetPCIBusId(char* busId, int length, CUdevice device) {
+  FAKE_INJECT("cuDeviceGetPCIBusId", {uint64_t(device)});
+  if (device < 0 || static_cast<size_t>(device) >= state().contexts.size() || busId == nullptr || length <= 0) {
+    return record("cuDeviceGetPCIBusId", CUDA_ERROR_INVALID_VALUE, {uint64_t(device)});
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "0000:%02x:00.0", 0x10 + device);
+  std::snprintf(busId, static_cast<size_t>(length), "%s", text);
+  return record("cuDeviceGetPCIBusId", CUDA_SUCCESS, {uint64_t(device)}, {}, text);
 }
 
 // values: {device, peer}

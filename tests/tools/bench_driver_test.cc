@@ -1,6 +1,8 @@
 // The benchmark loop (tools/bench_driver.h) over an in-process library: ranks are threads and
 // every collective is computed from the ranks' buffers by the collectives' reference, so the
-// loop's buffers, in-place views, checks, bandwidths and output are tested without libtuccl.
+// loop's buffers, in-place views, checks, bandwidths and output are tested without libtuccl. A
+// library of "device memory" (buffers of its own that the loop copies to and from, as
+// tuccl-bench's CUDA device) is one option of it.
 #include "tools/bench_driver.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,7 +42,8 @@ struct World {
 /// writes its output from all of them.
 class ThreadBackend final : public BenchBackend {
  public:
-  ThreadBackend(World& world, int32_t rank) : world_(world), rank_(rank) {}
+  ThreadBackend(World& world, int32_t rank, bool deviceMemory = false)
+      : world_(world), rank_(rank), deviceMemory_(deviceMemory) {}
   int32_t rank() const override { return rank_; }
   int32_t nRanks() const override { return world_.nRanks; }
 
@@ -53,6 +57,7 @@ class ThreadBackend final : public BenchBackend {
 
   void start(const BenchCall& b) override {
     ++calls;
+    if (deviceMemory_ && (!onDevice(b.send) || !onDevice(b.recv))) ++hostPointers;
     const CollectiveCall& c = b.call;
     const int64_t size = dataTypeSize(c.dataType);
     std::vector<double>& mine = world_.inputs[rank_];
@@ -98,21 +103,60 @@ class ThreadBackend final : public BenchBackend {
     return total;
   }
 
+  // Device memory: buffers of the library's own, poisoned until the loop copies into them.
+  void* deviceBuffer(size_t bytes) override {
+    if (!deviceMemory_) return nullptr;
+    device_.push_back(std::make_unique<std::vector<unsigned char>>(bytes, 0x3C));
+    return device_.back()->data();
+  }
+  void copyToDevice(void* device, const void* host, size_t bytes) override {
+    EXPECT_TRUE(onDevice(device) && onDevice(static_cast<char*>(device) + bytes - 1));
+    std::memcpy(device, host, bytes);
+    ++copies;
+  }
+  void copyToHost(void* host, const void* device, size_t bytes) override {
+    EXPECT_TRUE(onDevice(device) && onDevice(static_cast<const char*>(device) + bytes - 1));
+    std::memcpy(host, device, bytes);
+    ++copies;
+  }
+  RankInfo rankInfo() override {
+    if (!deviceMemory_) return BenchBackend::rankInfo();
+    RankInfo info = localCpuRankInfo(rank_);
+    info.device = rank_ % 2;
+    info.busId = "0x1b";
+    info.deviceName = "Test GPU";
+    return info;
+  }
+
   int64_t calls = 0;
+  int64_t copies = 0;
+  int64_t hostPointers = 0;  ///< calls given a pointer outside the device buffers
 
  private:
+  bool onDevice(const void* pointer) const {
+    const auto* at = static_cast<const unsigned char*>(pointer);
+    for (const auto& buffer : device_) {
+      if (at >= buffer->data() && at < buffer->data() + buffer->size()) return true;
+    }
+    return false;
+  }
+
   World& world_;
   int32_t rank_;
+  bool deviceMemory_;
+  std::vector<std::unique_ptr<std::vector<unsigned char>>> device_;
 };
 
 struct RunResult {
   std::string output;          ///< rank 0's
   std::vector<int64_t> wrong;  ///< per rank
   std::vector<int64_t> calls;  ///< per rank
+  std::vector<int64_t> copies;        ///< per rank, with device memory
+  std::vector<int64_t> hostPointers;  ///< per rank, with device memory
 };
 
 RunResult runRanks(const std::vector<std::string>& args, int32_t nRanks, int32_t corruptRank = -1,
-                   int64_t corruptIndex = 0) {
+                   int64_t corruptIndex = 0, bool deviceMemory = false) {
   Expected<BenchOptions> options = parseBenchOptions(args);
   EXPECT_TRUE(options.ok()) << options.status().message();
   World world(nRanks);
@@ -121,13 +165,17 @@ RunResult runRanks(const std::vector<std::string>& args, int32_t nRanks, int32_t
   RunResult result;
   result.wrong.resize(nRanks);
   result.calls.resize(nRanks);
+  result.copies.resize(nRanks);
+  result.hostPointers.resize(nRanks);
   std::FILE* out = std::tmpfile();
   std::vector<std::thread> threads;
   for (int32_t r = 0; r < nRanks; ++r) {
     threads.emplace_back([&, r] {
-      ThreadBackend backend(world, r);
+      ThreadBackend backend(world, r, deviceMemory);
       result.wrong[r] = runBenchmark(*options, backend, out);
       result.calls[r] = backend.calls;
+      result.copies[r] = backend.copies;
+      result.hostPointers[r] = backend.hostPointers;
     });
   }
   for (std::thread& t : threads) t.join();
@@ -157,6 +205,33 @@ TEST(BenchDriver, EveryCollectiveChecksCleanInAndOutOfPlace) {
     EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
     for (int64_t wrong : r.wrong) EXPECT_EQ(wrong, 0) << collective;
   }
+}
+
+// A library of device memory gets only its own buffers; the loop's inputs reach them and its
+// checks read their results, in place and out of place, for every collective.
+TEST(BenchDriver, DeviceMemoryIsCopiedInAndOutAroundTheCheckedCalls) {
+  for (const char* collective :
+       {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"}) {
+    RunResult r = runRanks({collective, "-b", "4", "-e", "1237", "-f", "7", "-n", "2", "-w", "1", "-c", "2",
+                            "-d", "all", "-r", "all"},
+                           3, -1, 0, true);
+    NcclTestsOutput parsed = parseNcclTestsOutput(r.output);
+    ASSERT_TRUE(parsed.ok()) << parsed.error;
+    EXPECT_FALSE(parsed.rows.empty());
+    for (const NcclTestsRow& row : parsed.rows) {
+      EXPECT_EQ(row.outOfPlace.wrong, 0) << collective << " line " << row.line;
+      EXPECT_EQ(row.inPlace.wrong, 0) << collective << " line " << row.line;
+    }
+    for (int32_t q = 0; q < 3; ++q) {
+      EXPECT_EQ(r.wrong[q], 0) << collective;
+      EXPECT_EQ(r.hostPointers[q], 0) << collective << " rank " << q;
+      EXPECT_GT(r.copies[q], 0) << collective << " rank " << q;
+    }
+    EXPECT_NE(r.output.find("device  1 [0x1b] Test GPU"), std::string::npos) << r.output;
+  }
+  // A wrong element on the device is found through the copy back.
+  RunResult r = runRanks({"allreduce", "-b", "64", "-e", "64", "-c", "1"}, 2, 1, 3, true);
+  EXPECT_NE(r.output.find("# Out of bounds values : 2 FAILED"), std::string::npos) << r.output;
 }
 
 TEST(BenchDriver, RowsFollowNcclTestsConventions) {
