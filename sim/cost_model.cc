@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
@@ -48,13 +49,24 @@ constexpr int32_t kStagingSlots = 8;
 
 const char* const kHopClassNames[kHopClasses] = {"nvlink", "pcie", "network"};
 
-double number(const json& object, const char* key, double value, double min, const std::string& where) {
+/// "0.05", "1e-06": a bound as a person writes it.
+std::string humanNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+/// The number at `key` (`value` when absent): finite and >= min, or > min when `minExcluded`.
+double number(const json& object, const char* key, double value, double min, const std::string& where,
+              bool minExcluded = false) {
   auto it = object.find(key);
   if (it == object.end()) return value;
   if (!it->is_number()) throw std::invalid_argument(where + "." + key + " must be a number");
   double read = it->get<double>();
-  if (!(read >= min) || !std::isfinite(read))
-    throw std::invalid_argument(where + "." + key + " must be a finite number >= " + std::to_string(min));
+  if (!(minExcluded ? read > min : read >= min) || !std::isfinite(read)) {
+    throw std::invalid_argument(where + "." + key + " must be a finite number " + (minExcluded ? "> " : ">= ") +
+                                humanNumber(min) + "; got " + it->dump());
+  }
   return read;
 }
 
@@ -163,7 +175,8 @@ CostModel costModelFromJson(const json& document, const CostModel& base) {
       }
     }
   }
-  model.perThreadGBps = number(document, "perThreadGBps", model.perThreadGBps, 0, "cost");
+  // 0 would mean "no per-thread cap": a file says a rate, so it must be one.
+  model.perThreadGBps = number(document, "perThreadGBps", model.perThreadGBps, 0, "cost", /*minExcluded=*/true);
   model.networkTbGBps = number(document, "networkTbGBps", model.networkTbGBps, 0, "cost");
   model.syncOverheadUs = number(document, "syncOverheadUs", model.syncOverheadUs, 0, "cost");
   model.contentionGamma = number(document, "contentionGamma", model.contentionGamma, 0, "cost");

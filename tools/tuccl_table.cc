@@ -15,6 +15,8 @@
 #include <iostream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "support/text_values.h"
 #include "table/decision.h"
 #include "table/table_index.h"
@@ -77,6 +79,35 @@ std::string describeDecision(const TableEntry& entry) {
   return text;
 }
 
+/// Per entry, the TuCCL program it was tuned on when NCCL does not run that program (tuccl-tune's
+/// metadata.tuccl.entries[i].ncclRuns false, by JSON entry index): NCCL gets the entry's protocol
+/// and channel count for its own algorithm, measured on another program. Empty: NCCL runs it.
+std::vector<std::string> programsNcclDoesNotRun(const LookupTable& table) {
+  std::vector<std::string> programs(table.entries.size());
+  if (table.metadataJson.empty()) return programs;
+  const nlohmann::json metadata = nlohmann::json::parse(table.metadataJson, nullptr, false);
+  if (!metadata.is_object() || !metadata.contains("tuccl") || !metadata["tuccl"].is_object()) return programs;
+  const nlohmann::json& entries = metadata["tuccl"].value("entries", nlohmann::json::array());
+  if (!entries.is_array()) return programs;
+  for (size_t i = 0; i < table.entries.size(); ++i) {
+    const uint32_t origin = table.entries[i].origin;
+    if (origin >= entries.size() || !entries[origin].is_object()) continue;
+    const nlohmann::json& e = entries[origin];
+    const auto runs = e.find("ncclRuns");
+    if (runs == e.end() || !runs->is_boolean() || runs->get<bool>() || !table.entries[i].tucclAlgorithm.empty()) continue;
+    const auto program = e.find("program");
+    programs[i] = program != e.end() && program->is_string() && !program->get<std::string>().empty()
+                      ? program->get<std::string>()
+                      : std::string("a TuCCL program");
+  }
+  return programs;
+}
+
+constexpr const char* kNotNcclsProgram =
+    "NCCL does not run such a program: the NCCL tuner plugin serves NCCL only the protocol and channel count, "
+    "which NCCL applies to its own ring or tree though they were measured on the program (libtuccl runs the "
+    "program itself)";
+
 int validate(const std::string& path) {
   auto loaded = load(path);
   if (!loaded) return tuccl::cli::kExitError;
@@ -95,6 +126,18 @@ int validate(const std::string& path) {
   }
   std::printf("  match order: %s\n",
               table.matchOrder == MatchOrder::FileOrder ? "file (first match wins)" : "specific-first");
+  const std::vector<std::string> programs = programsNcclDoesNotRun(table);
+  std::string listed;
+  size_t count = 0;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    if (programs[i].empty()) continue;
+    ++count;
+    listed += (listed.empty() ? "" : ", ") + originName(*loaded, table.entries[i].origin) + " (" + programs[i] + ")";
+  }
+  if (count > 0) {
+    std::printf("  warning: %zu of %zu entries were tuned on TuCCL programs, %s; %s\n", count, programs.size(),
+                listed.c_str(), kNotNcclsProgram);
+  }
   return 0;
 }
 
@@ -176,6 +219,8 @@ int explain(const std::string& path, const std::string& collText, const std::str
   const TableEntry& entry = loaded->table.entries[decision->entryIndex];
   std::printf("match: %s: %s\n", originName(*loaded, entry.origin).c_str(), describeKey(entry).c_str());
   std::printf("decides:\n  %s\n", describeDecision(entry).c_str());
+  if (const std::string program = programsNcclDoesNotRun(loaded->table)[decision->entryIndex]; !program.empty())
+    std::printf("  warning: tuned on %s; %s\n", program.c_str(), kNotNcclsProgram);
   for (uint32_t i : covering) {
     if (i == decision->entryIndex) continue;
     const TableEntry& other = loaded->table.entries[i];

@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -65,7 +67,9 @@ void addOptions(CLI::App& app, Options& o) {
   app.set_version_flag("--version", kVersion);
   app.add_option("--topo", o.topo, "topology: preset:NAME[:nodes=N,gpus=K], a .json or .xml file, local")
       ->capture_default_str();
-  app.add_option("--collectives", o.collectives, "comma-separated: allreduce, allgather")
+  app.add_option("--collectives", o.collectives,
+                 "comma-separated; sim: allreduce, allgather; command: also broadcast, reduce, reducescatter; "
+                 "tuccl: allreduce, allgather, broadcast, reduce, reducescatter")
       ->capture_default_str();
   app.add_option("--sizes", o.sizes,
                  "size range MIN:MAX (K, M, G suffixes), message bytes as nccl-tests counts them")
@@ -136,7 +140,7 @@ Expected<TuningRequest> requestFromOptions(const Options& o) {
     const std::optional<Collective> collective = parseCollective(name);
     if (!collective)
       return makeError(ErrorCode::InvalidArgument,
-                       "unknown collective '" + name + "' (allreduce, allgather)");
+                       "unknown collective '" + name + "' (broadcast, reduce, allgather, reducescatter, allreduce)");
     request.collectives.push_back(*collective);
   }
   Expected<std::vector<int64_t>> sizes = parseSizeGrid(o.sizes, o.factor);
@@ -163,10 +167,22 @@ Expected<TuningRequest> requestFromOptions(const Options& o) {
   return request;
 }
 
-/// The tables are replaced only with --force; the folders of every output are made on demand.
+/// Every output checked before any work: the tables are replaced only with --force, the three
+/// paths are distinct and writable; then the folders of every output are made.
 Status prepareOutputs(const Options& o) {
+  const std::pair<const char*, const std::string*> outputs[] = {{"-o", &o.output}, {"--csv", &o.csv}, {"--log", &o.log}};
+  for (size_t i = 0; i < std::size(outputs); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (cli::sameOutputFile(*outputs[i].second, *outputs[j].second))
+        return makeError(ErrorCode::InvalidArgument, std::string(outputs[j].first) + " and " + outputs[i].first +
+                                                         " name the same file, " + *outputs[i].second);
+    }
+  }
   for (const std::string& path : {o.output, o.csv}) {
     if (Status status = cli::checkOutputFree(path, o.force); !status) return status;
+  }
+  for (const std::string& path : {o.output, o.csv, o.log}) {
+    if (Status status = cli::checkOutputWritable(path); !status) return status;
   }
   for (const std::string& path : {o.output, o.csv, o.log}) {
     if (Status status = cli::makeOutputFolder(path); !status) return status;
@@ -180,7 +196,15 @@ std::string bytesLabel(int64_t bytes) { return formatByteSize(static_cast<uint64
 /// The progress bar on a terminal (stderr), a line per finished search otherwise.
 class Progress : public TuningObserver {
  public:
-  explicit Progress(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}
+  explicit Progress(const Options& options) : options_(options), quiet_(options.quiet), tty_(isatty(fileno(stderr)) != 0) {}
+
+  /// The request is checked: the outputs are checked and their folders made before the trial log.
+  Status ready() override { return prepareOutputs(options_); }
+
+  void warning(std::string_view text) override {
+    std::fprintf(stderr, "%stuccl-tune: warning: %.*s\n", tty_ && !quiet_ ? "\r\033[K" : "",
+                 static_cast<int>(text.size()), text.data());
+  }
 
   void note(std::string_view text) override {
     std::fprintf(stderr, "tuccl-tune: note: %.*s\n", static_cast<int>(text.size()), text.data());
@@ -231,6 +255,7 @@ class Progress : public TuningObserver {
   }
 
  private:
+  const Options& options_;
   bool quiet_;
   bool tty_;
   std::chrono::steady_clock::time_point last_{};
@@ -296,11 +321,20 @@ int main(int argc, char** argv) {
   addOptions(app, options);
   if (auto status = cli::parse(app, argc, argv)) return *status;
   defaultOutputPaths(options);
+  if (options.profiler == "command" && app.count("--topo") == 0) {
+    // The table is keyed by the topology's nodes and ranks: the default preset's would not match
+    // the job the command measures.
+    return cli::reportError(
+        kTool, makeError(ErrorCode::InvalidArgument,
+                         "--profiler command needs --topo: the topology the command runs on keys the table "
+                         "(its nodes and ranks); give a topology file, 'local', or a preset with the job's "
+                         "shape, e.g. preset:dgx-h100:nodes=2 or preset:dgx-a100:nodes=1,gpus=4"));
+  }
 
   Expected<TuningRequest> request = requestFromOptions(options);
   if (!request) return cli::reportError(kTool, request.status());
-  if (Status status = prepareOutputs(options); !status) return cli::reportError(kTool, status);
-  Progress progress(options.quiet);
+  if (Status status = checkTuningRequest(*request); !status) return cli::reportError(kTool, status);
+  Progress progress(options);
   Expected<TuningResult> result = runTuning(*request, &progress);
   if (!result) return cli::reportError(kTool, result.status());
   LookupTable table = tableFromResult(*result);

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -24,11 +26,6 @@
 namespace tuccl {
 namespace {
 
-/// The collectives a run can tune: those with candidate programs (tune/sketch_candidates.h).
-bool isTunable(Collective collective) {
-  return collective == Collective::AllReduce || collective == Collective::AllGather;
-}
-
 /// "allreduce": a collective as the trial log and the table spell it.
 std::string logName(Collective collective) { return toLowerCase(collectiveName(collective)); }
 
@@ -39,18 +36,91 @@ std::string logName(Collective collective) { return toLowerCase(collectiveName(c
 struct CollectivePlan {
   Collective collective = Collective::AllReduce;
   std::vector<AlgorithmCandidate> candidates;  ///< sim only
+  bool tuccl = false;                          ///< libtuccl runs the configurations
   SearchSpace base;
 };
 
+/// The built-in libtuccl algorithms of a collective (backend/builtin_algorithms.cc's registry;
+/// tune/ does not link the backend): what the libtuccl profiler searches.
+std::vector<std::string> tucclBuiltinAlgorithms(Collective collective) {
+  switch (collective) {
+    case Collective::AllReduce:
+    case Collective::AllGather: return {"ring", "direct"};
+    case Collective::ReduceScatter: return {"ring"};
+    case Collective::Broadcast:
+    case Collective::Reduce: return {"chain", "binomial"};
+    case Collective::AllToAll: break;
+  }
+  return {};
+}
+
+/// "allreduce, allgather": names for messages.
+std::string collectiveList(const std::vector<Collective>& collectives) {
+  std::string out;
+  for (Collective c : collectives) out += (out.empty() ? "" : ", ") + logName(c);
+  return out;
+}
+
+/// A number in human form: "0.05", "1e+06", "inf".
+std::string humanNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+/// `value` of option `name` must be finite and within [lo, hi] ((lo, hi] when `loOpen`); the
+/// message says the range and what was given.
+Status checkRange(std::string_view name, double value, double lo, double hi, bool loOpen = false,
+                  std::string_view meaning = {}) {
+  const bool above = loOpen ? value > lo : value >= lo;
+  if (std::isfinite(value) && above && value <= hi) return Status();
+  std::string range = std::isinf(hi) ? std::string(loOpen ? "> " : ">= ") + humanNumber(lo)
+                                     : std::string("in ") + (loOpen ? "(" : "[") + humanNumber(lo) + ", " +
+                                           humanNumber(hi) + "]";
+  std::string message = std::string(name) + " must be a finite number " + range;
+  if (!meaning.empty()) message += " (" + std::string(meaning) + ")";
+  return makeError(ErrorCode::InvalidArgument, message + "; got " + humanNumber(value));
+}
+
+Status checkNumbers(const TuningRequest& request) {
+  constexpr double kUnbounded = std::numeric_limits<double>::infinity();
+  // A week: longer per-run timeouts are a typo, and the deadline arithmetic stays exact.
+  constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
+  const Status checks[] = {
+      checkRange("--budget", request.budget, 0, kUnbounded, false,
+                 "iterations per collective and size; 0: --budget-fraction of the grid's cost"),
+      checkRange("--budget-fraction", request.budgetFraction, 0, 1, true, "a fraction of the grid's cost"),
+      checkRange("--max-resource", static_cast<double>(request.maxResource), 1, 1e6),
+      checkRange("--max-slices", static_cast<double>(request.maxSlices), 1, 1 << 20),
+      checkRange("--sigma", request.sigma, 0, 1, false, "the relative noise of one simulated iteration"),
+      checkRange("--timeout", request.timeoutSeconds, 0, kMaxTimeoutSeconds, true, "seconds per run"),
+  };
+  for (const Status& status : checks)
+    if (!status) return status;
+  return Status();
+}
+
 void checkRequest(const TuningRequest& request) {
+  throwIfError(checkNumbers(request));
   if (request.profiler == ProfilerKind::Command && request.commandTemplate.empty())
     fail(ErrorCode::InvalidArgument, "--profiler command needs --command TEMPLATE");
   if (request.sizes.empty()) fail(ErrorCode::InvalidArgument, "no message sizes to tune");
   if (request.collectives.empty()) fail(ErrorCode::InvalidArgument, "--collectives is empty");
-  for (Collective collective : request.collectives) {
-    if (!isTunable(collective))
-      fail(ErrorCode::InvalidArgument,
-           "collective '" + logName(collective) + "' cannot be tuned (allreduce, allgather)");
+  const std::vector<Collective> tunable = tunableCollectives(request.profiler);
+  for (size_t i = 0; i < request.collectives.size(); ++i) {
+    const Collective collective = request.collectives[i];
+    if (std::find(tunable.begin(), tunable.end(), collective) == tunable.end()) {
+      std::string message = "collective '" + logName(collective) + "' cannot be tuned with --profiler " +
+                            std::string(profilerKindName(request.profiler)) + " (" + collectiveList(tunable) + ")";
+      if (request.profiler == ProfilerKind::Sim && collective != Collective::AllToAll)
+        message += "; the simulator has candidate programs for those only: tune " + logName(collective) +
+                   " with --profiler command (NCCL runs it) or --profiler tuccl";
+      if (collective == Collective::AllToAll) message += "; NCCL's tuner is never asked about alltoall";
+      fail(ErrorCode::InvalidArgument, message);
+    }
+    if (std::find(request.collectives.begin(), request.collectives.begin() + static_cast<std::ptrdiff_t>(i),
+                  collective) != request.collectives.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(ErrorCode::InvalidArgument, "--collectives names " + logName(collective) + " twice");
   }
   if (!makeSearcher(request.method))
     fail(ErrorCode::InvalidArgument, "unknown search method '" + request.method + "'");
@@ -81,6 +151,18 @@ void checkRequest(const TuningRequest& request) {
                                              "nvls_tree, pat)");
       }
     }
+  }
+}
+
+/// Every {placeholder} of the command template must name the size, the iterations or a
+/// dimension of the space: checked once, before any run, instead of failing every run.
+void checkCommandTemplate(const std::string& commandTemplate, const SearchSpace& space) {
+  std::map<std::string, std::string> values = {{"bytes", ""}, {"size", ""}, {"iters", ""}};
+  for (size_t d = 0; d < space.dimensionCount(); ++d) values[space.dimension(d).name] = "";
+  try {
+    (void)expandCommandTemplate(commandTemplate, values);
+  } catch (const std::invalid_argument& e) {
+    fail(ErrorCode::InvalidArgument, "--command: " + std::string(e.what()));
   }
 }
 
@@ -117,6 +199,7 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
                               const std::optional<nlohmann::json>& spaceJson, TuningObserver& observer) {
   CollectivePlan plan;
   plan.collective = collective;
+  plan.tuccl = request.profiler == ProfilerKind::Tuccl;
   const std::vector<std::string>& restrict = request.algorithms;
   if (request.profiler == ProfilerKind::Sim) {
     std::vector<std::string> notes;
@@ -134,9 +217,7 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
   } else if (request.profiler == ProfilerKind::Tuccl) {
     // libtuccl runs the built-in algorithms with its own scheduler (HPDS); protocol and thread
     // count are not libtuccl settings. The algorithms a collective has built in:
-    std::vector<std::string> names = collective == Collective::AllGather || collective == Collective::AllReduce
-                                         ? std::vector<std::string>{"ring", "direct"}
-                                         : std::vector<std::string>{"ring"};
+    std::vector<std::string> names = tucclBuiltinAlgorithms(collective);
     if (!restrict.empty()) {
       std::erase_if(names, [&](const std::string& n) { return std::find(restrict.begin(), restrict.end(), n) == restrict.end(); });
       if (names.empty()) fail(ErrorCode::InvalidArgument, "--algorithms leaves no built-in algorithm for " + logName(collective));
@@ -157,7 +238,10 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
     }
   }
   checkProtocols(plan.base);
-  if (request.profiler == ProfilerKind::Command) checkNcclAlgorithms(plan.base);
+  if (request.profiler == ProfilerKind::Command) {
+    checkNcclAlgorithms(plan.base);
+    checkCommandTemplate(request.commandTemplate, plan.base);
+  }
   return plan;
 }
 
@@ -295,6 +379,7 @@ TunedRange describeRange(const CollectivePlan& plan, const TunedWorkload& w, con
   // command profiler the values are NCCL's algorithms (checked in planCollective).
   if (candidate != nullptr ? candidate->ncclRing : !r.algorithm.empty())
     r.ncclAlgorithm = parseNcclAlgorithm(r.algorithm);
+  r.ncclRuns = plan.candidates.empty() ? !plan.tuccl : candidate != nullptr && candidate->ncclRing;
   r.scheduler = s.valueOf(best, kDimScheduler);
   r.protocol = protocolOf(s, best);
   r.nChannels = static_cast<int32_t>(s.levelOf(best, kDimChannels, 0));
@@ -329,6 +414,27 @@ std::vector<TunedRange> mergeRanges(const std::vector<CollectivePlan>& plans,
   return ranges;
 }
 
+/// The sim's winners that are TuCCL programs (HM, direct, the rail ring): NCCL runs its own
+/// algorithms, so the plugin's protocol and channel count for them were measured on a program
+/// NCCL will not run. Said once, listing the ranges.
+void warnAboutProgramsNcclDoesNotRun(const TuningResult& result, TuningObserver& observer) {
+  std::string ranges;
+  size_t count = 0;
+  for (const TunedRange& r : result.ranges) {
+    if (r.ncclRuns) continue;
+    ++count;
+    ranges += (ranges.empty() ? "" : ", ") + logName(r.collective) + " " + formatByteSize(r.sizes.minBytes) + ".." +
+              (r.sizes.maxBytes == UINT64_MAX ? std::string("inf") : formatByteSize(r.sizes.maxBytes)) + ": " +
+              (r.program.empty() ? r.algorithm : r.program);
+  }
+  if (count == 0) return;
+  observer.warning(std::to_string(count) + " of " + std::to_string(result.ranges.size()) +
+                   " table entries were won by TuCCL programs NCCL does not run (" + ranges +
+                   "); the NCCL tuner plugin serves NCCL only their protocol and channel count, which NCCL "
+                   "applies to its own ring or tree (libtuccl runs the programs themselves). To tune NCCL, "
+                   "use --algorithms ring or --profiler command.");
+}
+
 TuningResult runSearches(const TuningRequest& request, TuningObserver& observer) {
   checkRequest(request);
   const std::optional<nlohmann::json> spaceJson = readSpaceFile(request.spaceFile);
@@ -346,6 +452,7 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
   for (Collective collective : request.collectives)
     plans.push_back(planCollective(request, collective, topology, spaceJson, observer));
 
+  throwIfError(observer.ready());
   std::unique_ptr<TrialLog> log =
       TrialLog::open(request.logPath, runHeader(request, result.signature, plans), request.resume);
   if (log->loadedTrials() > 0) observer.resuming(request.logPath, log->loadedTrials());
@@ -357,6 +464,7 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
       result.workloads.push_back(searchWorkload(ctx, plan, bytes, result.workloads.size()));
   }
   result.ranges = mergeRanges(plans, result.workloads, request.sizes);
+  if (request.profiler == ProfilerKind::Sim) warnAboutProgramsNcclDoesNotRun(result, observer);
   return result;
 }
 
@@ -393,6 +501,7 @@ nlohmann::ordered_json rangeMetadata(const TuningResult& result, const TunedRang
   const auto first = result.request.sizes.begin() + static_cast<std::ptrdiff_t>(r.sizes.first);
   const auto last = result.request.sizes.begin() + static_cast<std::ptrdiff_t>(r.sizes.last) + 1;
   return {{"algorithm", r.algorithm},
+          {"ncclRuns", r.ncclRuns},
           {"program", r.program},
           {"sketch", r.sketch},
           {"scheduler", r.scheduler},
@@ -410,6 +519,28 @@ std::string_view profilerKindName(ProfilerKind kind) {
     case ProfilerKind::Sim: break;
   }
   return "sim";
+}
+
+std::vector<Collective> tunableCollectives(ProfilerKind kind) {
+  std::vector<Collective> out;
+  for (int c = 0; c < kTunerCollectives; ++c) {
+    const auto collective = static_cast<Collective>(c);
+    const bool tunable = kind == ProfilerKind::Command   ? true
+                         : kind == ProfilerKind::Tuccl ? !tucclBuiltinAlgorithms(collective).empty()
+                                                       : collective == Collective::AllReduce ||
+                                                             collective == Collective::AllGather;
+    if (tunable) out.push_back(collective);
+  }
+  return out;
+}
+
+Status checkTuningRequest(const TuningRequest& request) {
+  try {
+    checkRequest(request);
+  } catch (const StatusError& error) {
+    return error.status();
+  }
+  return Status();
 }
 
 std::optional<ProfilerKind> parseProfilerKind(std::string_view name) {

@@ -51,6 +51,11 @@ enum class ProfilerKind : uint8_t {
 std::string_view profilerKindName(ProfilerKind kind);
 std::optional<ProfilerKind> parseProfilerKind(std::string_view name);
 
+/// The collectives a profiler can tune, in ncclFunc_t order: sim, those with candidate programs
+/// (allreduce, allgather); command, every collective NCCL's tuner is asked about (NCCL runs the
+/// command); tuccl, those of them with libtuccl built-in algorithms.
+std::vector<Collective> tunableCollectives(ProfilerKind kind);
+
 struct TuningRequest {
   // ---- what to tune
   std::string topology = "preset:resccl-a100:nodes=2";  ///< a spec topo/load.h loadTopology accepts
@@ -104,6 +109,9 @@ struct TunedRange {
   std::string sketch;     ///< sim: the sparsest sketch admitting it; empty otherwise
   std::string scheduler;  ///< empty: none in the space
   std::optional<NcclAlgorithm> ncclAlgorithm;  ///< what NCCL can run of it; empty: any
+  /// Whether NCCL runs what was measured (the command profiler; the sim's rank-order ring). When
+  /// not, the plugin hands NCCL a protocol and channel count measured on another program.
+  bool ncclRuns = false;
   std::optional<Protocol> protocol;            ///< empty: none in the space
   int32_t nChannels = 0;                       ///< 0: none in the space
   int64_t nThreads = 0;
@@ -129,6 +137,12 @@ class TuningObserver {
   virtual ~TuningObserver() = default;
   /// Something worth telling (a program that does not fit the topology's shape).
   virtual void note(std::string_view /*text*/) {}
+  /// Something the user must know about the table (entries NCCL cannot run as tuned).
+  virtual void warning(std::string_view /*text*/) {}
+  /// Once every argument is checked (the topology loaded, the spaces built), before the trial log
+  /// is opened or anything is measured: a failed Status (an output that cannot be written) stops
+  /// the run with it, having written nothing.
+  virtual Status ready() { return Status(); }
   /// The candidate programs of a collective (sim).
   virtual void candidates(Collective /*collective*/, const std::vector<AlgorithmCandidate>& /*candidates*/) {}
   /// An existing log is being resumed.
@@ -141,10 +155,16 @@ class TuningObserver {
                             double /*gridCost*/) {}
 };
 
+/// The checks of the request's own values, without reading any file: the numbers within their
+/// ranges (the message says the range), the collectives tunable by the profiler and not repeated,
+/// the method, schedulers and algorithms known. runTuning runs them first.
+Status checkTuningRequest(const TuningRequest& request);
+
 /// Runs every search of the request. Fails with InvalidArgument / InvalidInput for a bad request
-/// (a collective that cannot be tuned, an unknown method, scheduler or algorithm, a bad topology
-/// or space file, a log that exists without resume or belongs to another run), and with the
-/// error of a search that measured nothing (e.g. a command that always fails).
+/// (checkTuningRequest, a bad topology or space file, a command template with an unknown
+/// placeholder, a log that exists without resume or belongs to another run) before anything is
+/// written, and with the error of a search that measured nothing (e.g. a command that always
+/// fails).
 Expected<TuningResult> runTuning(const TuningRequest& request, TuningObserver* observer = nullptr);
 
 /// The lookup table of a result: one entry per range (keyed by the topology's nNodes and nRanks,

@@ -64,5 +64,19 @@ TEST(CostModel, RejectsTyposAndBadValues) {
   EXPECT_FALSE(parseProtocol("LL256"));
 }
 
+TEST(CostModel, PerThreadRateMustBeARateAndMessagesSayTheRange) {
+  // 0 once meant "no per-thread cap"; a file that says 0 is refused, naming the range.
+  Expected<CostModel> zero = readCostModelJson(SourceText("c.json", R"({"perThreadGBps": 0})"));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("cost.perThreadGBps must be a finite number > 0; got 0"), std::string::npos)
+      << zero.status().message();
+  Expected<CostModel> floor = readCostModelJson(SourceText("c.json", R"({"contentionFloor": 0})"));
+  ASSERT_FALSE(floor.ok());
+  EXPECT_NE(floor.status().message().find(">= 1e-06; got 0"), std::string::npos) << floor.status().message();
+  Expected<CostModel> small = readCostModelJson(SourceText("c.json", R"({"perThreadGBps": 0.01})"));
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  EXPECT_DOUBLE_EQ(small->perThreadGBps, 0.01);
+}
+
 }  // namespace
 }  // namespace tuccl

@@ -165,4 +165,96 @@ TEST(TucclTune, MakesTheOutputFolder) {
   EXPECT_TRUE(std::filesystem::exists(dir / "table.trials.jsonl"));
 }
 
+TEST(TucclTune, ChecksEveryArgumentAndOutputBeforeAnyWork) {
+  const auto dir = freshDir("tuccl_tune_checked_first");
+  const std::string base = "--topo preset:resccl-a100:nodes=2,gpus=4 --sizes 64K:64K --schedulers hpds --seed 3 -q ";
+  const std::string out = " -o " + (dir / "t.json").string();
+  std::ofstream(dir / "plain_file") << "x";
+  struct Case {
+    std::string arguments;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"--budget=-5", "--budget must be a finite number >= 0"},
+      {"--budget nan", "--budget must be a finite number >= 0"},
+      {"--sigma=-1", "--sigma must be a finite number in [0, 1]"},
+      {"--sigma nan", "got nan"},
+      {"--budget-fraction 0", "--budget-fraction must be a finite number in (0, 1]"},
+      {"--timeout 0", "--timeout must be a finite number in (0, 604800]"},
+      {"--max-resource 0", "--max-resource must be a finite number in [1, 1e+06]"},
+      {"--collectives allreduce,allreduce", "names allreduce twice"},
+      {"--csv " + (dir / "plain_file" / "t.csv").string(), "is not a directory"},
+      {"--log " + (dir / "t.json").string(), "name the same file"},
+      {"--force --csv " + dir.string(), "it is a directory"},
+  };
+  for (const Case& c : cases) {
+    const bool collectives = c.arguments.find("--collectives") != std::string::npos;
+    ToolRun r = tune(base + (collectives ? "" : "--collectives allreduce ") + c.arguments + out);
+    EXPECT_EQ(r.status, 2) << c.arguments << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.arguments << "\n" << r.output;
+    EXPECT_EQ(r.output.find("1797693"), std::string::npos) << r.output;
+    // Nothing written: no trial log to demand --resume, no table, no folder.
+    EXPECT_FALSE(std::filesystem::exists(dir / "t.trials.jsonl")) << c.arguments;
+    EXPECT_FALSE(std::filesystem::exists(dir / "t.json")) << c.arguments;
+  }
+  // The corrected run needs no --resume.
+  ToolRun fixed = tune(base + "--collectives allreduce --budget 500" + out);
+  EXPECT_EQ(fixed.status, 0) << fixed.output;
+}
+
+TEST(TucclTune, TheCommandProfilerNeedsTheTopology) {
+  const auto dir = freshDir("tuccl_tune_command_topo");
+  ToolRun r = tune("--profiler command --command 'true' --sizes 1K:1K -o " + (dir / "t.json").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--profiler command needs --topo"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+TEST(TucclTune, CollectivesTheProfilerCannotTuneAreRefusedUpFrontAndTheCommandTunesBroadcast) {
+  const auto dir = freshDir("tuccl_tune_broadcast");
+  ToolRun r = tune("--topo preset:resccl-a100:nodes=1,gpus=2 --collectives broadcast -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--profiler command"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  // A stand-in for broadcast_perf printing one nccl-tests row whose time follows the channels.
+  const std::string command =
+      "'echo \"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw "
+      "  busbw #wrong\"; echo \"{bytes} 256 float none 0 $((10 + {nChannels})).5 0.1 0.1 0 11.0 0.1 0.1 0\"'";
+  r = tune("--topo preset:resccl-a100:nodes=1,gpus=2 --profiler command --collectives broadcast,reduce "
+           "--sizes 1K:1K --budget 200 -q --command " + command + " -o " + (dir / "t.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  tuccl::Expected<tuccl::LoadedTable> loaded = tuccl::loadTableFile((dir / "t.json").string());
+  ASSERT_TRUE(loaded.ok()) << tuccl::formatTableError(loaded.status());
+  ASSERT_EQ(loaded->table.entries.size(), 2u);
+  EXPECT_EQ(loaded->table.entries[0].collective, tuccl::Collective::Broadcast);
+  EXPECT_EQ(loaded->table.entries[1].collective, tuccl::Collective::Reduce);
+  EXPECT_EQ(loaded->table.entries[0].nChannels, 1);  // the fastest in the stand-in
+}
+
+TEST(TucclTune, WarnsWhenNcclDoesNotRunTheProgramTheTableWasTunedOn) {
+  const auto dir = freshDir("tuccl_tune_hm_warning");
+  const std::string json = (dir / "t.json").string();
+  // HM wins on two nodes; NCCL has no HM.
+  ToolRun r = tune("--topo preset:resccl-a100:nodes=2,gpus=4 --collectives allreduce --algorithms hm --sizes 64K:64K "
+                   "--schedulers hpds --budget 500 --seed 3 -q -o " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: 1 of 1 table entries were won by TuCCL programs NCCL does not run"),
+            std::string::npos) << r.output;
+  ToolRun valid = table("validate " + json);
+  EXPECT_EQ(valid.status, 0) << valid.output;
+  EXPECT_NE(valid.output.find("warning: 1 of 1 entries were tuned on TuCCL programs"), std::string::npos)
+      << valid.output;
+  ToolRun explained = table("explain " + json + " --coll allreduce --bytes 64K --nodes 2 --ranks 8");
+  EXPECT_EQ(explained.status, 0) << explained.output;
+  EXPECT_NE(explained.output.find("warning: tuned on hm_allreduce"), std::string::npos) << explained.output;
+
+  // The rank-order ring is NCCL's RING: no warning.
+  r = tune("--topo preset:resccl-a100:nodes=2,gpus=4 --collectives allreduce --algorithms ring --sizes 64K:64K "
+           "--schedulers hpds --budget 500 --seed 3 -q -o " + (dir / "ring.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("warning:"), std::string::npos) << r.output;
+  valid = table("validate " + (dir / "ring.json").string());
+  EXPECT_EQ(valid.output.find("warning:"), std::string::npos) << valid.output;
+}
+
 }  // namespace

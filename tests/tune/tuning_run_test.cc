@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -221,6 +222,24 @@ TEST(TuningRun, ACommandThatNeverWorksIsAnError) {
   ASSERT_FALSE(result);
   EXPECT_NE(result.status().code(), ErrorCode::Internal);
   EXPECT_FALSE(result.status().message().empty());
+}
+
+TEST(TuningRun, TunableCollectivesFollowTheProfiler) {
+  EXPECT_EQ(tunableCollectives(ProfilerKind::Sim), (std::vector<Collective>{Collective::AllGather, Collective::AllReduce}));
+  EXPECT_EQ(tunableCollectives(ProfilerKind::Command).size(), static_cast<size_t>(kTunerCollectives));
+  EXPECT_EQ(tunableCollectives(ProfilerKind::Tuccl).size(), static_cast<size_t>(kTunerCollectives));
+  TuningRequest request;
+  request.sizes = {1024};
+  request.sigma = std::numeric_limits<double>::quiet_NaN();
+  Status status = checkTuningRequest(request);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("--sigma must be a finite number in [0, 1]"), std::string::npos) << status.message();
+  request.sigma = 0.05;
+  request.collectives = {Collective::AllReduce, Collective::AllToAll};
+  request.profiler = ProfilerKind::Command;
+  request.commandTemplate = "true";
+  status = checkTuningRequest(request);
+  EXPECT_NE(status.message().find("'alltoall' cannot be tuned"), std::string::npos) << status.message();
 }
 
 TEST(TuningRun, ProfilerNames) {
