@@ -1,15 +1,21 @@
 #include "tune/command_profiler.h"
 
 #include <cstdlib>
+#include <ctime>
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <iterator>
+#include <mutex>
+#include <optional>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -45,6 +51,118 @@ std::string formatSeconds(double seconds) {
   std::snprintf(text, sizeof text, "%g", seconds);
   return text;
 }
+
+// ---- Ending a command's process group: on timeout, when it exits, and when we are interrupted ----
+//
+// Each command runs in its own process group (the shell and whatever it starts: mpirun, its
+// ranks, a backgrounded helper), so a terminal's Ctrl-C reaches only this process. While a group
+// runs, SIGINT, SIGTERM and SIGHUP end every running group — SIGTERM, then SIGKILL after a grace
+// — before this process dies of the signal, so no benchmark is left re-parented to init.
+
+/// How long a group gets between SIGTERM and SIGKILL (mpirun forwards SIGTERM to its ranks).
+constexpr int kGraceMilliseconds = 3000;
+constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr size_t kMaxGroups = 64;
+
+std::atomic<pid_t> gGroups[kMaxGroups];  ///< the running groups (their leaders' pids); 0: free slot
+std::mutex gHandlersMutex;
+int gRunning = 0;  ///< groups registered; the handlers are installed while > 0
+struct sigaction gPrevious[std::size(kInterruptSignals)];
+
+void sleepMilliseconds(long ms) {
+  timespec t{ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&t, nullptr);
+}
+
+/// Whether anything of the group is left (its leader reaped first, when it is ours and done).
+bool groupAlive(pid_t group) {
+  waitpid(group, nullptr, WNOHANG);
+  return kill(-group, 0) == 0 || errno != ESRCH;
+}
+
+/// SIGTERM to the group, SIGKILL to what is left after the grace. Async-signal-safe.
+void endGroup(pid_t group) {
+  if (!groupAlive(group)) return;
+  kill(-group, SIGTERM);
+  for (int waited = 0; waited < kGraceMilliseconds && groupAlive(group); waited += 10) sleepMilliseconds(10);
+  if (groupAlive(group)) kill(-group, SIGKILL);
+}
+
+/// The handler of kInterruptSignals while groups run: end them, then die of the signal as we would
+/// have without the handler.
+void endGroupsAndRedeliver(int signal) {
+  for (std::atomic<pid_t>& slot : gGroups) {
+    const pid_t group = slot.load();
+    if (group > 0) kill(-group, SIGTERM);
+  }
+  for (std::atomic<pid_t>& slot : gGroups) {
+    const pid_t group = slot.exchange(0);
+    if (group > 0) endGroup(group);
+  }
+  for (size_t i = 0; i < std::size(kInterruptSignals); ++i) {
+    if (kInterruptSignals[i] == signal) sigaction(signal, &gPrevious[i], nullptr);
+  }
+  raise(signal);
+}
+
+/// Blocks the interrupt signals for the time between spawning a group and registering it.
+class InterruptsBlocked {
+ public:
+  InterruptsBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int signal : kInterruptSignals) sigaddset(&set, signal);
+    pthread_sigmask(SIG_BLOCK, &set, &previous_);
+  }
+  ~InterruptsBlocked() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  InterruptsBlocked(const InterruptsBlocked&) = delete;
+  InterruptsBlocked& operator=(const InterruptsBlocked&) = delete;
+  const sigset_t& previous() const { return previous_; }
+
+ private:
+  sigset_t previous_;
+};
+
+/// A running group, registered for the handler; ending it (endGroup) when it goes out of scope.
+class RunningGroup {
+ public:
+  explicit RunningGroup(pid_t group) : group_(group) {
+    {
+      std::lock_guard<std::mutex> lock(gHandlersMutex);
+      if (gRunning++ == 0) {
+        for (size_t i = 0; i < std::size(kInterruptSignals); ++i) {
+          sigaction(kInterruptSignals[i], nullptr, &gPrevious[i]);
+          if (gPrevious[i].sa_handler == SIG_IGN) continue;  // e.g. SIGHUP under nohup: stays ignored
+          struct sigaction action {};
+          action.sa_handler = endGroupsAndRedeliver;
+          sigemptyset(&action.sa_mask);
+          for (int signal : kInterruptSignals) sigaddset(&action.sa_mask, signal);
+          sigaction(kInterruptSignals[i], &action, nullptr);
+        }
+      }
+    }
+    for (std::atomic<pid_t>& slot : gGroups) {
+      pid_t free = 0;
+      if (slot.compare_exchange_strong(free, group)) break;
+    }
+  }
+  ~RunningGroup() {
+    endGroup(group_);
+    for (std::atomic<pid_t>& slot : gGroups) {
+      pid_t mine = group_;
+      if (slot.compare_exchange_strong(mine, 0)) break;
+    }
+    std::lock_guard<std::mutex> lock(gHandlersMutex);
+    if (--gRunning == 0) {
+      for (size_t i = 0; i < std::size(kInterruptSignals); ++i) sigaction(kInterruptSignals[i], &gPrevious[i], nullptr);
+    }
+  }
+  RunningGroup(const RunningGroup&) = delete;
+  RunningGroup& operator=(const RunningGroup&) = delete;
+
+ private:
+  pid_t group_;
+};
 
 Measurement failure(std::string message, int64_t resource) {
   Measurement m;
@@ -152,10 +270,22 @@ CommandRun runShellCommand(const std::string& shell, const std::string& command,
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  // The child starts in its own process group, with our signal mask and default dispositions;
+  // the interrupt signals wait until the group is registered for the handler.
+  std::optional<InterruptsBlocked> blocked(std::in_place);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setsigmask(&attr, &blocked->previous());
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int signal : kInterruptSignals) {
+    struct sigaction current {};
+    sigaction(signal, nullptr, &current);
+    if (current.sa_handler != SIG_IGN) sigaddset(&defaults, signal);
+  }
+  posix_spawnattr_setsigdefault(&attr, &defaults);
   std::string arg0 = shell, arg1 = "-c", arg2 = command;
   char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
   pid_t pid = -1;
@@ -169,6 +299,8 @@ CommandRun runShellCommand(const std::string& shell, const std::string& command,
     return run;
   }
   run.started = true;
+  std::optional<RunningGroup> group(std::in_place, pid);  // ends the group whenever we leave
+  blocked.reset();
   fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
@@ -198,13 +330,13 @@ CommandRun runShellCommand(const std::string& shell, const std::string& command,
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       run.timedOut = true;
-      kill(-pid, SIGKILL);
+      endGroup(pid);
       waitpid(pid, &status, 0);
       drain();
       break;
     }
   }
-  kill(-pid, SIGKILL);  // whatever the command left running in its group
+  group.reset();  // whatever the command left running in its group
   close(fds[0]);
   if (!run.timedOut) {
     if (WIFEXITED(status)) run.exitStatus = WEXITSTATUS(status);

@@ -6,7 +6,7 @@
 // configuration) are substituted, and the nccl-tests output is parsed for time and busbw.
 //
 // In:  CommandProfilerOptions (template, size, timeout, extra environment).
-// Out: Measurements; a failing command, a timeout (the process group is killed), output without a
+// Out: Measurements; a failing command, a timeout (the process group is ended), output without a
 //      result row, or #wrong > 0 are failed Measurements whose error quotes the tail of the output.
 #pragma once
 
@@ -69,7 +69,10 @@ struct CommandRun {
   bool succeeded() const { return started && !timedOut && signal == 0 && exitStatus == 0; }
 };
 /// Runs `command` with `shell -c` in its own process group, with `environment` added to this
-/// process's, and kills the group (SIGKILL) after `timeoutSeconds`.
+/// process's. The group is ended — SIGTERM, then SIGKILL after a grace of 3 s — after
+/// `timeoutSeconds`, when the command exits (whatever it left running), and when this process gets
+/// SIGINT, SIGTERM or SIGHUP while the command runs: the handler, installed only while commands
+/// run, ends every running group and then lets the signal end this process as it would have.
 CommandRun runShellCommand(const std::string& shell, const std::string& command,
                            const std::vector<std::pair<std::string, std::string>>& environment,
                            double timeoutSeconds, size_t maxOutputBytes);

@@ -1,16 +1,27 @@
 // tuccl-tune end to end: the table it writes loads in the plugin's reader and tuccl-table explains
 // it; the same seed gives the same table; a killed run resumes to the same table; nothing is
 // overwritten silently.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "table/table_io.h"
 #include "tests/tools/run_tool.h"
+
+extern char** environ;
 
 namespace {
 
@@ -255,6 +266,75 @@ TEST(TucclTune, WarnsWhenNcclDoesNotRunTheProgramTheTableWasTunedOn) {
   EXPECT_EQ(r.output.find("warning:"), std::string::npos) << r.output;
   valid = table("validate " + (dir / "ring.json").string());
   EXPECT_EQ(valid.output.find("warning:"), std::string::npos) << valid.output;
+}
+
+/// Whether process `pid` has ended (gone, or a zombie waiting for init to reap it).
+bool processEnded(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  return close == std::string::npos || (close + 2 < text.size() && text[close + 2] == 'Z');
+}
+
+TEST(TucclTune, AnInterruptEndsTheBenchmarkAndEverythingItStarted) {
+  for (int signal : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(strsignal(signal));
+    const auto dir = freshDir("tuccl_tune_interrupt_" + std::to_string(signal));
+    const std::string pidFile = (dir / "grandchild.pid").string();
+    // The benchmark starts a grandchild that ignores SIGTERM (only SIGKILL ends it) and waits.
+    const std::string command = "(trap '' TERM; exec sleep 120) & echo $! > " + pidFile + "; wait";
+    std::vector<std::string> args = {TUCCL_TUNE, "--topo", "preset:resccl-a100:nodes=1,gpus=2", "--profiler", "command",
+                                     "--collectives", "allreduce", "--sizes", "1K:1K", "--timeout", "100", "-q",
+                                     "--command", command, "-o", (dir / "t.json").string()};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string outFile = (dir / "out.txt").string();
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, outFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t defaults;  // as from a terminal, whatever this test inherited
+    sigemptyset(&defaults);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, s);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+    pid_t tune = -1;
+    ASSERT_EQ(posix_spawn(&tune, TUCCL_TUNE, &actions, &attr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+
+    pid_t grandchild = 0;
+    for (int i = 0; i < 2000 && grandchild <= 0; ++i) {  // at most 20 s
+      std::ifstream in(pidFile);
+      if (!(in >> grandchild)) grandchild = 0;
+      if (grandchild <= 0) usleep(10000);
+    }
+    ASSERT_GT(grandchild, 0) << "the benchmark never started: " << readAll(outFile);
+    ASSERT_EQ(kill(tune, signal), 0);
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 1500 && done == 0; ++i) {  // at most 15 s (the grace is 3 s)
+      done = waitpid(tune, &status, WNOHANG);
+      if (done == 0) usleep(10000);
+    }
+    if (done == 0) {
+      kill(tune, SIGKILL);
+      waitpid(tune, &status, 0);
+      ADD_FAILURE() << "tuccl-tune did not end on the signal";
+    }
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal) << readAll(outFile);
+    bool ended = false;
+    for (int i = 0; i < 500 && !ended; ++i) {  // at most 5 s
+      ended = processEnded(grandchild);
+      if (!ended) usleep(10000);
+    }
+    EXPECT_TRUE(ended) << "the benchmark's grandchild " << grandchild << " outlived tuccl-tune";
+    if (!ended) kill(grandchild, SIGKILL);  // ours: started by the command above
+  }
 }
 
 }  // namespace
