@@ -5,9 +5,16 @@
 //      time (µs), algbw and busbw (GB/s) and #wrong — and the footer's average bus bandwidth;
 //      or an error naming the line that looks like a result row but is not one.
 //
-// Rows are read from the end (the last eight fields are the two halves), so the layouts of old
-// (no redop / root columns) and new nccl-tests versions both parse. Lines that start with '#' and
-// lines whose first field is not a number (NCCL INFO / WARN logs) are skipped.
+// Every generation of the format parses (ecosystem-formats.md (c)): a row is size, count, type,
+// zero to two of redop / root (by test and generation), then the two halves, each time, algbw,
+// busbw and the check column — 2017's `res` and 2019-2022's `error` (a maximum deviation, e.g.
+// `0e+00`), or `#wrong` (a count) since 2022-08, `N/A` without checking — followed by `-I 1`'s four
+// per-iteration columns when present, and `-S 1`'s timestamp at the end of the row. The column
+// header, when seen, says which check column it is; without one, exponent form below 1e6 is a
+// deviation. `|` separators are ignored. Launcher prefixes — mpirun --tag-output's
+// `[1,0]<stdout>:`, Intel MPI's `[0] `, srun --label's `0: ` — are taken off every line first.
+// Lines that start with '#' and lines whose first field is not a number (NCCL INFO / WARN logs)
+// are skipped.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +29,8 @@ struct NcclTestsHalf {
   double timeUs = 0;
   double algBwGBps = 0;
   double busBwGBps = 0;
-  std::optional<int64_t> wrong;  ///< empty for "N/A" (run without -c)
+  std::optional<int64_t> wrong;    ///< `#wrong`; empty for "N/A" (run without -c) and older formats
+  std::optional<double> maxError;  ///< older formats' `error` / `res`: the largest deviation
 };
 
 struct NcclTestsRow {

@@ -66,6 +66,81 @@ TEST(NcclTestsOutput, ReportsMalformedRowsAndSkipsLogs) {
   EXPECT_TRUE(parseNcclTestsOutput("").rows.empty());
 }
 
+// One log per generation of nccl-tests' output (ecosystem-formats.md (c)), each a 1 MiB row with
+// out-of-place time 30.41 us, busbw 60.34 and in-place busbw 61.43.
+TEST(NcclTestsOutput, ParsesEveryGeneration) {
+  struct Log {
+    const char* name;
+    std::string text;
+    bool maxError;  ///< the check column is an older maximum deviation
+  };
+  const Log logs[] = {
+      {"2017: res column, | separators",
+       "# nThread 1 nGpus 8 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20\n"
+       "#                                       out-of-place                    in-place\n"
+       "#  bytes    N    type      op |  time  algbw  busbw   res |  time  algbw  busbw   res\n"
+       "  1048576  262144  float   sum |  30.41  34.48  60.34  1e-07 |  29.87  35.10  61.43  1e-07\n",
+       true},
+      {"2019-2022 AllReduce: redop, error as %5.0le",
+       "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+       "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+       "     1048576        262144   float     sum    30.41   34.48   60.34  0e+00    29.87   35.10   61.43  0e+00\n",
+       true},
+      {"2019-2022 Broadcast: root only, no header",
+       "     1048576        262144   float       0    30.41   34.48   60.34  2e+00    29.87   35.10   61.43  0e+00\n",
+       true},
+      {"2019-2022 Reduce: redop and root",
+       "#       size         count    type   redop    root     time   algbw   busbw  error     time   algbw   busbw  error\n"
+       "     1048576        262144   float     sum       0    30.41   34.48   60.34  0e+00    29.87   35.10   61.43  0e+00\n",
+       true},
+      {"2022-08 on: redop root #wrong, timestamps (-S 1)",
+       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong  timestamp\n"
+       "     1048576        262144     float     sum      -1    30.41   34.48   60.34      0    29.87   35.10   61.43      0  2025-03-01 12:00:07\n",
+       false},
+      {"2026: per-iteration columns (-I 1)",
+       "#       size         count      type   redop    root     time   algbw   busbw #wrong   i_min   i_max   i_p99  i_cv%     time   algbw   busbw #wrong   i_min   i_max   i_p99  i_cv%\n"
+       "     1048576        262144     float     sum      -1    30.41   34.48   60.34      0   29.90   31.20   31.10   1.20    29.87   35.10   61.43      0   29.50   30.40   30.30   0.90\n",
+       false},
+      {"mpirun --tag-output",
+       "[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20\n"
+       "[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+       "[1,0]<stdout>:     1048576        262144     float     sum      -1    30.41   34.48   60.34      0    29.87   35.10   61.43      0\n"
+       "[1,0]<stdout>:# Avg bus bandwidth    : 60.885\n",
+       false},
+      {"srun --label",
+       "0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+       "0:      1048576        262144     float     sum      -1    30.41   34.48   60.34      0    29.87   35.10   61.43      0\n",
+       false},
+  };
+  for (const Log& log : logs) {
+    SCOPED_TRACE(log.name);
+    NcclTestsOutput out = parseNcclTestsOutput(log.text);
+    ASSERT_TRUE(out.ok()) << out.error;
+    ASSERT_EQ(out.rows.size(), 1u);
+    const NcclTestsRow& row = out.rows[0];
+    EXPECT_EQ(row.bytes, 1048576u);
+    EXPECT_EQ(row.count, 262144u);
+    EXPECT_EQ(row.type, "float");
+    EXPECT_DOUBLE_EQ(row.outOfPlace.timeUs, 30.41);
+    EXPECT_DOUBLE_EQ(row.outOfPlace.busBwGBps, 60.34);
+    EXPECT_DOUBLE_EQ(row.inPlace.busBwGBps, 61.43);
+    EXPECT_EQ(row.outOfPlace.maxError.has_value(), log.maxError);
+    EXPECT_EQ(row.outOfPlace.wrong.has_value(), !log.maxError);
+    if (!log.maxError) {
+      EXPECT_EQ(*row.outOfPlace.wrong, 0);
+    }
+  }
+  // A large #wrong (%6g) stays a count; a deviation is not a count.
+  NcclTestsOutput many = parseNcclTestsOutput(
+      "  1048576  262144  float  sum  -1  30.41  34.48  60.34  1e+06  29.87  35.10  61.43  12\n");
+  ASSERT_TRUE(many.ok()) << many.error;
+  EXPECT_EQ(many.rows[0].outOfPlace.wrong, 1000000);
+  EXPECT_EQ(many.rows[0].inPlace.wrong, 12);
+  NcclTestsOutput broadcast = parseNcclTestsOutput(logs[2].text);
+  EXPECT_DOUBLE_EQ(*broadcast.rows[0].outOfPlace.maxError, 2.0);
+  EXPECT_FALSE(broadcast.rows[0].outOfPlace.wrong);
+}
+
 TEST(CommandProfiler, EnvironmentOfAConfiguration) {
   SearchSpace s = space();
   auto env = ncclEnvironmentFor(s, simple4x256());
