@@ -174,6 +174,45 @@ Measurement failure(std::string message, int64_t resource) {
 
 }  // namespace
 
+namespace {
+constexpr uint64_t kNcclSteps = 8;  // NCCL_STEPS (nccl-net-abi.md)
+// NCCL's default buffers (nccl-tuner-abi.md): Simple 4 MiB; LL 512 KiB; LL128 120 elements × 640
+// threads × NCCL_STEPS × 8 bytes = 4,915,200 B.
+constexpr uint64_t kDefaultBufferBytes[kProtocols] = {512u << 10, 4915200, 4u << 20};
+}  // namespace
+
+uint64_t ncclBufferForChunk(Protocol protocol, bool ring, uint64_t chunkBytes) {
+  const uint64_t chunkSteps = protocol == Protocol::Simple && ring ? kNcclSteps / 2 : 1;
+  uint64_t stepData = (chunkBytes + chunkSteps - 1) / chunkSteps;
+  if (protocol == Protocol::LL) stepData *= 2;                         // 8 data bytes per 16-byte line
+  if (protocol == Protocol::LL128) stepData = (stepData * 128 + 119) / 120;  // 120 data bytes per 128
+  return stepData * kNcclSteps;
+}
+
+std::vector<Constraint> ncclChunkConstraints(bool ring) {
+  std::vector<Constraint> out;
+  for (Protocol protocol : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    const uint64_t buffer = kDefaultBufferBytes[static_cast<int>(protocol)];
+    // The chunk of a buffer: the inverse of ncclBufferForChunk, rounded down.
+    auto chunkOf = [&](uint64_t bytes) {
+      uint64_t step = bytes / kNcclSteps;
+      if (protocol == Protocol::LL) step /= 2;
+      if (protocol == Protocol::LL128) step = step * 120 / 128;
+      return step * (protocol == Protocol::Simple && ring ? kNcclSteps / 2 : 1);
+    };
+    Constraint c;
+    c.name = "nccl-" + lower(protocolName(protocol)) + "-chunk";
+    c.kind = Constraint::Kind::Range;
+    c.whenDimension = std::string(kDimProtocol);
+    c.whenValue = std::string(protocolName(protocol));
+    c.dimension = std::string(kDimChunkBytes);
+    c.min = static_cast<int64_t>(chunkOf(buffer / 64));
+    c.max = static_cast<int64_t>(chunkOf(buffer));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const SearchSpace& space,
                                                                    const Configuration& config) {
   std::vector<std::pair<std::string, std::string>> env;
@@ -193,11 +232,15 @@ std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const Search
   if (space.dimensionIndex(kDimThreads) != SearchSpace::npos)
     env.emplace_back(proto == Protocol::LL128 ? "NCCL_LL128_NTHREADS" : "NCCL_NTHREADS",
                      space.valueOf(config, kDimThreads));
-  if (space.dimensionIndex(kDimChunkBytes) != SearchSpace::npos)
-    env.emplace_back(proto == Protocol::LL      ? "NCCL_LL_BUFFSIZE"
-                     : proto == Protocol::LL128 ? "NCCL_LL128_BUFFSIZE"
-                                                : "NCCL_BUFFSIZE",
-                     space.valueOf(config, kDimChunkBytes));
+  if (space.dimensionIndex(kDimChunkBytes) != SearchSpace::npos) {
+    const Protocol p = proto.value_or(Protocol::Simple);
+    const bool ring = algorithm.empty() || lower(algorithm) == "ring";
+    const auto chunk = static_cast<uint64_t>(space.levelOf(config, kDimChunkBytes, 0));
+    env.emplace_back(p == Protocol::LL      ? "NCCL_LL_BUFFSIZE"
+                     : p == Protocol::LL128 ? "NCCL_LL128_BUFFSIZE"
+                                            : "NCCL_BUFFSIZE",
+                     std::to_string(ncclBufferForChunk(p, ring, chunk)));
+  }
   return env;
 }
 

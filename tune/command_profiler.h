@@ -34,13 +34,29 @@ struct CommandProfilerOptions {
       environmentFor;
 };
 
+/// NCCL's buffer for a protocol that makes NCCL's own chunk `chunkBytes`, so the chunk measured
+/// through the buffer is the chunk the table serves as the v6 chunkSize. NCCL's chunk is
+/// BUFFSIZE / NCCL_STEPS × chunkSteps of data (NCCL enqueue.cc computeColl; ecosystem-formats.md
+/// "Simple: buffSize/8 × 4"): NCCL_STEPS 8 (nccl-net-abi.md); chunkSteps NCCL_STEPS/2 for Simple
+/// ring, 1 otherwise; LL lines carry 8 data bytes in 16, LL128 lines 120 in 128. Rounded up.
+uint64_t ncclBufferForChunk(Protocol protocol, bool ring, uint64_t chunkBytes);
+
+/// The chunk sizes the command profiler may measure, per protocol, as search-space constraints:
+/// at most the chunk of NCCL's default buffer (nccl-tuner-abi.md: Simple 4 MiB, LL 512 KiB, LL128
+/// 4,915,200 B), since NCCL clamps a served chunkSize to the job's buffer; at least the chunk of a
+/// 64th of it (NCCL documents no minimum buffer; this keeps each buffer at least 1/64 of its
+/// default, far from a 256 B buffer NCCL may not run with). `ring`: every algorithm searched is
+/// NCCL's ring (Simple ring chunks span 4 steps, so they may be 4 times larger).
+std::vector<Constraint> ncclChunkConstraints(bool ring);
+
 /// The NCCL environment of a configuration, in a fixed order:
 ///   protocol   -> NCCL_PROTO
 ///   algorithm  -> NCCL_ALGO, only for NCCL's own names (ring, tree, collnet_direct, collnet_chain,
 ///                 nvls, nvls_tree, pat; any case) — TuCCL algorithm programs mean nothing to NCCL
 ///   nChannels  -> NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS
 ///   nThreads   -> NCCL_LL128_NTHREADS for LL128, NCCL_NTHREADS otherwise
-///   chunkBytes -> the protocol's buffer: NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_BUFFSIZE
+///   chunkBytes -> the protocol's buffer giving that chunk (ncclBufferForChunk): NCCL_LL_BUFFSIZE,
+///                 NCCL_LL128_BUFFSIZE, NCCL_BUFFSIZE
 /// Other dimensions (scheduler, ...) are not NCCL settings and reach the command only through
 /// their {placeholders}.
 std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const SearchSpace& space,

@@ -185,6 +185,24 @@ void checkProtocols(const SearchSpace& space) {
   }
 }
 
+/// The command profiler measures a chunk size through NCCL's buffer and the table serves it as the
+/// v6 chunkSize: only chunk sizes NCCL's buffers allow, unclamped at the job's default buffers
+/// (ncclChunkConstraints).
+SearchSpace withNcclChunkLimits(const SearchSpace& space) {
+  if (space.dimensionIndex(kDimChunkBytes) == SearchSpace::npos) return space;
+  bool ring = true;
+  if (const size_t d = space.dimensionIndex(kDimAlgorithm); d != SearchSpace::npos) {
+    for (const std::string& value : space.dimension(d).categories)
+      ring = ring && parseNcclAlgorithm(value) == NcclAlgorithm::Ring;
+  }
+  std::vector<Constraint> constraints = space.constraints();
+  for (Constraint& c : ncclChunkConstraints(ring)) {
+    std::erase_if(constraints, [&](const Constraint& old) { return old.name == c.name; });
+    constraints.push_back(std::move(c));
+  }
+  return SearchSpace(space.dimensions(), std::move(constraints));
+}
+
 /// The command profiler runs NCCL: its algorithm values must be NCCL's, for the table.
 void checkNcclAlgorithms(const SearchSpace& space) {
   const size_t d = space.dimensionIndex(kDimAlgorithm);
@@ -240,6 +258,7 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
   checkProtocols(plan.base);
   if (request.profiler == ProfilerKind::Command) {
     checkNcclAlgorithms(plan.base);
+    plan.base = withNcclChunkLimits(plan.base);
     checkCommandTemplate(request.commandTemplate, plan.base);
   }
   return plan;

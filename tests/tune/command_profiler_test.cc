@@ -146,8 +146,8 @@ TEST(CommandProfiler, EnvironmentOfAConfiguration) {
   auto env = ncclEnvironmentFor(s, simple4x256());
   std::vector<std::pair<std::string, std::string>> expected = {
       {"NCCL_PROTO", "Simple"},         {"NCCL_ALGO", "ring"},  {"NCCL_MIN_NCHANNELS", "4"},
-      {"NCCL_MAX_NCHANNELS", "4"},      {"NCCL_NTHREADS", "256"}, {"NCCL_BUFFSIZE", "524288"}};
-  EXPECT_EQ(env, expected);
+      {"NCCL_MAX_NCHANNELS", "4"},      {"NCCL_NTHREADS", "256"}, {"NCCL_BUFFSIZE", "1048576"}};
+  EXPECT_EQ(env, expected);  // a 512 KiB ring chunk: 4 of NCCL_STEPS = 8 steps of a 1 MiB buffer
   Configuration ll128 = simple4x256();
   ll128.index[s.dimensionIndex("protocol")] = 1;
   env = ncclEnvironmentFor(s, ll128);
@@ -159,6 +159,31 @@ TEST(CommandProfiler, EnvironmentOfAConfiguration) {
                                                  {"chunkBytes", 256}, {"algorithm", "hm_allreduce"},
                                                  {"scheduler", "hpds"}});
   for (const auto& [k, v] : ncclEnvironmentFor(tuccl, c)) EXPECT_NE(k, "NCCL_ALGO");
+}
+
+TEST(CommandProfiler, TheMeasuredChunkIsTheServedChunkWithinNcclsBuffers) {
+  // NCCL's chunk = BUFFSIZE / NCCL_STEPS × chunkSteps of data.
+  EXPECT_EQ(ncclBufferForChunk(Protocol::Simple, /*ring=*/true, 2u << 20), 4u << 20);  // NCCL's default
+  EXPECT_EQ(ncclBufferForChunk(Protocol::Simple, /*ring=*/false, 512u << 10), 4u << 20);
+  EXPECT_EQ(ncclBufferForChunk(Protocol::LL, true, 32u << 10), 512u << 10);              // NCCL's default
+  EXPECT_EQ(ncclBufferForChunk(Protocol::LL128, true, 576000), 4915200u);                // NCCL's default
+  // The search space of the command profiler: no 256 B buffer, nothing NCCL would clamp.
+  SearchSpace s(space().dimensions(), ncclChunkConstraints(/*ring=*/true));
+  const size_t chunk = s.dimensionIndex("chunkBytes");
+  size_t valid = 0;
+  for (const Configuration& c : s.enumerateValid()) {
+    ++valid;
+    const std::optional<Protocol> protocol = protocolOf(s, c);
+    ASSERT_TRUE(protocol);
+    const auto bytes = static_cast<uint64_t>(s.dimension(chunk).levels[c.index[chunk]]);
+    const uint64_t buffer = ncclBufferForChunk(*protocol, true, bytes);
+    const uint64_t defaults[] = {512u << 10, 4915200, 4u << 20};
+    EXPECT_LE(buffer, defaults[static_cast<int>(*protocol)]) << bytes;
+    EXPECT_GE(buffer * 64, defaults[static_cast<int>(*protocol)]) << bytes;
+    const auto env = ncclEnvironmentFor(s, c);
+    EXPECT_EQ(env.back().second, std::to_string(buffer));
+  }
+  EXPECT_GT(valid, 0u);
 }
 
 TEST(CommandProfiler, ExpandsTemplates) {
