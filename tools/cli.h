@@ -131,9 +131,9 @@ inline Status checkOutputWritable(const std::string& path) {
       return makeError(ErrorCode::InvalidArgument, "cannot write " + path + ": " + std::strerror(errno));
     return Status();
   }
-  fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  while (!fs::exists(folder, error) && folder.has_parent_path() && folder.parent_path() != folder)
-    folder = folder.parent_path();
+  fs::path folder = file.parent_path();
+  while (!folder.empty() && !fs::exists(folder, error)) folder = folder.parent_path();
+  if (folder.empty()) folder = ".";  // a relative path whose folders are all still to be made
   if (!fs::is_directory(folder, error))
     return makeError(ErrorCode::InvalidArgument,
                      "cannot write " + path + ": " + folder.string() + " is not a directory");

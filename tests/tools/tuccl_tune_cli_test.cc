@@ -174,6 +174,12 @@ TEST(TucclTune, MakesTheOutputFolder) {
   EXPECT_TRUE(std::filesystem::exists(dir / "table.json"));
   EXPECT_TRUE(std::filesystem::exists(dir / "table.csv"));
   EXPECT_TRUE(std::filesystem::exists(dir / "table.trials.jsonl"));
+  // A relative path whose folders are all new.
+  r = run("cd " + dir.string() + " && " + TUCCL_TUNE,
+          "--topo preset:resccl-a100:nodes=2,gpus=4 --collectives allreduce --sizes 64K:64K --schedulers hpds "
+          "--budget 1000 --seed 3 -q -o rel/deeper/table.json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "rel" / "deeper" / "table.json"));
 }
 
 TEST(TucclTune, ChecksEveryArgumentAndOutputBeforeAnyWork) {
