@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace tuccl::topo_defaults {
 
@@ -38,6 +39,23 @@ inline double pcieLaneGBps(double gigaTransfers) {
     return gigaTransfers * 128.0 / 130.0 / 8.0;
   if (gigaTransfers == 64.0) return 64.0 * 242.0 / 256.0 / 8.0;
   return 0.0;
+}
+
+// AMD Instinct data sheets, peak Infinity Fabric (xGMI) bandwidth of one GPU-to-GPU link, both
+// directions together: MI300X/MI325X (gfx942) 128 GB/s, MI250X (gfx90a) 100 GB/s, MI100 (gfx908)
+// and MI50/MI60 (gfx906) 92 GB/s. Per direction: half.
+inline constexpr double kXgmiGfx94LinkGBps = 64.0;
+inline constexpr double kXgmiGfx90aLinkGBps = 50.0;
+inline constexpr double kXgmiGfx90xLinkGBps = 46.0;
+// No published xGMI hop latency; taken equal to TACCL's NVLink alpha.
+inline constexpr double kXgmiAlphaUs = kNvlinkAlphaUs;
+
+/// xGMI link bandwidth per direction for an AMD architecture ("gfx942"); the oldest (46 GB/s) when
+/// unknown.
+inline double xgmiLinkGBps(std::string_view arch) {
+  if (arch.starts_with("gfx94") || arch.starts_with("gfx95")) return kXgmiGfx94LinkGBps;
+  if (arch.starts_with("gfx90a")) return kXgmiGfx90aLinkGBps;
+  return kXgmiGfx90xLinkGBps;
 }
 
 /// NVLink lane bandwidth for a GPU of compute capability `sm` (×10); 0 when unknown → 25 GB/s.
