@@ -292,6 +292,26 @@ TEST(NcclXml, RcclXgmiLinksAreTheGpuFabric) {
   EXPECT_DOUBLE_EQ(Router(imported.topology).pathBetween(0, 1).bandwidthGBps, 50.0);
 }
 
+// NCCL's socket transport lists container and bridge interfaces as <nic> under the CPU: they are
+// no NICs of the machine, and GPUs must not be bound to them.
+TEST(NcclXml, VirtualInterfacesAreNotNics) {
+  std::string text =
+      "<system version=\"1\">\n<cpu numaid=\"0\">\n"
+      "<pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"80\"/></pci>\n"
+      "<nic><net name=\"docker0\" dev=\"0\" speed=\"10000\"/><net name=\"veth1a2b3c\" dev=\"1\" speed=\"10000\"/>"
+      "<net name=\"br-5f2e\" dev=\"2\" speed=\"10000\"/><net name=\"eth0\" dev=\"3\" speed=\"25000\"/></nic>\n"
+      "</cpu>\n</system>\n";
+  NcclXmlImport imported = importNcclXml(SourceText("docker.xml", text));
+  ASSERT_EQ(imported.topology.nics.size(), 1u);
+  EXPECT_EQ(imported.topology.nics[0].name, "eth0");
+  EXPECT_EQ(boundNics(imported.topology), std::vector<std::string>{"eth0"});
+  ASSERT_FALSE(imported.warnings.empty());
+  const Diagnostic& skipped = imported.warnings.back();
+  EXPECT_NE(skipped.message.find("skipped"), std::string::npos) << skipped.message;
+  EXPECT_NE(skipped.message.find("docker0, veth1a2b3c, br-5f2e"), std::string::npos) << skipped.message;
+  EXPECT_EQ(skipped.loc.line, 4u);
+}
+
 // import → export → import gives the same topology (hence the same signature), for every preset
 // (through a first export) and every NCCL file of the test data.
 TEST(NcclXml, ExportRoundTripsAreExact) {
