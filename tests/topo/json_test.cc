@@ -124,5 +124,18 @@ TEST(LoadTopology, ErrorsComeBackAsStatus) {
       << badPreset.status().toString();
 }
 
+TEST(LoadTopology, AbsurdNodeCountsAreRefusedWithTheRange) {
+  for (const char* spec : {"preset:dgx-a100:nodes=100000", "preset:dgx-a100:nodes=2000000000"}) {
+    Expected<LoadedTopology> huge = loadTopology(spec);
+    ASSERT_FALSE(huge.ok()) << spec;
+    EXPECT_EQ(huge.status().code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(huge.diagnostic().message.find("number of nodes must be a whole number 1 to 4,096"), std::string::npos)
+        << huge.status().toString();
+  }
+  LoadOptions options;
+  options.cluster.nodes = 5000;
+  EXPECT_FALSE(loadTopology(std::string(TUCCL_SOURCE_DIR) + "/tests/data/topo/nccl/a100-nvswitch-full.xml", options).ok());
+}
+
 }  // namespace
 }  // namespace tuccl
