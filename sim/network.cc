@@ -194,8 +194,8 @@ Expected<Network> networkOf(const Topology& topology, const std::string& where) 
 
 }  // namespace
 
-Expected<Network> loadNetwork(std::string_view spec) {
-  Expected<LoadedTopology> loaded = loadTopology(spec);
+Expected<Network> loadNetwork(std::string_view spec, const LoadOptions& options) {
+  Expected<LoadedTopology> loaded = loadTopology(spec, options);
   if (!loaded) return loaded.status();
   return networkOf(loaded->topology, std::string(spec));
 }

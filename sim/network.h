@@ -17,6 +17,7 @@
 #include "sim/cost_model.h"
 #include "support/source_text.h"
 #include "support/status.h"
+#include "topo/load.h"
 
 namespace tuccl {
 
@@ -60,8 +61,9 @@ class Network {
   std::shared_ptr<Impl> impl_;
 };
 
-/// Any spec loadTopology accepts ("preset:NAME[:nodes=N,gpus=K,...]", .json, .xml, "local").
-Expected<Network> loadNetwork(std::string_view spec);
+/// Any spec loadTopology accepts ("preset:NAME[:nodes=N,gpus=K,...]", .json, .xml, "local"), with
+/// its options (--gpu-fabric, --nodes).
+Expected<Network> loadNetwork(std::string_view spec, const LoadOptions& options = {});
 /// A topology in TuCCL JSON (docs/topology-format.md).
 Expected<Network> networkFromTopologyJson(const SourceText& source);
 

@@ -154,3 +154,22 @@ inline bool sameOutputFile(const std::string& a, const std::string& b) {
 }
 
 }  // namespace tuccl::cli
+
+// ---- Topology options every tool that takes a topology shares ------------------------------------
+
+#include "topo/gpu_fabric.h"
+
+namespace tuccl::cli {
+
+/// Adds --gpu-fabric nvswitch|hybrid-cube-mesh|pcie, the GPU fabric of a topology source that
+/// cannot show it (vendor files without <nvlink>, discovery); stored parsed in `fabric`.
+inline CLI::Option* addGpuFabricOption(CLI::App& app, std::optional<GpuFabric>& fabric) {
+  return app
+      .add_option_function<std::string>(
+          "--gpu-fabric", [&fabric](const std::string& name) { fabric = parseGpuFabric(name); },
+          "the GPUs' fabric when the topology cannot show it (vendor files without NVLink, local): "
+          "nvswitch, hybrid-cube-mesh (8 GPUs, DGX-1) or pcie")
+      ->check(CLI::IsMember(gpuFabricNames()));
+}
+
+}  // namespace tuccl::cli

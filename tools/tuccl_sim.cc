@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("INPUT", input, "a plan (.json, from tuccl-compile -o) or a ResCCLang program (.resccl)");
   app.add_option("--topo", topo, "topology: preset:NAME[:nodes=N,gpus=K,...], a .json or .xml file, local")
       ->capture_default_str();
+  tuccl::LoadOptions topoOptions;
+  tuccl::cli::addGpuFabricOption(app, topoOptions.gpuFabric);
   app.add_option("--sizes", sizes, "size range MIN:MAX in bytes (K, M, G suffixes)")->capture_default_str();
   app.add_option("-f,--factor", factor, "multiply the size by this between rows")->capture_default_str();
   app.add_option("--scheduler", scheduler, "for an algorithm: hpds, rr, algorithm, stage")
@@ -84,7 +86,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (input.empty()) throw std::invalid_argument("no INPUT (a plan .json or a .resccl program); see --help");
-    const tuccl::Network network = valueOrThrow(tuccl::loadNetwork(topo));
+    const tuccl::Network network = valueOrThrow(tuccl::loadNetwork(topo, topoOptions));
     const tuccl::Expected<std::vector<int64_t>> grid = tuccl::parseSizeGrid(sizes, factor);
     if (!grid) throw std::invalid_argument("--sizes: " + grid.status().message());
     const std::vector<int64_t>& sizeList = *grid;

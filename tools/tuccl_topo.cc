@@ -34,6 +34,7 @@ struct Common {
   double oversub = 1.0;
   int32_t rack = 1;
   std::string sysfsRoot = "/sys";
+  std::optional<GpuFabric> gpuFabric;
 };
 
 void addCommon(CLI::App* command, Common& common) {
@@ -48,6 +49,7 @@ void addCommon(CLI::App* command, Common& common) {
   command->add_option("--oversub", common.oversub, "Clos uplink oversubscription (>= 1)");
   command->add_option("--rack", common.rack, "Clos: nodes per ToR switch")->check(CLI::PositiveNumber);
   command->add_option("--sysfs-root", common.sysfsRoot, "sysfs root for 'local' (tests use a fake tree)");
+  tuccl::cli::addGpuFabricOption(*command, common.gpuFabric);
 }
 
 LoadedTopology load(const Common& common, bool requireGpus = true) {
@@ -57,6 +59,7 @@ LoadedTopology load(const Common& common, bool requireGpus = true) {
   options.cluster.oversubscription = common.oversub;
   options.cluster.nodesPerTor = common.rack;
   options.sysfsRoot = common.sysfsRoot;
+  options.gpuFabric = common.gpuFabric;
   Expected<LoadedTopology> result = loadTopology(common.spec, options);
   throwIfError(result.status());
   LoadedTopology loaded = std::move(result).value();
@@ -112,7 +115,14 @@ std::string sketchText(const Topology& topology, const Sketch& sketch) {
 
 int main(int argc, char** argv) {
   CLI::App app{"tuccl-topo: topology summaries, resource paths, sketches and format conversion"};
+  app.set_version_flag("--version", "tuccl-topo 0.1.0");
   app.require_subcommand(1);
+  std::string presets;
+  for (const std::string& name : presetNames()) presets += (presets.empty() ? "" : ", ") + name;
+  app.footer("A TOPOLOGY is preset:NAME[:nodes=N,gpus=K,fabric=switch|clos,oversub=R,rack=K], local, a TuCCL .json\n"
+             "or an NCCL/RCCL topology .xml file (one node; --nodes N composes copies).\n"
+             "Presets: " + presets + "\n"
+             "--gpu-fabric nvswitch|hybrid-cube-mesh|pcie states the GPUs' fabric when the file cannot show it.\n");
 
   Common showArgs;
   CLI::App* show =
@@ -176,6 +186,10 @@ int main(int argc, char** argv) {
     } else if (*prune) {
       LoadedTopology loaded = load(pruneArgs);
       Sketch sketch = buildSketch(loaded.topology, *parseSketchVariant(variant));
+      if (loaded.topology.nNodes() == 1) {
+        std::cerr << "note: the topology has one node, so there are no inter-node connections to prune; compose "
+                     "several with --nodes N (for an .xml file or local) or preset:NAME:nodes=N\n";
+      }
       if (pruneFormat == "taccl") {
         writeOutput(pruneOutput,
                     tacclSketchJson(loaded.topology, sketch, {chunkup, "uc-min"}).dump(2) + "\n");

@@ -37,6 +37,7 @@ constexpr const char* kVersion = "tuccl-tune 0.1.0";
 /// The command line as given.
 struct Options {
   std::string topo = "preset:resccl-a100:nodes=2";
+  std::optional<GpuFabric> gpuFabric;
   std::string collectives = "allreduce,allgather";
   std::string sizes = "1K:1G";
   double factor = 2;
@@ -67,6 +68,7 @@ void addOptions(CLI::App& app, Options& o) {
   app.set_version_flag("--version", kVersion);
   app.add_option("--topo", o.topo, "topology: preset:NAME[:nodes=N,gpus=K], a .json or .xml file, local")
       ->capture_default_str();
+  cli::addGpuFabricOption(app, o.gpuFabric);
   app.add_option("--collectives", o.collectives,
                  "comma-separated; sim: allreduce, allgather; command: also broadcast, reduce, reducescatter; "
                  "tuccl: allreduce, allgather, broadcast, reduce, reducescatter")
@@ -135,6 +137,7 @@ void defaultOutputPaths(Options& o) {
 Expected<TuningRequest> requestFromOptions(const Options& o) {
   TuningRequest request;
   request.topology = o.topo;
+  request.gpuFabric = o.gpuFabric;
   request.collectives.clear();
   for (const std::string& name : splitList(o.collectives)) {
     const std::optional<Collective> collective = parseCollective(name);

@@ -1,6 +1,7 @@
 // Multi-node composition: N identical nodes on one switch, or a two-tier Clos.
 #include <stdexcept>
 
+#include "topo/limits.h"
 #include "topo/topology.h"
 
 namespace tuccl {
@@ -12,7 +13,8 @@ Topology composeCluster(const Topology& node, const ClusterOptions& options) {
     if (isNetworkSwitch(sw.kind))
       throw std::invalid_argument("composeCluster: the node topology already has a network");
   }
-  if (options.nodes < 1) throw std::invalid_argument("nodes must be at least 1");
+  if (std::optional<std::string> problem = rangeProblem(options.nodes, topo_limits::kNodes))
+    throw std::invalid_argument(*problem);
   if (options.nodesPerTor < 1) throw std::invalid_argument("nodes per ToR must be at least 1");
   if (!(options.oversubscription >= 1.0)) throw std::invalid_argument("oversubscription must be at least 1");
 

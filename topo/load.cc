@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "support/log.h"
 #include "topo/discovery.h"
 #include "topo/nccl_xml.h"
 #include "topo/presets.h"
@@ -22,7 +23,7 @@ bool looksLikeXml(const SourceText& source) {
 
 // The readers below unwind with DiagnosticError (files) or std::invalid_argument (specs, options);
 // loadTopology turns them into a Status.
-LoadedTopology loadOrThrow(std::string_view spec, const LoadOptions& options) {
+LoadedTopology loadSource(std::string_view spec, const LoadOptions& options) {
   LoadedTopology loaded;
   if (isPresetSpec(spec)) {
     loaded.topology = makePreset(spec);
@@ -54,6 +55,21 @@ LoadedTopology loadOrThrow(std::string_view spec, const LoadOptions& options) {
   loaded.topology = composeCluster(single, options.cluster);
   if (options.cluster.nodes > 1) name += ":nodes=" + std::to_string(options.cluster.nodes);
   loaded.topology.name = name;
+  return loaded;
+}
+
+// The source, then the stated GPU fabric or the warning that one is probably missing.
+LoadedTopology loadOrThrow(std::string_view spec, const LoadOptions& options) {
+  LoadedTopology loaded = loadSource(spec, options);
+  if (loaded.topology.empty()) return loaded;
+  if (options.gpuFabric) {
+    std::string name = loaded.topology.name;
+    loaded.topology = withGpuFabric(std::move(loaded.topology), *options.gpuFabric);
+    loaded.topology.name = name + ":gpu-fabric=" + std::string(gpuFabricName(*options.gpuFabric));
+  } else if (std::optional<std::string> warning = missingNvlinkWarning(loaded.topology)) {
+    componentLogger("topo")->warn("{}: {}", spec, *warning);
+    loaded.warnings.push_back(Diagnostic{Severity::Warning, std::string(spec), {}, *warning});
+  }
   return loaded;
 }
 

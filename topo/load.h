@@ -2,7 +2,9 @@
 //
 // In:  a spec — "preset:NAME[:nodes=N,...]", "local", a .json file (TuCCL format) or a .xml file
 //      (NCCL topology). A single-node source (XML, local) is composed into `nodes` copies.
-// Out: a Topology, plus the warnings the source produced.
+//      options.gpuFabric, when set, replaces the GPU fabric of every node.
+// Out: a Topology, plus the warnings the source produced (and missingNvlinkWarning's, logged once
+//      to the "topo" logger, when no fabric is stated).
 #pragma once
 
 #include <string>
@@ -11,6 +13,7 @@
 
 #include "support/source_text.h"
 #include "support/status.h"
+#include "topo/gpu_fabric.h"
 #include "topo/topology.h"
 
 namespace tuccl {
@@ -18,6 +21,9 @@ namespace tuccl {
 struct LoadOptions {
   ClusterOptions cluster;          ///< for single-node sources (XML, local); nodes=1 keeps one node
   std::string sysfsRoot = "/sys";  ///< for "local"
+  /// The GPU fabric the user states (--gpu-fabric), replacing what the source gives on every node
+  /// (gpu_fabric.h). Unset: the source's own, with a warning when it looks like a missing NVLink.
+  std::optional<GpuFabric> gpuFabric;
 };
 
 struct LoadedTopology {

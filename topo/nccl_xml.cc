@@ -6,10 +6,12 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 #include <pugixml.hpp>
 
 #include "support/log.h"
 #include "topo/defaults.h"
+#include "topo/limits.h"
 
 namespace tuccl {
 
@@ -44,14 +46,6 @@ std::optional<uint64_t> parseHex(std::string_view text) {
   return value;
 }
 
-std::optional<double> parseLeadingNumber(std::string_view text) {
-  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
-  double value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end == text.data()) return std::nullopt;
-  return value;
-}
-
 std::optional<int64_t> parseInteger(std::string_view text) {
   int64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -59,13 +53,45 @@ std::optional<int64_t> parseInteger(std::string_view text) {
   return value;
 }
 
-struct NvlinkDecl {
+// A GPU-to-GPU fabric link as a <gpu> lists it: <nvlink> or RCCL's <xgmi>.
+struct FabricDecl {
   int32_t gpu;  // document-order GPU index
+  LinkKind kind;
   std::string target;
   int32_t count;
   uint32_t tclass;
   SourceLoc loc;
 };
+
+constexpr uint32_t kClassDisplayOther = 0x0380;  // AMD Instinct GPUs (RCCL's tclass 0x038000)
+constexpr uint64_t kVendorAmd = 0x1002;
+
+bool isGpuClass(uint32_t base) { return base == kClass3d || base == kClassVga || base == kClassDisplayOther; }
+
+// RCCL's gcn attribute: "gfx942", "gfx942:sramecc+:xnack-", or HIP's old numeric gcnArch ("906",
+// "908", "910" for gfx90a, "942"). Empty when it names nothing.
+std::string amdArchOf(std::string_view gcn) {
+  gcn = gcn.substr(0, gcn.find(':'));
+  std::string text = lower(std::string(gcn));
+  if (text.starts_with("gfx") && text.size() > 3) return text;
+  if (std::optional<int64_t> number = parseInteger(text); number && *number > 0 && *number < 10000) {
+    if (*number == 910) return "gfx90a";
+    return "gfx" + std::to_string(*number);
+  }
+  return "";
+}
+
+// Container and virtual network interfaces (Docker, libvirt, CNI plugins, tunnels): NCCL's socket
+// transport lists them, under the CPU since they have no PCI device, but no GPU traffic leaves the
+// node through them.
+bool isVirtualInterfaceName(std::string_view name) {
+  static constexpr std::string_view kPrefixes[] = {"veth", "docker", "br-", "virbr", "cni", "flannel", "cali",
+                                                   "vxlan", "tun", "tap", "weave", "kube-", "lo", "dummy"};
+  for (std::string_view prefix : kPrefixes) {
+    if (name.starts_with(prefix)) return true;
+  }
+  return false;
+}
 
 class Importer {
  public:
@@ -99,7 +125,7 @@ class Importer {
         readCpu(child);
       } else if (name == "pci" || name == "nic" || name == "gpu") {
         // Devices outside any <cpu>: give them an implicit root complex.
-        walk(child, implicitCpu(child));
+        walkElement(child, implicitCpu(child));
       }
     }
     connectCpus();
@@ -109,6 +135,10 @@ class Importer {
       warn(firstPcieDefault_,
            std::to_string(pcieDefaulted_) +
                " PCI link(s) give no usable link_speed/link_width; assumed PCIe Gen3 x16 (15.75 GB/s)");
+    }
+    if (!virtualSkipped_.empty()) {
+      warn(firstVirtual_, "virtual network interface(s) skipped (container or bridge, no PCI device): " +
+                              virtualSkipped_);
     }
     orderRanks();
     if (auto problem = validateTopology(result_.topology)) {
@@ -152,9 +182,7 @@ class Importer {
     DeviceRef ref = addSwitch(SwitchKind::RootComplex, numa.empty() ? "cpu" : "cpu" + numa, "");
     cpuVendors_.push_back(cpu.attribute("vendor").as_string());
     cpus_.push_back(ref);
-    for (pugi::xml_node child : cpu.children()) {
-      if (child.type() == pugi::node_element) walk(child, ref);
-    }
+    walkChildren(cpu, ref);
   }
 
   void connectCpus() {
@@ -171,12 +199,40 @@ class Importer {
     }
   }
 
+  // The number in attribute `name` of `element`, checked against `range`: nothing when the attribute
+  // is absent or empty (or, with `leadingOnly`, does not start with a number: "Unknown", "");
+  // a DiagnosticError at the element that quotes the attribute and says the allowed range otherwise.
+  std::optional<double> boundedNumber(pugi::xml_node element, const char* name, const NumberRange& range,
+                                      bool leadingOnly = false) {
+    pugi::xml_attribute attribute = element.attribute(name);
+    std::string_view text = attribute.as_string();
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    if (text.empty()) return std::nullopt;
+    std::string_view number = text.starts_with('+') ? text.substr(1) : text;
+    double value = 0;
+    auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+    bool parsed = end != number.data() && (error == std::errc() || error == std::errc::result_out_of_range);
+    if (error == std::errc::result_out_of_range) value = number.starts_with('-') ? -HUGE_VAL : HUGE_VAL;
+    std::string quoted = "<" + std::string(element.name()) + " " + name + "=\"" + std::string(text) + "\">";
+    if (!parsed || (!leadingOnly && end != number.data() + number.size())) {
+      if (leadingOnly && !parsed) return std::nullopt;
+      fail(element, quoted + ": not a number; " + std::string(range.what) + " is a number");
+    }
+    if (std::optional<std::string> problem = rangeProblem(value, range)) fail(element, quoted + ": " + *problem);
+    return value;
+  }
+
+  [[noreturn]] void fail(pugi::xml_node at, std::string message) const {
+    throw DiagnosticError(Diagnostic{Severity::Error, source_.name(), locOf(at), std::move(message)});
+  }
+
   // The bandwidth of the PCIe link above a <pci> element, from its link_speed and link_width.
   double pcieBandwidth(pugi::xml_node pci) {
-    std::optional<double> speed = parseLeadingNumber(pci.attribute("link_speed").as_string());
-    std::optional<int64_t> width = parseInteger(pci.attribute("link_width").as_string());
+    std::optional<double> speed = boundedNumber(pci, "link_speed", topo_limits::kPcieSpeed, true);
+    std::optional<double> width = boundedNumber(pci, "link_width", topo_limits::kPcieWidth);
     double lane = speed ? pcieLaneGBps(*speed) : 0.0;
-    if (lane > 0 && width && *width > 0 && *width <= 32) return lane * static_cast<double>(*width);
+    if (lane > 0 && width && *width > 0) return lane * *width;
     if (pcieDefaulted_++ == 0) firstPcieDefault_ = locOf(pci);
     return kPcieGen3x16GBps;
   }
@@ -185,10 +241,38 @@ class Importer {
     topo().links.push_back(Link{child, parent, LinkKind::PCIe, kPcieAlphaUs, bandwidth, 1});
   }
 
-  void walk(pugi::xml_node element, DeviceRef parent) {
+  // The subtree under `container`, depth first in document order, with an explicit stack: files
+  // nest <pci> as deep as they like without exhausting the call stack.
+  void walkChildren(pugi::xml_node container, DeviceRef parent) {
+    std::vector<std::pair<pugi::xml_node, DeviceRef>> stack;
+    pushChildren(stack, container, parent);
+    while (!stack.empty()) {
+      auto [element, at] = stack.back();
+      stack.pop_back();
+      visit(element, at, stack);
+    }
+  }
+
+  void walkElement(pugi::xml_node element, DeviceRef parent) {
+    std::vector<std::pair<pugi::xml_node, DeviceRef>> stack{{element, parent}};
+    while (!stack.empty()) {
+      auto [next, at] = stack.back();
+      stack.pop_back();
+      visit(next, at, stack);
+    }
+  }
+
+  static void pushChildren(std::vector<std::pair<pugi::xml_node, DeviceRef>>& stack, pugi::xml_node element,
+                           DeviceRef parent) {
+    for (pugi::xml_node child = element.last_child(); child; child = child.previous_sibling()) {
+      if (child.type() == pugi::node_element) stack.emplace_back(child, parent);
+    }
+  }
+
+  void visit(pugi::xml_node element, DeviceRef parent, std::vector<std::pair<pugi::xml_node, DeviceRef>>& stack) {
     std::string_view name = element.name();
     if (name == "pci") {
-      readPci(element, parent);
+      readPci(element, parent, stack);
     } else if (name == "nic") {
       readNic(element, parent, kPcieGen3x16GBps, "");
     } else if (name == "gpu") {
@@ -197,7 +281,7 @@ class Importer {
     // Other elements (<nvlink> at odd places, vendor extensions) carry nothing we use.
   }
 
-  void readPci(pugi::xml_node pci, DeviceRef parent) {
+  void readPci(pugi::xml_node pci, DeviceRef parent, std::vector<std::pair<pugi::xml_node, DeviceRef>>& stack) {
     std::string busId = normalizeBusId(pci.attribute("busid").as_string());
     std::optional<uint64_t> classCode;
     if (pugi::xml_attribute attribute = pci.attribute("class")) {
@@ -210,22 +294,18 @@ class Importer {
     uint32_t base = classCode ? static_cast<uint32_t>(*classCode >> 8) : 0;
     bool hasGpu = static_cast<bool>(pci.child("gpu"));
     bool hasNic = static_cast<bool>(pci.child("nic"));
-    if (hasGpu || base == kClass3d || base == kClassVga) {
+    if (hasGpu || isGpuClass(base)) {
       readGpu(pci.child("gpu"), parent, pcieBandwidth(pci), busId, pci);
     } else if (hasNic || base == kClassInfiniband || base == kClassEthernet) {
       readNic(pci.child("nic"), parent, pcieBandwidth(pci), busId, pci);
     } else if (base == kClassBridge || (!classCode && pci.child("pci"))) {
       DeviceRef bridge = addSwitch(SwitchKind::PCIeSwitch, "", busId);
       linkPcie(bridge, parent, pcieBandwidth(pci));
-      for (pugi::xml_node child : pci.children()) {
-        if (child.type() == pugi::node_element) walk(child, bridge);
-      }
+      pushChildren(stack, pci, bridge);
     } else {
       // NVSwitch PCI functions (0x0680), NVMe and the like: not part of the model; their children
       // (rare) hang off the same parent.
-      for (pugi::xml_node child : pci.children()) {
-        if (child.type() == pugi::node_element) walk(child, parent);
-      }
+      pushChildren(stack, pci, parent);
     }
   }
 
@@ -236,7 +316,11 @@ class Importer {
     model.rank = index;
     model.node = 0;
     model.pciBusId = busId;
-    model.sm = gpu ? gpu.attribute("sm").as_int(0) : 0;
+    if (gpu) model.sm = static_cast<int32_t>(boundedNumber(gpu, "sm", topo_limits::kGpuSm).value_or(0));
+    if (gpu) model.arch = amdArchOf(gpu.attribute("gcn").as_string());
+    if (gpu && model.arch.empty()) model.arch = amdArchOf(gpu.attribute("arch").as_string());
+    if (model.arch.empty() && pci && parseHex(pci.attribute("vendor").as_string()) == kVendorAmd) model.arch = "amd";
+    if (model.arch.empty() && gpu && gpu.child("xgmi")) model.arch = "amd";
     topo().gpus.push_back(model);
     GpuAttributes attributes;
     attributes.loc = locOf(gpu ? gpu : pci);
@@ -246,18 +330,17 @@ class Importer {
     linkPcie(gpuRef(index), parent, bandwidth);
     if (!busId.empty()) gpuByBusId_[busId] = index;
     if (!gpu) return;
-    for (pugi::xml_node nvlink : gpu.children("nvlink")) {
-      NvlinkDecl decl;
+    for (pugi::xml_node link : gpu.children()) {
+      std::string_view name = link.name();
+      if (link.type() != pugi::node_element || (name != "nvlink" && name != "xgmi")) continue;
+      FabricDecl decl;
       decl.gpu = index;
-      decl.target = normalizeBusId(nvlink.attribute("target").as_string());
-      decl.count = nvlink.attribute("count").as_int(1);
-      decl.tclass = static_cast<uint32_t>(parseHex(nvlink.attribute("tclass").as_string()).value_or(0) >> 8);
-      decl.loc = locOf(nvlink);
-      if (decl.count < 1) {
-        warn(decl.loc, "NVLink count " + std::to_string(decl.count) + " is not positive; assumed 1");
-        decl.count = 1;
-      }
-      nvlinks_.push_back(decl);
+      decl.kind = name == "xgmi" ? LinkKind::Xgmi : LinkKind::NVLink;
+      decl.target = normalizeBusId(link.attribute("target").as_string());
+      decl.count = static_cast<int32_t>(boundedNumber(link, "count", topo_limits::kFabricLanes).value_or(1));
+      decl.tclass = static_cast<uint32_t>(parseHex(link.attribute("tclass").as_string()).value_or(0) >> 8);
+      decl.loc = locOf(link);
+      fabricLinks_.push_back(decl);
     }
   }
 
@@ -269,11 +352,16 @@ class Importer {
     }
     if (nets.empty()) nets.push_back(pugi::xml_node());
     for (pugi::xml_node net : nets) {
+      std::string name = net ? net.attribute("name").as_string() : "";
+      if (!pci && busId.empty() && isVirtualInterfaceName(name)) {
+        skipVirtual(net, name);
+        continue;
+      }
       Nic model;
       model.node = 0;
       model.pciBusId = busId;
       model.name = net ? net.attribute("name").as_string() : "";
-      double speedMbps = net ? net.attribute("speed").as_double(0.0) : 0.0;
+      double speedMbps = net ? boundedNumber(net, "speed", nicSpeedRange()).value_or(0.0) : 0.0;
       if (speedMbps > 0) {
         model.bandwidthGBps = speedMbps / 8000.0;  // NCCL writes speed in Mb/s
       } else {
@@ -290,26 +378,39 @@ class Importer {
     }
   }
 
+  // NCCL writes speed="0" for a port whose speed it could not read: a default, not an error.
+  static NumberRange nicSpeedRange() {
+    NumberRange range = topo_limits::kNicSpeedMbps;
+    range.minExclusive = false;
+    return range;
+  }
+
+  void skipVirtual(pugi::xml_node net, const std::string& name) {
+    if (virtualSkipped_.empty()) firstVirtual_ = locOf(net);
+    virtualSkipped_ += (virtualSkipped_.empty() ? "" : ", ") + name;
+  }
+
   void resolveNvlinks() {
-    std::map<std::pair<int32_t, int32_t>, int32_t> gpuPairs;  // (low, high) → lanes
-    std::map<int32_t, int32_t> switchLanes;                   // gpu → lanes to the NVSwitch
-    for (const NvlinkDecl& decl : nvlinks_) {
+    std::map<std::tuple<LinkKind, int32_t, int32_t>, int32_t> gpuPairs;  // (kind, low, high) → lanes
+    std::map<int32_t, int32_t> switchLanes;                              // gpu → NVLink lanes to the NVSwitch
+    for (const FabricDecl& decl : fabricLinks_) {
       auto target = gpuByBusId_.find(decl.target);
-      if (decl.tclass == kClassNvswitch) {
+      bool gpuClass = isGpuClass(decl.tclass) || decl.tclass == 0;
+      if (decl.kind == LinkKind::NVLink && decl.tclass == kClassNvswitch) {
         switchLanes[decl.gpu] += decl.count;
-      } else if (target != gpuByBusId_.end() &&
-                 (decl.tclass == kClass3d || decl.tclass == kClassVga || decl.tclass == 0)) {
+      } else if (target != gpuByBusId_.end() && gpuClass) {
         if (target->second == decl.gpu) {
-          warn(decl.loc, "NVLink from a GPU to itself ignored");
+          warn(decl.loc, std::string(linkKindName(decl.kind)) + " link from a GPU to itself ignored");
           continue;
         }
         auto key = std::minmax(decl.gpu, target->second);
-        int32_t& lanes = gpuPairs[{key.first, key.second}];
+        int32_t& lanes = gpuPairs[{decl.kind, key.first, key.second}];
         lanes = std::max(lanes, decl.count);  // both ends list the same link
-      } else if (decl.tclass == kClass3d || decl.tclass == kClassVga) {
-        warn(decl.loc, "NVLink target " + decl.target + " is not a GPU of this file; ignored");
+      } else if (gpuClass && decl.tclass != 0) {
+        warn(decl.loc, "link target " + decl.target + " is not a GPU of this file; ignored");
       } else {
-        warn(decl.loc, "NVLink to " + decl.target + " (a CPU or unknown device) ignored");
+        warn(decl.loc, std::string(linkKindName(decl.kind)) + " link to " + decl.target +
+                           " (a CPU or unknown device) ignored");
       }
     }
     auto laneBandwidth = [&](int32_t gpu) {
@@ -320,10 +421,20 @@ class Importer {
       }
       return nvlinkLaneGBps(sm);
     };
+    auto xgmiBandwidth = [&](int32_t gpu) {
+      const std::string& arch = topo().gpus[gpu].arch;
+      if (!arch.starts_with("gfx") && !archWarned_) {
+        archWarned_ = true;
+        warn(gpusBeforeRanks_[gpu].loc, "AMD GPU without a 'gcn' architecture; xGMI links assumed 46 GB/s");
+      }
+      return xgmiLinkGBps(arch);
+    };
     for (const auto& [pair, lanes] : gpuPairs) {
-      double lane = std::min(laneBandwidth(pair.first), laneBandwidth(pair.second));
-      topo().links.push_back(Link{gpuRef(pair.first), gpuRef(pair.second), LinkKind::NVLink, kNvlinkAlphaUs,
-                                  lane * lanes, lanes});
+      auto [kind, a, b] = pair;
+      bool xgmi = kind == LinkKind::Xgmi;
+      double lane = xgmi ? std::min(xgmiBandwidth(a), xgmiBandwidth(b)) : std::min(laneBandwidth(a), laneBandwidth(b));
+      topo().links.push_back(
+          Link{gpuRef(a), gpuRef(b), kind, xgmi ? kXgmiAlphaUs : kNvlinkAlphaUs, lane * lanes, lanes});
     }
     if (!switchLanes.empty()) {
       DeviceRef nvswitch = addSwitch(SwitchKind::NVSwitch, "nvswitch", "");
@@ -385,7 +496,10 @@ class Importer {
   std::optional<DeviceRef> implicitCpu_;
   std::vector<GpuAttributes> gpusBeforeRanks_;
   std::map<std::string, int32_t> gpuByBusId_;
-  std::vector<NvlinkDecl> nvlinks_;
+  std::vector<FabricDecl> fabricLinks_;
+  std::string virtualSkipped_;
+  SourceLoc firstVirtual_;
+  bool archWarned_ = false;
   int32_t pcieDefaulted_ = 0;
   SourceLoc firstPcieDefault_;
   bool smWarned_ = false;

@@ -59,11 +59,16 @@ class Exporter {
       pugi::xml_node cpu = system.append_child("cpu");
       cpu.append_attribute("numaid") = numa++;
       cpu.append_attribute("arch") = "x86_64";
+      cpu.append_attribute("vendor") = cpuVendor(switchRef(static_cast<int32_t>(s)));
       visited_.insert(switchRef(static_cast<int32_t>(s)));
       writeChildren(cpu, switchRef(static_cast<int32_t>(s)));
     }
     std::ostringstream out;
-    document.save(out, "  ");
+    // Indentation grows with depth; a pathological tree is written one element per line unindented
+    // rather than as gigabytes of spaces.
+    unsigned flags = maxDepth_ <= kMaxIndentedDepth ? pugi::format_default : pugi::format_raw;
+    document.save(out, "  ", flags);
+    if (flags == pugi::format_raw) out << "\n";
     return out.str();
   }
 
@@ -81,36 +86,70 @@ class Exporter {
     return madeUp_[device] = text;
   }
 
-  void writeChildren(pugi::xml_node parent, DeviceRef device) {
-    for (int32_t linkIndex : pcie_[device]) {
-      const Link& link = topology_.links[linkIndex];
-      DeviceRef child = link.a == device ? link.b : link.a;
-      if (visited_.contains(child)) continue;
-      if (child.kind == DeviceKind::Switch && topology_.switches[child.index].kind != SwitchKind::PCIeSwitch)
-        continue;
-      visited_.insert(child);
-      auto [speed, width] = pcieSpeedFor(link.bandwidthGBps);
-      pugi::xml_node pci = parent.append_child("pci");
-      pci.append_attribute("busid") = busIdOf(child).c_str();
-      if (child.kind == DeviceKind::Switch) {
-        pci.append_attribute("class") = "0x060400";
-      } else if (child.kind == DeviceKind::Gpu) {
-        pci.append_attribute("class") = "0x030200";
-        pci.append_attribute("vendor") = "0x10de";
-      } else {
-        pci.append_attribute("class") = "0x020700";
-        pci.append_attribute("vendor") = "0x15b3";
-      }
-      pci.append_attribute("link_speed") = speed.c_str();
-      pci.append_attribute("link_width") = width;
-      if (child.kind == DeviceKind::Switch) {
-        writeChildren(pci, child);
-      } else if (child.kind == DeviceKind::Gpu) {
-        writeGpu(pci, child.index);
-      } else {
-        writeNic(pci, child.index);
-      }
+  // The importer reads the CPU link bandwidth from the vendor (NCCL topo.h: AMD_BW, SKL_QPI_BW);
+  // the vendor follows from the bandwidth of the CPU's links, so a round trip keeps it.
+  const char* cpuVendor(DeviceRef cpu) const {
+    for (const Link& link : topology_.links) {
+      if (link.kind == LinkKind::Smp && (link.a == cpu || link.b == cpu) && link.bandwidthGBps == kAmdSmpGBps)
+        return "AuthenticAMD";
     }
+    return "GenuineIntel";
+  }
+
+  // The PCIe tree under `root`, depth first in link order (as a recursive walk would write it,
+  // made-up bus ids included), with an explicit stack: a tree may be deep.
+  void writeChildren(pugi::xml_node parent, DeviceRef root) {
+    struct Pending {
+      pugi::xml_node parent;
+      DeviceRef device;
+      int32_t link;
+      int32_t depth;
+    };
+    std::vector<Pending> stack;
+    auto pushChildren = [&](pugi::xml_node element, DeviceRef device, int32_t depth) {
+      maxDepth_ = std::max(maxDepth_, depth);
+      std::vector<Pending> children;
+      for (int32_t linkIndex : pcie_[device]) {
+        const Link& link = topology_.links[linkIndex];
+        DeviceRef child = link.a == device ? link.b : link.a;
+        if (visited_.contains(child)) continue;
+        if (child.kind == DeviceKind::Switch && topology_.switches[child.index].kind != SwitchKind::PCIeSwitch)
+          continue;
+        visited_.insert(child);
+        children.push_back(Pending{element, child, linkIndex, depth + 1});
+      }
+      stack.insert(stack.end(), children.rbegin(), children.rend());
+    };
+    pushChildren(parent, root, 0);
+    while (!stack.empty()) {
+      Pending next = stack.back();
+      stack.pop_back();
+      pugi::xml_node pci = writePci(next.parent, next.device, topology_.links[next.link]);
+      if (next.device.kind == DeviceKind::Switch) pushChildren(pci, next.device, next.depth);
+    }
+  }
+
+  pugi::xml_node writePci(pugi::xml_node parent, DeviceRef child, const Link& link) {
+    auto [speed, width] = pcieSpeedFor(link.bandwidthGBps);
+    pugi::xml_node pci = parent.append_child("pci");
+    pci.append_attribute("busid") = busIdOf(child).c_str();
+    if (child.kind == DeviceKind::Switch) {
+      pci.append_attribute("class") = "0x060400";
+    } else if (child.kind == DeviceKind::Gpu && !topology_.gpus[child.index].arch.empty()) {
+      pci.append_attribute("class") = "0x038000";  // AMD Instinct
+      pci.append_attribute("vendor") = "0x1002";
+    } else if (child.kind == DeviceKind::Gpu) {
+      pci.append_attribute("class") = "0x030200";
+      pci.append_attribute("vendor") = "0x10de";
+    } else {
+      pci.append_attribute("class") = "0x020700";
+      pci.append_attribute("vendor") = "0x15b3";
+    }
+    pci.append_attribute("link_speed") = speed.c_str();
+    pci.append_attribute("link_width") = width;
+    if (child.kind == DeviceKind::Gpu) writeGpu(pci, child.index);
+    if (child.kind == DeviceKind::Nic) writeNic(pci, child.index);
+    return pci;
   }
 
   void writeGpu(pugi::xml_node pci, int32_t rank) {
@@ -119,20 +158,22 @@ class Exporter {
     std::vector<int32_t> ranks = ranksOfNode(topology_, node_);
     int32_t local = static_cast<int32_t>(std::find(ranks.begin(), ranks.end(), rank) - ranks.begin());
     element.append_attribute("dev") = local;
-    element.append_attribute("sm") = gpu.sm;
+    if (gpu.sm != 0) element.append_attribute("sm") = gpu.sm;  // unknown stays unknown
+    if (gpu.arch.starts_with("gfx")) element.append_attribute("gcn") = gpu.arch.c_str();
     element.append_attribute("rank") = local;
     element.append_attribute("gdr") = 1;
     for (const Link& link : topology_.links) {
-      if (link.kind != LinkKind::NVLink) continue;
+      if (!isGpuFabric(link.kind)) continue;
       DeviceRef self = gpuRef(rank);
       if (link.a != self && link.b != self) continue;
       DeviceRef other = link.a == self ? link.b : link.a;
-      pugi::xml_node nvlink = element.append_child("nvlink");
+      bool xgmi = link.kind == LinkKind::Xgmi;
+      pugi::xml_node nvlink = element.append_child(xgmi ? "xgmi" : "nvlink");
       nvlink.append_attribute("target") = busIdOf(other).c_str();
       nvlink.append_attribute("count") = link.lanes;
       bool toSwitch =
           other.kind == DeviceKind::Switch && topology_.switches[other.index].kind == SwitchKind::NVSwitch;
-      nvlink.append_attribute("tclass") = toSwitch ? "0x068000" : "0x030200";
+      nvlink.append_attribute("tclass") = toSwitch ? "0x068000" : xgmi ? "0x038000" : "0x030200";
     }
   }
 
@@ -143,7 +184,11 @@ class Exporter {
     int32_t local = static_cast<int32_t>(std::find(nics.begin(), nics.end(), index) - nics.begin());
     net.append_attribute("name") = (nic.name.empty() ? "mlx5_" + std::to_string(local) : nic.name).c_str();
     net.append_attribute("dev") = local;
-    net.append_attribute("speed") = static_cast<long long>(std::llround(nic.bandwidthGBps * 8000.0));
+    // Mb/s; NCCL's own dumps hold whole numbers, other speeds keep their fraction.
+    double mbps = nic.bandwidthGBps * 8000.0;
+    char speed[32];
+    std::snprintf(speed, sizeof speed, "%.17g", std::abs(mbps - std::round(mbps)) < 1e-6 ? std::round(mbps) : mbps);
+    net.append_attribute("speed") = speed;
     net.append_attribute("port") = 1;
     net.append_attribute("gdr") = nic.gdr ? 1 : 0;
   }
@@ -153,6 +198,8 @@ class Exporter {
   std::map<DeviceRef, std::vector<int32_t>> pcie_;
   std::set<DeviceRef> visited_;
   std::map<DeviceRef, std::string> madeUp_;
+  int32_t maxDepth_ = 0;
+  static constexpr int32_t kMaxIndentedDepth = 64;
 };
 
 }  // namespace

@@ -22,6 +22,10 @@ std::string_view pathKindName(PathKind kind) {
       return "pcie";
     case PathKind::Network:
       return "network";
+    case PathKind::Xgmi:
+      return "xgmi";
+    case PathKind::XgmiViaGpu:
+      return "xgmi-via-gpu";
   }
   return "?";
 }
@@ -193,6 +197,9 @@ Path Router::pathBetween(int32_t src, int32_t dst) const {
     if (int32_t link = directLink(s, d, LinkKind::NVLink); link >= 0) {
       return makePath(PathKind::NVLink, {hopOf(link, s)});
     }
+    if (int32_t link = directLink(s, d, LinkKind::Xgmi); link >= 0) {
+      return makePath(PathKind::Xgmi, {hopOf(link, s)});
+    }
     // Through an NVSwitch both GPUs reach: the widest, lowest index on ties.
     int32_t bestSwitch = -1;
     int32_t bestUp = -1;
@@ -215,27 +222,30 @@ Path Router::pathBetween(int32_t src, int32_t dst) const {
     }
     if (bestSwitch >= 0)
       return makePath(PathKind::NVSwitch, {hopOf(bestUp, s), hopOf(bestDown, switchRef(bestSwitch))});
-    // NVLink through one intermediate GPU (NCCL's PATH_NVB).
-    int32_t via = -1;
-    int32_t viaUp = -1;
-    int32_t viaDown = -1;
-    double viaWidth = 0;
-    for (int32_t k : ranksOfNode(topology_, topology_.gpus[src].node)) {
-      if (k == src || k == dst) continue;
-      int32_t up = directLink(s, gpuRef(k), LinkKind::NVLink);
-      int32_t down = up < 0 ? -1 : directLink(gpuRef(k), d, LinkKind::NVLink);
-      if (down < 0) continue;
-      double width = std::min(topology_.links[up].bandwidthGBps, topology_.links[down].bandwidthGBps);
-      if (via < 0 || width > viaWidth) {
-        via = k;
-        viaUp = up;
-        viaDown = down;
-        viaWidth = width;
+    // NVLink (else xGMI) through one intermediate GPU (NCCL's PATH_NVB).
+    for (auto [kind, pathKind] : {std::pair{LinkKind::NVLink, PathKind::NVLinkViaGpu},
+                                  std::pair{LinkKind::Xgmi, PathKind::XgmiViaGpu}}) {
+      int32_t via = -1;
+      int32_t viaUp = -1;
+      int32_t viaDown = -1;
+      double viaWidth = 0;
+      for (int32_t k : ranksOfNode(topology_, topology_.gpus[src].node)) {
+        if (k == src || k == dst) continue;
+        int32_t up = directLink(s, gpuRef(k), kind);
+        int32_t down = up < 0 ? -1 : directLink(gpuRef(k), d, kind);
+        if (down < 0) continue;
+        double width = std::min(topology_.links[up].bandwidthGBps, topology_.links[down].bandwidthGBps);
+        if (via < 0 || width > viaWidth) {
+          via = k;
+          viaUp = up;
+          viaDown = down;
+          viaWidth = width;
+        }
       }
+      if (via >= 0) return makePath(pathKind, {hopOf(viaUp, s), hopOf(viaDown, gpuRef(via))});
     }
-    if (via >= 0) return makePath(PathKind::NVLinkViaGpu, {hopOf(viaUp, s), hopOf(viaDown, gpuRef(via))});
     std::vector<Hop> hops = route(s, d, false);
-    if (hops.empty()) throw unreachable("no NVLink, NVSwitch or PCIe connection within the node");
+    if (hops.empty()) throw unreachable("no NVLink, xGMI, NVSwitch or PCIe connection within the node");
     return makePath(PathKind::Pcie, hops);
   }
 

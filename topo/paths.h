@@ -8,11 +8,11 @@
 // "n0.gpu3->n0.nvswitch0"; a NIC's network link reads "n0.nic1.tx" (NIC→switch) and "n0.nic1.rx".
 //
 // Routing (what NCCL would do, so the simulator sees the same contention):
-//   intra-node  1. a direct NVLink;
+//   intra-node  1. a direct NVLink, else a direct xGMI link (AMD's GPU fabric, RCCL's LINK_NVL);
 //               2. GPU → NVSwitch → GPU;
-//               3. NVLink through one intermediate GPU (NCCL's PATH_NVB; DGX-1 and NDv2 pairs that
-//                  are not adjacent in the hybrid cube mesh): the GPU with the widest bottleneck,
-//                  lowest rank on ties;
+//               3. NVLink (else xGMI) through one intermediate GPU (NCCL's PATH_NVB; DGX-1 and NDv2
+//                  pairs that are not adjacent in the hybrid cube mesh): the GPU with the widest
+//                  bottleneck, lowest rank on ties;
 //               4. the PCIe tree (through switches, root complexes and the CPU interconnect).
 //   inter-node  source GPU → (PCIe) → its bound NIC (stage 1, binding.h) → tx → ToR [→ aggregation
 //               → ToR] → rx → destination's bound NIC → (PCIe) → destination GPU. Without GPUDirect
@@ -40,7 +40,7 @@ struct Resource {
   double bandwidthGBps = 0;
 };
 
-enum class PathKind : uint8_t { Local, NVLink, NVSwitch, NVLinkViaGpu, Pcie, Network };
+enum class PathKind : uint8_t { Local, NVLink, NVSwitch, NVLinkViaGpu, Pcie, Network, Xgmi, XgmiViaGpu };
 std::string_view pathKindName(PathKind kind);
 
 struct Path {

@@ -29,12 +29,6 @@ constexpr double k100GbE = 12.5;
 constexpr double k200GbE = 25.0;
 constexpr double k400GbE = 50.0;
 
-// SCCL's DGX-1 (papers/002, "hybrid cube mesh"): two fully connected quads {0,1,2,3} {4,5,6,7} plus
-// GPU i ↔ i+4; lanes per pair so that each V100 uses its 6 NVLinks (SCCL's dgx1() link matrix).
-constexpr int kDgx1Lanes[8][8] = {
-    {0, 2, 1, 1, 2, 0, 0, 0}, {2, 0, 1, 2, 0, 1, 0, 0}, {1, 1, 0, 2, 0, 0, 2, 0}, {1, 2, 2, 0, 0, 0, 0, 1},
-    {2, 0, 0, 0, 0, 2, 1, 1}, {0, 1, 0, 0, 2, 0, 1, 2}, {0, 0, 2, 0, 1, 1, 0, 2}, {0, 0, 0, 1, 1, 2, 2, 0}};
-
 class NodeBuilder {
  public:
   explicit NodeBuilder(std::string name) {
@@ -87,9 +81,9 @@ void addHostFabric(NodeBuilder& node, const std::vector<DeviceRef>& gpus, int ni
 void addHybridCubeMesh(NodeBuilder& node, const std::vector<DeviceRef>& gpus) {
   for (int i = 0; i < 8; ++i) {
     for (int j = i + 1; j < 8; ++j) {
-      if (kDgx1Lanes[i][j] == 0) continue;
-      node.link(gpus[i], gpus[j], LinkKind::NVLink, kNvlinkAlphaUs, kDgx1Lanes[i][j] * kNvlinkLaneGBps,
-                kDgx1Lanes[i][j]);
+      if (kDgx1NvlinkLanes[i][j] == 0) continue;
+      node.link(gpus[i], gpus[j], LinkKind::NVLink, kNvlinkAlphaUs, kDgx1NvlinkLanes[i][j] * kNvlinkLaneGBps,
+                kDgx1NvlinkLanes[i][j]);
     }
   }
 }

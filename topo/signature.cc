@@ -39,6 +39,7 @@ uint64_t topologySignature(const Topology& topology) {
   for (const Gpu& gpu : topology.gpus) {
     hash.add(static_cast<int64_t>(gpu.node));
     hash.add(static_cast<int64_t>(gpu.sm));
+    if (!gpu.arch.empty()) hash.add(std::string_view(gpu.arch));  // absent for NVIDIA: pinned values stay
   }
   hash.add(static_cast<int64_t>(topology.nics.size()));
   for (const Nic& nic : topology.nics) {

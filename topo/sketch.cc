@@ -207,7 +207,7 @@ nlohmann::json tacclSketchJson(const Topology& topology, const Sketch& sketch,
     auto laneKey = [&](int32_t a, int32_t b) {
       int32_t lanes = 0;
       for (const Link& link : topology.links) {
-        if (link.kind != LinkKind::NVLink) continue;
+        if (!isGpuFabric(link.kind)) continue;
         if ((link.a == gpuRef(node0[a]) && link.b == gpuRef(node0[b])) ||
             (link.b == gpuRef(node0[a]) && link.a == gpuRef(node0[b]))) {
           lanes += link.lanes;

@@ -11,7 +11,7 @@ namespace {
 constexpr std::array<std::string_view, 5> kSwitchKindNames = {"nvswitch", "pcie-switch", "cpu", "tor",
                                                               "aggregation"};
 constexpr std::array<std::string_view, 5> kSwitchShortNames = {"nvswitch", "pcisw", "cpu", "tor", "agg"};
-constexpr std::array<std::string_view, 4> kLinkKindNames = {"nvlink", "pcie", "network", "smp"};
+constexpr std::array<std::string_view, 5> kLinkKindNames = {"nvlink", "pcie", "network", "smp", "xgmi"};
 
 }  // namespace
 
@@ -32,6 +32,8 @@ std::optional<LinkKind> parseLinkKind(std::string_view name) {
   }
   return std::nullopt;
 }
+
+bool isGpuFabric(LinkKind kind) { return kind == LinkKind::NVLink || kind == LinkKind::Xgmi; }
 
 bool isNetworkSwitch(SwitchKind kind) { return kind == SwitchKind::ToR || kind == SwitchKind::Aggregation; }
 

@@ -18,15 +18,19 @@
 namespace tuccl {
 
 enum class SwitchKind : uint8_t { NVSwitch, PCIeSwitch, RootComplex, ToR, Aggregation };
-enum class LinkKind : uint8_t { NVLink, PCIe, Network, Smp };
+enum class LinkKind : uint8_t { NVLink, PCIe, Network, Smp, Xgmi };
 enum class DeviceKind : uint8_t { Gpu, Nic, Switch };
 
 /// "nvswitch", "pcie-switch", "cpu", "tor", "aggregation".
 std::string_view switchKindName(SwitchKind kind);
 std::optional<SwitchKind> parseSwitchKind(std::string_view name);
-/// "nvlink", "pcie", "network", "smp" (the CPU-to-CPU interconnect: UPI/QPI, Infinity Fabric).
+/// "nvlink", "pcie", "network", "smp" (the CPU-to-CPU interconnect: UPI/QPI, Infinity Fabric),
+/// "xgmi" (AMD's GPU-to-GPU Infinity Fabric links).
 std::string_view linkKindName(LinkKind kind);
 std::optional<LinkKind> parseLinkKind(std::string_view name);
+/// Whether links of this kind are a GPU fabric: direct GPU↔GPU (or GPU↔NVSwitch) links that carry
+/// intra-node traffic instead of PCIe (NVLink, xGMI).
+bool isGpuFabric(LinkKind kind);
 /// Whether switches of this kind sit in the network (belong to no node).
 bool isNetworkSwitch(SwitchKind kind);
 
@@ -54,6 +58,9 @@ struct Gpu {
   int32_t node = 0;
   std::string pciBusId;  ///< "0000:19:00.0", lower case; may be empty
   int32_t sm = 0;        ///< compute capability × 10 (70 V100, 80 A100, 90 H100); 0 unknown
+  /// AMD GPUs: the architecture ("gfx942" MI300X, "gfx90a" MI250X), "amd" when a file says AMD
+  /// (PCI vendor 0x1002) but not which; empty for NVIDIA GPUs and unknown ones.
+  std::string arch;
 
   friend bool operator==(const Gpu&, const Gpu&) = default;
 };

@@ -1,6 +1,7 @@
 #include "topo/topology_json.h"
 
 #include "support/json_text.h"
+#include "topo/limits.h"
 
 #include <charconv>
 #include <set>
@@ -72,6 +73,16 @@ class Reader {
     return value.get<double>();
   }
 
+  /// A number of `key` checked against `range` (its JSON path and the range in the message).
+  double bounded(const json& object, const std::string& path, const char* key, bool required, double fallback,
+                 const NumberRange& range) const {
+    if (!required && !object.contains(key)) return fallback;
+    double value = number(object, path, key, required, fallback);
+    if (std::optional<std::string> problem = rangeProblem(value, range))
+      fail(path.empty() ? key : path + "." + key, *problem);
+    return value;
+  }
+
   bool boolean(const json& object, const std::string& path, const char* key, bool fallback) const {
     if (!object.contains(key)) return fallback;
     const json& value = object.at(key);
@@ -129,6 +140,7 @@ json topologyToJson(const Topology& topology) {
   for (const Gpu& gpu : topology.gpus) {
     json g{{"rank", gpu.rank}, {"node", gpu.node}};
     if (gpu.sm != 0) g["sm"] = gpu.sm;
+    if (!gpu.arch.empty()) g["arch"] = gpu.arch;
     if (!gpu.pciBusId.empty()) g["pci"] = gpu.pciBusId;
     gpus.push_back(g);
   }
@@ -177,8 +189,7 @@ Topology topologyFromJson(const json& in, const std::string& file) {
 
   const json& nodes = reader.member(in, "", "nodes");
   if (nodes.is_number_integer()) {
-    int32_t count = reader.integer(in, "", "nodes", true, 0);
-    if (count < 1) reader.fail("nodes", "expected at least one node");
+    auto count = static_cast<int32_t>(reader.bounded(in, "", "nodes", true, 0, topo_limits::kNodes));
     topology.nodes.resize(count);
   } else {
     if (!nodes.is_array()) reader.fail("nodes", "expected an array of nodes or a node count");
@@ -191,11 +202,12 @@ Topology topologyFromJson(const json& in, const std::string& file) {
   const json& gpus = reader.array(in, "", "gpus");
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::string path = "gpus[" + std::to_string(i) + "]";
-    reader.checkKeys(gpus[i], path, {"rank", "node", "sm", "pci"});
+    reader.checkKeys(gpus[i], path, {"rank", "node", "sm", "arch", "pci"});
     Gpu gpu;
     gpu.rank = reader.integer(gpus[i], path, "rank", false, static_cast<int32_t>(i));
     gpu.node = reader.integer(gpus[i], path, "node", true, 0);
-    gpu.sm = reader.integer(gpus[i], path, "sm", false, 0);
+    gpu.sm = static_cast<int32_t>(reader.bounded(gpus[i], path, "sm", false, 0, topo_limits::kGpuSm));
+    gpu.arch = reader.string(gpus[i], path, "arch", false);
     gpu.pciBusId = reader.string(gpus[i], path, "pci", false);
     topology.gpus.push_back(gpu);
   }
@@ -206,7 +218,7 @@ Topology topologyFromJson(const json& in, const std::string& file) {
     Nic nic;
     nic.node = reader.integer(nics[i], path, "node", true, 0);
     nic.name = reader.string(nics[i], path, "name", false);
-    nic.bandwidthGBps = reader.number(nics[i], path, "bandwidth_gbps", true, 0);
+    nic.bandwidthGBps = reader.bounded(nics[i], path, "bandwidth_gbps", true, 0, topo_limits::kNicBandwidthGBps);
     nic.pciBusId = reader.string(nics[i], path, "pci", false);
     nic.gdr = reader.boolean(nics[i], path, "gdr", true);
     topology.nics.push_back(nic);
@@ -237,11 +249,11 @@ Topology topologyFromJson(const json& in, const std::string& file) {
     link.b = reader.ref(links[i], path, "b");
     std::string kind = reader.string(links[i], path, "kind", true);
     auto parsed = parseLinkKind(kind);
-    if (!parsed) reader.fail(path + ".kind", "unknown link kind '" + kind + "' (nvlink, pcie, network, smp)");
+    if (!parsed) reader.fail(path + ".kind", "unknown link kind '" + kind + "' (nvlink, xgmi, pcie, network, smp)");
     link.kind = *parsed;
-    link.alphaUs = reader.number(links[i], path, "alpha_us", false, 0.0);
-    link.bandwidthGBps = reader.number(links[i], path, "bandwidth_gbps", true, 0);
-    link.lanes = reader.integer(links[i], path, "lanes", false, 1);
+    link.alphaUs = reader.bounded(links[i], path, "alpha_us", false, 0.0, topo_limits::kLinkAlphaUs);
+    link.bandwidthGBps = reader.bounded(links[i], path, "bandwidth_gbps", true, 0, topo_limits::kLinkBandwidthGBps);
+    link.lanes = static_cast<int32_t>(reader.bounded(links[i], path, "lanes", false, 1, topo_limits::kLinkLanes));
     topology.links.push_back(link);
   }
   if (auto problem = validateTopology(topology)) reader.fail("", *problem);

@@ -457,7 +457,9 @@ void warnAboutProgramsNcclDoesNotRun(const TuningResult& result, TuningObserver&
 TuningResult runSearches(const TuningRequest& request, TuningObserver& observer) {
   checkRequest(request);
   const std::optional<nlohmann::json> spaceJson = readSpaceFile(request.spaceFile);
-  Expected<LoadedTopology> loaded = loadTopology(request.topology);
+  LoadOptions loadOptions;
+  loadOptions.gpuFabric = request.gpuFabric;
+  Expected<LoadedTopology> loaded = loadTopology(request.topology, loadOptions);
   throwIfError(loaded.status());
   const Topology topology = std::move(loaded)->topology;
   const Network network = makeNetwork(topology);

@@ -36,6 +36,7 @@
 #include "support/status.h"
 #include "support/vocabulary.h"
 #include "table/lookup_table.h"
+#include "topo/gpu_fabric.h"
 #include "tune/searcher.h"
 #include "tune/size_grid.h"
 #include "tune/sketch_candidates.h"
@@ -59,6 +60,7 @@ std::vector<Collective> tunableCollectives(ProfilerKind kind);
 struct TuningRequest {
   // ---- what to tune
   std::string topology = "preset:resccl-a100:nodes=2";  ///< a spec topo/load.h loadTopology accepts
+  std::optional<GpuFabric> gpuFabric;  ///< --gpu-fabric: replaces the topology's GPU fabric (LoadOptions)
   std::vector<Collective> collectives = {Collective::AllReduce, Collective::AllGather};
   std::vector<int64_t> sizes;  ///< message bytes, strictly ascending (tune/size_grid.h sizeGrid)
   // ---- the search

@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -76,6 +77,69 @@ TEST(TucclTopo, BadInputsExitTwoWithLocation) {
   EXPECT_EQ(runTopo("path preset:dgx-a100 0 99").status, 2);
   EXPECT_EQ(runTopo("frobnicate").status, 2);
   EXPECT_EQ(runTopo("").status, 2);
+}
+
+std::string writeTemp(const std::string& name, const std::string& text) {
+  std::filesystem::path path = std::filesystem::path(testing::TempDir()) / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(TucclTopo, DeeplyNestedXmlIsShownNotACrash) {
+  constexpr int kDepth = 50'000;
+  std::string text = "<system version=\"1\"><cpu numaid=\"0\">\n";
+  for (int i = 0; i < kDepth; ++i) text += "<pci busid=\"0000:01:00.0\" class=\"0x060400\">\n";
+  text += "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"80\"/></pci>\n";
+  for (int i = 0; i < kDepth; ++i) text += "</pci>\n";
+  text += "</cpu></system>\n";
+  ToolRun r = runTopo("show " + writeTemp("deep.xml", text));
+  EXPECT_EQ(r.status, 0) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("GPUs 1"), std::string::npos) << r.output.substr(0, 2000);
+}
+
+TEST(TucclTopo, HostileNumberIsAnErrorWithLineAndRange) {
+  std::string file = writeTemp("hostile.xml",
+                               "<system version=\"1\">\n<cpu numaid=\"0\">\n"
+                               "<pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"80\">\n"
+                               "<nvlink target=\"0000:02:00.0\" count=\"99999999999\" tclass=\"0x030200\"/>\n"
+                               "</gpu></pci></cpu></system>\n");
+  ToolRun r = runTopo("show " + file);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("hostile.xml:4:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 to 64, got 99,999,999,999"), std::string::npos) << r.output;
+}
+
+TEST(TucclTopo, WarnsAboutMissingNvlinkAndTakesTheStatedFabric) {
+  std::string text = "<system version=\"1\"><cpu numaid=\"0\">\n";
+  for (int g = 0; g < 8; ++g) {
+    text += "<pci busid=\"000" + std::to_string(g) + ":00:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" "
+            "link_width=\"16\"><gpu sm=\"90\"/></pci>\n";
+  }
+  text += "<pci busid=\"0100:00:00.0\" class=\"0x020700\" link_speed=\"16 GT/s\" link_width=\"16\"/>\n";
+  std::string file = writeTemp("h100-vm.xml", text + "</cpu></system>\n");
+  ToolRun plain = runTopo("path " + file + " 0 1");
+  EXPECT_EQ(plain.status, 0) << plain.output;
+  EXPECT_NE(plain.output.find("8 GPUs (sm 90) and no NVLink"), std::string::npos) << plain.output;
+  EXPECT_NE(plain.output.find("rank 0 -> rank 1: pcie"), std::string::npos) << plain.output;
+  ToolRun stated = runTopo("path " + file + " 0 1 --gpu-fabric nvswitch");
+  EXPECT_EQ(stated.status, 0) << stated.output;
+  EXPECT_EQ(stated.output.find("no NVLink"), std::string::npos) << stated.output;
+  EXPECT_NE(stated.output.find("rank 0 -> rank 1: nvswitch, alpha 0.7 us, bottleneck 450 GB/s"), std::string::npos)
+      << stated.output;
+  EXPECT_EQ(runTopo("show " + file + " --gpu-fabric nvlink").status, 2);
+}
+
+TEST(TucclTopo, VersionPresetsAndTheNodesHint) {
+  ToolRun version = runTopo("--version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_NE(version.output.find("tuccl-topo "), std::string::npos) << version.output;
+  ToolRun help = runTopo("--help");
+  EXPECT_EQ(help.status, 0);
+  for (const std::string& name : tuccl::presetNames()) EXPECT_NE(help.output.find(name), std::string::npos) << name;
+  ToolRun one = runTopo("prune preset:dgx-a100");
+  EXPECT_EQ(one.status, 0) << one.output;
+  EXPECT_NE(one.output.find("--nodes N"), std::string::npos) << one.output;
+  EXPECT_EQ(runTopo("prune preset:dgx-a100:nodes=2").output.find("--nodes N"), std::string::npos);
 }
 
 }  // namespace

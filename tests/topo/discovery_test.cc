@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "topo/binding.h"
 #include "topo/load.h"
 #include "topo/paths.h"
@@ -18,6 +21,27 @@ bool anyNoteContains(const std::vector<std::string>& notes, const std::string& t
     if (note.find(text) != std::string::npos) return true;
   }
   return false;
+}
+
+// Docker's veth*/docker0/br-* interfaces live under devices/virtual/net with no PCI device: they
+// never become NICs, so no GPU is bound to them.
+TEST(Discovery, VirtualInterfacesAreNotNics) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::path(testing::TempDir()) / "sysfs-docker";
+  fs::remove_all(root);
+  fs::copy(fakeRoot("sysfs-2gpu"), root, fs::copy_options::recursive);
+  for (const char* name : {"docker0", "veth1a2b3c", "br-5f2e1d"}) {
+    fs::create_directories(root / "devices" / "virtual" / "net" / name);
+    std::ofstream(root / "devices" / "virtual" / "net" / name / "speed") << "10000\n";
+    fs::create_directories(root / "class" / "net");
+    fs::create_directory_symlink(fs::path("../../devices/virtual/net") / name, root / "class" / "net" / name);
+  }
+  DiscoveryResult result = discoverLocalTopology({root.string(), false});
+  ASSERT_EQ(result.topology.nics.size(), 2u);
+  EXPECT_EQ(result.topology.nics[0].name, "mlx5_0");
+  EXPECT_EQ(result.topology.nics[1].name, "mlx5_1");
+  EXPECT_EQ(bindGpusToNics(result.topology), (std::vector<int32_t>{0, 1}));
+  fs::remove_all(root);
 }
 
 TEST(Discovery, FakeSysfsTree) {

@@ -64,7 +64,7 @@ TEST(TopologyJson, SemanticErrorsNameTheField) {
   EXPECT_EQ(
       messageOf(
           R"({"nodes": 1, "links": [{"a": "gpu:0", "b": "gpu:1", "kind": "nvlnk", "bandwidth_gbps": 1}]})"),
-      "links[0].kind: unknown link kind 'nvlnk' (nvlink, pcie, network, smp)");
+      "links[0].kind: unknown link kind 'nvlnk' (nvlink, xgmi, pcie, network, smp)");
   EXPECT_EQ(messageOf(R"({"nodes": 1, "gpus": [{"node": 0, "colour": 1}]})"),
             "gpus[0]: unknown field 'colour'");
   EXPECT_EQ(messageOf(R"({"nodes": 1, "nics": [{"node": 0}]})"),
@@ -75,6 +75,35 @@ TEST(TopologyJson, SemanticErrorsNameTheField) {
           R"({"nodes": 1, "links": [{"a": "gpu0", "b": "gpu:1", "kind": "pcie", "bandwidth_gbps": 1}]})"),
       "links[0].a: expected 'gpu:N', 'nic:N' or 'switch:N' (got 'gpu0')");
   EXPECT_EQ(messageOf(R"({"nodes": 1, "version": 7})"), "version: unsupported version 7 (expected 1)");
+}
+
+TEST(TopologyJson, HostileNumbersAreErrorsThatSayTheRange) {
+  auto messageOf = [](const std::string& text) {
+    try {
+      parse(text);
+    } catch (const DiagnosticError& error) {
+      return error.diagnostic().message;
+    }
+    return std::string("no error");
+  };
+  auto link = [](const std::string& fields) {
+    return R"({"nodes": 1, "gpus": [{"node": 0}, {"node": 0}], "links": [{"a": "gpu:0", "b": "gpu:1", "kind": "nvlink", )" +
+           fields + "}]}";
+  };
+  EXPECT_EQ(messageOf(link(R"("bandwidth_gbps": 25, "lanes": 99999999999)")),
+            "links[0].lanes: lanes of one link must be a whole number 1 to 1,024, got 99,999,999,999");
+  EXPECT_EQ(messageOf(link(R"("bandwidth_gbps": -25)")),
+            "links[0].bandwidth_gbps: link bandwidth must be above 0 up to 100,000 GB/s, got -25");
+  EXPECT_EQ(messageOf(link(R"("bandwidth_gbps": 1e300)")),
+            "links[0].bandwidth_gbps: link bandwidth must be above 0 up to 100,000 GB/s, got 1e+300");
+  EXPECT_EQ(messageOf(link(R"("bandwidth_gbps": 25, "alpha_us": -0.5)")),
+            "links[0].alpha_us: link latency (alpha) must be 0 to 1,000,000 µs, got -0.5");
+  EXPECT_EQ(messageOf(R"({"nodes": 2000000000})"),
+            "nodes: number of nodes must be a whole number 1 to 4,096, got 2,000,000,000");
+  EXPECT_EQ(messageOf(R"({"nodes": 1, "gpus": [{"node": 0, "sm": -80}]})"),
+            "gpus[0].sm: GPU compute capability (sm, × 10) must be a whole number 0 to 1,000, got -80");
+  EXPECT_EQ(messageOf(R"({"nodes": 1, "nics": [{"node": 0, "bandwidth_gbps": 0}]})"),
+            "nics[0].bandwidth_gbps: NIC bandwidth must be above 0 up to 1,250 GB/s, got 0");
 }
 
 }  // namespace
@@ -93,6 +122,19 @@ TEST(LoadTopology, ErrorsComeBackAsStatus) {
   EXPECT_EQ(badPreset.status().code(), ErrorCode::InvalidArgument);
   EXPECT_NE(badPreset.diagnostic().message.find("no-such-machine"), std::string::npos)
       << badPreset.status().toString();
+}
+
+TEST(LoadTopology, AbsurdNodeCountsAreRefusedWithTheRange) {
+  for (const char* spec : {"preset:dgx-a100:nodes=100000", "preset:dgx-a100:nodes=2000000000"}) {
+    Expected<LoadedTopology> huge = loadTopology(spec);
+    ASSERT_FALSE(huge.ok()) << spec;
+    EXPECT_EQ(huge.status().code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(huge.diagnostic().message.find("number of nodes must be a whole number 1 to 4,096"), std::string::npos)
+        << huge.status().toString();
+  }
+  LoadOptions options;
+  options.cluster.nodes = 5000;
+  EXPECT_FALSE(loadTopology(std::string(TUCCL_SOURCE_DIR) + "/tests/data/topo/nccl/a100-nvswitch-full.xml", options).ok());
 }
 
 }  // namespace
