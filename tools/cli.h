@@ -2,12 +2,17 @@
 // CLI11's errors onto them, diagnostics that quote the offending source line, and output files.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -73,16 +78,77 @@ inline int reportError(std::string_view tool, const Status& status) {
   return status.code() == ErrorCode::Internal ? kExitInternal : kExitError;
 }
 
-/// Whether `path` may be written as an output: an existing file only with `force`.
-inline Status checkOutputFree(const std::string& path, bool force) {
+// Output files. Every tool writes only where it was asked to, replaces an existing file only with
+// --force, and checks its outputs before any work, so a long run never ends in "cannot write":
+//   cli::addForceFlag(app, force);                         // one spelling of --force everywhere
+//   if (Status s = cli::checkOutputFree(path, force); !s) return cli::reportError(tool, s);
+//   ... the work ...
+//   if (Status s = cli::writeOutput(path, text); !s) return cli::reportError(tool, s);
+// "-" names standard output (checkOutputFree accepts it, writeOutput prints to it).
+
+/// Adds the --force flag: replace existing output files.
+inline CLI::Option* addForceFlag(CLI::App& app, bool& force) {
+  return app.add_flag("--force", force, "replace output files that exist (without it an existing file is refused)");
+}
+
+/// Whether `path` names standard output ("-").
+inline bool isStandardOutput(std::string_view path) { return path == "-"; }
+
+/// Whether a program may create or replace files in the existing folder `folder`; the reason why
+/// not otherwise ("permission denied", "not a directory").
+inline Status checkWritableFolder(const std::filesystem::path& folder, const std::string& output) {
   std::error_code error;
-  if (!force && std::filesystem::exists(path, error))
-    return makeError(ErrorCode::InvalidArgument, path + " exists; pass --force to overwrite it");
+  const std::filesystem::path shown = folder.empty() ? std::filesystem::path(".") : folder;
+  if (!std::filesystem::is_directory(shown, error)) {
+    return makeError(ErrorCode::IoError, "cannot write " + output + ": " + shown.string() + " is not a directory");
+  }
+  if (::access(shown.c_str(), W_OK | X_OK) != 0) {
+    return makeError(ErrorCode::IoError, "cannot write " + output + ": " + shown.string() + ": " + std::strerror(errno));
+  }
+  return Status();
+}
+
+/// Checks, before any work, that `path` can be written as an output file: an empty path (no output)
+/// and "-" pass; a directory is refused; an existing file is refused unless `force` ("X exists;
+/// pass --force to overwrite it"); the folder (or, when it is still to be made, its nearest
+/// existing ancestor) must be a writable directory, else the reason is given (errno's text).
+inline Status checkOutputFree(const std::string& path, bool force) {
+  if (path.empty() || isStandardOutput(path)) return Status();
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (fs::is_directory(status)) return makeError(ErrorCode::InvalidArgument, "cannot write " + path + ": it is a directory");
+  if (fs::exists(status)) {
+    if (!force) return makeError(ErrorCode::InvalidArgument, path + " exists; pass --force to overwrite it");
+    if (::access(path.c_str(), W_OK) != 0)
+      return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(errno));
+  }
+  fs::path folder = fs::path(path).parent_path();
+  while (!folder.empty() && !fs::exists(folder, error)) folder = folder.parent_path();
+  return checkWritableFolder(folder, path);
+}
+
+/// The same for an output folder: `folder` is a directory or can be made, and each of `names`
+/// inside it is free (or `force`).
+inline Status checkOutputFolder(const std::string& folder, const std::vector<std::string>& names, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::exists(folder, error) && !fs::is_directory(folder, error))
+    return makeError(ErrorCode::InvalidArgument, "cannot write into " + folder + ": it is not a directory");
+  for (const std::string& name : names) {
+    if (Status status = checkOutputFree((fs::path(folder) / name).string(), force); !status) return status;
+  }
+  if (names.empty()) {
+    fs::path existing = fs::path(folder);
+    while (!existing.empty() && !fs::exists(existing, error)) existing = existing.parent_path();
+    return checkWritableFolder(existing, folder);
+  }
   return Status();
 }
 
 /// Makes the folder of an output file, as `tuccl-compile -o` does.
 inline Status makeOutputFolder(const std::string& path) {
+  if (path.empty() || isStandardOutput(path)) return Status();
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code error;
   if (!parent.empty()) std::filesystem::create_directories(parent, error);
@@ -90,12 +156,45 @@ inline Status makeOutputFolder(const std::string& path) {
   return Status();
 }
 
-/// Writes `text` to `path`, replacing the file.
+/// Writes `text` to `path` ("-": standard output) through a temporary file beside it and a rename,
+/// so a failed write leaves the old file (or none) rather than half a file; makes the folder when
+/// missing. The error says why (errno's text).
 inline Status writeOutput(const std::string& path, std::string_view text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out.flush()) return makeError(ErrorCode::IoError, "cannot write " + path);
+  if (isStandardOutput(path)) {
+    std::cout << text << std::flush;
+    return std::cout ? Status() : makeError(ErrorCode::IoError, "cannot write to standard output");
+  }
+  if (Status status = makeOutputFolder(path); !status) return status;
+  std::string temporary = path + ".tmp" + std::to_string(::getpid());
+  {
+    errno = 0;
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(errno));
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!out.flush()) {
+      const int saved = errno;
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(saved != 0 ? saved : EIO));
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    std::filesystem::remove(temporary, error);
+    return makeError(ErrorCode::IoError, "cannot write " + path + ": " + error.message());
+  }
   return Status();
+}
+
+/// Opens `path` for a tool that streams its output (a CSV written row by row): the file must have
+/// passed checkOutputFree; the folder is made when missing. The error says why.
+inline Expected<std::ofstream> openOutput(const std::string& path) {
+  if (Status status = makeOutputFolder(path); !status) return status;
+  errno = 0;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(errno != 0 ? errno : EIO));
+  return out;
 }
 
 /// The value, or the status thrown as a StatusError for the tool's main to report: tools unwind
