@@ -18,6 +18,7 @@
 
 #include "support/source_text.h"
 #include "support/status.h"
+#include "support/text_values.h"
 
 namespace tuccl::cli {
 
@@ -49,6 +50,56 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     return kExitError;
   }
   return std::nullopt;
+}
+
+// Numeric options. CLI11 transformers over support/text_values.h's range parsers, so every tool
+// reads sizes, counts and factors alike and refuses what is out of range with the range written
+// for people ("--chunk-size: '1' is out of range: must be between 256 B and 1 GiB"):
+//   app.add_option("--chunk-size", bytes)->transform(cli::byteSizeIn(256, 1 << 30));
+//   app.add_option("-f,--factor", factor)->transform(cli::numberIn(1.01, 1024));
+
+/// A byte size ("64K", "1MiB", "1048576") in [min, max], handed on as decimal bytes.
+inline CLI::Validator byteSizeIn(uint64_t min, uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        Expected<uint64_t> bytes = parseByteSizeInRange(text, min, max);
+        if (!bytes) return bytes.status().message();
+        text = std::to_string(*bytes);
+        return {};
+      },
+      "SIZE", "byte size");
+}
+
+/// A whole number in [min, max].
+inline CLI::Validator integerIn(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        Expected<int64_t> value = parseIntegerInRange(text, min, max);
+        if (!value) return value.status().message();
+        text = std::to_string(*value);
+        return {};
+      },
+      "INT", "whole number");
+}
+
+/// A finite number in [min, max] ("nan" and "inf" refused).
+inline CLI::Validator numberIn(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        Expected<double> value = parseNumberInRange(text, min, max);
+        return value ? std::string() : value.status().message();
+      },
+      "NUMBER", "number");
+}
+
+/// A comma-separated list with no item given twice ("allreduce,allreduce" is refused).
+inline CLI::Validator distinctList() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        Expected<std::vector<std::string>> items = splitDistinctList(text);
+        return items ? std::string() : items.status().message();
+      },
+      "LIST", "list");
 }
 
 /// Prints `file:line:col: error: ...` with the source line and a caret: from `source` when given,
