@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <new>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +59,11 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
 // for people ("--chunk-size: '1' is out of range: must be between 256 B and 1 GiB"):
 //   app.add_option("--chunk-size", bytes)->transform(cli::byteSizeIn(256, 1 << 30));
 //   app.add_option("-f,--factor", factor)->transform(cli::numberIn(1.01, 1024));
+
+/// The micro-batch (chunk) sizes a plan may record: tune/'s search space starts at 256 B; beyond
+/// 1 GiB a slice no longer fits a GPU's staging memory.
+inline constexpr uint64_t kMinChunkBytes = 256;
+inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;
 
 /// A byte size ("64K", "1MiB", "1048576") in [min, max], handed on as decimal bytes.
 inline CLI::Validator byteSizeIn(uint64_t min, uint64_t max) {
@@ -246,6 +253,30 @@ inline Expected<std::ofstream> openOutput(const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(errno != 0 ? errno : EIO));
   return out;
+}
+
+/// Runs a tool's work and turns whatever escapes it into a message and an exit status, so no
+/// input ends in an abort (exit 134) or an uncaught exception: a StatusError is reported as its
+/// Status (reportError), a DiagnosticError with its quoted line, running out of memory and sizes
+/// too large to hold as bad input (kExitError), any other exception as `tool: error: what`.
+/// `work` returns the exit status.
+template <typename Work>
+int runGuarded(std::string_view tool, Work&& work) {
+  try {
+    return work();
+  } catch (const StatusError& error) {
+    return reportError(tool, error.status());
+  } catch (const DiagnosticError& error) {
+    printDiagnostic(error.diagnostic());
+    return kExitError;
+  } catch (const std::bad_alloc&) {
+    std::cerr << tool << ": error: out of memory: the input asks for more memory than this machine has\n";
+  } catch (const std::length_error&) {
+    std::cerr << tool << ": error: out of memory: the input asks for a buffer larger than can be held\n";
+  } catch (const std::exception& error) {
+    std::cerr << tool << ": error: " << error.what() << "\n";
+  }
+  return kExitError;
 }
 
 /// The value, or the status thrown as a StatusError for the tool's main to report: tools unwind
