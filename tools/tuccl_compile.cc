@@ -361,7 +361,8 @@ int main(int argc, char** argv) {
   } catch (const tuccl::StatusError& error) {
     return tuccl::cli::reportError("tuccl-compile", error.status());
   } catch (const tuccl::DiagnosticError& error) {
-    tuccl::cli::printDiagnostic(error.diagnostic(), &source);
+    // Before the file was read (it could not be), the diagnostic quotes nothing.
+    tuccl::cli::printDiagnostic(error.diagnostic(), source.name().empty() ? nullptr : &source);
     return kExitError;
   } catch (const std::bad_alloc&) {
     std::cerr << "tuccl-compile: error: out of memory (lower --max-ops to stop large programs earlier, or --count)\n";
