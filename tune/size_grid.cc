@@ -70,10 +70,10 @@ Expected<std::vector<int64_t>> parseSizeGrid(std::string_view range, double fact
 }
 
 std::vector<SizeRange> mergeSizeRanges(const std::vector<int64_t>& sizes, const std::vector<std::string>& winnerKeys) {
-  if (sizes.size() != winnerKeys.size()) throw std::invalid_argument("mergeSizeRanges: one winner per size");
+  if (sizes.size() != winnerKeys.size()) throw std::invalid_argument("the table ranges need one winner per grid size");
   if (!std::is_sorted(sizes.begin(), sizes.end()) ||
       std::adjacent_find(sizes.begin(), sizes.end()) != sizes.end())
-    throw std::invalid_argument("mergeSizeRanges: sizes must be strictly ascending");
+    throw std::invalid_argument("the sizes of a table must be strictly ascending, each given once");
   std::vector<SizeRange> ranges;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (!ranges.empty() && winnerKeys[ranges.back().first] == winnerKeys[i]) {

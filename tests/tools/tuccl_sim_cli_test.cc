@@ -136,4 +136,16 @@ TEST(TucclSim, TraceRefusesAnExistingFileWithoutForce) {
   std::filesystem::remove_all(dir);
 }
 
+// A JSON file whose values have the wrong type is reported with the file's name and without the
+// JSON library's internal tag.
+TEST(TucclSim, AJsonValueOfTheWrongTypeNamesTheFile) {
+  const std::filesystem::path cost = std::filesystem::path(testing::TempDir()) / "tuccl_sim_bad_cost.json";
+  std::ofstream(cost) << "{\"syncOverheadUs\": \"fast\"}\n";
+  ToolRun r = runSim("--dump-cost --cost " + cost.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find(cost.string() + ": error: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[json.exception"), std::string::npos) << r.output;
+  std::filesystem::remove(cost);
+}
+
 }  // namespace

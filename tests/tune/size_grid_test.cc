@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -51,6 +52,17 @@ TEST(SizeGrid, AFactorMakingMillionsOfSizesIsRefusedWithOneThatFits) {
   EXPECT_LE(suggested->size(), static_cast<size_t>(kMaxGridSizes));
   for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -2.0}) {
     EXPECT_FALSE(sizeGrid(1024, 4096, bad)) << bad;
+  }
+}
+
+// Messages say what is wrong, not which function found it.
+TEST(SizeGrid, MergeRefusesUnsortedSizesInWordsForPeople) {
+  try {
+    mergeSizeRanges({2048, 1024}, {"a", "b"});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()).find("mergeSizeRanges"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("strictly ascending"), std::string::npos) << error.what();
   }
 }
 
