@@ -33,12 +33,14 @@ inline std::filesystem::path programDir() {
   return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
 }
 
+#if defined(TUCCL_DATA_FROM_BIN)  // the tools (tools/CMakeLists.txt); bench programs have no bundled data
 /// TuCCL's bundled data (examples/algorithms, examples/topologies, examples/tables): the
 /// directory at TUCCL_DATA_FROM_BIN (tools/CMakeLists.txt; ../share/tuccl) from the running
 /// program's own directory (/proc/self/exe), so a moved install prefix still finds it.
 inline std::filesystem::path bundledDataDir() {
   return (programDir() / TUCCL_DATA_FROM_BIN).lexically_normal();
 }
+#endif
 
 /// Parses the command line. Returns nothing to go on, or the status to exit with: 0 after
 /// --help / --version, kExitError (with CLI11's message) for a bad command line.
