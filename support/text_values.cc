@@ -4,8 +4,9 @@
 #include <bit>
 #include <cctype>
 #include <charconv>
-#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -89,29 +90,49 @@ std::string formatBytesForPeople(uint64_t bytes) {
   size_t unit = 0;
   while (unit + 1 < kUnits.size() && bytes >= (uint64_t{1} << (10 * (unit + 1)))) ++unit;
   if (unit == 0) return std::to_string(bytes) + " B";
-  const double scaled = std::ldexp(static_cast<double>(bytes), -10 * static_cast<int>(unit));
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f", scaled);
-  std::string number(text);
-  while (number.back() == '0') number.pop_back();
-  if (number.back() == '.') number.pop_back();
-  const bool exact = std::ldexp(std::strtod(number.c_str(), nullptr), 10 * static_cast<int>(unit)) ==
-                     static_cast<double>(bytes);
+  // Integers only (the tuner plugin links this and needs nothing beyond libc): the whole units,
+  // then three decimals of the rest by long division, rounded half up.
+  const int shift = 10 * static_cast<int>(unit);
+  const uint64_t mask = (uint64_t{1} << shift) - 1;
+  uint64_t whole = bytes >> shift;
+  uint64_t rest = bytes & mask;  // < 2^60, so rest * 10 fits
+  uint64_t thousandths = 0;
+  for (int digit = 0; digit < 3; ++digit) {
+    rest *= 10;
+    thousandths = thousandths * 10 + (rest >> shift);
+    rest &= mask;
+  }
+  const bool exact = rest == 0;
+  if (rest >= (uint64_t{1} << (shift - 1)) && ++thousandths == 1000) {
+    thousandths = 0;
+    ++whole;
+  }
+  std::string number = std::to_string(whole);
+  if (thousandths != 0) {
+    std::string decimals = std::to_string(thousandths);
+    decimals.insert(0, 3 - decimals.size(), '0');
+    while (decimals.back() == '0') decimals.pop_back();
+    number += "." + decimals;
+  }
   return (exact ? "" : "~") + number + " " + kUnits[unit];
 }
 
 std::string formatNumberForPeople(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "infinity" : "-infinity";
-  if (value == std::trunc(value) && std::fabs(value) < 1e18) {
+  if (value > -1e18 && value < 1e18 && value == static_cast<double>(static_cast<int64_t>(value))) {
     const auto whole = static_cast<int64_t>(value);
     std::string digits = std::to_string(whole < 0 ? -whole : whole);
     for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<size_t>(i), ",");
     return (whole < 0 ? "-" : "") + digits;
   }
+  // The shortest %g text that reads back as the value (snprintf and strtod, libc only).
   char text[64];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
-  return ec == std::errc() ? std::string(text, end) : std::to_string(value);
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof text, "%.*g", precision, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
 }
 
 std::string describeRange(const std::string& min, const std::string& max, bool noMin, bool noMax) {
@@ -165,17 +186,15 @@ Expected<int64_t> parseIntegerInRange(std::string_view text, int64_t min, int64_
 }
 
 Expected<double> parseNumberInRange(std::string_view text, double min, double max) {
-  std::string_view digits = text;
-  if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
-  double value = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  const bool number = !digits.empty() && end == digits.data() + digits.size() &&
-                      (ec == std::errc() || ec == std::errc::result_out_of_range);
-  // from_chars reads "nan" and "inf": a number is digits, a point and an exponent only.
-  const bool plain = digits.find_first_not_of("0123456789.eE+-") == std::string_view::npos;
-  if (!number || !plain) return makeError(ErrorCode::InvalidArgument, "'" + std::string(text) + "' is not a number");
-  if (ec == std::errc::result_out_of_range || !std::isfinite(value) || value < min || value > max)
-    return outOfRange(text, numberRange(min, max));
+  // A number is digits, a point, an exponent and signs only: strtod would also take "nan", "inf"
+  // and hexadecimal. (strtod, not from_chars: the tuner plugin links this and needs only libc.)
+  const bool plain = !text.empty() && text.find_first_not_of("0123456789.eE+-") == std::string_view::npos;
+  const std::string copy(text);
+  char* end = nullptr;
+  const double value = plain ? std::strtod(copy.c_str(), &end) : 0;
+  if (!plain || end != copy.c_str() + copy.size())
+    return makeError(ErrorCode::InvalidArgument, "'" + std::string(text) + "' is not a number");
+  if (!std::isfinite(value) || value < min || value > max) return outOfRange(text, numberRange(min, max));
   return value;
 }
 
