@@ -247,16 +247,6 @@ inline Status writeOutput(const std::string& path, std::string_view text) {
   return Status();
 }
 
-/// Opens `path` for a tool that streams its output (a CSV written row by row): the file must have
-/// passed checkOutputFree; the folder is made when missing. The error says why.
-inline Expected<std::ofstream> openOutput(const std::string& path) {
-  if (Status status = makeOutputFolder(path); !status) return status;
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(errno != 0 ? errno : EIO));
-  return out;
-}
-
 /// Runs a tool's work and turns whatever escapes it into a message and an exit status, so no
 /// input ends in an abort (exit 134) or an uncaught exception: a StatusError is reported as its
 /// Status (reportError), a DiagnosticError with its quoted line, running out of memory and sizes
