@@ -1,11 +1,12 @@
 // bench_scheduler_compare: HPDS vs round-robin vs algorithm-level vs stage-level execution of the
 // HM AllReduce, HM AllGather and ring AllReduce on the ResCCL A100 cluster (2×4, 2×8, 4×4, 4×8
 // GPUs), 8 MB to 4 GB, in the simulator (ResCCL §5.2, Figure 6 and 10(b)). Prints a table of
-// times, speedups of HPDS over each baseline and efficiency against the lower bound; writes the
-// same rows as CSV for plots, and ends with a summary of the worst cases.
+// times, speedups of HPDS over each baseline and efficiency against the lower bound; with --csv
+// FILE writes the same rows as CSV for plots (an existing FILE only with --force), and ends with a
+// summary of the worst cases. On a terminal, stderr shows the simulations' progress.
 //
-//   bench_scheduler_compare [--csv FILE] [--channels C] [--chunk-size BYTES] [--max-slices N]
-//                           [--threads T] [--quick]
+//   bench_scheduler_compare [--csv FILE [--force]] [--channels C] [--chunk-size BYTES]
+//                           [--max-slices N] [--threads T] [--quick]
 //
 // Two modes (docs/simulator.md, "bench_scheduler_compare"):
 //   - default, best micro-batch size: every (algorithm, shape, size, scheduler) is simulated with
@@ -31,6 +32,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <sstream>
 #include <limits>
 #include <string>
 #include <thread>
@@ -41,7 +43,9 @@
 #include "sim/network.h"
 #include "scheduler/plan_builder.h"
 #include "sim/simulator.h"
+#include "support/progress.h"
 #include "support/text_values.h"
+#include "tools/cli.h"
 
 namespace {
 
@@ -79,44 +83,56 @@ int64_t slicesPerChunk(const tuccl::Plan& plan, int64_t bytes) {
 
 std::string shapeName(const Shape& shape) { return std::to_string(shape.nodes) + "x" + std::to_string(shape.gpus); }
 
-}  // namespace
+// One option's value: a whole number in [min, max], or the message saying why not.
+bool readInteger(const char* option, const char* text, int64_t min, int64_t max, int64_t& out) {
+  const tuccl::Expected<int64_t> value = tuccl::parseIntegerInRange(text, min, max);
+  if (!value) {
+    std::fprintf(stderr, "bench_scheduler_compare: error: %s: %s\n", option, value.status().message().c_str());
+    return false;
+  }
+  out = *value;
+  return true;
+}
 
-int main(int argc, char** argv) {
-  std::string csvPath = "scheduler_compare.csv";
-  int32_t channels = 2;
+int run(int argc, char** argv) {
+  std::string csvPath;  // empty: no CSV (nothing is written unless asked for)
+  bool force = false;
+  int64_t channels = 2;
   int64_t fixedChunk = 0;  // 0: best of the candidates
   int64_t maxSlices = 0;  // 0: every candidate
-  int32_t threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  int64_t threads = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) {
       csvPath = argv[++i];
+    } else if (!std::strcmp(argv[i], "--force")) {
+      force = true;
     } else if (!std::strcmp(argv[i], "--channels") && i + 1 < argc) {
-      channels = std::atoi(argv[++i]);
+      if (!readInteger("--channels", argv[++i], 1, 64, channels)) return 2;
     } else if (!std::strcmp(argv[i], "--chunk-size") && i + 1 < argc) {
-      const tuccl::Expected<uint64_t> parsed = tuccl::parseByteSize(argv[++i]);
-      if (!parsed || *parsed == 0 || *parsed > static_cast<uint64_t>(INT64_MAX)) {
-        std::fprintf(stderr, "--chunk-size: %s\n",
-                     parsed ? "must be a positive byte size" : parsed.status().message().c_str());
+      const tuccl::Expected<uint64_t> parsed = tuccl::parseByteSizeInRange(argv[++i], 256, uint64_t{1} << 30);
+      if (!parsed) {
+        std::fprintf(stderr, "bench_scheduler_compare: error: --chunk-size: %s\n", parsed.status().message().c_str());
         return 2;
       }
       fixedChunk = static_cast<int64_t>(*parsed);
     } else if (!std::strcmp(argv[i], "--max-slices") && i + 1 < argc) {
-      maxSlices = std::atoll(argv[++i]);
+      if (!readInteger("--max-slices", argv[++i], 0, tuccl::kMaxSimulatedSlices, maxSlices)) return 2;
     } else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
-      threads = std::max(1, std::atoi(argv[++i]));
+      if (!readInteger("--threads", argv[++i], 1, 1024, threads)) return 2;
     } else if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--csv FILE] [--channels C] [--chunk-size BYTES] [--max-slices N] [--threads T] "
-                   "[--quick]\n",
+                   "usage: %s [--csv FILE [--force]] [--channels C] [--chunk-size BYTES] [--max-slices N] "
+                   "[--threads T] [--quick]\n",
                    argv[0]);
       return 2;
     }
   }
-  if (fixedChunk < 0 || channels < 1 || maxSlices < 0 || threads < 1) {
-    std::fprintf(stderr, "%s: --chunk-size, --channels and --max-slices must not be negative\n", argv[0]);
+  // The CSV is checked before hours of simulation, not after.
+  if (const tuccl::Status free = tuccl::cli::checkOutputFree(csvPath, force); !free) {
+    std::fprintf(stderr, "bench_scheduler_compare: error: %s\n", free.message().c_str());
     return 2;
   }
   const bool best = fixedChunk == 0;
@@ -148,7 +164,7 @@ int main(int argc, char** argv) {
           tuccl::PlanRequest request;
           request.scheduler = tuccl::parseScheduler(scheduler).value();
           request.config.chunkSize = chunk;
-          request.config.nChannels = channels;
+          request.config.nChannels = static_cast<int32_t>(channels);
           c.plans.back().push_back(tuccl::buildPlan(algorithm, request));
         }
       }
@@ -181,6 +197,7 @@ int main(int argc, char** argv) {
   std::vector<double> jobTimes(jobs.size(), 0);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
+  tuccl::TerminalProgress progress("simulations", order.size());
   auto worker = [&](size_t id) {
     try {
       for (size_t i; (i = next.fetch_add(1)) < order.size();) {
@@ -188,7 +205,11 @@ int main(int argc, char** argv) {
         const Case& c = cases[job.caseIndex];
         tuccl::SimOptions options;
         options.messageBytes = sizes[job.sizeIndex];
-        jobTimes[order[i]] = tuccl::simulatePlan(c.plans[job.scheduler][job.candidate], c.network, options).value().timeUs;
+        tuccl::Expected<tuccl::SimResult> result =
+            tuccl::simulatePlan(c.plans[job.scheduler][job.candidate], c.network, options);
+        tuccl::throwIfError(result.status());
+        jobTimes[order[i]] = result->timeUs;
+        progress.advance();
       }
     } catch (...) {
       errors[id] = std::current_exception();
@@ -198,6 +219,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> pool;
   for (int32_t t = 0; t < threads; ++t) pool.emplace_back(worker, static_cast<size_t>(t));
   for (std::thread& t : pool) t.join();
+  progress.finish();
   for (const std::exception_ptr& error : errors)
     if (error) std::rethrow_exception(error);
 
@@ -214,7 +236,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::ofstream csv(csvPath);
+  std::ostringstream csv;
   csv << "algorithm,nodes,gpus_per_node,bytes,scheduler,chunk_bytes,time_us,algbw_gbps,busbw_gbps,bound_us,"
          "efficiency,speedup_of_hpds\n";
   struct Worst {
@@ -239,7 +261,7 @@ int main(int argc, char** argv) {
     const int32_t n = k.shape.nodes * k.shape.gpus;
     std::printf("\n## %s (%s) on %d x %d A100 (%s), %d channel(s), chunk %s\n", k.name.c_str(),
                 std::string(tuccl::collectiveName(k.collective)).c_str(), k.shape.nodes, k.shape.gpus, k.spec.c_str(),
-                channels,
+                static_cast<int>(channels),
                 best ? ("best of 128K..4M" + (maxSlices > 0 ? ", <= " + std::to_string(maxSlices) + " per chunk" : ""))
                            .c_str()
                      : tuccl::formatByteSize(fixedChunk).c_str());
@@ -302,7 +324,19 @@ int main(int argc, char** argv) {
   for (size_t a = 0; a < algorithms.size(); ++a)
     if (algorithms[a].rfind("hm_", 0) == 0) report(algorithms[a].c_str(), worstAlg[a]);
   report("hierarchical (hm_allreduce, hm_allgather)", worstAlg.back());
-  std::printf("# %zu simulations on %d thread(s) in %.1f s; CSV: %s\n", jobs.size(), threads, seconds,
-              csvPath.c_str());
+  if (!csvPath.empty()) {
+    if (const tuccl::Status written = tuccl::cli::writeOutput(csvPath, csv.str()); !written) {
+      std::fprintf(stderr, "bench_scheduler_compare: error: %s\n", written.message().c_str());
+      return 2;
+    }
+  }
+  std::printf("# %zu simulations on %lld thread(s) in %.1f s; CSV: %s\n", jobs.size(), static_cast<long long>(threads),
+              seconds, csvPath.empty() ? "none (--csv FILE)" : csvPath.c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tuccl::cli::runGuarded("bench_scheduler_compare", [&] { return run(argc, argv); });
 }

@@ -14,12 +14,22 @@
 #include "kernelgen/kernel_layout.h"
 #include "kernelgen/output_compare.h"
 #include "plan/plan_validate.h"
+#include "support/text_values.h"
+
+#include <unistd.h>
 
 namespace tuccl {
 namespace {
 
 Status refuse(std::string message) { return makeError(ErrorCode::InvalidInput, std::move(message)); }
 Status unsupported(std::string message) { return makeError(ErrorCode::Unsupported, std::move(message)); }
+
+uint64_t physicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long pageSize = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0) return uint64_t{8} << 30;  // unknown: assume a small machine
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
+}
 
 // validatePlan, the send/recv pairing (layoutKernels) and the race check.
 Expected<KernelLayout> checkPlan(const Plan& plan, bool staticChecks) {
@@ -43,6 +53,28 @@ CollectiveCall callOf(const Plan& plan, const KernelLayout& layout, const Verify
                         options.op,        options.count, options.inPlace};
 }
 
+// The host memory a verification holds: every rank's buffers in the datatype, and the inputs and
+// reference outputs as doubles. Refused, before anything is allocated, when it exceeds
+// verifyMemoryLimit(): a count a user typed must end in a message, not in the allocator.
+Status checkVerifyMemory(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call) {
+  const long double es = static_cast<long double>(dataTypeSize(call.dataType));
+  const RankBufferElements unit = planBufferElements(plan, layout, 1);
+  const long double perCount = (static_cast<long double>(unit.input) + unit.output + unit.scratch) * es +
+                               (static_cast<long double>(unit.input) + unit.output) * sizeof(double);
+  const long double needed = perCount * static_cast<long double>(call.count) * call.nRanks;
+  const uint64_t limit = verifyMemoryLimit();
+  if (needed <= static_cast<long double>(limit)) return {};
+  const auto largest = static_cast<int64_t>(static_cast<long double>(limit) / (perCount * call.nRanks));
+  return makeError(ErrorCode::InvalidArgument,
+                   "verifying " + formatNumberForPeople(static_cast<double>(call.count)) + " elements on " +
+                       std::to_string(call.nRanks) + " ranks needs " +
+                       (needed >= 1.8e19L ? std::string("more than 16 EiB")
+                                          : formatBytesForPeople(static_cast<uint64_t>(needed))) +
+                       " of host memory; the CPU verification uses at most " + formatBytesForPeople(limit) +
+                       " (half of this machine's memory): use a count of at most " +
+                       formatNumberForPeople(static_cast<double>(largest)));
+}
+
 // Calls the executor can run and the reference can judge.
 Status checkVerifiable(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call) {
   if (Status status = checkCall(call); !status) return status;
@@ -57,7 +89,7 @@ Status checkVerifiable(const Plan& plan, const KernelLayout& layout, const Colle
     return unsupported("the plan's buffers (" + std::to_string(elements.input) + " input and " +
                        std::to_string(elements.output) + " output units) are not NCCL's for " + std::string(collectiveName(plan.collective)));
   }
-  return {};
+  return checkVerifyMemory(plan, layout, call);
 }
 
 Expected<std::shared_ptr<const HostKernels>> buildKernels(const Plan& plan, const KernelLayout& layout) {
@@ -191,6 +223,8 @@ std::string CpuVerifyReport::summary() const {
   }
   return out.str();
 }
+
+uint64_t verifyMemoryLimit() { return physicalMemoryBytes() / 2; }
 
 CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) {
   Expected<KernelLayout> layout = checkPlan(plan, options.staticChecks);

@@ -21,6 +21,15 @@
 
 namespace tuccl {
 
+/// The largest element count the CPU verification accepts at all (a command line's bound); the
+/// memory a call needs is checked against verifyMemoryLimit() as well.
+inline constexpr int64_t kMaxVerifyCount = int64_t{1} << 40;
+
+/// The host memory a verification may hold: half of this machine's physical memory. A call that
+/// needs more is refused (InvalidArgument, naming the largest count that fits) before any
+/// allocation.
+uint64_t verifyMemoryLimit();
+
 struct VerifyOptions {
   DataType dataType = DataType::Float32;
   ReduceOp op = ReduceOp::Sum;

@@ -72,11 +72,6 @@ std::string hostCompiler() {
   return "c++";
 }
 
-fs::path cacheRoot(const std::string& cacheDir) {
-  if (!cacheDir.empty()) return cacheDir;
-  if (const char* dir = std::getenv("TUCCL_KERNELGEN_CACHE"); dir != nullptr && *dir != '\0') return dir;
-  return fs::temp_directory_path() / ("tuccl-kernelgen-" + std::to_string(getuid()));
-}
 
 // Runs a shell command; returns its exit status and captures stdout+stderr.
 int runCommand(const std::string& command, std::string& output) {
@@ -216,6 +211,12 @@ std::shared_ptr<HostKernels> buildOrLoad(const fs::path& root, const std::string
 
 }  // namespace
 
+std::filesystem::path kernelCacheRoot(const std::string& cacheDir) {
+  if (!cacheDir.empty()) return cacheDir;
+  if (const char* dir = std::getenv("TUCCL_KERNELGEN_CACHE"); dir != nullptr && *dir != '\0') return dir;
+  return fs::temp_directory_path() / ("tuccl-kernelgen-" + std::to_string(getuid()));
+}
+
 std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error,
                                                     const std::string& cacheDir) {
   static std::mutex mutex;
@@ -230,7 +231,7 @@ std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedK
     again->fromCache = true;
     return again;
   }
-  std::shared_ptr<HostKernels> result = buildOrLoad(cacheRoot(cacheDir), hashFileName(hash), unit, kernels, error);
+  std::shared_ptr<HostKernels> result = buildOrLoad(kernelCacheRoot(cacheDir), hashFileName(hash), unit, kernels, error);
   if (result != nullptr) loaded.emplace(hash, result);
   return result;
 }

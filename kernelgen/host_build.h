@@ -14,6 +14,7 @@
 // else the C++ compiler TuCCL was built with if it still exists, else `c++` from PATH.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct HostKernels {
   std::string libraryPath;
   bool fromCache = false;
 };
+
+/// The directory of kernelgen's on-disk caches (host libraries, NVRTC results): `cacheDir` when
+/// given, else $TUCCL_KERNELGEN_CACHE, else tuccl-kernelgen-<uid> under the system temp dir.
+std::filesystem::path kernelCacheRoot(const std::string& cacheDir = {});
 
 /// Compiles (or finds in the cache) and loads the host library of `kernels`; `fromCache` says
 /// that this call compiled nothing. `cacheDir`: the cache directory; empty: the default above. On

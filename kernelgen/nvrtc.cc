@@ -13,6 +13,8 @@ namespace tuccl {
 
 bool nvrtcAvailable() { return false; }
 
+std::string nvrtcVersionText() { return {}; }
+
 NvrtcResult compileWithNvrtc(const GeneratedKernel& kernel, std::string_view arch, const NvrtcOptions&) {
   NvrtcResult result;
   result.fileName = kernel.fileName;
@@ -24,6 +26,13 @@ NvrtcResult compileWithNvrtc(const GeneratedKernel& kernel, std::string_view arc
 #else
 
 bool nvrtcAvailable() { return true; }
+
+std::string nvrtcVersionText() {
+  int major = 0;
+  int minor = 0;
+  if (::nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  return std::to_string(major) + "." + std::to_string(minor);
+}
 
 namespace {
 

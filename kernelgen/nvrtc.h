@@ -40,4 +40,16 @@ bool nvrtcAvailable();
 /// embedded in this build (device_headers.h), given to NVRTC in memory.
 NvrtcResult compileWithNvrtc(const GeneratedKernel& kernel, std::string_view arch, const NvrtcOptions& options = {});
 
+/// NVRTC's version ("13.0"); empty in a build without CUDA.
+std::string nvrtcVersionText();
+
+/// compileWithNvrtc through kernelgen's on-disk cache (host_build.h: kernelCacheRoot(cacheDir)),
+/// one sealed entry per source, device headers, architecture, options and NVRTC version, so
+/// compiling the same plan again reads the CUBIN and PTX back instead of running NVRTC.
+/// `fromCache` (optional) says that nothing was compiled. Failures are not cached; an entry that
+/// fails its checksum or cannot be written only costs a compilation.
+NvrtcResult compileWithNvrtcCached(const GeneratedKernel& kernel, std::string_view arch,
+                                   const NvrtcOptions& options = {}, const std::string& cacheDir = {},
+                                   bool* fromCache = nullptr);
+
 }  // namespace tuccl

@@ -85,7 +85,7 @@ Pipeline scheduleAlgorithmLevel(const Algorithm& algorithm, const Dag& dag) {
 }
 
 Pipeline scheduleStageLevel(const Algorithm& algorithm, const Dag& dag, int32_t stages) {
-  if (stages < 1) throw std::invalid_argument("scheduleStageLevel: stages must be at least 1");
+  if (stages < 1) throw std::invalid_argument("the stage-level scheduler needs at least 1 stage");
   std::vector<int32_t> steps;
   for (const Operation& op : algorithm.ops) steps.push_back(op.step);
   std::sort(steps.begin(), steps.end());

@@ -63,10 +63,10 @@ void buildCsr(int32_t nTasks, const std::vector<std::pair<int32_t, int32_t>>& ed
 
 Dag buildDependencyDag(const Algorithm& algorithm, const DagOptions& options) {
   if (Status problem = validateStructure(algorithm); !problem.ok()) {
-    throw std::invalid_argument("buildDependencyDag: " + problem.message());
+    throw std::invalid_argument("the algorithm cannot be scheduled: " + problem.message());
   }
   if (algorithm.ops.size() >= static_cast<size_t>(INT32_MAX)) {
-    throw std::invalid_argument("buildDependencyDag: too many operations");
+    throw std::invalid_argument("the algorithm has more than 2,147,483,646 operations, more than the scheduler takes");
   }
   Dag dag;
   const auto& ops = algorithm.ops;

@@ -26,7 +26,7 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
   const auto& ops = algorithm.ops;
   if (static_cast<int64_t>(ops.size()) != dag.nTasks || static_cast<int64_t>(pipeline.order.size()) != dag.nTasks ||
       allocation.recvConnectionOf.size() != ops.size()) {
-    throw std::invalid_argument("lowerToPlan: the algorithm, DAG, pipeline and allocation disagree on the tasks");
+    throw std::invalid_argument("lowering to a plan: the algorithm, DAG, pipeline and allocation disagree on the tasks");
   }
   Plan plan;
   plan.collective = algorithm.collective;

@@ -29,7 +29,7 @@ Pipeline schedule(const Algorithm& algorithm, const Dag& dag, const PlanRequest&
     case Scheduler::AlgorithmLevel: return scheduleAlgorithmLevel(algorithm, dag);
     case Scheduler::StageLevel: return scheduleStageLevel(algorithm, dag, std::max(1, request.stages));
   }
-  throw std::logic_error("buildPlan: unknown scheduler");
+  throw std::logic_error("unknown scheduler");
 }
 
 }  // namespace

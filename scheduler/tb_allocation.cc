@@ -64,12 +64,12 @@ TbAllocation allocateThreadBlocks(const Algorithm& algorithm, const Dag& dag, co
                                   const TbAllocationOptions& options) {
   const auto& ops = algorithm.ops;
   if (static_cast<int64_t>(ops.size()) != dag.nTasks || static_cast<int64_t>(pipeline.subPipelineOf.size()) != dag.nTasks) {
-    throw std::invalid_argument("allocateThreadBlocks: the algorithm, DAG and pipeline disagree on the tasks");
+    throw std::invalid_argument("thread-block allocation: the algorithm, DAG and pipeline disagree on the tasks");
   }
   if (!options.channelOfTask.empty() && options.channelOfTask.size() != ops.size()) {
-    throw std::invalid_argument("allocateThreadBlocks: channelOfTask must have one entry per task");
+    throw std::invalid_argument("thread-block allocation: one channel per task is needed");
   }
-  if (algorithm.nRanks >= (1 << 22)) throw std::invalid_argument("allocateThreadBlocks: more than 2^22 ranks");
+  if (algorithm.nRanks >= (1 << 22)) throw std::invalid_argument("the algorithm has more than 4,194,304 ranks, more than thread blocks can be numbered for");
   auto channelOf = [&](int32_t t) { return options.channelOfTask.empty() ? 0 : options.channelOfTask[t]; };
 
   TbAllocation allocation;
@@ -81,7 +81,7 @@ TbAllocation allocateThreadBlocks(const Algorithm& algorithm, const Dag& dag, co
   for (int32_t t = 0; t < dag.nTasks; ++t) {
     const Operation& op = ops[t];
     const int32_t channel = channelOf(t);
-    if (channel < 0 || channel >= 65536) throw std::invalid_argument("allocateThreadBlocks: channel out of range");
+    if (channel < 0 || channel >= 65536) throw std::invalid_argument("a channel number outside 0 to 65,535");
     if (op.isLocal()) {
       recvKey[t] = connectionKey(op.dstRank, op.dstRank, Direction::Local, channel);
     } else {

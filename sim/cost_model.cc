@@ -195,13 +195,7 @@ std::string writeCostModelJson(const CostModel& model) { return costModelToJson(
 Expected<CostModel> readCostModelJson(const SourceText& source, const CostModel& base) {
   Expected<json> document = parseJsonText(source);
   if (!document) return document.status();
-  try {
-    return costModelFromJson(*document, base);
-  } catch (const std::invalid_argument& error) {
-    return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, error.what());
-  } catch (const json::exception& error) {
-    return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, error.what());
-  }
+  return interpretJson(source, [&] { return costModelFromJson(*document, base); });
 }
 
 }  // namespace tuccl

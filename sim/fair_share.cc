@@ -241,7 +241,7 @@ std::vector<FlowNetwork::Change> FlowNetwork::settle(double nowUs) {
 
 std::vector<double> maxMinFairRates(std::span<const double> capacities, std::span<const std::vector<int32_t>> flowResources,
                                     std::span<const double> caps, const std::function<double(double)>& contention) {
-  if (flowResources.size() != caps.size()) throw std::invalid_argument("maxMinFairRates: one cap per flow");
+  if (flowResources.size() != caps.size()) throw std::invalid_argument("fair sharing needs one rate cap per flow");
   FlowNetwork network(std::vector<double>(capacities.begin(), capacities.end()), contention);
   constexpr double kLargeBytes = 1e30;
   std::vector<int32_t> ids;

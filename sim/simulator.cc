@@ -7,6 +7,8 @@
 #include <queue>
 #include <stdexcept>
 
+#include "support/text_values.h"
+
 namespace tuccl {
 
 namespace {
@@ -145,7 +147,18 @@ void Engine::build() {
   result_.messageBytes = options_.messageBytes;
   result_.chunkBytes = static_cast<double>(options_.messageBytes) / chunks / replicas;
   const double chunkSize = static_cast<double>(plan_.config.chunkSize);
-  result_.slices = std::max<int32_t>(1, static_cast<int32_t>(std::ceil(result_.chunkBytes / chunkSize - 1e-9)));
+  const double slices = std::max(1.0, std::ceil(result_.chunkBytes / chunkSize - 1e-9));
+  if (slices > static_cast<double>(kMaxSimulatedSlices)) {
+    // Every micro-batch is an event per entry: beyond this a run takes hours, not seconds.
+    const auto smallest = static_cast<uint64_t>(std::ceil(result_.chunkBytes / static_cast<double>(kMaxSimulatedSlices)));
+    throw std::invalid_argument("a chunk of " + formatBytesForPeople(static_cast<uint64_t>(result_.chunkBytes)) +
+                                " in micro-batches of " + formatBytesForPeople(static_cast<uint64_t>(chunkSize)) +
+                                " makes " + formatNumberForPeople(slices) + " micro-batches; the simulator takes at most " +
+                                formatNumberForPeople(kMaxSimulatedSlices) + ": use a chunk size of at least " +
+                                formatBytesForPeople(smallest) + " for a message of " +
+                                formatBytesForPeople(static_cast<uint64_t>(options_.messageBytes)));
+  }
+  result_.slices = static_cast<int32_t>(slices);
   result_.sliceBytes = std::min(chunkSize, result_.chunkBytes);
   result_.stagingSlots = stagingSlots(cost, result_.sliceBytes);
   result_.launchUs = cost.protocol(protocol_).baseLatencyUs;

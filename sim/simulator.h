@@ -33,6 +33,10 @@
 
 namespace tuccl {
 
+/// The most micro-batches per chunk a simulation takes (each is an event per plan entry); a
+/// smaller chunk size for the message is refused with the smallest one that fits.
+inline constexpr int64_t kMaxSimulatedSlices = 65'536;
+
 struct SimOptions {
   int64_t messageBytes = 1 << 20;  ///< nccl-tests "size": AllGather's output, ReduceScatter's input
   CostModel cost = defaultCostModel();

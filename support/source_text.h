@@ -53,6 +53,15 @@ struct Diagnostic {
   std::string message;
 };
 
+/// A source line as a diagnostic quotes it: at most about `width` bytes around the column ("..."
+/// marking what was cut), control characters and bytes that are not UTF-8 written as \xNN; and
+/// the blanks (tabs kept) that put a caret under the column.
+struct SourceExcerpt {
+  std::string text;
+  std::string caret;  ///< what goes before the '^'
+};
+SourceExcerpt excerptLine(std::string_view line, uint32_t column, size_t width = 120);
+
 /// `file:line:col: error: message`, then the source line and a caret under the column when the
 /// source is known (pass nullptr when it is not).
 std::string formatDiagnostic(const Diagnostic& diagnostic, const SourceText* source);
@@ -68,7 +77,12 @@ class DiagnosticError : public std::runtime_error {
   Diagnostic diagnostic_;
 };
 
-/// Reads a whole file; throws DiagnosticError naming the file when it cannot be read.
+/// `text` without a leading UTF-8 byte order mark (as editors on Windows write CSV and XML).
+std::string_view withoutByteOrderMark(std::string_view text);
+
+/// Reads a whole text file, without its byte order mark. Throws DiagnosticError naming the file
+/// and saying why when it cannot: missing or unreadable (errno's text), a directory, or binary
+/// data (a NUL byte, located).
 SourceText readSourceFile(const std::string& path);
 
 }  // namespace tuccl

@@ -3,6 +3,10 @@
 #include <array>
 #include <bit>
 #include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -81,6 +85,125 @@ std::string formatByteSize(uint64_t bytes) {
   return std::to_string(bytes);
 }
 
+std::string formatBytesForPeople(uint64_t bytes) {
+  static constexpr std::array<const char*, 7> kUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  size_t unit = 0;
+  while (unit + 1 < kUnits.size() && bytes >= (uint64_t{1} << (10 * (unit + 1)))) ++unit;
+  if (unit == 0) return std::to_string(bytes) + " B";
+  // Integers only (the tuner plugin links this and needs nothing beyond libc): the whole units,
+  // then three decimals of the rest by long division, rounded half up.
+  const int shift = 10 * static_cast<int>(unit);
+  const uint64_t mask = (uint64_t{1} << shift) - 1;
+  uint64_t whole = bytes >> shift;
+  uint64_t rest = bytes & mask;  // < 2^60, so rest * 10 fits
+  uint64_t thousandths = 0;
+  for (int digit = 0; digit < 3; ++digit) {
+    rest *= 10;
+    thousandths = thousandths * 10 + (rest >> shift);
+    rest &= mask;
+  }
+  const bool exact = rest == 0;
+  if (rest >= (uint64_t{1} << (shift - 1)) && ++thousandths == 1000) {
+    thousandths = 0;
+    ++whole;
+  }
+  std::string number = std::to_string(whole);
+  if (thousandths != 0) {
+    std::string decimals = std::to_string(thousandths);
+    decimals.insert(0, 3 - decimals.size(), '0');
+    while (decimals.back() == '0') decimals.pop_back();
+    number += "." + decimals;
+  }
+  return (exact ? "" : "~") + number + " " + kUnits[unit];
+}
+
+std::string formatNumberForPeople(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "infinity" : "-infinity";
+  if (value > -1e18 && value < 1e18 && value == static_cast<double>(static_cast<int64_t>(value))) {
+    const auto whole = static_cast<int64_t>(value);
+    std::string digits = std::to_string(whole < 0 ? -whole : whole);
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<size_t>(i), ",");
+    return (whole < 0 ? "-" : "") + digits;
+  }
+  // The shortest %g text that reads back as the value (snprintf and strtod, libc only).
+  char text[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof text, "%.*g", precision, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
+}
+
+std::string describeRange(const std::string& min, const std::string& max, bool noMin, bool noMax) {
+  if (noMin && noMax) return "any value";
+  if (noMax) return "at least " + min;
+  if (noMin) return "at most " + max;
+  if (min == max) return "exactly " + min;
+  return "between " + min + " and " + max;
+}
+
+namespace {
+
+Status outOfRange(std::string_view text, const std::string& range) {
+  return makeError(ErrorCode::InvalidArgument, "'" + std::string(text) + "' is out of range: must be " + range);
+}
+
+std::string integerRange(int64_t min, int64_t max) {
+  return describeRange(formatNumberForPeople(static_cast<double>(min)), formatNumberForPeople(static_cast<double>(max)),
+                       min == std::numeric_limits<int64_t>::min(), max == std::numeric_limits<int64_t>::max());
+}
+
+std::string numberRange(double min, double max) {
+  return describeRange(formatNumberForPeople(min), formatNumberForPeople(max),
+                       min <= -std::numeric_limits<double>::max(), max >= std::numeric_limits<double>::max());
+}
+
+}  // namespace
+
+Expected<uint64_t> parseByteSizeInRange(std::string_view text, uint64_t min, uint64_t max) {
+  Expected<uint64_t> bytes = parseByteSize(text);
+  const std::string range = describeRange(formatBytesForPeople(min), formatBytesForPeople(max), min == 0,
+                                          max == std::numeric_limits<uint64_t>::max());
+  if (!bytes) {
+    if (bytes.status().message().find("too large") != std::string::npos) return outOfRange(text, range);
+    return bytes.status();
+  }
+  if (*bytes < min || *bytes > max) return outOfRange(text, range);
+  return *bytes;
+}
+
+Expected<int64_t> parseIntegerInRange(std::string_view text, int64_t min, int64_t max) {
+  std::string_view digits = text;
+  if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (ec == std::errc::result_out_of_range) return outOfRange(text, integerRange(min, max));
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty())
+    return makeError(ErrorCode::InvalidArgument, "'" + std::string(text) + "' is not a whole number");
+  if (value < min || value > max) return outOfRange(text, integerRange(min, max));
+  return value;
+}
+
+Expected<double> parseNumberInRange(std::string_view text, double min, double max) {
+  // A number is digits, a point, an exponent and signs only: strtod would also take "nan", "inf"
+  // and hexadecimal. (strtod, not from_chars: the tuner plugin links this and needs only libc.)
+  const bool plain = !text.empty() && text.find_first_not_of("0123456789.eE+-") == std::string_view::npos;
+  const std::string copy(text);
+  char* end = nullptr;
+  const double value = plain ? std::strtod(copy.c_str(), &end) : 0;
+  if (!plain || end != copy.c_str() + copy.size())
+    return makeError(ErrorCode::InvalidArgument, "'" + std::string(text) + "' is not a number");
+  if (!std::isfinite(value) || value < min || value > max) return outOfRange(text, numberRange(min, max));
+  return value;
+}
+
+Status checkNumberInRange(std::string_view what, double value, double min, double max) {
+  if (std::isfinite(value) && value >= min && value <= max) return Status();
+  return makeError(ErrorCode::InvalidArgument, std::string(what) + " " + formatNumberForPeople(value) +
+                                                   " is out of range: must be " + numberRange(min, max));
+}
+
 std::vector<std::string> splitList(std::string_view text, char separator) {
   std::vector<std::string> items;
   size_t start = 0;
@@ -94,6 +217,18 @@ std::vector<std::string> splitList(std::string_view text, char separator) {
       items.emplace_back(item.substr(first, last - first + 1));
     }
     start = end + 1;
+  }
+  return items;
+}
+
+Expected<std::vector<std::string>> splitDistinctList(std::string_view text, char separator) {
+  std::vector<std::string> items = splitList(text, separator);
+  if (items.empty()) return makeError(ErrorCode::InvalidArgument, "the list is empty");
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (equalsIgnoreCase(items[i], items[j]))
+        return makeError(ErrorCode::InvalidArgument, "'" + items[i] + "' is listed twice");
+    }
   }
   return items;
 }

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/source_text.h"
 #include "table/table_io.h"
 
 namespace tuccl {
@@ -18,12 +19,15 @@ std::string formatTableError(const Status& status) {
 }
 
 Expected<LoadedTable> parseTableBytes(std::string_view bytes, const std::string& path) {
-  const size_t first = bytes.find_first_not_of(" \t\r\n");
+  // A byte order mark (spreadsheets on Windows write one) is not part of the first field; the
+  // hash stays that of the file's bytes.
+  const std::string_view text = withoutByteOrderMark(bytes);
+  const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos)
     return makeError(ErrorCode::InvalidInput, path, {}, "the table file is empty");
-  const TableFormat format = bytes[first] == '{' ? TableFormat::Json : TableFormat::Csv;
+  const TableFormat format = text[first] == '{' ? TableFormat::Json : TableFormat::Csv;
   Expected<LookupTable> parsed =
-      format == TableFormat::Json ? readTableJson(bytes, path) : readTableCsv(bytes, path);
+      format == TableFormat::Json ? readTableJson(text, path) : readTableCsv(text, path);
   if (!parsed) return parsed.status();
   LoadedTable loaded;
   loaded.path = path;

@@ -1,8 +1,10 @@
 // nccl-tests' command line and output (bench_report.h).
 #include "tools/bench_report.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -79,8 +81,14 @@ Expected<int64_t> parseInteger(const Flag& flag, std::string_view text, int64_t 
   return value;
 }
 
+/// The largest message a size flag takes: beyond any GPU's or host's buffer (the buffers are
+/// allocated from it).
+constexpr uint64_t kMaxBenchBytes = uint64_t{1} << 40;
+/// The most sizes one run walks (each is a line of output and a benchmark loop).
+constexpr uint64_t kMaxBenchSizes = 65'536;
+
 Expected<uint64_t> parseSize(const Flag& flag, std::string_view text) {
-  Expected<uint64_t> bytes = parseByteSize(text);
+  Expected<uint64_t> bytes = parseByteSizeInRange(text, 0, kMaxBenchBytes);
   if (!bytes) return flagError(flag, text, bytes.status().message());
   return bytes;
 }
@@ -190,6 +198,23 @@ Status checkOptions(const BenchOptions& options) {
   if (options.stepFactor <= 1 && options.stepBytes == 0 && options.minBytes < options.maxBytes) {
     return makeError(ErrorCode::InvalidArgument,
                      "option -i (--stepbytes): 0 never reaches -e (--maxbytes); give -i > 0 or -f > 1");
+  }
+  if (options.minBytes < options.maxBytes) {
+    // How many sizes the walk makes: (max - min) / step + 1, or log(max / min) / log(factor) + 1.
+    const double count =
+        options.stepFactor > 1
+            ? std::floor(std::log(static_cast<double>(options.maxBytes) / static_cast<double>(std::max<uint64_t>(options.minBytes, 1))) /
+                         std::log(static_cast<double>(options.stepFactor))) + 1
+            : std::floor(static_cast<double>(options.maxBytes - options.minBytes) / static_cast<double>(options.stepBytes)) + 1;
+    if (options.stepFactor <= 1 && count > static_cast<double>(kMaxBenchSizes)) {
+      const uint64_t step = (options.maxBytes - options.minBytes + kMaxBenchSizes - 2) / (kMaxBenchSizes - 1);
+      return makeError(ErrorCode::InvalidArgument,
+                       "option -i (--stepbytes): " + formatBytesForPeople(options.stepBytes) + " steps make " +
+                           formatNumberForPeople(count) + " sizes from " + formatBytesForPeople(options.minBytes) +
+                           " to " + formatBytesForPeople(options.maxBytes) + "; at most " +
+                           formatNumberForPeople(static_cast<double>(kMaxBenchSizes)) +
+                           " are allowed: use -i of at least " + std::to_string(step) + " or -f");
+    }
   }
   if (options.blocking && options.aggIters > 1) {
     return makeError(ErrorCode::InvalidArgument,

@@ -2,17 +2,25 @@
 // CLI11's errors onto them, diagnostics that quote the offending source line, and output files.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <new>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
 #include "support/source_text.h"
 #include "support/status.h"
+#include "support/text_values.h"
 
 namespace tuccl::cli {
 
@@ -25,12 +33,14 @@ inline std::filesystem::path programDir() {
   return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
 }
 
+#if defined(TUCCL_DATA_FROM_BIN)  // the tools (tools/CMakeLists.txt); bench programs have no bundled data
 /// TuCCL's bundled data (examples/algorithms, examples/topologies, examples/tables): the
 /// directory at TUCCL_DATA_FROM_BIN (tools/CMakeLists.txt; ../share/tuccl) from the running
 /// program's own directory (/proc/self/exe), so a moved install prefix still finds it.
 inline std::filesystem::path bundledDataDir() {
   return (programDir() / TUCCL_DATA_FROM_BIN).lexically_normal();
 }
+#endif
 
 /// Parses the command line. Returns nothing to go on, or the status to exit with: 0 after
 /// --help / --version, kExitError (with CLI11's message) for a bad command line.
@@ -44,6 +54,61 @@ inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     return kExitError;
   }
   return std::nullopt;
+}
+
+// Numeric options. CLI11 transformers over support/text_values.h's range parsers, so every tool
+// reads sizes, counts and factors alike and refuses what is out of range with the range written
+// for people ("--chunk-size: '1' is out of range: must be between 256 B and 1 GiB"):
+//   app.add_option("--chunk-size", bytes)->transform(cli::byteSizeIn(256, 1 << 30));
+//   app.add_option("-f,--factor", factor)->transform(cli::numberIn(1.01, 1024));
+
+/// The micro-batch (chunk) sizes a plan may record: tune/'s search space starts at 256 B; beyond
+/// 1 GiB a slice no longer fits a GPU's staging memory.
+inline constexpr uint64_t kMinChunkBytes = 256;
+inline constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;
+
+/// A byte size ("64K", "1MiB", "1048576") in [min, max], handed on as decimal bytes.
+inline CLI::Validator byteSizeIn(uint64_t min, uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        Expected<uint64_t> bytes = parseByteSizeInRange(text, min, max);
+        if (!bytes) return bytes.status().message();
+        text = std::to_string(*bytes);
+        return {};
+      },
+      "SIZE", "byte size");
+}
+
+/// A whole number in [min, max].
+inline CLI::Validator integerIn(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        Expected<int64_t> value = parseIntegerInRange(text, min, max);
+        if (!value) return value.status().message();
+        text = std::to_string(*value);
+        return {};
+      },
+      "INT", "whole number");
+}
+
+/// A finite number in [min, max] ("nan" and "inf" refused).
+inline CLI::Validator numberIn(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        Expected<double> value = parseNumberInRange(text, min, max);
+        return value ? std::string() : value.status().message();
+      },
+      "NUMBER", "number");
+}
+
+/// A comma-separated list with no item given twice ("allreduce,allreduce" is refused).
+inline CLI::Validator distinctList() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        Expected<std::vector<std::string>> items = splitDistinctList(text);
+        return items ? std::string() : items.status().message();
+      },
+      "LIST", "list");
 }
 
 /// Prints `file:line:col: error: ...` with the source line and a caret: from `source` when given,
@@ -73,16 +138,77 @@ inline int reportError(std::string_view tool, const Status& status) {
   return status.code() == ErrorCode::Internal ? kExitInternal : kExitError;
 }
 
-/// Whether `path` may be written as an output: an existing file only with `force`.
-inline Status checkOutputFree(const std::string& path, bool force) {
+// Output files. Every tool writes only where it was asked to, replaces an existing file only with
+// --force, and checks its outputs before any work, so a long run never ends in "cannot write":
+//   cli::addForceFlag(app, force);                         // one spelling of --force everywhere
+//   if (Status s = cli::checkOutputFree(path, force); !s) return cli::reportError(tool, s);
+//   ... the work ...
+//   if (Status s = cli::writeOutput(path, text); !s) return cli::reportError(tool, s);
+// "-" names standard output (checkOutputFree accepts it, writeOutput prints to it).
+
+/// Adds the --force flag: replace existing output files.
+inline CLI::Option* addForceFlag(CLI::App& app, bool& force) {
+  return app.add_flag("--force", force, "replace output files that exist (without it an existing file is refused)");
+}
+
+/// Whether `path` names standard output ("-").
+inline bool isStandardOutput(std::string_view path) { return path == "-"; }
+
+/// Whether a program may create or replace files in the existing folder `folder`; the reason why
+/// not otherwise ("permission denied", "not a directory").
+inline Status checkWritableFolder(const std::filesystem::path& folder, const std::string& output) {
   std::error_code error;
-  if (!force && std::filesystem::exists(path, error))
-    return makeError(ErrorCode::InvalidArgument, path + " exists; pass --force to overwrite it");
+  const std::filesystem::path shown = folder.empty() ? std::filesystem::path(".") : folder;
+  if (!std::filesystem::is_directory(shown, error)) {
+    return makeError(ErrorCode::IoError, "cannot write " + output + ": " + shown.string() + " is not a directory");
+  }
+  if (::access(shown.c_str(), W_OK | X_OK) != 0) {
+    return makeError(ErrorCode::IoError, "cannot write " + output + ": " + shown.string() + ": " + std::strerror(errno));
+  }
+  return Status();
+}
+
+/// Checks, before any work, that `path` can be written as an output file: an empty path (no output)
+/// and "-" pass; a directory is refused; an existing file is refused unless `force` ("X exists;
+/// pass --force to overwrite it"); the folder (or, when it is still to be made, its nearest
+/// existing ancestor) must be a writable directory, else the reason is given (errno's text).
+inline Status checkOutputFree(const std::string& path, bool force) {
+  if (path.empty() || isStandardOutput(path)) return Status();
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (fs::is_directory(status)) return makeError(ErrorCode::InvalidArgument, "cannot write " + path + ": it is a directory");
+  if (fs::exists(status)) {
+    if (!force) return makeError(ErrorCode::InvalidArgument, path + " exists; pass --force to overwrite it");
+    if (::access(path.c_str(), W_OK) != 0)
+      return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(errno));
+  }
+  fs::path folder = fs::path(path).parent_path();
+  while (!folder.empty() && !fs::exists(folder, error)) folder = folder.parent_path();
+  return checkWritableFolder(folder, path);
+}
+
+/// The same for an output folder: `folder` is a directory or can be made, and each of `names`
+/// inside it is free (or `force`).
+inline Status checkOutputFolder(const std::string& folder, const std::vector<std::string>& names, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::exists(folder, error) && !fs::is_directory(folder, error))
+    return makeError(ErrorCode::InvalidArgument, "cannot write into " + folder + ": it is not a directory");
+  for (const std::string& name : names) {
+    if (Status status = checkOutputFree((fs::path(folder) / name).string(), force); !status) return status;
+  }
+  if (names.empty()) {
+    fs::path existing = fs::path(folder);
+    while (!existing.empty() && !fs::exists(existing, error)) existing = existing.parent_path();
+    return checkWritableFolder(existing, folder);
+  }
   return Status();
 }
 
 /// Makes the folder of an output file, as `tuccl-compile -o` does.
 inline Status makeOutputFolder(const std::string& path) {
+  if (path.empty() || isStandardOutput(path)) return Status();
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code error;
   if (!parent.empty()) std::filesystem::create_directories(parent, error);
@@ -90,12 +216,59 @@ inline Status makeOutputFolder(const std::string& path) {
   return Status();
 }
 
-/// Writes `text` to `path`, replacing the file.
+/// Writes `text` to `path` ("-": standard output) through a temporary file beside it and a rename,
+/// so a failed write leaves the old file (or none) rather than half a file; makes the folder when
+/// missing. The error says why (errno's text).
 inline Status writeOutput(const std::string& path, std::string_view text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out.flush()) return makeError(ErrorCode::IoError, "cannot write " + path);
+  if (isStandardOutput(path)) {
+    std::cout << text << std::flush;
+    return std::cout ? Status() : makeError(ErrorCode::IoError, "cannot write to standard output");
+  }
+  if (Status status = makeOutputFolder(path); !status) return status;
+  std::string temporary = path + ".tmp" + std::to_string(::getpid());
+  {
+    errno = 0;
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(errno));
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!out.flush()) {
+      const int saved = errno;
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(saved != 0 ? saved : EIO));
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    std::filesystem::remove(temporary, error);
+    return makeError(ErrorCode::IoError, "cannot write " + path + ": " + error.message());
+  }
   return Status();
+}
+
+/// Runs a tool's work and turns whatever escapes it into a message and an exit status, so no
+/// input ends in an abort (exit 134) or an uncaught exception: a StatusError is reported as its
+/// Status (reportError), a DiagnosticError with its quoted line, running out of memory and sizes
+/// too large to hold as bad input (kExitError), any other exception as `tool: error: what`.
+/// `work` returns the exit status.
+template <typename Work>
+int runGuarded(std::string_view tool, Work&& work) {
+  try {
+    return work();
+  } catch (const StatusError& error) {
+    return reportError(tool, error.status());
+  } catch (const DiagnosticError& error) {
+    printDiagnostic(error.diagnostic());
+    return kExitError;
+  } catch (const std::bad_alloc&) {
+    std::cerr << tool << ": error: out of memory: the input asks for more memory than this machine has\n";
+  } catch (const std::length_error&) {
+    std::cerr << tool << ": error: out of memory: the input asks for a buffer larger than can be held\n";
+  } catch (const std::exception& error) {
+    std::cerr << tool << ": error: " << error.what() << "\n";
+  }
+  return kExitError;
 }
 
 /// The value, or the status thrown as a StatusError for the tool's main to report: tools unwind

@@ -27,6 +27,7 @@
 #include "lang/semantic_check.h"
 #include "plan/plan_json.h"
 #include "scheduler/plan_builder.h"
+#include "support/progress.h"
 #include "support/source_text.h"
 #include "tools/cli.h"
 
@@ -66,26 +67,15 @@ struct CompileOptions {
   tuccl::VerifyOptions verifyOptions;
 };
 
-// Writes through a temporary file and a rename, so a failed write leaves no half file behind.
-bool writeFileAtomically(const std::filesystem::path& path, std::string_view bytes) {
-  std::filesystem::path temporary = path;
-  temporary += ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      std::cerr << "tuccl-compile: error: cannot write " << temporary.string() << '\n';
-      return false;
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::cerr << "tuccl-compile: error: cannot write " << path.string() << ": " << error.message() << '\n';
-    return false;
-  }
-  return true;
+// Writes one output file of -o DIR (cli::writeOutput: whole or not at all, with the reason).
+bool writeOutputFile(const std::filesystem::path& path, std::string_view bytes) {
+  const tuccl::Status status = tuccl::cli::writeOutput(path.string(), bytes);
+  if (!status) std::cerr << "tuccl-compile: error: " << status.message() << '\n';
+  return status.ok();
 }
+
+// The files -o DIR writes that a second run would replace: checked before any work.
+const std::vector<std::string> kOutputNames = {"plan.json", "rank0.cu"};
 
 int32_t tbsOf(const tuccl::Plan& plan, int32_t rank) { return static_cast<int32_t>(plan.ranks[rank].tbs.size()); }
 
@@ -117,22 +107,10 @@ void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, con
 int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
   namespace fs = std::filesystem;
   const fs::path dir(options.outputDir);
-  std::error_code error;
-  for (const char* name : {"plan.json", "rank0.cu"}) {
-    if (!options.force && fs::exists(dir / name, error)) {
-      std::cerr << "tuccl-compile: error: " << (dir / name).string() << " exists; pass --force to overwrite it\n";
-      return kExitError;
-    }
-  }
-  fs::create_directories(dir, error);
-  if (error) {
-    std::cerr << "tuccl-compile: error: cannot create " << dir.string() << ": " << error.message() << '\n';
-    return kExitError;
-  }
-  if (!writeFileAtomically(dir / "plan.json", tuccl::writePlanJson(plan))) return kExitError;
+  if (!writeOutputFile(dir / "plan.json", tuccl::writePlanJson(plan))) return kExitError;
   const std::vector<tuccl::GeneratedKernel> kernels = tuccl::generateKernels(plan);
   for (const tuccl::GeneratedKernel& kernel : kernels) {
-    if (!writeFileAtomically(dir / kernel.fileName, kernel.source)) return kExitError;
+    if (!writeOutputFile(dir / kernel.fileName, kernel.source)) return kExitError;
   }
   std::cout << "wrote " << (dir / "plan.json").string() << " (" << tuccl::schedulerName(plan.scheduler) << ", "
             << tuccl::tbPolicyName(plan.tbAllocation) << ", "
@@ -142,18 +120,27 @@ int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
     std::cout << "no CUBIN/PTX: this build has no NVRTC (configure with the CUDA toolkit)\n";
     return 0;
   }
-  // NVRTC compiles independent programs concurrently; one worker per core.
+  // NVRTC compiles independent programs concurrently, one worker per core; results come from the
+  // kernel cache when the same kernel was compiled before (a second run compiles nothing).
   const size_t workers = std::max(1u, std::thread::hardware_concurrency());
   for (const std::string& arch : options.archs) {
     std::vector<tuccl::NvrtcResult> results(kernels.size());
     std::atomic<size_t> next{0};
+    std::atomic<size_t> cached{0};
+    tuccl::TerminalProgress progress("NVRTC " + arch + ": kernels", kernels.size());
     std::vector<std::thread> pool;
     for (size_t w = 0; w < std::min(workers, kernels.size()); ++w) {
       pool.emplace_back([&] {
-        for (size_t i = next++; i < kernels.size(); i = next++) results[i] = tuccl::compileWithNvrtc(kernels[i], arch);
+        for (size_t i = next++; i < kernels.size(); i = next++) {
+          bool fromCache = false;
+          results[i] = tuccl::compileWithNvrtcCached(kernels[i], arch, {}, {}, &fromCache);
+          if (fromCache) ++cached;
+          progress.advance();
+        }
       });
     }
     for (std::thread& thread : pool) thread.join();
+    progress.finish();
     for (size_t i = 0; i < kernels.size(); ++i) {
       const tuccl::NvrtcResult& result = results[i];
       if (!result.ok) {
@@ -163,12 +150,14 @@ int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
         return kExitError;
       }
       const std::string stem = "rank" + std::to_string(kernels[i].rank) + "." + arch;
-      if (!writeFileAtomically(dir / (stem + ".cubin"), std::string_view(result.cubin.data(), result.cubin.size())) ||
-          !writeFileAtomically(dir / (stem + ".ptx"), result.ptx)) {
+      if (!writeOutputFile(dir / (stem + ".cubin"), std::string_view(result.cubin.data(), result.cubin.size())) ||
+          !writeOutputFile(dir / (stem + ".ptx"), result.ptx)) {
         return kExitError;
       }
     }
-    std::cout << "wrote rank<N>." << arch << ".cubin and .ptx (NVRTC)\n";
+    std::cout << "wrote rank<N>." << arch << ".cubin and .ptx (NVRTC"
+              << (cached == kernels.size() ? ", from the kernel cache" : cached > 0 ? ", partly from the kernel cache" : "")
+              << ")\n";
   }
   return 0;
 }
@@ -247,16 +236,16 @@ int main(int argc, char** argv) {
   app.add_option("--max-ops", rescclOptions.maxOperations,
                  "stop a program that makes more transfer() calls than this")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->transform(tuccl::cli::integerIn(1, int64_t{1} << 40));
   app.add_option("--max-statements", rescclOptions.maxStatements,
                  "stop a program that executes more statements than this")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->transform(tuccl::cli::integerIn(1, int64_t{1} << 40));
   app.add_option("--ranks", ranks, "how many ranks the peer table and --report list: a number or 'all'")
       ->capture_default_str();
   app.add_option("-o,--output", options.outputDir, "schedule the algorithm and write DIR/plan.json")
       ->type_name("DIR");
-  app.add_flag("--force", options.force, "overwrite an existing DIR/plan.json");
+  tuccl::cli::addForceFlag(app, options.force);
   std::string scheduler = "hpds";
   std::string tbAllocation = "auto";
   std::string protocol = "Simple";
@@ -266,7 +255,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage"}))
       ->capture_default_str();
   app.add_option("--stages", options.request.stages, "number of stages of --scheduler stage")
-      ->check(CLI::PositiveNumber)
+      ->transform(tuccl::cli::integerIn(1, 1024))
       ->capture_default_str();
   app.add_option("--tb-alloc", tbAllocation,
                  "state (merge connections never active together), connection (one thread block per connection), "
@@ -278,17 +267,27 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"Simple", "LL", "LL128"}))
       ->capture_default_str();
   app.add_option("--threads", options.request.config.nThreads, "threads per thread block recorded in the plan")
-      ->check(CLI::Range(32, 1024))
+      ->transform(tuccl::cli::integerIn(32, 1024))
       ->capture_default_str();
-  app.add_option("--chunk-size", options.request.config.chunkSize, "bytes per micro-batch slice recorded in the plan")
-      ->check(CLI::PositiveNumber)
+  app.add_option("--chunk-size", options.request.config.chunkSize,
+                 "bytes per micro-batch slice recorded in the plan (256 B to 1 GiB; K, M, G)")
+      ->transform(tuccl::cli::byteSizeIn(tuccl::cli::kMinChunkBytes, tuccl::cli::kMaxChunkBytes))
       ->capture_default_str();
   options.request.config.nChannels = 0;  // 0: take the program's nChannels hint
   app.add_option("--channels", options.request.config.nChannels,
                  "channels recorded in the plan (default: the program's nChannels)")
-      ->check(CLI::Range(1, 64));
+      ->transform(tuccl::cli::integerIn(1, 64));
   app.add_option("--arch", options.archs, "with -o and NVRTC: GPU architectures to compile for (sm_80, sm_90, ...)")
       ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& arch) -> std::string {
+            const size_t digits = arch.rfind("sm_", 0) == 0 ? 3 : arch.rfind("compute_", 0) == 0 ? 8 : 0;
+            if (digits == 0 || arch.size() == digits ||
+                arch.find_first_not_of("0123456789a", digits) != std::string::npos)
+              return "unknown GPU architecture '" + arch + "' (e.g. sm_80, sm_90)";
+            return {};
+          },
+          "ARCH", "GPU architecture"))
       ->capture_default_str();
   app.add_flag("!--no-cubin", options.cubin, "with -o: write only the .cu sources, no NVRTC CUBIN/PTX");
   app.add_flag("--verify", options.verify,
@@ -301,7 +300,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--op", reduceOp, "--verify: sum, prod, min, max, avg")->capture_default_str();
   app.add_option("--count", options.verifyOptions.count, "--verify: elements (NCCL's count)")
-      ->check(CLI::NonNegativeNumber)
+      ->transform(tuccl::cli::integerIn(0, tuccl::kMaxVerifyCount))
       ->capture_default_str();
   app.add_option("--seed", options.verifyOptions.seed, "--verify: random seed (0: a fresh one, printed)")
       ->capture_default_str();
@@ -350,15 +349,29 @@ int main(int argc, char** argv) {
   options.verifyOptions.inPlace = !outOfPlace;
   options.printSummary = check;
 
+  if (!options.outputDir.empty()) {
+    const tuccl::Status free = tuccl::cli::checkOutputFolder(options.outputDir, kOutputNames, options.force);
+    if (!free) return tuccl::cli::reportError("tuccl-compile", free);
+  }
+
   tuccl::SourceText source;
   try {
     source = file.empty() ? tuccl::SourceText(kEmbeddedName, tuccl::kEmbeddedHmAllReduce) : tuccl::readSourceFile(file);
     return compile(source, rescclOptions, options);
+  } catch (const tuccl::StatusError& error) {
+    return tuccl::cli::reportError("tuccl-compile", error.status());
   } catch (const tuccl::DiagnosticError& error) {
-    tuccl::cli::printDiagnostic(error.diagnostic(), &source);
+    // Before the file was read (it could not be), the diagnostic quotes nothing.
+    tuccl::cli::printDiagnostic(error.diagnostic(), source.name().empty() ? nullptr : &source);
     return kExitError;
   } catch (const std::bad_alloc&) {
-    std::cerr << "tuccl-compile: error: out of memory (lower --max-ops to stop large programs earlier)\n";
+    std::cerr << "tuccl-compile: error: out of memory (lower --max-ops to stop large programs earlier, or --count)\n";
+    return kExitError;
+  } catch (const std::length_error&) {
+    std::cerr << "tuccl-compile: error: out of memory: a buffer larger than can be held (lower --count)\n";
+    return kExitError;
+  } catch (const std::exception& error) {
+    std::cerr << "tuccl-compile: error: " << error.what() << '\n';
     return kExitError;
   }
 }

@@ -27,7 +27,6 @@
 
 namespace {
 
-using tuccl::cli::kExitError;
 using tuccl::cli::valueOrThrow;
 constexpr int kElementBytes = 4;  // nccl-tests default type: float
 
@@ -51,12 +50,14 @@ int main(int argc, char** argv) {
   tuccl::LoadOptions topoOptions;
   tuccl::cli::addGpuFabricOption(app, topoOptions.gpuFabric);
   app.add_option("--sizes", sizes, "size range MIN:MAX in bytes (K, M, G suffixes)")->capture_default_str();
-  app.add_option("-f,--factor", factor, "multiply the size by this between rows")->capture_default_str();
+  app.add_option("-f,--factor", factor, "multiply the size by this between rows")
+      ->transform(tuccl::cli::numberIn(1.01, 1024))
+      ->capture_default_str();
   app.add_option("--scheduler", scheduler, "for an algorithm: hpds, rr, algorithm, stage")
       ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage"}))
       ->capture_default_str();
   app.add_option("--compare", compare, "for an algorithm: schedulers side by side, e.g. hpds,rr,algorithm,stage");
-  app.add_option("--stages", stages, "stage-level blocks")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--stages", stages, "stage-level blocks")->transform(tuccl::cli::integerIn(1, 1024))->capture_default_str();
   app.add_option("--tb-alloc", tbAlloc, "auto (state for hpds/rr, MSCCL connection+channels otherwise), state, "
                                         "connection, connection+channels")
       ->check(CLI::IsMember({"auto", "state", "connection", "connection+channels"}))
@@ -64,21 +65,29 @@ int main(int argc, char** argv) {
   app.add_option("--protocol", protocol, "for an algorithm: LL, LL128, Simple")
       ->check(CLI::IsMember({"LL", "LL128", "Simple"}))
       ->capture_default_str();
-  app.add_option("--threads", threads, "for an algorithm: threads per TB")->check(CLI::Range(32, 1024))->capture_default_str();
-  app.add_option("--chunk-size", chunkSize, "for an algorithm: bytes per micro-batch")
-      ->check(CLI::PositiveNumber)
+  app.add_option("--threads", threads, "for an algorithm: threads per TB")
+      ->transform(tuccl::cli::integerIn(32, 1024))
+      ->capture_default_str();
+  app.add_option("--chunk-size", chunkSize, "for an algorithm: bytes per micro-batch (256 B to 1 GiB; K, M, G)")
+      ->transform(tuccl::cli::byteSizeIn(tuccl::cli::kMinChunkBytes, tuccl::cli::kMaxChunkBytes))
       ->capture_default_str();
   app.add_option("--channels", channels, "for an algorithm: plan replicas (default: the program's nChannels)")
-      ->check(CLI::Range(1, 64));
-  app.add_option("--ranks", ranks, "for an algorithm: nRanks (default: the topology's GPUs)");
-  app.add_option("--gpus-per-node", perNode, "for an algorithm: GPUPerNode (default: the topology's)");
+      ->transform(tuccl::cli::integerIn(1, 64));
+  app.add_option("--ranks", ranks, "for an algorithm: nRanks (default: the topology's GPUs)")
+      ->transform(tuccl::cli::integerIn(1, 65536));
+  app.add_option("--gpus-per-node", perNode, "for an algorithm: GPUPerNode (default: the topology's)")
+      ->transform(tuccl::cli::integerIn(1, 1024));
   app.add_option("--cost", costFile, "cost-model JSON overriding the defaults (see --dump-cost)");
   app.add_flag("--dump-cost", dumpCost, "print the cost model in effect as JSON and exit");
-  app.add_option("--trace", trace, "write a Chrome trace (Perfetto) of the largest size, first scheduler");
+  app.add_option("--trace", trace, "write a Chrome trace (Perfetto) of the largest size, first scheduler")
+      ->type_name("FILE");
+  bool force = false;
+  tuccl::cli::addForceFlag(app, force);
   app.add_flag("--report", report, "print the metrics of the largest size (bound, TBs, links, bubbles)");
   if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
 
-  try {
+  return tuccl::cli::runGuarded("tuccl-sim", [&]() -> int {
+    if (tuccl::Status status = tuccl::cli::checkOutputFree(trace, force); !status) tuccl::throwIfError(status);
     tuccl::CostModel cost = tuccl::defaultCostModel();
     if (!costFile.empty()) cost = valueOrThrow(tuccl::readCostModelJson(tuccl::readSourceFile(costFile)));
     if (dumpCost) {
@@ -174,18 +183,10 @@ int main(int argc, char** argv) {
     if (single) std::printf("# Avg bus bandwidth    : %g\n", busSum / sizeList.size());
     if (report) std::cout << tuccl::formatMetrics(tuccl::computeMetrics(first, network, last), 12);
     if (!trace.empty()) {
-      std::ofstream out(trace, std::ios::binary | std::ios::trunc);
-      out << tuccl::writeChromeTrace(first, network, last);
-      if (!out.flush()) throw std::runtime_error("cannot write " + trace);
+      tuccl::throwIfError(tuccl::cli::writeOutput(trace, tuccl::writeChromeTrace(first, network, last)));
       std::fprintf(stderr, "wrote %s (%zu spans%s)\n", trace.c_str(), last.trace.size(),
                    last.traceTruncated ? ", truncated" : "");
     }
-  } catch (const tuccl::DiagnosticError& error) {
-    tuccl::cli::printDiagnostic(error.diagnostic());
-    return kExitError;
-  } catch (const std::exception& error) {
-    std::cerr << "tuccl-sim: error: " << error.what() << '\n';
-    return kExitError;
-  }
-  return 0;
+    return 0;
+  });
 }

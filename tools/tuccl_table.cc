@@ -142,6 +142,9 @@ int validate(const std::string& path) {
 }
 
 int convert(const std::string& path, std::string to, const std::string& output, bool lossy, bool force) {
+  // The output is checked before the table is read: a refusal comes before any work.
+  if (const tuccl::Status free = tuccl::cli::checkOutputFree(output, force); !free)
+    return tuccl::cli::reportError("tuccl-table", free);
   auto loaded = load(path);
   if (!loaded) return tuccl::cli::kExitError;
   if (to.empty()) to = loaded->format == TableFormat::Json ? "csv" : "json";
@@ -161,16 +164,8 @@ int convert(const std::string& path, std::string to, const std::string& output, 
     std::cout << text;
     return 0;
   }
-  std::error_code exists;
-  if (!force && std::filesystem::exists(output, exists)) {
-    std::cerr << output << ": error: the file exists; pass --force to overwrite it\n";
-    return tuccl::cli::kExitError;
-  }
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  if (!(out << text)) {
-    std::cerr << output << ": error: cannot write the file\n";
-    return tuccl::cli::kExitError;
-  }
+  if (const tuccl::Status written = tuccl::cli::writeOutput(output, text); !written)
+    return tuccl::cli::reportError("tuccl-table", written);
   return 0;
 }
 
@@ -277,7 +272,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"json", "csv"}));
   convertCmd->add_option("-o,--output", output, "output file (default: stdout)");
   bool force = false;
-  convertCmd->add_flag("--force", force, "overwrite an existing output file");
+  tuccl::cli::addForceFlag(*convertCmd, force);
   convertCmd->add_flag("--lossy", lossy, "drop what CSV cannot hold instead of failing");
 
   CLI::App* explainCmd = app.add_subcommand("explain", "which entry matches a call and what it decides");

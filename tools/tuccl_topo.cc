@@ -76,13 +76,8 @@ void writeOutput(const std::string& path, const std::string& text) {
     std::cout << text;
     return;
   }
-  std::error_code error;
-  if (!overwriteOutput && std::filesystem::exists(path, error)) {
-    throw std::runtime_error(path + " exists; pass --force to overwrite it");
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
+  throwIfError(tuccl::cli::checkOutputFree(path, overwriteOutput));
+  throwIfError(tuccl::cli::writeOutput(path, text));
 }
 
 std::string sketchText(const Topology& topology, const Sketch& sketch) {
@@ -149,7 +144,7 @@ int main(int argc, char** argv) {
   prune->add_option("--format", pruneFormat, "text or taccl")->check(CLI::IsMember({"text", "taccl"}));
   prune->add_option("--chunkup", chunkup, "TACCL input_chunkup")->check(CLI::PositiveNumber);
   prune->add_option("-o,--output", pruneOutput, "output file (default stdout)");
-  prune->add_flag("--force", overwriteOutput, "overwrite an existing output file");
+  tuccl::cli::addForceFlag(*prune, overwriteOutput);
 
   Common exportArgs;
   std::string exportFormat = "json";
@@ -162,13 +157,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"json", "taccl", "nccl-xml"}));
   exporter->add_option("--node", exportNode, "nccl-xml: which node to write");
   exporter->add_option("-o,--output", exportOutput, "output file (default stdout)");
-  exporter->add_flag("--force", overwriteOutput, "overwrite an existing output file");
+  tuccl::cli::addForceFlag(*exporter, overwriteOutput);
 
   // Exit status: 0 success, 2 for any error on the command line or in an input.
   using tuccl::cli::kExitError;
   if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
 
   try {
+    // Outputs are checked before the topology is read: a refusal comes before any work.
+    throwIfError(tuccl::cli::checkOutputFree(*prune ? pruneOutput : *exporter ? exportOutput : "", overwriteOutput));
     if (*show) {
       LoadedTopology loaded = load(showArgs, false);
       std::cout << describeTopology(loaded.topology);
@@ -210,6 +207,8 @@ int main(int argc, char** argv) {
         writeOutput(exportOutput, exportNcclXml(loaded.topology, exportNode));
       }
     }
+  } catch (const StatusError& error) {
+    return tuccl::cli::reportError("tuccl-topo", error.status());
   } catch (const DiagnosticError& error) {
     tuccl::cli::printDiagnostic(error.diagnostic());
     return kExitError;

@@ -8,10 +8,10 @@ namespace tuccl {
 
 Topology composeCluster(const Topology& node, const ClusterOptions& options) {
   if (node.nodes.size() != 1)
-    throw std::invalid_argument("composeCluster: the node topology must have exactly one node");
+    throw std::invalid_argument("a cluster is built from a one-node topology, and this one has " + std::to_string(node.nodes.size()) + " nodes");
   for (const Switch& sw : node.switches) {
     if (isNetworkSwitch(sw.kind))
-      throw std::invalid_argument("composeCluster: the node topology already has a network");
+      throw std::invalid_argument("a cluster is built from a node without a network, and this topology already has network switches");
   }
   if (std::optional<std::string> problem = rangeProblem(options.nodes, topo_limits::kNodes))
     throw std::invalid_argument(*problem);

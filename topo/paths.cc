@@ -184,7 +184,8 @@ Path Router::makePath(PathKind kind, const std::vector<Hop>& hops) const {
 
 Path Router::pathBetween(int32_t src, int32_t dst) const {
   if (src < 0 || dst < 0 || src >= topology_.nRanks() || dst >= topology_.nRanks()) {
-    throw std::out_of_range("pathBetween: rank out of range");
+    throw std::out_of_range("no path from rank " + std::to_string(src) + " to rank " + std::to_string(dst) +
+                            ": the topology has ranks 0 to " + std::to_string(topology_.nRanks() - 1));
   }
   if (src == dst) return Path{};
   DeviceRef s = gpuRef(src);

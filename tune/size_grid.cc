@@ -36,9 +36,25 @@ Expected<std::pair<int64_t, int64_t>> parseSizeRange(std::string_view text) {
 }
 
 Expected<std::vector<int64_t>> sizeGrid(int64_t minBytes, int64_t maxBytes, double factor) {
-  if (!(factor > 1)) return makeError(ErrorCode::InvalidArgument, "the size factor must be greater than 1");
+  if (!std::isfinite(factor) || !(factor > 1)) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "the size factor " + formatNumberForPeople(factor) + " is out of range: must be greater than 1");
+  }
   if (minBytes <= 0 || maxBytes < minBytes)
     return makeError(ErrorCode::InvalidArgument, "a size grid wants 0 < MIN <= MAX");
+  // Sizes the walk makes before rounding merges any: log(max/min) / log(factor) + 1.
+  const double span = std::log(static_cast<double>(maxBytes) / static_cast<double>(minBytes));
+  if (span / std::log(factor) + 1 > static_cast<double>(kMaxGridSizes)) {
+    const double smallest = std::exp(span / static_cast<double>(kMaxGridSizes - 1));
+    const double shown = std::ceil(smallest * 1e4) / 1e4;  // rounded up, so it is enough
+    return makeError(ErrorCode::InvalidArgument,
+                     "the size factor " + formatNumberForPeople(factor) + " makes about " +
+                         formatNumberForPeople(std::floor(span / std::log(factor)) + 1) + " sizes from " +
+                         formatBytesForPeople(static_cast<uint64_t>(minBytes)) + " to " +
+                         formatBytesForPeople(static_cast<uint64_t>(maxBytes)) + "; at most " +
+                         formatNumberForPeople(kMaxGridSizes) + " are allowed: use a factor of at least " +
+                         formatNumberForPeople(shown));
+  }
   std::vector<int64_t> sizes;
   for (double s = static_cast<double>(minBytes); s <= static_cast<double>(maxBytes) * (1 + 1e-9); s *= factor) {
     const auto bytes = static_cast<int64_t>(std::llround(s));
@@ -54,10 +70,10 @@ Expected<std::vector<int64_t>> parseSizeGrid(std::string_view range, double fact
 }
 
 std::vector<SizeRange> mergeSizeRanges(const std::vector<int64_t>& sizes, const std::vector<std::string>& winnerKeys) {
-  if (sizes.size() != winnerKeys.size()) throw std::invalid_argument("mergeSizeRanges: one winner per size");
+  if (sizes.size() != winnerKeys.size()) throw std::invalid_argument("the table ranges need one winner per grid size");
   if (!std::is_sorted(sizes.begin(), sizes.end()) ||
       std::adjacent_find(sizes.begin(), sizes.end()) != sizes.end())
-    throw std::invalid_argument("mergeSizeRanges: sizes must be strictly ascending");
+    throw std::invalid_argument("the sizes of a table must be strictly ascending, each given once");
   std::vector<SizeRange> ranges;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (!ranges.empty() && winnerKeys[ranges.back().first] == winnerKeys[i]) {

@@ -23,9 +23,13 @@ namespace tuccl {
 /// "64K", "1.5M:4G"); InvalidArgument naming the text when a bound is not a size or the range is
 /// not 0 < MIN <= MAX.
 Expected<std::pair<int64_t, int64_t>> parseSizeRange(std::string_view text);
+/// The most sizes a grid holds (each is a simulation or a measurement per candidate).
+inline constexpr int64_t kMaxGridSizes = 1024;
+
 /// min, min·factor, min·factor², ... rounded to whole bytes, up to max (max itself included when
 /// the walk lands on it, within rounding); a size the rounding repeats appears once.
-/// InvalidArgument unless factor > 1 and 0 < min <= max.
+/// InvalidArgument unless factor > 1 (finite) and 0 < min <= max, and when the grid would hold more
+/// than kMaxGridSizes sizes (the message names the smallest factor that fits).
 Expected<std::vector<int64_t>> sizeGrid(int64_t minBytes, int64_t maxBytes, double factor = 2);
 /// The grid of a size range written as text: parseSizeRange, then sizeGrid.
 Expected<std::vector<int64_t>> parseSizeGrid(std::string_view range, double factor = 2);

@@ -83,7 +83,7 @@ std::optional<std::vector<int32_t>> sketchRingOrder(const Topology& topology, co
 
 Algorithm relabelRanks(const Algorithm& algorithm, const std::vector<int32_t>& order) {
   if (order.size() != static_cast<size_t>(algorithm.nRanks))
-    throw std::invalid_argument("relabelRanks: the order must name every rank once");
+    throw std::invalid_argument("a rank order must name every rank of the algorithm once");
   Algorithm out = algorithm;
   const int32_t k = algorithm.chunksPerRank();
   auto block = [&](BufferKind buffer, int32_t index) {

@@ -253,6 +253,8 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
       plan.base = searchSpaceFromJson(*spaceJson, plan.base);
     } catch (const std::invalid_argument& e) {
       throw StatusError{makeError(ErrorCode::InvalidInput, request.spaceFile, {}, e.what())};
+    } catch (const nlohmann::json::exception& e) {
+      throw StatusError{makeError(ErrorCode::InvalidInput, request.spaceFile, {}, jsonErrorMessage(e))};
     }
   }
   checkProtocols(plan.base);

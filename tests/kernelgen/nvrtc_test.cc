@@ -79,6 +79,38 @@ TEST(Nvrtc, ErrorsNameTheFileAndCarryTheLog) {
   EXPECT_NE(result.log.find("undefinedThing"), std::string::npos) << result.log;
 }
 
+// A second compilation of the same kernel reads the CUBIN and PTX from the cache; another
+// architecture or source is a new entry; a damaged entry is compiled again.
+TEST(Nvrtc, CachedCompilationsAreReadBackAndDamagedEntriesRecompiled) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
+  namespace fs = std::filesystem;
+  const fs::path cache = fs::path(TUCCL_BINARY_DIR) / "nvrtc_cache_test";
+  fs::remove_all(cache);
+  GeneratedKernel kernel;
+  kernel.fileName = "rank0.cu";
+  kernel.kernelName = "tuccl_rank0";
+  kernel.source = "#include \"primitives.h\"\nTUCCL_KERNEL tuccl_rank0(tuccl::dev::KernelArgs args) { (void)args; }\n";
+  bool fromCache = true;
+  const NvrtcResult first = compileWithNvrtcCached(kernel, "sm_90", {}, cache.string(), &fromCache);
+  ASSERT_TRUE(first.ok) << first.error << first.log;
+  EXPECT_FALSE(fromCache);
+  const NvrtcResult second = compileWithNvrtcCached(kernel, "sm_90", {}, cache.string(), &fromCache);
+  ASSERT_TRUE(second.ok);
+  EXPECT_TRUE(fromCache);
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_EQ(second.ptx, first.ptx);
+  EXPECT_EQ(second.fileName, "rank0.cu");
+  // Damage every entry: the next call compiles again and gives the same bytes.
+  for (const auto& entry : fs::recursive_directory_iterator(cache)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".entry") fs::resize_file(entry.path(), 40);
+  }
+  const NvrtcResult third = compileWithNvrtcCached(kernel, "sm_90", {}, cache.string(), &fromCache);
+  ASSERT_TRUE(third.ok);
+  EXPECT_FALSE(fromCache);
+  EXPECT_EQ(third.cubin, first.cubin);
+  fs::remove_all(cache);
+}
+
 TEST(Nvrtc, RejectsUnknownArchitecture) {
   GeneratedKernel kernel;
   kernel.fileName = "rank0.cu";

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
 
 namespace tuccl {
@@ -90,3 +92,74 @@ TEST(Case, ConvertsAndComparesAscii) {
 
 }  // namespace
 }  // namespace tuccl
+
+namespace {
+
+TEST(TextValuesRange, BytesForPeople) {
+  EXPECT_EQ(tuccl::formatBytesForPeople(0), "0 B");
+  EXPECT_EQ(tuccl::formatBytesForPeople(512), "512 B");
+  EXPECT_EQ(tuccl::formatBytesForPeople(1024), "1 KiB");
+  EXPECT_EQ(tuccl::formatBytesForPeople(1536 * 1024), "1.5 MiB");
+  EXPECT_EQ(tuccl::formatBytesForPeople(uint64_t{1} << 30), "1 GiB");
+  EXPECT_EQ(tuccl::formatBytesForPeople(1000), "1000 B");
+  EXPECT_EQ(tuccl::formatBytesForPeople(1025), "~1.001 KiB");
+}
+
+TEST(TextValuesRange, NumbersForPeople) {
+  EXPECT_EQ(tuccl::formatNumberForPeople(1.01), "1.01");
+  EXPECT_EQ(tuccl::formatNumberForPeople(1048576), "1,048,576");
+  EXPECT_EQ(tuccl::formatNumberForPeople(-64), "-64");
+  EXPECT_EQ(tuccl::formatNumberForPeople(1.0000001), "1.0000001");
+}
+
+TEST(TextValuesRange, ByteSizesOutOfRangeStateTheRange) {
+  EXPECT_EQ(*tuccl::parseByteSizeInRange("64K", 1024, uint64_t{1} << 30), 65536u);
+  auto small = tuccl::parseByteSizeInRange("1", 1024, uint64_t{1} << 30);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.status().message(), "'1' is out of range: must be between 1 KiB and 1 GiB");
+  auto huge = tuccl::parseByteSizeInRange("99999999999999999999999", 1024, uint64_t{1} << 30);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("between 1 KiB and 1 GiB"), std::string::npos);
+  EXPECT_FALSE(tuccl::parseByteSizeInRange("-1", 0, 10).ok());
+  EXPECT_FALSE(tuccl::parseByteSizeInRange("nan", 0, 10).ok());
+}
+
+TEST(TextValuesRange, IntegersRefuseJunkAndHugeValues) {
+  EXPECT_EQ(*tuccl::parseIntegerInRange("42", 0, 100), 42);
+  EXPECT_EQ(*tuccl::parseIntegerInRange("-3", -5, 5), -3);
+  EXPECT_FALSE(tuccl::parseIntegerInRange("1e14", 0, 100).ok());
+  EXPECT_FALSE(tuccl::parseIntegerInRange("4x", 0, 100).ok());
+  auto huge = tuccl::parseIntegerInRange("4611686018427387904999", 0, int64_t{1} << 40);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().message(), "'4611686018427387904999' is out of range: must be between 0 and 1,099,511,627,776");
+  auto negative = tuccl::parseIntegerInRange("-1", 1, std::numeric_limits<int64_t>::max());
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().message(), "'-1' is out of range: must be at least 1");
+}
+
+TEST(TextValuesRange, NumbersRefuseNanInfinityAndOutOfRange) {
+  EXPECT_DOUBLE_EQ(*tuccl::parseNumberInRange("1.5", 1.01, 1024), 1.5);
+  EXPECT_DOUBLE_EQ(*tuccl::parseNumberInRange("2e1", 1.01, 1024), 20);
+  for (const char* bad : {"nan", "NaN", "inf", "-inf", "infinity", "1.5x", "", "0x10"}) {
+    EXPECT_FALSE(tuccl::parseNumberInRange(bad, -1e9, 1e9).ok()) << bad;
+  }
+  auto tight = tuccl::parseNumberInRange("1.0000001", 1.01, std::numeric_limits<double>::max());
+  ASSERT_FALSE(tight.ok());
+  EXPECT_EQ(tight.status().message(), "'1.0000001' is out of range: must be at least 1.01");
+  auto overflow = tuccl::parseNumberInRange("1e999", 0, 10);
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_EQ(overflow.status().message(), "'1e999' is out of range: must be between 0 and 10");
+  EXPECT_FALSE(tuccl::checkNumberInRange("the sigma", std::nan(""), 0, 1).ok());
+  EXPECT_EQ(tuccl::checkNumberInRange("the sigma", -1, 0, 1).message(),
+            "the sigma -1 is out of range: must be between 0 and 1");
+}
+
+TEST(TextValuesRange, DistinctListsRefuseRepeatsAndEmptyLists) {
+  EXPECT_EQ(tuccl::splitDistinctList("allreduce,allgather")->size(), 2u);
+  auto twice = tuccl::splitDistinctList("allreduce, AllReduce");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().message(), "'AllReduce' is listed twice");
+  EXPECT_FALSE(tuccl::splitDistinctList(" , ").ok());
+}
+
+}  // namespace

@@ -448,3 +448,24 @@ TEST(Examples, EveryExampleTableIsValid) {
 
 }  // namespace
 }  // namespace tuccl
+
+namespace tuccl {
+namespace {
+
+// A spreadsheet's UTF-8 byte order mark is not part of the first collective's name; the table's
+// hash is still that of the file's bytes.
+TEST(TableCsv, AByteOrderMarkIsNotPartOfTheFirstField) {
+  const std::string plain = "allreduce,0,65536,ring,ll,-1,-1,-1\nallgather,0,1048576,ring,simple,-1,-1,-1\n";
+  const std::string marked = "\xef\xbb\xbf" + plain;
+  Expected<LoadedTable> withMark = parseTableBytes(marked, "bom.csv");
+  ASSERT_TRUE(withMark.ok()) << withMark.status().message();
+  Expected<LoadedTable> without = parseTableBytes(plain, "plain.csv");
+  ASSERT_TRUE(without.ok());
+  ASSERT_EQ(withMark->table.entries.size(), 2u);
+  EXPECT_EQ(withMark->table.entries.size(), without->table.entries.size());
+  EXPECT_EQ(withMark->table.entries[0].collective, Collective::AllReduce);
+  EXPECT_EQ(withMark->hash, fnv1a64(marked));
+}
+
+}  // namespace
+}  // namespace tuccl

@@ -127,6 +127,21 @@ TEST(BenchOptions, AllTypesAndOps) {
   EXPECT_EQ(o->types, std::vector<DataType>{DataType::Float64});
 }
 
+// Hostile numbers: a fractional or nan factor, sizes beyond any buffer, and steps that would make
+// millions of sizes are refused with the range in human numbers.
+TEST(BenchOptions, HostileNumbersAreRefusedWithTheRange) {
+  EXPECT_NE(errorOf({"allreduce", "-f", "1.0000001"}).find("-f (--stepfactor)"), std::string::npos);
+  EXPECT_NE(errorOf({"allreduce", "-f", "nan"}).find("-f (--stepfactor)"), std::string::npos);
+  EXPECT_NE(errorOf({"allreduce", "-e", "2T"}).find("must be at most 1 TiB"), std::string::npos)
+      << errorOf({"allreduce", "-e", "2T"});
+  const std::string steps = errorOf({"allreduce", "-b", "8", "-e", "1G", "-i", "8"});
+  EXPECT_NE(steps.find("option -i (--stepbytes): 8 B steps make 134,217,728 sizes from 8 B to 1 GiB; at most 65,536"),
+            std::string::npos)
+      << steps;
+  EXPECT_NE(steps.find("use -i of at least 16385 or -f"), std::string::npos) << steps;
+  EXPECT_TRUE(parse({"allreduce", "-b", "8", "-e", "1G", "-i", "16385"}).ok());
+}
+
 TEST(BenchOptions, BadValuesNameTheFlag) {
   EXPECT_NE(errorOf({"allreduce", "-b", "12Q"}).find("-b (--minbytes): invalid value '12Q'"),
             std::string::npos);
@@ -204,8 +219,12 @@ TEST(BenchSizes, FactorAndIncrementSeries) {
   EXPECT_EQ(benchSizes(*o), (std::vector<uint64_t>{1024, 4096, 16384, 65536, 262144}));
   o = parse({"allreduce", "-b", "0", "-e", "1K", "-f", "2"});  // 0 × factor never grows
   EXPECT_EQ(benchSizes(*o), std::vector<uint64_t>{0});
-  o = parse({"allreduce", "-b", "8388608T", "-e", "16777215T", "-f", "2"});  // no overflow past 2^64
-  ASSERT_TRUE(o.ok()) << o.status().message();
+  // Sizes that large are refused on the command line; the walk itself still never overflows 2^64.
+  EXPECT_FALSE(parse({"allreduce", "-b", "8388608T", "-e", "16777215T", "-f", "2"}).ok());
+  o = parse({"allreduce", "-f", "2"});
+  ASSERT_TRUE(o.ok());
+  o->minBytes = 1ull << 63;
+  o->maxBytes = (16777215ull << 40);
   EXPECT_EQ(benchSizes(*o), std::vector<uint64_t>{1ull << 63});
 }
 

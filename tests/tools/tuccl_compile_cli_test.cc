@@ -216,4 +216,40 @@ TEST_F(TucclCompilePlan, RefusesBrokenAlgorithmsAndBadOptions) {
   EXPECT_EQ(runTool("-o " + dir_.string() + " --threads 8").status, 2);
 }
 
+// The existing plan is refused before the program is even read: a broken program still reports the
+// output problem, not its own.
+TEST_F(TucclCompilePlan, AnExistingPlanOrAFileAsDirIsRefusedBeforeAnyWork) {
+  ASSERT_EQ(runTool("--no-cubin -o " + dir_.string()).status, 0);
+  ToolRun again = runTool(broken("unknown_name.resccl") + " --no-cubin -o " + dir_.string());
+  EXPECT_EQ(again.status, 2);
+  EXPECT_NE(again.output.find("plan.json exists; pass --force to overwrite it"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("unknown name"), std::string::npos) << again.output;
+  ToolRun intoFile = runTool("--no-cubin -o " + (dir_ / "plan.json").string());
+  EXPECT_EQ(intoFile.status, 2);
+  EXPECT_NE(intoFile.output.find("not a directory"), std::string::npos) << intoFile.output;
+}
+
+// Hostile numbers end in a message and exit 2, never an abort: counts beyond any memory, a count
+// the machine cannot hold, and out-of-range or non-numeric values.
+TEST(TucclCompile, HostileNumbersEndInAMessage) {
+  ToolRun huge = runTool("--verify --count 4611686018427387904");
+  EXPECT_EQ(huge.status, 2) << huge.output;
+  EXPECT_NE(huge.output.find("--count: '4611686018427387904' is out of range: must be between 0 and "
+                             "1,099,511,627,776"),
+            std::string::npos)
+      << huge.output;
+  ToolRun big = runTool(example("ring_allreduce.resccl") + " -p nRanks=2 -p GPUPerNode=2 --verify --dtype uint8 --count " +
+                        "1099511627776");
+  EXPECT_EQ(big.status, 2) << big.output;
+  EXPECT_NE(big.output.find("of host memory; the CPU verification uses at most"), std::string::npos) << big.output;
+  for (const char* bad : {"--count 1e14", "--count -1", "--count nan", "--chunk-size 1", "--chunk-size 2G",
+                          "--threads 1e3", "--channels 0", "--stages -4", "--max-ops 0", "--arch sm_x"}) {
+    ToolRun r = runTool(std::string("--check ") + bad);
+    EXPECT_EQ(r.status, 2) << bad << "\n" << r.output;
+    EXPECT_EQ(r.output.find("terminate"), std::string::npos) << r.output;
+  }
+  ToolRun chunk = runTool("--check --chunk-size 1");
+  EXPECT_NE(chunk.output.find("must be between 256 B and 1 GiB"), std::string::npos) << chunk.output;
+}
+
 }  // namespace

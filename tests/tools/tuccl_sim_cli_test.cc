@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -81,6 +82,70 @@ TEST(TucclSim, BadInputsExitTwo) {
   EXPECT_EQ(runSim(example("ring_allgather.resccl") + " --scheduler fifo").status, 2);
   // The shape of the program must fit the topology.
   EXPECT_EQ(runSim(example("hm_allreduce.resccl") + " --topo preset:dgx-a100:nodes=2 --ranks 12").status, 2);
+}
+
+// Hostile numbers are refused before any work, with the range in human numbers.
+TEST(TucclSim, NumbersOutOfRangeAreRefusedWithTheRange) {
+  const std::string algorithm = example("ring_allgather.resccl") + " --topo preset:dgx-a100:nodes=1";
+  ToolRun fine = runSim(algorithm + " -f 1.0000001");
+  EXPECT_EQ(fine.status, 2) << fine.output;
+  EXPECT_NE(fine.output.find("must be between 1.01 and 1,024"), std::string::npos) << fine.output;
+  ToolRun grid = runSim(algorithm + " -f 1.01 --sizes 1K:4G");
+  EXPECT_EQ(grid.status, 2) << grid.output;
+  EXPECT_NE(grid.output.find("use a factor of at least 1.0151"), std::string::npos) << grid.output;
+  for (const char* bad : {"-f nan", "-f inf", "-f -2", "--threads nan", "--stages -1", "--chunk-size -5"}) {
+    ToolRun r = runSim(algorithm + " " + bad);
+    EXPECT_EQ(r.status, 2) << bad << "\n" << r.output;
+  }
+  ToolRun tiny = runSim(algorithm + " --chunk-size 1");
+  EXPECT_EQ(tiny.status, 2) << tiny.output;
+  EXPECT_NE(tiny.output.find("--chunk-size: '1' is out of range: must be between 256 B and 1 GiB"), std::string::npos)
+      << tiny.output;
+  // A chunk size the option allows but that cuts the message into millions of micro-batches.
+  ToolRun slices = runSim(algorithm + " --chunk-size 256 --sizes 4G");
+  EXPECT_EQ(slices.status, 2) << slices.output;
+  EXPECT_NE(slices.output.find("the simulator takes at most 65,536: use a chunk size of at least"), std::string::npos)
+      << slices.output;
+}
+
+// --trace never replaces a file without --force, and its folder is checked before the simulation.
+TEST(TucclSim, TraceRefusesAnExistingFileWithoutForce) {
+  std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "tuccl_sim_cli_trace";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path trace = dir / "trace.json";
+  std::ofstream(trace) << "keep me";
+  const std::string run = example("ring_allgather.resccl") + " --topo preset:dgx-a100:nodes=1 --sizes 1M --trace " +
+                          trace.string();
+  ToolRun refused = runSim(run);
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("exists; pass --force to overwrite it"), std::string::npos) << refused.output;
+  EXPECT_EQ(rows(refused.output).size(), 0u) << "refused before any work\n" << refused.output;
+  std::ifstream kept(trace);
+  std::string content((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "keep me");
+  ToolRun forced = runSim(run + " --force");
+  EXPECT_EQ(forced.status, 0) << forced.output;
+  ToolRun intoFile = runSim(example("ring_allgather.resccl") + " --topo preset:dgx-a100:nodes=1 --sizes 1M --trace " +
+                            (trace / "x.json").string());
+  EXPECT_EQ(intoFile.status, 2) << intoFile.output;
+  EXPECT_NE(intoFile.output.find("not a directory"), std::string::npos) << intoFile.output;
+  ToolRun directory = runSim(example("ring_allgather.resccl") + " --topo preset:dgx-a100:nodes=1 --trace " + dir.string());
+  EXPECT_EQ(directory.status, 2) << directory.output;
+  EXPECT_NE(directory.output.find("is a directory"), std::string::npos) << directory.output;
+  std::filesystem::remove_all(dir);
+}
+
+// A JSON file whose values have the wrong type is reported with the file's name and without the
+// JSON library's internal tag.
+TEST(TucclSim, AJsonValueOfTheWrongTypeNamesTheFile) {
+  const std::filesystem::path cost = std::filesystem::path(testing::TempDir()) / "tuccl_sim_bad_cost.json";
+  std::ofstream(cost) << "{\"syncOverheadUs\": \"fast\"}\n";
+  ToolRun r = runSim("--dump-cost --cost " + cost.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find(cost.string() + ": error: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[json.exception"), std::string::npos) << r.output;
+  std::filesystem::remove(cost);
 }
 
 }  // namespace

@@ -142,4 +142,18 @@ TEST(TucclTopo, VersionPresetsAndTheNodesHint) {
   EXPECT_EQ(runTopo("prune preset:dgx-a100:nodes=2").output.find("--nodes N"), std::string::npos);
 }
 
+// The output is checked before the topology is read: an existing file is refused even when the
+// input is bad, and a folder that cannot hold it is named with the reason.
+TEST(TucclTopo, OutputsAreCheckedBeforeAnyWork) {
+  const std::filesystem::path file = std::filesystem::path(testing::TempDir()) / "tuccl_topo_existing.json";
+  std::ofstream(file) << "keep";
+  ToolRun refused = runTopo("export /nonexistent/topo.xml -o " + file.string());
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.output.find("exists; pass --force to overwrite it"), std::string::npos) << refused.output;
+  ToolRun inFile = runTopo("prune preset:dgx-a100:nodes=2 -o " + (file / "sketch.txt").string());
+  EXPECT_EQ(inFile.status, 2);
+  EXPECT_NE(inFile.output.find("is not a directory"), std::string::npos) << inFile.output;
+  std::filesystem::remove(file);
+}
+
 }  // namespace

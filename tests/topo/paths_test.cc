@@ -124,3 +124,20 @@ TEST(Paths, MissingNicIsAClearError) {
 
 }  // namespace
 }  // namespace tuccl
+
+namespace tuccl {
+namespace {
+
+// A rank outside the topology is named with the topology's ranks, not the function that noticed.
+TEST(Router, ARankOutsideTheTopologySaysWhichRanksExist) {
+  const Router router(makePreset("preset:dgx-a100"));
+  try {
+    (void)router.pathBetween(0, 99);
+    FAIL() << "expected an error";
+  } catch (const std::out_of_range& error) {
+    EXPECT_EQ(std::string(error.what()), "no path from rank 0 to rank 99: the topology has ranks 0 to 7");
+  }
+}
+
+}  // namespace
+}  // namespace tuccl

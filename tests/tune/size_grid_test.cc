@@ -1,5 +1,9 @@
 #include "tune/size_grid.h"
 
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,6 +36,34 @@ TEST(SizeGrid, PowersOfTwoByDefault) {
   EXPECT_FALSE(sizeGrid(2048, 1024, 2.0));
   EXPECT_EQ(*parseSizeGrid("1K:4K"), (std::vector<int64_t>{1024, 2048, 4096}));
   EXPECT_NE(parseSizeGrid("1K:4K", 0.5).status().message().find("greater than 1"), std::string::npos);
+}
+
+TEST(SizeGrid, AFactorMakingMillionsOfSizesIsRefusedWithOneThatFits) {
+  Expected<std::vector<int64_t>> fine = parseSizeGrid("1K:4G", 1.0000001);
+  ASSERT_FALSE(fine);
+  const std::string message = fine.status().message();
+  EXPECT_NE(message.find("the size factor 1.0000001 makes about"), std::string::npos) << message;
+  EXPECT_NE(message.find("from 1 KiB to 4 GiB; at most 1,024 are allowed: use a factor of at least 1.0151"),
+            std::string::npos)
+      << message;
+  // The suggested factor is accepted and stays within the limit.
+  Expected<std::vector<int64_t>> suggested = parseSizeGrid("1K:4G", 1.0151);
+  ASSERT_TRUE(suggested) << suggested.status().message();
+  EXPECT_LE(suggested->size(), static_cast<size_t>(kMaxGridSizes));
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity(), -2.0}) {
+    EXPECT_FALSE(sizeGrid(1024, 4096, bad)) << bad;
+  }
+}
+
+// Messages say what is wrong, not which function found it.
+TEST(SizeGrid, MergeRefusesUnsortedSizesInWordsForPeople) {
+  try {
+    mergeSizeRanges({2048, 1024}, {"a", "b"});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()).find("mergeSizeRanges"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("strictly ascending"), std::string::npos) << error.what();
+  }
 }
 
 TEST(SizeGrid, RoundsToWholeBytesAndNeverRepeatsASize) {
