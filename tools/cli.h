@@ -281,40 +281,9 @@ T valueOrThrow(Expected<T> expected) {
 
 }  // namespace tuccl::cli
 
-// ---- Output paths, checked before any work ----
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+// ---- Output paths that must differ ----
 
 namespace tuccl::cli {
-
-/// Whether `path` can be written as an output, without creating anything: not a directory; an
-/// existing file writable; otherwise the nearest existing folder on its way a writable directory
-/// (the folders still missing are made later, as makeOutputFolder does). The message says why not.
-inline Status checkOutputWritable(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (path.empty()) return makeError(ErrorCode::InvalidArgument, "an output path is empty");
-  const fs::path file(path);
-  if (fs::is_directory(file, error))
-    return makeError(ErrorCode::InvalidArgument, "cannot write " + path + ": it is a directory");
-  if (fs::exists(file, error)) {
-    if (access(path.c_str(), W_OK) != 0)
-      return makeError(ErrorCode::InvalidArgument, "cannot write " + path + ": " + std::strerror(errno));
-    return Status();
-  }
-  fs::path folder = file.parent_path();
-  while (!folder.empty() && !fs::exists(folder, error)) folder = folder.parent_path();
-  if (folder.empty()) folder = ".";  // a relative path whose folders are all still to be made
-  if (!fs::is_directory(folder, error))
-    return makeError(ErrorCode::InvalidArgument,
-                     "cannot write " + path + ": " + folder.string() + " is not a directory");
-  if (access(folder.c_str(), W_OK | X_OK) != 0)
-    return makeError(ErrorCode::InvalidArgument,
-                     "cannot write " + path + ": " + folder.string() + ": " + std::strerror(errno));
-  return Status();
-}
 
 /// Whether two output paths name the same file (after resolving what exists of them).
 inline bool sameOutputFile(const std::string& a, const std::string& b) {

@@ -184,9 +184,8 @@ Status prepareOutputs(const Options& o) {
   for (const std::string& path : {o.output, o.csv}) {
     if (Status status = cli::checkOutputFree(path, o.force); !status) return status;
   }
-  for (const std::string& path : {o.output, o.csv, o.log}) {
-    if (Status status = cli::checkOutputWritable(path); !status) return status;
-  }
+  // The trial log is appended to on --resume: it must be writable, not free.
+  if (Status status = cli::checkOutputFree(o.log, true); !status) return status;
   for (const std::string& path : {o.output, o.csv, o.log}) {
     if (Status status = cli::makeOutputFolder(path); !status) return status;
   }

@@ -44,10 +44,6 @@ inline constexpr NumberRange kNodes{"number of nodes", 1, 4'096, "", true};
 inline constexpr NumberRange kGpusPerNode{"GPUs of one node", 0, 1'024, "", true};
 }  // namespace topo_limits
 
-/// A number in plain notation: integers with thousands separators ("10,000,000"), others with up to
-/// six significant digits and no exponent ("0.35", "15.75"); "nan", "inf" and "-inf" as such.
-std::string formatPlainNumber(double value);
-
 /// Nothing when `value` lies in `range`; else "<what> must be <min> to <max> <unit>, got <value>"
 /// (or "above <min> up to <max>" for an exclusive minimum, "a whole number" when it is not one).
 std::optional<std::string> rangeProblem(double value, const NumberRange& range);
