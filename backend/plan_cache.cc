@@ -55,12 +55,19 @@ uint64_t deviceHeadersHash() {
   return hash;
 }
 
-PlanRequest planRequest(const PlanSelection& selection) {
+PlanRequest planRequest(const PlanSelection& selection, const PlanCacheOptions& options) {
   PlanRequest request;  // HPDS with state-based TBs (ResCCL §4.3, §4.4) unless the selection says
   if (selection.tbPolicy) request.tbAllocation = TbRequest{*selection.tbPolicy, false};
   request.config.protocol = Protocol::Simple;  // the kernels' one protocol: PUSH with credits
   request.config.chunkSize = selection.chunkSize;
   request.config.nChannels = selection.shape.nChannels;
+  // A single-TB plan serves calls of at most singleTbMaxBytes: when a slice holds that much, each
+  // of its calls is one micro-batch, and every ring (at least one slot) holds a chunk, so the TB
+  // may post a step's sends before it waits for its receives.
+  if (selection.tbPolicy == TbPolicy::Single &&
+      static_cast<uint64_t>(selection.chunkSize) >= options.singleTbMaxBytes) {
+    request.config.sendAhead = 1;
+  }
   return request;
 }
 
@@ -85,6 +92,7 @@ PlanIdentity identityOf(const Program& program, const RescclParameters& paramete
           " | " +
           std::string(protocolName(config.protocol)) + " " + std::to_string(config.nThreads) + " threads, chunk " +
           std::to_string(config.chunkSize) + ", " + std::to_string(config.nChannels) + " channels";
+  if (config.sendAhead > 0) text += ", send ahead " + std::to_string(config.sendAhead);
   return {text, hashFileName(fnv1a64(text))};
 }
 
@@ -369,7 +377,7 @@ PlanResult PlanCache::Impl::planOf(const PlanSelection& selection) {
   if (!program) return entryError(selection, program.status());
   const RescclParameters parameters =
       algorithmParameters(selection.collective, selection.shape, program->scratchRankPower);
-  const PlanRequest request = planRequest(selection);
+  const PlanRequest request = planRequest(selection, options);
   const PlanIdentity identity = identityOf(*program, parameters, request);
   PlanResult built = buildOnce(identity, *program, parameters, request, selection);
   if (!built) return entryError(selection, built.status());
