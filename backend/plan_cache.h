@@ -44,8 +44,8 @@ struct PlanCacheOptions {
   bool hostKernels = true;     ///< build the host library (CPU device)
   std::string cudaArch;        ///< non-empty: compile CUBINs for it ("sm_90")
   /// Calls of at most this many tuner bytes get one TB per rank (TbPolicy::Single) when the plans
-  /// run on the CPU device (host kernels, no CUDA architecture): a TB is a thread there, and a
-  /// small call costs less than waking several; larger calls keep state-based TBs. 0: never.
+  /// are not for a GPU (no cudaArch: the CPU device): a TB is a thread there, and a small call
+  /// costs less than waking several; larger calls keep state-based TBs. 0: never.
   uint64_t singleTbMaxBytes = 64 << 10;
   /// The table's file (TUCCL_TUNER_TABLE): named in errors, and relative "tucclAlgorithm" paths
   /// are resolved against its directory; empty: "the tuning table", and the working directory.

@@ -109,8 +109,10 @@ std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& o
 }
 
 std::optional<TbPolicy> singleTbPolicy(const PlanQuery& query, const PlanCacheOptions& options) {
-  const bool cpuDevice = options.hostKernels && options.cudaArch.empty();
-  if (!cpuDevice || tunerBytes(query, options.nRanks) > options.singleTbMaxBytes) return std::nullopt;
+  const bool gpu = !options.cudaArch.empty();
+  if (gpu || options.singleTbMaxBytes == 0 || tunerBytes(query, options.nRanks) > options.singleTbMaxBytes) {
+    return std::nullopt;
+  }
   return TbPolicy::Single;
 }
 

@@ -52,8 +52,8 @@ inline constexpr int32_t kDirectAllReduceMaxRanks = 16;
 /// The built-in family a query gets when no table entry decides it.
 std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& options);
 
-/// TbPolicy::Single for a query of at most options.singleTbMaxBytes tuner bytes whose plans run on
-/// the CPU device (host kernels, no CUDA architecture); empty otherwise.
+/// TbPolicy::Single for a query of at most options.singleTbMaxBytes tuner bytes whose plans are not
+/// for a GPU (no CUDA architecture: the CPU device); empty otherwise.
 std::optional<TbPolicy> singleTbPolicy(const PlanQuery& query, const PlanCacheOptions& options);
 
 /// Whether libtuccl can plan the query: nRanks >= 2, count >= 0, a root in range for Broadcast
