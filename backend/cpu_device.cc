@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -109,6 +110,7 @@ class TbPool {
 // This rank's view of one placed plan: its rings and its private flags.
 struct RankRuntime {
   std::vector<dev::RingDevice> rings;
+  int32_t minSlots = INT32_MAX;  // the shallowest ring's slots
   std::vector<uint64_t> progress;
   std::vector<uint64_t> barrier = std::vector<uint64_t>(2, 0);
   std::vector<dev::TbReport> reports;
@@ -158,6 +160,7 @@ struct State {
         ring.slotBytes = p.slotBytes;
         ring.nSlots = p.nSlots;
         runtime.rings.push_back(ring);
+        runtime.minSlots = std::min(runtime.minSlots, p.nSlots);
       }
       const KernelLayout& layout = call.plan->layout;
       runtime.progress.assign(static_cast<size_t>(std::max(1, layout.progressCounters[call.rank])), 0);
@@ -211,6 +214,22 @@ Status State::execute(const KernelCall& call) {
   return status;
 }
 
+// A plan whose order relies on buffered sends (config.sendAhead) needs rings of sendAhead slots
+// per micro-batch of the call; shallower ones could deadlock, so the call is refused instead.
+Status checkSendAhead(const CompiledPlan& compiled, const dev::KernelArgs& args, int32_t minSlots) {
+  const int64_t ahead = compiled.plan.config.sendAhead;
+  if (ahead <= 0) return {};
+  const int64_t k = std::max<int64_t>(1, args.chunksPerUnit);
+  const int64_t chunkElems = (args.count + k - 1) / k;
+  const int64_t slice = std::max<int64_t>(1, args.sliceElems);
+  const int64_t microBatches = chunkElems > 0 ? (chunkElems + slice - 1) / slice : 1;
+  if (microBatches * ahead <= minSlots) return {};
+  return makeError(ErrorCode::Internal, "CPU device: the plan (" + compiled.description + ") posts sends ahead of " +
+                                            std::to_string(ahead) + " chunk(s), which a call of " +
+                                            std::to_string(microBatches) + " micro-batches on rings of " +
+                                            std::to_string(minSlots) + " slots cannot hold");
+}
+
 Status State::runKernel(const KernelCall& call) {
   if (aborted()) {
     return makeError(ErrorCode::Aborted,
@@ -236,6 +255,10 @@ Status State::runKernel(const KernelCall& call) {
   args.barrier = runtime.barrier.data();
   args.reports = runtime.reports.data();
   args.abort = abortWord;
+  if (Status fits = checkSendAhead(compiled, args, runtime.minSlots); !fits) {
+    std::atomic_ref<int32_t>(*abortWord).store(1);  // the other ranks stop too
+    return fits;
+  }
   args.deadlineNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         (Clock::now() + seconds(call.timeoutSeconds)).time_since_epoch())
                         .count();

@@ -55,11 +55,19 @@ uint64_t deviceHeadersHash() {
   return hash;
 }
 
-PlanRequest planRequest(const PlanSelection& selection) {
-  PlanRequest request;  // HPDS with state-based TBs (ResCCL §4.3, §4.4)
+PlanRequest planRequest(const PlanSelection& selection, const PlanCacheOptions& options) {
+  PlanRequest request;  // HPDS with state-based TBs (ResCCL §4.3, §4.4) unless the selection says
+  if (selection.tbPolicy) request.tbAllocation = TbRequest{*selection.tbPolicy, false};
   request.config.protocol = Protocol::Simple;  // the kernels' one protocol: PUSH with credits
   request.config.chunkSize = selection.chunkSize;
   request.config.nChannels = selection.shape.nChannels;
+  // A single-TB plan serves calls of at most singleTbMaxBytes: when a slice holds that much, each
+  // of its calls is one micro-batch, and every ring (at least one slot) holds a chunk, so the TB
+  // may post a step's sends before it waits for its receives.
+  if (selection.tbPolicy == TbPolicy::Single &&
+      static_cast<uint64_t>(selection.chunkSize) >= options.singleTbMaxBytes) {
+    request.config.sendAhead = 1;
+  }
   return request;
 }
 
@@ -77,9 +85,14 @@ PlanIdentity identityOf(const Program& program, const RescclParameters& paramete
   text += " | " + oneLine(program.name) + " " + hashFileName(fnv1a64(program.text)) + " |";
   for (const auto& [name, value] : parameters) text += " " + name + "=" + std::to_string(value);
   const PlanConfig& config = request.config;
-  text += " | " + std::string(schedulerName(request.scheduler)) + " tb auto | " +
+  const std::optional<TbPolicy>& tbs = request.tbAllocation.policy;
+  text += " | " + std::string(schedulerName(request.scheduler)) + " tb " +
+          (tbs ? std::string(tbPolicyName(*tbs)) + (request.tbAllocation.forwardingChannels ? "+channels" : "")
+               : std::string("auto")) +
+          " | " +
           std::string(protocolName(config.protocol)) + " " + std::to_string(config.nThreads) + " threads, chunk " +
           std::to_string(config.chunkSize) + ", " + std::to_string(config.nChannels) + " channels";
+  if (config.sendAhead > 0) text += ", send ahead " + std::to_string(config.sendAhead);
   return {text, hashFileName(fnv1a64(text))};
 }
 
@@ -144,9 +157,9 @@ struct PlanCache::Impl {
   std::map<std::string, std::shared_future<PlanResult>> plans;  ///< by key: built once
   std::map<std::string, PlanPointer> described;                ///< by key and description
   /// What a call was served last: by (collective, root, matching entry, or -1 / -2 for the
-  /// default of the size class). The selection depends on nothing else, so later calls skip
-  /// selecting, describing and hashing.
-  std::map<std::tuple<Collective, int32_t, int64_t>, PlanPointer> served;
+  /// default of the size class, and whether it runs in one TB per rank). The selection depends
+  /// on nothing else, so later calls skip selecting, describing and hashing.
+  std::map<std::tuple<Collective, int32_t, int64_t, bool>, PlanPointer> served;
   std::map<std::string, Expected<std::string>> programFiles;    ///< by resolved path, read once
 
   struct Counters {
@@ -364,7 +377,7 @@ PlanResult PlanCache::Impl::planOf(const PlanSelection& selection) {
   if (!program) return entryError(selection, program.status());
   const RescclParameters parameters =
       algorithmParameters(selection.collective, selection.shape, program->scratchRankPower);
-  const PlanRequest request = planRequest(selection);
+  const PlanRequest request = planRequest(selection, options);
   const PlanIdentity identity = identityOf(*program, parameters, request);
   PlanResult built = buildOnce(identity, *program, parameters, request, selection);
   if (!built) return entryError(selection, built.status());
@@ -416,7 +429,8 @@ Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const PlanQuery
   const int64_t entryKey = entry != nullptr ? entry - table->entries.data()
                            : defaultFamily(query, impl_->options) == defaultAlgorithmFamily(query.collective) ? -1
                                                                                                                : -2;
-  const auto served = std::make_tuple(query.collective, hasRoot(query.collective) ? query.root : -1, entryKey);
+  const auto served = std::make_tuple(query.collective, hasRoot(query.collective) ? query.root : -1, entryKey,
+                                      singleTbPolicy(query, impl_->options).has_value());
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     if (auto it = impl_->served.find(served); it != impl_->served.end()) return it->second;

@@ -7,6 +7,8 @@
 // else the built-in default: ring AllReduce / AllGather / ReduceScatter, chain Broadcast /
 // Reduce, direct AllToAll. Built-in algorithms are ResCCLang programs embedded in the library.
 // Configuration: the entry's nChannels and chunkSize, else the defaults of PlanCacheOptions.
+// Thread blocks: state-based (ResCCL), except small calls on the CPU device, which run each rank's
+// whole plan in one TB (PlanCacheOptions::singleTbMaxBytes).
 // Selection is plan_selection.h, the built-in programs builtin_algorithms.h. A plan's identity is
 // its algorithm (program text and parameters) and configuration, never the call's count, datatype
 // or operation: the kernels take those at run time (KernelArgs), so one plan serves every size
@@ -41,6 +43,10 @@ struct PlanCacheOptions {
   int32_t defaultChannels = 1;
   bool hostKernels = true;     ///< build the host library (CPU device)
   std::string cudaArch;        ///< non-empty: compile CUBINs for it ("sm_90")
+  /// Calls of at most this many tuner bytes get one TB per rank (TbPolicy::Single) when the plans
+  /// are not for a GPU (no cudaArch: the CPU device): a TB is a thread there, and a small call
+  /// costs less than waking several; larger calls keep state-based TBs. 0: never.
+  uint64_t singleTbMaxBytes = 64 << 10;
   /// The table's file (TUCCL_TUNER_TABLE): named in errors, and relative "tucclAlgorithm" paths
   /// are resolved against its directory; empty: "the tuning table", and the working directory.
   std::string tablePath;

@@ -108,6 +108,14 @@ std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& o
   return defaultAlgorithmFamily(query.collective);
 }
 
+std::optional<TbPolicy> singleTbPolicy(const PlanQuery& query, const PlanCacheOptions& options) {
+  const bool gpu = !options.cudaArch.empty();
+  if (gpu || options.singleTbMaxBytes == 0 || tunerBytes(query, options.nRanks) > options.singleTbMaxBytes) {
+    return std::nullopt;
+  }
+  return TbPolicy::Single;
+}
+
 std::string tableDisplayName(const PlanCacheOptions& options) {
   return options.tablePath.empty() ? std::string("the tuning table") : options.tablePath;
 }
@@ -190,6 +198,7 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* ta
     selection.chunkSize = options.forcedChunkSize;
     selection.reason += "; TUCCL_CHUNK_SIZE";
   }
+  selection.tbPolicy = singleTbPolicy(query, options);
   return selected;
 }
 
@@ -200,6 +209,7 @@ std::string describeSelection(const PlanSelection& selection) {
   text += selection.builtin ? "built-in " + selection.algorithm : selection.algorithm;
   text += ", " + std::to_string(selection.shape.nChannels) + (selection.shape.nChannels == 1 ? " channel" : " channels");
   text += ", chunk " + formatByteSize(static_cast<uint64_t>(selection.chunkSize));
+  if (selection.tbPolicy == TbPolicy::Single) text += ", one TB per rank";
   return text;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "backend/builtin_algorithms.h"
@@ -34,6 +35,8 @@ struct PlanSelection {
   bool builtin = true;
   AlgorithmShape shape;
   int64_t chunkSize = 0;
+  /// The TB allocation (singleTbPolicy); empty: the scheduler's own (state-based for HPDS).
+  std::optional<TbPolicy> tbPolicy;
   const TableEntry* entry = nullptr;  ///< the entry that matched; nullptr: none
   /// Why: "table entry 3 (RING/SIMPLE, 2 channels, 64K..4M)", "no table entry covers the
   /// size", ... (never the call's own size: one plan, and its description, serves many sizes)
@@ -48,6 +51,10 @@ inline constexpr int32_t kDirectAllReduceMaxRanks = 16;
 
 /// The built-in family a query gets when no table entry decides it.
 std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& options);
+
+/// TbPolicy::Single for a query of at most options.singleTbMaxBytes tuner bytes whose plans are not
+/// for a GPU (no CUDA architecture: the CPU device); empty otherwise.
+std::optional<TbPolicy> singleTbPolicy(const PlanQuery& query, const PlanCacheOptions& options);
 
 /// Whether libtuccl can plan the query: nRanks >= 2, count >= 0, a root in range for Broadcast
 /// and Reduce, positive defaults; InvalidArgument naming what is wrong.
@@ -67,7 +74,8 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* ta
 std::string tableDisplayName(const PlanCacheOptions& options);
 
 /// "AllReduce: table entry 3 (RING/SIMPLE, 2 channels, 1M..4M) -> built-in ring, 2 channels,
-/// chunk 512K"; a program file as the table names it.
+/// chunk 512K" (and ", one TB per rank" under TbPolicy::Single); a program file as the table
+/// names it.
 std::string describeSelection(const PlanSelection& selection);
 
 }  // namespace tuccl::backend

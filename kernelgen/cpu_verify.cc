@@ -244,6 +244,13 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
   HostStaging staging(*layout, callGeometry(plan, *layout, call, options.chunkSize, options.stagingSlots));
   report.microBatches = staging.geometry().microBatches;
   report.stagingSlots = staging.geometry().stagingSlots;
+  // A buffered order (config.sendAhead) deadlocks on rings shallower than it needs: refused.
+  if (int64_t{plan.config.sendAhead} * report.microBatches > report.stagingSlots) {
+    return refusedReport(unsupported("the plan sends ahead by " + std::to_string(plan.config.sendAhead) +
+                                     " chunk(s) per micro-batch, more than " + std::to_string(report.microBatches) +
+                                     " micro-batches on rings of " + std::to_string(report.stagingSlots) +
+                                     " slots hold"));
+  }
 
   HostRunOptions runOptions;
   runOptions.timeoutSeconds = options.timeoutSeconds;

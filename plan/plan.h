@@ -81,6 +81,11 @@ struct PlanConfig {
   int32_t nThreads = 512;       ///< per TB
   int64_t chunkSize = 1 << 20;  ///< bytes per micro-batch slice of a chunk
   int32_t nChannels = 1;
+  /// The flow control the entries' order relies on. 0: rendezvous (a send and its receive run
+  /// together; deadlock free for any ring depth and any number of micro-batches). k > 0: a send
+  /// may complete before its receive runs, while its connection holds at most k chunks sent and
+  /// not yet received: the runtime needs rings of at least k x micro-batches slots.
+  int32_t sendAhead = 0;
   friend bool operator==(const PlanConfig&, const PlanConfig&) = default;
 };
 

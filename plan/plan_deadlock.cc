@@ -1,4 +1,5 @@
 // checkPlanDeadlockFree: the wait-for graph of a plan must be acyclic (plan_validate.h).
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -19,16 +20,42 @@ Status checkPlanDeadlockFree(const Plan& plan) {
     }
   }
   auto id = [&](int32_t rank, EntryRef ref) { return tbBase[rank][ref.tb] + ref.entry; };
-  // A send and its receive are one node of the graph (rendezvous): the receive's node is the
-  // send's.
   std::vector<int64_t> node(static_cast<size_t>(total));
   std::iota(node.begin(), node.end(), 0);
   Expected<std::vector<PlanTransfer>> transfers = pairTransfers(plan);
   if (!transfers) return transfers.status();
-  for (const PlanTransfer& t : *transfers) node[id(t.dstRank, t.recv)] = id(t.srcRank, t.send);
+  std::vector<std::pair<int64_t, int64_t>> edges;
+  const int64_t ahead = plan.config.sendAhead;
+  if (ahead == 0) {
+    // Rendezvous: a send and its receive are one node of the graph (the receive's node is the
+    // send's).
+    for (const PlanTransfer& t : *transfers) node[id(t.dstRank, t.recv)] = id(t.srcRank, t.send);
+  } else {
+    // Buffered: the receive waits for the send; the send of a connection's chunk c waits for the
+    // receive of chunk c - ahead (its slot's credit). Transfers come per connection, in order.
+    const std::vector<PlanTransfer>& all = *transfers;
+    for (size_t first = 0; first < all.size();) {
+      size_t last = first;
+      while (last < all.size() && all[last].srcRank == all[first].srcRank && all[last].dstRank == all[first].dstRank)
+        ++last;
+      std::vector<int64_t> chunksEnd;  // per transfer of the connection: the end of its chunks
+      for (size_t k = first; k < last; ++k) {
+        const PlanTransfer& t = all[k];
+        chunksEnd.push_back((chunksEnd.empty() ? 0 : chunksEnd.back()) +
+                            plan.ranks[t.srcRank].tbs[t.send.tb].entries[t.send.entry].count);
+        const int64_t send = id(t.srcRank, t.send);
+        edges.emplace_back(send, id(t.dstRank, t.recv));
+        const int64_t credit = chunksEnd.back() - 1 - ahead;  // the chunk whose receive frees the last slot
+        if (credit < 0) continue;
+        const size_t holder = static_cast<size_t>(
+            std::upper_bound(chunksEnd.begin(), chunksEnd.end(), credit) - chunksEnd.begin());
+        edges.emplace_back(id(all[first + holder].dstRank, all[first + holder].recv), send);
+      }
+      first = last;
+    }
+  }
 
   // Wait-for edges between nodes: the previous entry of the TB, and the deps.
-  std::vector<std::pair<int64_t, int64_t>> edges;
   for (size_t r = 0; r < plan.ranks.size(); ++r) {
     for (size_t b = 0; b < plan.ranks[r].tbs.size(); ++b) {
       const auto& entries = plan.ranks[r].tbs[b].entries;

@@ -170,6 +170,7 @@ PlanConfig readConfig(const Reader& read, const json& config) {
   result.nThreads = static_cast<int32_t>(read.integer(config, "nThreads", "plan.config", 1, 1024));
   result.chunkSize = read.integer(config, "chunkSize", "plan.config", 1, INT64_MAX);
   result.nChannels = read.index(config, "nChannels", "plan.config", 1);
+  if (config.contains("sendAhead")) result.sendAhead = read.index(config, "sendAhead", "plan.config");
   return result;
 }
 
@@ -194,7 +195,7 @@ Plan readDocument(const Reader& read, const json& document) {
   plan.config = readConfig(read, read.field(document, "config", "plan"));
   plan.scheduler = read.name(document, "scheduler", "plan", parseScheduler, "hpds, rr, algorithm-level or stage-level");
   plan.executionLevel = read.name(document, "executionLevel", "plan", parseExecutionLevel, "task, stage or algorithm");
-  plan.tbAllocation = read.name(document, "tbAllocation", "plan", parseTbPolicy, "connection-based or state-based");
+  plan.tbAllocation = read.name(document, "tbAllocation", "plan", parseTbPolicy, "connection-based, state-based or single");
   plan.subPipelines = read.index(document, "subPipelines", "plan");
   const json& ranks = read.array(document, "ranks", "plan");
   for (size_t r = 0; r < ranks.size(); ++r) plan.ranks.push_back(readRank(read, ranks[r], "plan.ranks[" + std::to_string(r) + "]"));
@@ -230,6 +231,11 @@ int64_t readVersion(const SourceText& source, const json& document) {
 std::string writePlanJson(const Plan& plan) {
   json ranks = json::array();
   for (const PlanRank& rank : plan.ranks) ranks.push_back(rankJson(rank));
+  json config{{"protocol", protocolName(plan.config.protocol)},
+              {"nThreads", plan.config.nThreads},
+              {"chunkSize", plan.config.chunkSize},
+              {"nChannels", plan.config.nChannels}};
+  if (plan.config.sendAhead > 0) config["sendAhead"] = plan.config.sendAhead;  // absent: rendezvous
   json document{
       {"format", "tuccl-plan"},
       {"version", kPlanFormatVersion},
@@ -241,10 +247,7 @@ std::string writePlanJson(const Plan& plan) {
       {"buffers",
        json{{"input", plan.bufferChunks[0]}, {"output", plan.bufferChunks[1]}, {"scratch", plan.bufferChunks[2]}}},
       {"inPlace", plan.inPlace},
-      {"config", json{{"protocol", protocolName(plan.config.protocol)},
-                      {"nThreads", plan.config.nThreads},
-                      {"chunkSize", plan.config.chunkSize},
-                      {"nChannels", plan.config.nChannels}}},
+      {"config", std::move(config)},
       {"scheduler", schedulerName(plan.scheduler)},
       {"executionLevel", executionLevelName(plan.executionLevel)},
       {"tbAllocation", tbPolicyName(plan.tbAllocation)},

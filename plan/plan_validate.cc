@@ -32,6 +32,7 @@ Status checkHeader(const Plan& plan) {
   if (config.nThreads < 1 || config.nThreads > 1024) return invalid("config.nThreads is out of range [1, 1024]");
   if (config.chunkSize < 1) return invalid("config.chunkSize must be positive");
   if (config.nChannels < 1) return invalid("config.nChannels must be at least 1");
+  if (config.sendAhead < 0) return invalid("config.sendAhead must not be negative");
   if (static_cast<int64_t>(plan.ranks.size()) != plan.nRanks) {
     return invalid("the plan lists " + std::to_string(plan.ranks.size()) + " ranks, not nRanks");
   }

@@ -17,9 +17,11 @@ namespace tuccl {
 Status validatePlan(const Plan& plan);
 
 /// Static deadlock check: every TB runs its entries in order, an entry waits for its deps, and a
-/// send and its recv run together (rendezvous, the strictest flow control). The plan is deadlock
-/// free when this wait-for graph is acyclic. Assumes the entries' references are in range
-/// (validatePlan checks them first).
+/// send and its recv run together (rendezvous, the strictest flow control) — or, with
+/// config.sendAhead k > 0, a receive waits for its send and a send waits for the receive of the
+/// chunk k places before its last on the connection (credits of a ring of k slots, one
+/// micro-batch). The plan is deadlock free when this wait-for graph is acyclic. Assumes the
+/// entries' references are in range (validatePlan checks them first).
 Status checkPlanDeadlockFree(const Plan& plan);
 
 /// Static race check: any two entries of one rank that touch a common storage chunk

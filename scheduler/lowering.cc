@@ -1,5 +1,6 @@
 // Primitive lowering: pipeline + TB allocation -> per-rank TB entry lists (ResCCL §4.3, §4.5).
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "scheduler/lowering.h"
@@ -12,6 +13,40 @@ struct Placed {
   int32_t rank = -1;
   EntryRef ref;
 };
+
+// Single TB with buffered sends (config.sendAhead > 0): each TB's entries step by step, a step's
+// sends before its receives, else in pipeline order. Returns the new place of every entry, or
+// nothing when a task would come before a task it depends on in the same TB.
+std::optional<std::vector<std::vector<std::vector<int32_t>>>> sendsFirstOrder(const Dag& dag, const Plan& plan,
+                                                                             const std::vector<Placed>& sendSide,
+                                                                             const std::vector<Placed>& recvSide) {
+  std::vector<std::vector<std::vector<int32_t>>> moved(plan.ranks.size());
+  for (const PlanRank& rank : plan.ranks) {
+    for (const PlanTb& tb : rank.tbs) {
+      std::vector<int32_t> order(tb.entries.size());
+      for (size_t e = 0; e < order.size(); ++e) order[e] = static_cast<int32_t>(e);
+      auto key = [&](int32_t e) { return std::make_pair(tb.entries[e].step, isReceive(tb.entries[e].kind)); };
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return key(a) < key(b); });
+      std::vector<int32_t> place(order.size());
+      for (size_t i = 0; i < order.size(); ++i) place[order[i]] = static_cast<int32_t>(i);
+      moved[rank.rank].push_back(std::move(place));
+    }
+  }
+  auto placeOf = [&](const Placed& side) { return moved[side.rank][side.ref.tb][side.ref.entry]; };
+  for (int32_t t = 0; t < dag.nTasks; ++t) {
+    for (const Placed* side : {&sendSide[t], &recvSide[t]}) {
+      if (side->rank < 0) continue;
+      for (int32_t p : dag.predecessors(t)) {
+        for (const Placed* before : {&sendSide[p], &recvSide[p]}) {
+          if (before->rank == side->rank && before->ref.tb == side->ref.tb && placeOf(*before) > placeOf(*side)) {
+            return std::nullopt;
+          }
+        }
+      }
+    }
+  }
+  return moved;
+}
 
 struct SlotRange {
   int64_t first = 0;
@@ -79,6 +114,27 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
       sendSide[t] = place(allocation.sendConnectionOf[t], PrimitiveKind::Send, op.dstRank, t);
       recvSide[t] = place(allocation.recvConnectionOf[t],
                           op.kind == OpKind::Reduce ? PrimitiveKind::RecvReduceCopy : PrimitiveKind::Recv, op.srcRank, t);
+    }
+  }
+
+  if (plan.config.sendAhead > 0) {
+    const auto moved = allocation.policy == TbPolicy::Single ? sendsFirstOrder(dag, plan, sendSide, recvSide)
+                                                            : std::nullopt;
+    if (moved) {
+      for (PlanRank& rank : plan.ranks) {
+        for (size_t b = 0; b < rank.tbs.size(); ++b) {
+          std::vector<PlanEntry> entries(rank.tbs[b].entries.size());
+          for (size_t e = 0; e < entries.size(); ++e) entries[(*moved)[rank.rank][b][e]] = std::move(rank.tbs[b].entries[e]);
+          rank.tbs[b].entries = std::move(entries);
+        }
+      }
+      for (std::vector<Placed>* sides : {&sendSide, &recvSide}) {
+        for (Placed& side : *sides) {
+          if (side.rank >= 0) side.ref.entry = (*moved)[side.rank][side.ref.tb][side.ref.entry];
+        }
+      }
+    } else {
+      plan.config.sendAhead = 0;  // the pipeline's order: rendezvous
     }
   }
 

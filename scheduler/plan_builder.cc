@@ -49,6 +49,11 @@ Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
   PlanConfig config = request.config;
   if (config.nChannels <= 0) config.nChannels = algorithm.nChannels > 0 ? algorithm.nChannels : 1;
   Plan plan = lowerToPlan(algorithm, dag, pipeline, allocation, config);
+  if (plan.config.sendAhead > 0 && !checkPlanDeadlockFree(plan)) {
+    // The rings are too shallow for the buffered order: the pipeline's order needs none.
+    config.sendAhead = 0;
+    plan = lowerToPlan(algorithm, dag, pipeline, allocation, config);
+  }
   if (Status status = validatePlan(plan); !status) {
     throw std::logic_error("the " + std::string(schedulerName(pipeline.scheduler)) + " plan of " + algorithm.name +
                            " fails its check: " + status.message());

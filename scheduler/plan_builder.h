@@ -33,7 +33,10 @@ struct PlanRequest {
   Scheduler scheduler = Scheduler::Hpds;
   int32_t stages = 4;  ///< stage-level blocks
   TbRequest tbAllocation;
-  PlanConfig config;  ///< nChannels 0 takes the algorithm's nChannels hint (as tuccl-compile)
+  /// nChannels 0 takes the algorithm's nChannels hint (as tuccl-compile). sendAhead > 0 (the ring
+  /// depth, in chunks per micro-batch, the runtime guarantees) asks single-TB plans for the
+  /// buffered order (lowering.h); the plan keeps it only where it is deadlock free at that depth.
+  PlanConfig config;
 };
 
 /// Schedules, allocates TBs and lowers; throws std::logic_error when the plan fails validatePlan

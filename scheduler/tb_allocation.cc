@@ -1,4 +1,4 @@
-// Connection-based and state-based TB allocation, ResCCL §4.4.
+// Connection-based and state-based TB allocation (ResCCL §4.4), and one TB per rank.
 #include "scheduler/tb_allocation.h"
 
 #include <algorithm>
@@ -130,11 +130,18 @@ TbAllocation allocateThreadBlocks(const Algorithm& algorithm, const Dag& dag, co
   for (int32_t r = 0; r < algorithm.nRanks; ++r) {
     const auto begin = static_cast<size_t>(allocation.connectionBegin[r]);
     const auto end = static_cast<size_t>(allocation.connectionBegin[r + 1]);
-    if (options.policy == TbPolicy::ConnectionBased) {
-      for (size_t c = begin; c < end; ++c) allocation.tbOfConnection[c] = static_cast<int32_t>(c - begin);
-      allocation.tbCount[r] = static_cast<int32_t>(end - begin);
-    } else {
-      allocation.tbCount[r] = colourIntervals(allocation.connections, begin, end, allocation.tbOfConnection);
+    switch (options.policy) {
+      case TbPolicy::ConnectionBased:
+        for (size_t c = begin; c < end; ++c) allocation.tbOfConnection[c] = static_cast<int32_t>(c - begin);
+        allocation.tbCount[r] = static_cast<int32_t>(end - begin);
+        break;
+      case TbPolicy::StateBased:
+        allocation.tbCount[r] = colourIntervals(allocation.connections, begin, end, allocation.tbOfConnection);
+        break;
+      case TbPolicy::Single:
+        for (size_t c = begin; c < end; ++c) allocation.tbOfConnection[c] = 0;
+        allocation.tbCount[r] = begin < end ? 1 : 0;
+        break;
     }
   }
   return allocation;

@@ -10,6 +10,11 @@
 //   - State-based allocation (ResCCL): a connection is active over the sub-pipelines from its
 //     first to its last task; connections of a rank whose active intervals never overlap share a
 //     TB. Greedy colouring by start time uses the fewest TBs an interval graph allows.
+//   - Single: every connection of a rank in one TB. Lowering puts a TB's entries in the pipeline's
+//     order, one topological order of the tasks shared by all ranks, so each rank's sends and
+//     receives meet their peers' in the same global order: deadlock free even with rendezvous
+//     (checkPlanDeadlockFree), whatever the ring sizes. For small calls on the CPU device, where
+//     a TB is a thread and starting several costs more than the data.
 // Channels split one connection into several (MSCCL opens extra channels for parallelism); they
 // come from the caller, e.g. channelsByForwarding, which reproduces MSCCL's counts in Table 3 (see
 // docs/scheduling.md).

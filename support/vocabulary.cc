@@ -52,7 +52,7 @@ constexpr std::array<int32_t, kDataTypes> kDataTypeSizes = {4, 2, 2, 8, 4, 8, 1}
 constexpr std::array<std::string_view, kReduceOps> kReduceOpNames = {"sum", "prod", "min", "max", "avg"};
 constexpr std::array<std::string_view, kSchedulers> kSchedulerNames = {"hpds", "rr", "algorithm-level", "stage-level"};
 constexpr std::array<std::string_view, kExecutionLevels> kExecutionLevelNames = {"task", "stage", "algorithm"};
-constexpr std::array<std::string_view, kTbPolicies> kTbPolicyNames = {"connection-based", "state-based"};
+constexpr std::array<std::string_view, kTbPolicies> kTbPolicyNames = {"connection-based", "state-based", "single"};
 constexpr std::array<std::string_view, kBufferKinds> kBufferNames = {"input", "output", "scratch"};
 
 constexpr std::array<Alias, 0> kNoAliases{};

@@ -40,9 +40,10 @@ inline constexpr int kSchedulers = 4;
 enum class ExecutionLevel : uint8_t { Task, Stage, Algorithm };
 inline constexpr int kExecutionLevels = 3;
 
-/// Thread-block allocation (ResCCL §4.4).
-enum class TbPolicy : uint8_t { ConnectionBased, StateBased };
-inline constexpr int kTbPolicies = 2;
+/// Thread-block allocation (ResCCL §4.4); Single: one TB per rank runs all its connections, for
+/// small calls on the CPU device, where a TB is a thread and waking many costs more than the data.
+enum class TbPolicy : uint8_t { ConnectionBased, StateBased, Single };
+inline constexpr int kTbPolicies = 3;
 
 /// The three buffers of a rank.
 enum class BufferKind : uint8_t { Input, Output, Scratch };
@@ -86,7 +87,7 @@ ExecutionLevel executionLevelOf(Scheduler scheduler);
 std::string_view executionLevelName(ExecutionLevel level);
 std::optional<ExecutionLevel> parseExecutionLevel(std::string_view name);
 
-/// "connection-based", "state-based".
+/// "connection-based", "state-based", "single".
 std::string_view tbPolicyName(TbPolicy policy);
 /// The names above, and "connection", "state".
 std::optional<TbPolicy> parseTbPolicy(std::string_view name);

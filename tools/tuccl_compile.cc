@@ -259,8 +259,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tb-alloc", tbAllocation,
                  "state (merge connections never active together), connection (one thread block per connection), "
-                 "connection+channels (MSCCL's channel split), auto (state for hpds/rr, else connection+channels)")
-      ->check(CLI::IsMember({"auto", "state", "connection", "connection+channels"}))
+                 "connection+channels (MSCCL's channel split), single (one thread block per rank, as libtuccl's CPU "
+                 "device runs small calls), auto (state for hpds/rr, else connection+channels)")
+      ->check(CLI::IsMember({"auto", "state", "connection", "connection+channels", "single"}))
       ->capture_default_str();
   app.add_flag("--report", options.report, "print per rank the TBs before and after merging and the primitives");
   app.add_option("--protocol", protocol, "protocol recorded in the plan")

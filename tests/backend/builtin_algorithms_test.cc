@@ -140,6 +140,64 @@ TEST_P(BuiltinOnCpu, EveryRootCountAndLayout) {
   }
 }
 
+// Small calls on the CPU device run in one TB per rank (plan_cache.h): in the pipeline's order
+// with many micro-batches, and with send-ahead (a step's sends before its receives) for calls of
+// one micro-batch, as the plan cache asks for them.
+class BuiltinSingleTbOnCpu : public ::testing::TestWithParam<VerifyCase> {};
+
+TEST_P(BuiltinSingleTbOnCpu, EveryCountAndLayout) {
+  const BuiltinAlgorithm& builtin = builtinAlgorithms()[GetParam().builtin];
+  const int32_t nRanks = GetParam().nRanks;
+  const int32_t root = hasRoot(builtin.collective) ? nRanks - 1 : -1;
+  Expected<Algorithm> algorithm = loadBuiltin(builtin, nRanks, root);
+  ASSERT_TRUE(algorithm) << algorithm.status().toString();
+  for (bool sendAhead : {false, true}) {
+    PlanRequest request;
+    request.tbAllocation = TbRequest{TbPolicy::Single, false};
+    request.config.chunkSize = 64 << 10;
+    request.config.sendAhead = sendAhead ? 1 : 0;
+    const Plan plan = buildPlan(*algorithm, request);
+    for (const PlanRank& rank : plan.ranks) EXPECT_EQ(rank.tbs.size(), 1u) << builtin.fileName << " rank " << rank.rank;
+    if (sendAhead && builtin.family == "direct") {
+      EXPECT_EQ(plan.config.sendAhead, 1) << builtin.fileName;
+    }
+    std::vector<bool> layouts = {true};
+    if (builtin.collective != Collective::ReduceScatter) layouts.push_back(false);
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{1237}}) {
+      for (bool inPlace : layouts) {
+        VerifyOptions options;
+        options.count = count;
+        options.chunkSize = sendAhead ? 0 : 37 * 4;  // send-ahead: one micro-batch
+        options.inPlace = inPlace;
+        options.timeoutSeconds = 60;
+        const CpuVerifyReport report = verifyPlanOnCpu(plan, options);
+        EXPECT_TRUE(report.ok) << builtin.fileName << " " << nRanks << " ranks, root " << root << ", count " << count
+                               << (inPlace ? ", in place" : ", out of place")
+                               << (sendAhead ? ", send-ahead " + std::to_string(plan.config.sendAhead) : "") << "\n"
+                               << report.summary();
+        if (sendAhead && count > 0) {
+          EXPECT_EQ(report.microBatches, 1);
+        }
+      }
+    }
+  }
+}
+
+std::vector<VerifyCase> singleTbCases() {
+  std::vector<VerifyCase> cases;
+  for (size_t b = 0; b < builtinAlgorithms().size(); ++b) {
+    for (int32_t nRanks : {3, 8}) cases.push_back({b, nRanks});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Builtins, BuiltinSingleTbOnCpu, ::testing::ValuesIn(singleTbCases()),
+                         [](const ::testing::TestParamInfo<VerifyCase>& param) {
+                           std::string name(builtinAlgorithms()[param.param.builtin].fileName);
+                           name = name.substr(0, name.find('.'));
+                           return name + "_" + std::to_string(param.param.nRanks) + "ranks";
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Builtins, BuiltinOnCpu, ::testing::ValuesIn(verifyCases()),
                          [](const ::testing::TestParamInfo<VerifyCase>& param) {
                            std::string name(builtinAlgorithms()[param.param.builtin].fileName);

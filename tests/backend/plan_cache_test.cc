@@ -77,11 +77,14 @@ LookupTable parseTable(const std::string& json) {
   return table ? *table : LookupTable{};
 }
 
+// Selection and identity tests: state-based TBs at every size (single-TB plans for small calls
+// have a test of their own).
 PlanCacheOptions memoryOnly(int32_t nRanks, int32_t nNodes = 1) {
   PlanCacheOptions options;
   options.nRanks = nRanks;
   options.nNodes = nNodes;
   options.hostKernels = false;
+  options.singleTbMaxBytes = 0;
   return options;
 }
 
@@ -176,6 +179,58 @@ TEST(PlanCacheSelection, WithoutATableEveryCollectiveGetsTheDefault) {
   EXPECT_EQ(large->plan.sourceName, "builtin/ring_allreduce.resccl");
   EXPECT_EQ(cache.stats().plansBuilt, 7);
   EXPECT_FALSE(cache.stats().diskCache);
+}
+
+// Small calls on the CPU device run in one TB per rank, posting each step's sends before waiting
+// when every call of the plan is one micro-batch; larger calls, and every call for a GPU, keep
+// state-based TBs.
+TEST(PlanCacheSelection, SmallCallsOnTheCpuDeviceRunInOneTb) {
+  PlanCacheOptions options = memoryOnly(4);
+  options.singleTbMaxBytes = PlanCacheOptions().singleTbMaxBytes;  // the default: 64 KiB
+  ASSERT_EQ(options.singleTbMaxBytes, 64u << 10);
+  auto policy = [&](Collective collective, int64_t count) {
+    Expected<PlanSelection> selection = selectPlan(query(collective, count), nullptr, nullptr, options);
+    EXPECT_TRUE(selection) << selection.status().toString();
+    return selection ? selection->tbPolicy : std::nullopt;
+  };
+  EXPECT_EQ(policy(Collective::AllReduce, 2), TbPolicy::Single);
+  EXPECT_EQ(policy(Collective::AllReduce, 16384), TbPolicy::Single);  // 64 KiB
+  EXPECT_EQ(policy(Collective::AllReduce, 16385), std::nullopt);
+  EXPECT_EQ(policy(Collective::AllGather, 4096), TbPolicy::Single);  // 4 ranks x 16 KiB
+  EXPECT_EQ(policy(Collective::AllGather, 4097), std::nullopt);
+  const Expected<PlanSelection> small = selectPlan(query(Collective::AllReduce, 2), nullptr, nullptr, options);
+  ASSERT_TRUE(small);
+  EXPECT_NE(describeSelection(*small).find(", one TB per rank"), std::string::npos) << describeSelection(*small);
+  options.singleTbMaxBytes = 0;
+  EXPECT_EQ(policy(Collective::AllReduce, 0), std::nullopt);
+  options.singleTbMaxBytes = 64 << 10;
+  options.cudaArch = "sm_90";
+  EXPECT_EQ(policy(Collective::AllReduce, 2), std::nullopt);
+
+  // The plans: one TB per rank with send-ahead for a small AllGather; the large one is another
+  // plan of the same algorithm with state-based TBs; with slices smaller than the calls the
+  // single-TB plan keeps the pipeline's order.
+  options.cudaArch.clear();
+  PlanCache cache(std::nullopt, options);
+  auto tiny = planOrFail(cache, query(Collective::AllGather, 100));
+  auto large = planOrFail(cache, query(Collective::AllGather, 1 << 20));
+  ASSERT_NE(tiny, nullptr);
+  ASSERT_NE(large, nullptr);
+  EXPECT_EQ(tiny->plan.sourceName, large->plan.sourceName);
+  EXPECT_NE(tiny->key, large->key);
+  EXPECT_EQ(tiny->plan.tbAllocation, TbPolicy::Single);
+  EXPECT_EQ(tiny->plan.config.sendAhead, 1);
+  for (const PlanRank& rank : tiny->plan.ranks) EXPECT_EQ(rank.tbs.size(), 1u);
+  EXPECT_EQ(large->plan.tbAllocation, TbPolicy::StateBased);
+  EXPECT_EQ(large->plan.config.sendAhead, 0);
+  EXPECT_EQ(planOrFail(cache, query(Collective::AllGather, 200)), tiny);
+  PlanCacheOptions smallSlices = options;
+  smallSlices.defaultChunkSize = 4096;
+  PlanCache sliced(std::nullopt, smallSlices);
+  auto pipelined = planOrFail(sliced, query(Collective::AllGather, 100));
+  ASSERT_NE(pipelined, nullptr);
+  EXPECT_EQ(pipelined->plan.tbAllocation, TbPolicy::Single);
+  EXPECT_EQ(pipelined->plan.config.sendAhead, 0);
 }
 
 const char* kSelectionTable = R"({
@@ -527,7 +582,10 @@ void expectAllReduceRuns(const CompiledPlan& compiled, int64_t count) {
   std::vector<std::vector<float>> scratch(static_cast<size_t>(plan.nRanks),
                                           std::vector<float>(static_cast<size_t>(elements.scratch) + 1));
   for (int32_t r = 0; r < plan.nRanks; ++r) buffers.push_back({data[r].data(), data[r].data(), scratch[r].data()});
-  const CallGeometry geometry = callGeometry(plan, compiled.layout, call, 64, 4);
+  // Slices of 64 bytes, except for a send-ahead plan, whose calls are one micro-batch of its own
+  // slice size (plan_cache.h).
+  const CallGeometry geometry =
+      callGeometry(plan, compiled.layout, call, plan.config.sendAhead > 0 ? plan.config.chunkSize : 64, 4);
   HostStaging staging(compiled.layout, geometry);
   Expected<HostRun> run = runPlanOnHost(*compiled.host, plan, compiled.layout, call, buffers, staging);
   ASSERT_TRUE(run) << run.status().toString();
@@ -555,7 +613,9 @@ TEST(PlanCacheDisk, AnotherProcessLoadsThePlanWithoutCompiling) {
   EXPECT_TRUE(fs::exists(planFile(dir, plan->key)));
   EXPECT_EQ(fs::path(plan->host->libraryPath).parent_path().parent_path(), dir / "host");
   // The loaded plan is the one the algorithm compiles to, and its library runs it.
-  PlanCache memory(std::nullopt, memoryOnly(2));
+  PlanCacheOptions memoryOptions = memoryOnly(2);
+  memoryOptions.singleTbMaxBytes = onDisk(dir).singleTbMaxBytes;
+  PlanCache memory(std::nullopt, memoryOptions);
   EXPECT_EQ(planOrFail(memory, q)->plan, plan->plan);
   expectAllReduceRuns(*plan, 1237);
 }

@@ -133,6 +133,60 @@ TEST(PlanDeadlock, OppositeOrdersOnTwoRanksDeadlock) {
   EXPECT_NE(problemOf(validatePlan(plan)).find("deadlock"), std::string::npos);
 }
 
+// config.sendAhead: a send completes into the ring without its receive, while the connection
+// holds at most that many chunks sent and not received.
+TEST(PlanDeadlock, SendAheadModelsRingCredits) {
+  // Both ranks send, then receive: a rendezvous deadlock, fine with a ring of one chunk.
+  Plan plan = testing::twoRankAllGather();
+  for (PlanRank& rank : plan.ranks) {
+    PlanTb merged{0, 1 - rank.rank, 1 - rank.rank, {rank.tbs[0].entries[1], rank.tbs[1].entries[0]}};
+    rank.tbs = {merged};
+  }
+  EXPECT_NE(problemOf(checkPlanDeadlockFree(plan)), "");
+  plan.config.sendAhead = 1;
+  EXPECT_EQ(problemOf(checkPlanDeadlockFree(plan)), "");
+  EXPECT_EQ(problemOf(validatePlan(plan)), "");
+  plan.config.sendAhead = -1;
+  EXPECT_EQ(problemOf(validatePlan(plan)), "config.sendAhead must not be negative");
+
+  // Two sends each, then two receives: the second send waits for the credit of the first chunk,
+  // which the peer returns only after its own two sends. A ring of two chunks holds both.
+  Plan twice = testing::twoRankAllGather();
+  twice.bufferChunks = {2, 4, 0};
+  for (PlanRank& rank : twice.ranks) {
+    const int32_t r = rank.rank;
+    const int32_t peer = 1 - r;
+    PlanTb tb{0, peer, peer, {}};
+    for (int32_t j = 0; j < 2; ++j) {
+      PlanEntry send = testing::sampleEntry(PrimitiveKind::Send, peer, 2 * r + j, SourceLoc{});
+      send.srcIndex = j;
+      send.dstIndex = 2 * r + j;
+      tb.entries.push_back(send);
+    }
+    for (int32_t j = 0; j < 2; ++j) {
+      PlanEntry recv = testing::sampleEntry(PrimitiveKind::Recv, peer, 2 * peer + j, SourceLoc{});
+      recv.srcIndex = j;
+      recv.dstIndex = 2 * peer + j;
+      tb.entries.push_back(recv);
+    }
+    rank.tbs = {tb};
+  }
+  twice.config.sendAhead = 1;
+  EXPECT_EQ(problemOf(checkPlanDeadlockFree(twice)), "deadlock: rank 0 tb 0 entry 1 (send of op 1) waits in a cycle");
+  twice.config.sendAhead = 2;
+  EXPECT_EQ(problemOf(checkPlanDeadlockFree(twice)), "");
+  // One send of both chunks needs both slots as well.
+  for (PlanRank& rank : twice.ranks) {
+    auto& entries = rank.tbs[0].entries;
+    entries[0].count = entries[2].count = 2;
+    entries.erase(entries.begin() + 3);
+    entries.erase(entries.begin() + 1);
+  }
+  EXPECT_EQ(problemOf(checkPlanDeadlockFree(twice)), "");
+  twice.config.sendAhead = 1;
+  EXPECT_NE(problemOf(checkPlanDeadlockFree(twice)), "");
+}
+
 TEST(PlanRace, RemovedDependencyIsARace) {
   Plan plan = testing::chainBroadcast();
   plan.ranks[1].tbs[1].entries[0].deps.clear();

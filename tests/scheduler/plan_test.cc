@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <string>
 
 #include "oracles.h"
 #include "plan/plan_json.h"
 #include "plan/plan_validate.h"
+#include "scheduler/plan_builder.h"
 #include "scheduler/dag.h"
 #include "scheduler/pipeline.h"
 #include "scheduler/tb_allocation.h"
@@ -80,7 +83,7 @@ TEST(Lowering, RandomExecutionMatchesTheAlgorithm) {
   for (const Algorithm& algorithm : smallAlgorithms()) {
     const testing::Memory expected = testing::runInStepOrder(algorithm);
     for (Scheduler scheduler : {Scheduler::Hpds, Scheduler::RoundRobin, Scheduler::AlgorithmLevel}) {
-      for (TbPolicy policy : {TbPolicy::ConnectionBased, TbPolicy::StateBased}) {
+      for (TbPolicy policy : {TbPolicy::ConnectionBased, TbPolicy::StateBased, TbPolicy::Single}) {
         for (bool channels : {false, true}) {
           const Plan plan = compile(algorithm, scheduler, policy, channels);
           ASSERT_TRUE(validatePlan(plan).ok()) << schedulerName(scheduler) << ": " << validatePlan(plan).toString();
@@ -140,6 +143,46 @@ TEST(Lowering, CarriesRootAndSourceLocations) {
   EXPECT_EQ(compile(allGather, Scheduler::Hpds, TbPolicy::StateBased).root, -1);
 }
 
+// One TB per rank: in the pipeline's order the plan is deadlock free under rendezvous (checked by
+// buildPlan); asked for send-ahead, each TB runs step by step, a step's sends before its
+// receives, which only the buffered model accepts — or, where a connection carries more chunks
+// in a step than the rings hold, the plan keeps the pipeline's order.
+TEST(Lowering, SingleTbOrdersAndSendAhead) {
+  auto isSorted = [](const PlanTb& tb) {
+    return std::is_sorted(tb.entries.begin(), tb.entries.end(), [](const PlanEntry& a, const PlanEntry& b) {
+      return std::make_pair(a.step, isReceive(a.kind)) < std::make_pair(b.step, isReceive(b.kind));
+    });
+  };
+  std::vector<int32_t> kept;  // sendAhead, per algorithm
+  for (const Algorithm& algorithm : smallAlgorithms()) {
+    PlanRequest request;
+    request.tbAllocation = TbRequest{TbPolicy::Single, false};
+    const Plan pipelineOrder = buildPlan(algorithm, request);
+    EXPECT_EQ(pipelineOrder.config.sendAhead, 0);
+    request.config.sendAhead = 1;
+    const Plan plan = buildPlan(algorithm, request);
+    EXPECT_EQ(plan.tbAllocation, TbPolicy::Single);
+    ASSERT_TRUE(validatePlan(plan).ok()) << validatePlan(plan).toString();
+    kept.push_back(plan.config.sendAhead);
+    for (const PlanRank& rank : plan.ranks) {
+      ASSERT_LE(rank.tbs.size(), 1u);
+      if (plan.config.sendAhead > 0 && !rank.tbs.empty()) {
+        EXPECT_TRUE(isSorted(rank.tbs[0])) << algorithm.name << " rank " << rank.rank;
+      }
+    }
+    if (plan.config.sendAhead == 0) {
+      EXPECT_TRUE(plan == pipelineOrder) << algorithm.name;
+      continue;
+    }
+    // Every rank sends before it receives: a cycle when sends wait for their receives.
+    Plan rendezvous = plan;
+    rendezvous.config.sendAhead = 0;
+    EXPECT_NE(checkPlanDeadlockFree(rendezvous).message().find("deadlock"), std::string::npos) << algorithm.name;
+  }
+  // HM AllReduce and the staged ring send several chunks on a connection in one step.
+  EXPECT_EQ(kept, (std::vector<int32_t>{0, 0, 1, 1, 0}));
+}
+
 TEST(PlanJson, RoundTripAndDeterminism) {
   for (const Algorithm& algorithm : smallAlgorithms()) {
     const Plan plan = compile(algorithm, Scheduler::Hpds, TbPolicy::StateBased);
@@ -154,6 +197,18 @@ TEST(PlanJson, RoundTripAndDeterminism) {
   EXPECT_NE(text.find("\"format\": \"tuccl-plan\""), std::string::npos);
   EXPECT_NE(text.find("\"version\": 2"), std::string::npos);
   EXPECT_NE(text.find("\"recvReduceCopy\""), std::string::npos);
+  EXPECT_EQ(text.find("sendAhead"), std::string::npos);  // rendezvous: the field is left out
+  PlanRequest request;
+  request.tbAllocation = TbRequest{TbPolicy::Single, false};
+  request.config.sendAhead = 1;
+  const Plan sendAhead = buildPlan(testing::hmAllGather(2, 2), request);
+  ASSERT_EQ(sendAhead.config.sendAhead, 1);
+  const std::string single = writePlanJson(sendAhead);
+  EXPECT_NE(single.find("\"sendAhead\": 1"), std::string::npos);
+  EXPECT_NE(single.find("\"tbAllocation\": \"single\""), std::string::npos);
+  const Expected<Plan> back = readPlanJson(SourceText("plan.json", single));
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_TRUE(*back == sendAhead);
 }
 
 }  // namespace

@@ -50,6 +50,31 @@ TEST(TbAllocation, ConnectionBasedIsOneTbPerConnection) {
   }
 }
 
+TEST(TbAllocation, SingleIsOneTbPerRank) {
+  for (const Shape& shape : kShapes) {
+    for (const Algorithm& algorithm : {testing::hmAllReduce(shape.nodes, shape.gpus), testing::hmAllGather(shape.nodes, shape.gpus)}) {
+      const Dag dag = buildDependencyDag(algorithm);
+      const Pipeline pipeline = scheduleHpds(dag);
+      const TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline, {TbPolicy::Single, {}});
+      EXPECT_EQ(allocation.policy, TbPolicy::Single);
+      const auto oracle = connectionsByRank(algorithm);
+      for (int32_t r = 0; r < algorithm.nRanks; ++r) {
+        EXPECT_EQ(allocation.connectionBegin[r + 1] - allocation.connectionBegin[r],
+                  static_cast<int64_t>(oracle.at(r).size()));
+        EXPECT_EQ(allocation.tbCount[r], 1);
+      }
+      for (int32_t tb : allocation.tbOfConnection) EXPECT_EQ(tb, 0);
+    }
+  }
+  // A rank without connections gets no TB.
+  Algorithm broadcast = testing::emptyAlgorithm(Collective::Broadcast, 1, 3, 1);
+  broadcast.root = 0;
+  testing::addTransfer(broadcast, 0, 1, 0, 0, OpKind::Copy);
+  const Dag dag = buildDependencyDag(broadcast);
+  const TbAllocation allocation = allocateThreadBlocks(broadcast, dag, scheduleHpds(dag), {TbPolicy::Single, {}});
+  EXPECT_EQ(allocation.tbCount, (std::vector<int32_t>{1, 1, 0}));
+}
+
 // The MSCCL counts of ResCCL Table 3 (14, 30, 14, 30 for both HM algorithms) are 4G - 2: the
 // two intra-node mesh phases on separate channels, the ring on one (docs/scheduling.md).
 TEST(TbAllocation, MscclChannelModelReproducesTable3) {

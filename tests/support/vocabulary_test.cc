@@ -83,6 +83,7 @@ TEST(Vocabulary, SchedulerAliasesAndLevels) {
   EXPECT_EQ(executionLevelOf(Scheduler::StageLevel), ExecutionLevel::Stage);
   EXPECT_EQ(parseTbPolicy("state"), TbPolicy::StateBased);
   EXPECT_EQ(parseTbPolicy("connection-based"), TbPolicy::ConnectionBased);
+  EXPECT_EQ(parseTbPolicy("single"), TbPolicy::Single);
   EXPECT_FALSE(parseTbPolicy("greedy"));
 }
 
