@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -50,16 +51,34 @@ std::optional<TableSource> resolveTableSource(ncclDebugLogger_t logger) {
 }
 
 /// Indexes shared between communicators: (table bytes hash, size, communicator key). Entries are
-/// weak, so an index lives exactly as long as some communicator uses it.
+/// weak, so an index lives exactly as long as some communicator uses it. `notesLogged`: the tables
+/// (hash, size) whose skipped lines and warnings this process has logged already.
 struct IndexCache {
   std::mutex mutex;
   std::map<std::tuple<uint64_t, uint64_t, int32_t, int32_t, std::string>, std::weak_ptr<const SharedTable>>
       entries;
+  std::set<std::pair<uint64_t, uint64_t>> notesLogged;
 };
 
 IndexCache& indexCache() {
   static IndexCache* cache = new IndexCache;  // never destroyed: contexts may outlive static destructors
   return *cache;
+}
+
+/// The lines the table's reader skipped and its warnings, at WARN, once per process and table.
+void logTableNotes(const LoadedTable& loaded, ncclDebugLogger_t logger) {
+  if (loaded.notes.empty()) return;
+  IndexCache& cache = indexCache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (!cache.notesLogged.insert({loaded.hash, loaded.fileBytes}).second) return;
+  }
+  TUCCL_TUNER_LOG(logger, NCCL_LOG_WARN,
+                  "TuCCL tuner: table %s: %zu lines skipped, %zu warnings; the table is served without the "
+                  "skipped lines",
+                  loaded.path.c_str(), loaded.notes.skippedLines, loaded.notes.warningCount);
+  for (const std::string& line : formatTableNotes(loaded.notes))
+    TUCCL_TUNER_LOG(logger, NCCL_LOG_WARN, "TuCCL tuner: %s", line.c_str());
 }
 
 void logEnvironment(const LookupTable& table, const CommKey& comm, ncclDebugLogger_t logger) {
@@ -108,6 +127,7 @@ std::shared_ptr<const SharedTable> loadSharedTable(const TableSource& source, co
   }
   Expected<LoadedTable> loaded = parseTableBytes(bytes, source.path);
   if (!loaded) return warn(loaded.status());
+  logTableNotes(*loaded, logger);
   const LookupTable& table = loaded->table;
   auto shared = std::make_shared<SharedTable>();
   shared->index = CommIndex::build(table, comm);

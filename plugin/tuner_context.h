@@ -5,7 +5,8 @@
 //      table file it names.
 // Out: a TunerContext holding an immutable CommIndex shared (reference counted) by every
 //      communicator of the same size over the same table bytes — or no index: a no-op tuner.
-//      A missing, unreadable or invalid table is one warning, never an error.
+//      A missing, unreadable or invalid table is one warning, never an error; the lines a CSV
+//      reader skipped (and its warnings) are logged at WARN once per process and table.
 #pragma once
 
 #include <cstdint>

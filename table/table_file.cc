@@ -7,8 +7,9 @@
 
 namespace tuccl {
 
-std::string formatTableError(const Status& status) {
-  const Diagnostic& d = status.diagnostic();
+std::string formatTableError(const Status& status) { return formatTableDiagnostic(status.diagnostic()); }
+
+std::string formatTableDiagnostic(const Diagnostic& d) {
   std::string out = d.file;
   if (d.loc.known()) {
     out += ":" + std::to_string(d.loc.line);
@@ -16,6 +17,21 @@ std::string formatTableError(const Status& status) {
   }
   if (!out.empty()) out += ": ";
   return out + d.message;
+}
+
+std::vector<std::string> formatTableNotes(const TableNotes& notes) {
+  std::vector<std::string> lines;
+  auto add = [&lines](const std::vector<Diagnostic>& kept, size_t count, const char* label, const char* more) {
+    for (const Diagnostic& note : kept) {
+      Diagnostic labelled = note;
+      labelled.message = label + labelled.message;
+      lines.push_back(formatTableDiagnostic(labelled));
+    }
+    if (count > kept.size()) lines.push_back("... and " + std::to_string(count - kept.size()) + more);
+  };
+  add(notes.skipped, notes.skippedLines, "line skipped: ", " more lines skipped");
+  add(notes.warnings, notes.warningCount, "warning: ", " more warnings");
+  return lines;
 }
 
 Expected<LoadedTable> parseTableBytes(std::string_view bytes, const std::string& path) {
@@ -26,10 +42,10 @@ Expected<LoadedTable> parseTableBytes(std::string_view bytes, const std::string&
   if (first == std::string_view::npos)
     return makeError(ErrorCode::InvalidInput, path, {}, "the table file is empty");
   const TableFormat format = text[first] == '{' ? TableFormat::Json : TableFormat::Csv;
-  Expected<LookupTable> parsed =
-      format == TableFormat::Json ? readTableJson(text, path) : readTableCsv(text, path);
-  if (!parsed) return parsed.status();
   LoadedTable loaded;
+  Expected<LookupTable> parsed =
+      format == TableFormat::Json ? readTableJson(text, path) : readTableCsv(text, path, &loaded.notes);
+  if (!parsed) return parsed.status();
   loaded.path = path;
   loaded.format = format;
   loaded.hash = fnv1a64(bytes);

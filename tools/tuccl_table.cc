@@ -27,12 +27,34 @@ namespace {
 
 using namespace tuccl;
 
+/// Once per run, on stderr: the lines the reader skipped and what it read with a caveat, each with
+/// its line quoted, then how many.
+void printNotes(const std::string& path, const TableNotes& notes) {
+  if (notes.empty()) return;
+  auto print = [](const std::vector<Diagnostic>& kept, size_t count, const char* label, const char* more) {
+    for (const Diagnostic& note : kept) {
+      Diagnostic shown = note;
+      shown.severity = Severity::Warning;
+      shown.message = label + shown.message;
+      tuccl::cli::printDiagnostic(shown);
+    }
+    if (count > kept.size()) std::cerr << "... and " << count - kept.size() << more << "\n";
+  };
+  print(notes.skipped, notes.skippedLines, "line skipped: ", " more lines skipped");
+  print(notes.warnings, notes.warningCount, "", " more warnings");
+  std::cerr << path << ": " << notes.skippedLines << (notes.skippedLines == 1 ? " line" : " lines")
+            << " skipped, " << notes.warningCount << (notes.warningCount == 1 ? " warning" : " warnings")
+            << (notes.skippedLines > 0 ? "; the table is used without the skipped lines" : "")
+            << "\n";
+}
+
 std::optional<LoadedTable> load(const std::string& path) {
   Expected<LoadedTable> loaded = loadTableFile(path);
   if (!loaded) {
     tuccl::cli::printDiagnostic(loaded.diagnostic());
     return std::nullopt;
   }
+  printNotes(path, loaded->notes);
   return std::move(loaded).value();
 }
 
@@ -116,6 +138,11 @@ int validate(const std::string& path) {
       "%s: valid: %s, hash %s, %zu entries, %zu environment recommendations, %zu constant overrides\n",
       path.c_str(), formatName(*loaded), formatHash(loaded->hash).c_str(), table.entries.size(),
       table.environment.size(), table.constants.size());
+  if (!loaded->notes.empty()) {
+    std::printf("  %zu %s skipped, %zu %s (listed on stderr)\n", loaded->notes.skippedLines,
+                loaded->notes.skippedLines == 1 ? "line" : "lines", loaded->notes.warningCount,
+                loaded->notes.warningCount == 1 ? "warning" : "warnings");
+  }
   std::array<size_t, kTunerCollectives> perCollective{};
   for (const TableEntry& entry : table.entries) ++perCollective[static_cast<size_t>(entry.collective)];
   for (int c = 0; c < kTunerCollectives; ++c) {

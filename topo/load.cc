@@ -1,5 +1,7 @@
 #include "topo/load.h"
 
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
@@ -13,12 +15,58 @@ namespace tuccl {
 
 namespace {
 
-bool looksLikeXml(const SourceText& source) {
-  for (char c : source.text()) {
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
-    return c == '<';
+enum class TopologyFileFormat { Unknown, TucclJson, NcclXml };
+
+constexpr const char* kExpectXml = "an NCCL topology XML document (starting with '<', e.g. <system version=\"1\">)";
+constexpr const char* kExpectJson = "a TuCCL topology JSON object (starting with '{')";
+
+/// The format a file name says: .xml or .json, any case.
+TopologyFileFormat formatOfName(const std::string& name) {
+  std::string extension = std::filesystem::path(name).extension().string();
+  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (extension == ".xml") return TopologyFileFormat::NcclXml;
+  if (extension == ".json") return TopologyFileFormat::TucclJson;
+  return TopologyFileFormat::Unknown;
+}
+
+/// The format a document's first non-blank character says: '<' XML, '{' JSON.
+TopologyFileFormat formatOfContent(char first) {
+  if (first == '<') return TopologyFileFormat::NcclXml;
+  if (first == '{') return TopologyFileFormat::TucclJson;
+  return TopologyFileFormat::Unknown;
+}
+
+/// The character found where a topology should start, as a message quotes it.
+std::string describeFound(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  if (byte >= 0x20 && byte < 0x7f) return std::string("'") + c + "'";
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "byte 0x%02x", byte);
+  return hex;
+}
+
+/// The format of a topology file. A `.xml` or `.json` name says which one the content must be;
+/// another name lets the first non-blank character decide. An empty file, or one that starts with
+/// anything else, is a DiagnosticError naming the file and what was expected.
+TopologyFileFormat topologyFileFormat(const SourceText& source) {
+  const TopologyFileFormat named = formatOfName(source.name());
+  const std::string expected = named == TopologyFileFormat::NcclXml     ? kExpectXml
+                               : named == TopologyFileFormat::TucclJson ? kExpectJson
+                                   : std::string(kExpectXml) + " or " + kExpectJson;
+  const size_t first = source.text().find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) {
+    throw DiagnosticError(Diagnostic{Severity::Error, source.name(), {},
+                                     "the topology file is " +
+                                         std::string(source.text().empty() ? "empty" : "empty (only blanks)") +
+                                         ": expected " + expected});
   }
-  return false;
+  const char c = source.text()[first];
+  const TopologyFileFormat found = formatOfContent(c);
+  if (found != TopologyFileFormat::Unknown && (named == TopologyFileFormat::Unknown || found == named)) return found;
+  std::string message = "not a topology file: expected " + expected + ", found " + describeFound(c);
+  if (found == TopologyFileFormat::NcclXml) message += " (XML: name the file .xml)";
+  if (found == TopologyFileFormat::TucclJson) message += " (JSON: name the file .json)";
+  throw DiagnosticError(Diagnostic{Severity::Error, source.name(), source.locationOf(first), std::move(message)});
 }
 
 // The readers below unwind with DiagnosticError (files) or std::invalid_argument (specs, options);
@@ -42,7 +90,7 @@ LoadedTopology loadSource(std::string_view spec, const LoadOptions& options) {
     single = std::move(found.topology);
   } else {
     SourceText source = readSourceFile(std::string(spec));
-    if (!looksLikeXml(source)) {
+    if (topologyFileFormat(source) == TopologyFileFormat::TucclJson) {
       loaded.topology = readTopologyJson(source);
       return loaded;
     }

@@ -1,7 +1,9 @@
 // One entry point for every topology source the tools accept.
 //
 // In:  a spec — "preset:NAME[:nodes=N,...]", "local", a .json file (TuCCL format) or a .xml file
-//      (NCCL topology). A single-node source (XML, local) is composed into `nodes` copies.
+//      (NCCL topology); a file of another name is XML when it starts with '<', JSON with '{'. An
+//      empty file, a directory, or content other than its name says is an error naming the file
+//      and the format expected. A single-node source (XML, local) is composed into `nodes` copies.
 //      options.gpuFabric, when set, replaces the GPU fabric of every node.
 // Out: a Topology, plus the warnings the source produced (and missingNvlinkWarning's, logged once
 //      to the "topo" logger, when no fabric is stated).

@@ -824,6 +824,40 @@ TEST(TunerAbi, CsvGivesTheSameChoicesAsNcclsExampleTuner) {
   }
 }
 
+/// A CSV with bad lines: the tuner serves the valid lines and logs the skipped ones and the warnings
+/// at WARN once per process, however many communicators load the table.
+TEST(TunerAbi, CsvBadLinesAreSkippedAndLoggedOnce) {
+  ScopedEnv env({{"NCCL_TUNER_CONFIG_FILE", kData + "partly_broken.csv"}});
+  takeLog();
+  {
+    Comm comm(8, 1);
+    const std::vector<LogLine> lines = takeLog();
+    const std::string log = joined(lines);
+    EXPECT_EQ(countLevel(lines, NCCL_LOG_WARN), 5) << log;
+    EXPECT_NE(log.find("partly_broken.csv: 2 lines skipped, 2 warnings; the table is served without the skipped lines"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("partly_broken.csv:3:24: line skipped: unknown protocol 'll256'"), std::string::npos) << log;
+    EXPECT_NE(log.find("partly_broken.csv:5:1: line skipped: expected 8 to 10 comma-separated fields"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("partly_broken.csv:4:13: warning: maxbytes '64K' is read as 64"), std::string::npos) << log;
+    EXPECT_NE(log.find("3 entries"), std::string::npos) << log;
+    int channels = 0;
+    EXPECT_EQ(comm.pick(ncclFuncAllReduce, 1024, realisticCosts(), &channels), std::pair(int{RING}, int{LL}));
+    EXPECT_EQ(channels, 4);
+    EXPECT_EQ(comm.pick(ncclFuncBroadcast, 64, realisticCosts(), &channels), std::pair(int{TREE}, int{SIMPLE}));
+    EXPECT_EQ(channels, 8);
+    Costs costs = realisticCosts();
+    Costs before = costs;
+    plugin().v6->getCollInfo(comm.ctx, ncclFuncBroadcast, 65, 1, asTable(costs), A, P, 0, &channels);
+    EXPECT_EQ(costs, before) << "64K is 64 bytes, as to NCCL's example tuner";
+  }
+  Comm other(16, 2);
+  const std::vector<LogLine> again = takeLog();
+  EXPECT_EQ(countLevel(again, NCCL_LOG_WARN), 0) << joined(again);
+}
+
 TEST(TunerAbi, EveryRankMakesTheSameChoice) {
   ScopedEnv env({{"TUCCL_TUNER_TABLE", kData + "valid.json"}});
   std::vector<std::unique_ptr<Comm>> ranks;

@@ -35,6 +35,18 @@ std::string csvError(const std::string& text) {
   return formatTableError(result.status());
 }
 
+/// `line` after a valid first line: the table keeps the valid line, and the notes (skipped lines
+/// first, then warnings) as formatTableNotes writes them.
+std::vector<std::string> csvNotes(const std::string& line, size_t* entries = nullptr) {
+  TableNotes notes;
+  Expected<LookupTable> result = readTableCsv("allreduce,0,10,ring,ll,-1,-1,-1\n" + line + "\n", "t.conf", &notes);
+  EXPECT_TRUE(result.ok()) << formatTableError(result.status());
+  if (entries != nullptr) *entries = result.ok() ? result->entries.size() : 0;
+  return formatTableNotes(notes);
+}
+
+using Lines = std::vector<std::string>;
+
 TEST(Names, AlgorithmsCaseInsensitiveAndIndices) {
   EXPECT_EQ(parseNcclAlgorithm("NVLS_TREE"), A::NvlsTree);
   EXPECT_EQ(parseNcclAlgorithm("collnet_chain"), A::CollNetChain);
@@ -318,23 +330,123 @@ TEST(TableCsv, ReadsNcclExampleFormat) {
   EXPECT_EQ(table.entries[4].maxBytes, 4294967296u);
 }
 
-TEST(TableCsv, ErrorsNameLineAndColumn) {
-  EXPECT_EQ(csvError("# c\nallreduce,0,10,ring,ll256,-1,-1,-1\n"),
-            "t.conf:2:21: unknown protocol 'll256' (expected ll, ll128 or simple)");
-  EXPECT_EQ(
-      csvError("allreduce,0,10,ring\n"),
-      "t.conf:1:1: expected 8 to 10 comma-separated fields (collective,minbytes,maxbytes,algorithm,protocol,"
-      "channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got 4");
-  EXPECT_EQ(
-      csvError("alltoall,0,10,ring,ll,-1,-1,-1\n"),
-      "t.conf:1:1: unknown collective 'alltoall' (expected broadcast, reduce, allgather, reducescatter or "
-      "allreduce)");
-  EXPECT_EQ(csvError("allreduce,0,10,ring,ll,65,-1,-1\n"),
-            "t.conf:1:24: channels '65' is not -1 or an integer in [0, 64]");
-  EXPECT_EQ(csvError("allreduce,0,10,ring,ll,-1,-1,-1,1,2\n"),
-            "t.conf:1:35: regBuff '2' is not -1 or an integer in [0, 1]");
-  EXPECT_EQ(csvError("allreduce,20,10,ring,ll,-1,-1,-1\n"), "t.conf:1:11: minbytes is larger than maxbytes");
-  EXPECT_EQ(csvError("allreduce,x,10,ring,ll,-1,-1,-1\n"), "t.conf:1:11: minbytes 'x' is not a byte count");
+// A line that cannot be read is skipped and named with its line and column; the rest of the table
+// is used. Only a table without any valid line fails.
+TEST(TableCsv, BadLinesAreSkippedAndNamedWithLineAndColumn) {
+  size_t entries = 0;
+  EXPECT_EQ(csvNotes("allreduce,0,10,ring,ll256,-1,-1,-1", &entries),
+            Lines{"t.conf:2:21: line skipped: unknown protocol 'll256' (expected ll, ll128 or simple)"});
+  EXPECT_EQ(entries, 1u);
+  EXPECT_EQ(csvNotes("allreduce,0,10,ring"),
+            Lines{"t.conf:2:1: line skipped: expected 8 to 10 comma-separated fields (collective,minbytes,"
+                  "maxbytes,algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got 4"});
+  EXPECT_EQ(csvNotes("alltoall,0,10,ring,ll,-1,-1,-1"),
+            Lines{"t.conf:2:1: line skipped: unknown collective 'alltoall' (expected broadcast, reduce, allgather, "
+                  "reducescatter or allreduce)"});
+  EXPECT_EQ(csvNotes("allreduce,0,10,ring,ll,65,-1,-1"),
+            Lines{"t.conf:2:24: line skipped: channels '65' is not -1 or an integer in [0, 64]"});
+  EXPECT_EQ(csvNotes("allreduce,0,10,ring,ll,-1,-1,-1,1,2"),
+            Lines{"t.conf:2:35: line skipped: regBuff '2' is not -1 or an integer in [0, 1]"});
+  EXPECT_EQ(csvNotes("allreduce,20,10,ring,ll,-1,-1,-1"),
+            Lines{"t.conf:2:11: line skipped: minbytes (20) is larger than maxbytes (10)"});
+  EXPECT_EQ(csvNotes("allreduce,1024,64K,ring,ll,-1,-1,-1"),
+            (Lines{"t.conf:2:11: line skipped: minbytes (1024) is larger than maxbytes (64)",
+                   "t.conf:2:16: warning: maxbytes '64K' is read as 64, as NCCL's example tuner reads it: the text "
+                   "after the number is ignored; write 65536 for 64 KiB"}))
+      << "the warning that explains the skip stays";
+  EXPECT_EQ(csvNotes("allreduce,x,10,ring,ll,-1,-1,-1"),
+            Lines{"t.conf:2:11: line skipped: minbytes 'x' is not a byte count"});
+  EXPECT_EQ(csvNotes("allreduce,0,-2,ring,ll,-1,-1,-1"),
+            Lines{"t.conf:2:13: line skipped: maxbytes '-2' is not a byte count or -1 (no upper bound)"});
+  EXPECT_EQ(csvNotes("allreduce,0,99999999999999999999,ring,ll,-1,-1,-1"),
+            Lines{"t.conf:2:13: line skipped: maxbytes '99999999999999999999' is not a byte count or -1 (no "
+                  "upper bound): more than 2^64-1"});
+  EXPECT_EQ(csvNotes("allreduce,0,10,ring,ll, ,-1,-1"),
+            Lines{"t.conf:2:24: line skipped: channels '' is not -1 or an integer in [0, 64]"})
+      << "a blank field stays a field (NCCL's example reads it as 0)";
+
+  // Every line bad: the table fails, naming the first line and how many were skipped.
+  EXPECT_EQ(csvError("# c\nallreduce,0,10,ring,ll256,-1,-1,-1\nallreduce,0,10,ring\n"),
+            "t.conf:2:21: unknown protocol 'll256' (expected ll, ll128 or simple) (no line of the table is "
+            "valid: 2 skipped, this is the first)");
+  // A file of comments only is an empty table, as before.
+  Expected<LookupTable> comments = readTableCsv("# nothing yet\n\n", "t.conf");
+  ASSERT_TRUE(comments.ok());
+  EXPECT_TRUE(comments->entries.empty());
+}
+
+// What NCCL's example tuner accepts (it splits with strtok and reads numbers with strtoull and
+// atoi) means the same here: trailing commas, inline comments, fields after the tenth, empty
+// fields that shift the rest, and "64K" as 64. All but the first two are warned about.
+TEST(TableCsv, ReadsLinesAsNcclsExampleTunerDoes) {
+  TableNotes notes;
+  Expected<LookupTable> result = readTableCsv(
+      "allreduce,0,65536,ring,ll,4,1,8,\n"                         // trailing comma
+      "allreduce,65537,1048576,tree,simple,-1,1,8   # tuned 2024\n"  // inline comment
+      "allgather,0,1048576,ring,simple,2,1,8,-1,1,extra,more\n"     // fields 11 and 12
+      "reduce,,0,100,tree,ll,2,1,8\n"                               // empty field: the rest move left
+      "broadcast,0,64K,tree,LL128,2x,1,8\n",                        // strtoull / atoi prefixes
+      "t.conf", &notes);
+  ASSERT_TRUE(result.ok()) << formatTableError(result.status());
+  const std::vector<TableEntry>& e = result->entries;
+  ASSERT_EQ(e.size(), 5u);
+  EXPECT_EQ(e[0].maxBytes, 65536u);
+  EXPECT_EQ(e[0].numPipeOps, -1);
+  EXPECT_EQ(e[0].nRanks, 8);
+  EXPECT_EQ(e[1].nRanks, 8);
+  EXPECT_EQ(e[1].choices, (std::vector<Choice>{{A::Tree, P::Simple}}));
+  EXPECT_EQ(e[2].regBuff, 1);
+  EXPECT_EQ(e[3].collective, Collective::Reduce);
+  EXPECT_EQ(e[3].maxBytes, 100u);
+  EXPECT_EQ(e[3].choices, (std::vector<Choice>{{A::Tree, P::LL}}));
+  EXPECT_EQ(e[3].nRanks, 8);
+  EXPECT_EQ(e[4].maxBytes, 64u) << "64K is 64 bytes to NCCL's example tuner";
+  EXPECT_EQ(e[4].nChannels, 2);
+  EXPECT_EQ(notes.skippedLines, 0u);
+  EXPECT_EQ(formatTableNotes(notes),
+            (Lines{"t.conf:3:44: warning: fields after the tenth (regBuff) are ignored, as NCCL's example tuner "
+                   "ignores them",
+                   "t.conf:4:8: warning: empty field dropped: the fields after it move one place left, as NCCL's "
+                   "example tuner reads them; remove the extra comma",
+                   "t.conf:5:13: warning: maxbytes '64K' is read as 64, as NCCL's example tuner reads it: the text "
+                   "after the number is ignored; write 65536 for 64 KiB",
+                   "t.conf:5:28: warning: channels '2x' is read as 2, as NCCL's example tuner reads it: the text "
+                   "after the number is ignored"}));
+}
+
+// The loaded table carries the notes; the valid lines are the table.
+TEST(LoadTable, CsvWithBadLinesKeepsTheOthersAndListsThem) {
+  Expected<LoadedTable> loaded = loadTableFile(kData + "partly_broken.csv");
+  ASSERT_TRUE(loaded.ok()) << formatTableError(loaded.status());
+  ASSERT_EQ(loaded->table.entries.size(), 3u);
+  EXPECT_EQ(loaded->table.entries[1].collective, Collective::Broadcast);
+  EXPECT_EQ(loaded->table.entries[1].maxBytes, 64u);
+  EXPECT_EQ(loaded->notes.skippedLines, 2u);
+  ASSERT_EQ(loaded->notes.skipped.size(), 2u);
+  EXPECT_EQ(loaded->notes.skipped[0].loc.line, 3u);
+  EXPECT_EQ(loaded->notes.skipped[0].loc.column, 24u);
+  EXPECT_EQ(loaded->notes.skipped[1].loc.line, 5u);
+  EXPECT_EQ(loaded->notes.skipped[0].file, kData + "partly_broken.csv");
+  EXPECT_EQ(loaded->notes.warningCount, 2u);
+  EXPECT_TRUE(loadTableFile(kData + "valid.csv")->notes.empty());
+}
+
+// A table with more bad lines than the notes keep: the first kMaxTableNotes are listed, the count
+// is whole, and the valid lines are all there.
+TEST(TableCsv, NotesAreBoundedAndCounted) {
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "allreduce," + std::to_string(i) + "," + std::to_string(i) + ",ring,ll,-1,-1,-1\n";
+  for (int i = 0; i < 50; ++i) text += "allreduce,0,1,ring,bogus,-1,-1,-1\n";
+  TableNotes notes;
+  Expected<LookupTable> result = readTableCsv(text, "t.conf", &notes);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->entries.size(), 100u);
+  EXPECT_EQ(notes.skippedLines, 50u);
+  EXPECT_EQ(notes.skipped.size(), kMaxTableNotes);
+  EXPECT_EQ(notes.skipped.front().loc.line, 101u);
+  const std::vector<std::string> lines = formatTableNotes(notes);
+  ASSERT_EQ(lines.size(), kMaxTableNotes + 1);
+  EXPECT_EQ(lines.back(), "... and 30 more lines skipped");
 }
 
 TEST(TableCsv, CommentsBlankLinesCrLfAndWildcardExtensions) {

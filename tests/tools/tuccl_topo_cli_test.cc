@@ -1,6 +1,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -83,6 +85,29 @@ std::string writeTemp(const std::string& name, const std::string& text) {
   std::filesystem::path path = std::filesystem::path(testing::TempDir()) / name;
   std::ofstream(path) << text;
   return path.string();
+}
+
+// Empty, blank, garbage and binary files and a directory named like topologies: exit 2 with the
+// file and the format expected, never a JSON parser's message about an XML file.
+TEST(TucclTopo, EmptyGarbageAndDirectoryInputsExitTwoNamingTheExpectedFormat) {
+  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "tuccl_topo_cli_dir.xml";
+  std::filesystem::create_directories(dir);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {writeTemp("cli_empty.xml", ""), "cli_empty.xml: error: the topology file is empty: expected an NCCL topology XML document"},
+      {writeTemp("cli_blank.json", "\n\n"), "cli_blank.json: error: the topology file is empty (only blanks): expected a TuCCL topology JSON object"},
+      {writeTemp("cli_garbage.xml", "hello world\n"), "cli_garbage.xml:1:1: error: not a topology file: expected an NCCL topology XML document (starting with '<', e.g. <system version=\"1\">), found 'h'"},
+      {writeTemp("cli_binary.xml", "\x7f\x45\x4c\x46"), "cli_binary.xml:1:1: error: not a topology file: expected an NCCL topology XML document (starting with '<', e.g. <system version=\"1\">), found byte 0x7f"},
+      {writeTemp("cli_json.xml", "{}"), "found '{' (JSON: name the file .json)"},
+      {writeTemp("cli_garbage", "garbage"), "or a TuCCL topology JSON object (starting with '{'), found 'g'"},
+      {dir.string(), "tuccl_topo_cli_dir.xml: error: cannot read file: it is a directory, not a file"},
+  };
+  for (const auto& [path, message] : cases) {
+    ToolRun r = runTopo("show " + path);
+    EXPECT_EQ(r.status, 2) << path << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << path << "\n" << r.output;
+    EXPECT_EQ(r.output.find("not valid JSON"), std::string::npos) << r.output;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TucclTopo, DeeplyNestedXmlIsShownNotACrash) {

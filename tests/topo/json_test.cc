@@ -1,4 +1,10 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "topo/load.h"
 #include "topo/presets.h"
@@ -122,6 +128,55 @@ TEST(LoadTopology, ErrorsComeBackAsStatus) {
   EXPECT_EQ(badPreset.status().code(), ErrorCode::InvalidArgument);
   EXPECT_NE(badPreset.diagnostic().message.find("no-such-machine"), std::string::npos)
       << badPreset.status().toString();
+}
+
+// A topology file's format comes from its name (.xml, .json) or else its first character; an empty,
+// blank or garbage file, a directory, or content its name contradicts is an InvalidInput error
+// naming the file and what was expected, never read as the other format.
+TEST(LoadTopology, EmptyGarbageAndDirectoryInputsAreClearErrors) {
+  const std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / ("tuccl_topo_inputs_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "dir.xml");
+  auto write = [&dir](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  };
+  const std::string xml = "an NCCL topology XML document (starting with '<', e.g. <system version=\"1\">)";
+  const std::string json = "a TuCCL topology JSON object (starting with '{')";
+  struct Case {
+    std::string path;
+    SourceLoc loc;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {write("empty.xml", ""), {}, "the topology file is empty: expected " + xml},
+      {write("blank.json", "\n  \n"), {}, "the topology file is empty (only blanks): expected " + json},
+      {write("garbage.xml", "\n  hello world\n"), {2, 3}, "not a topology file: expected " + xml + ", found 'h'"},
+      {write("binary.xml", "\x01\x02"), {1, 1}, "not a topology file: expected " + xml + ", found byte 0x01"},
+      {write("garbage.topo", "garbage"), {1, 1},
+       "not a topology file: expected " + xml + " or " + json + ", found 'g'"},
+      {write("json.xml", "{\"nodes\": 1}"), {1, 1},
+       "not a topology file: expected " + xml + ", found '{' (JSON: name the file .json)"},
+      {write("xml.JSON", "<system version=\"1\"/>"), {1, 1},
+       "not a topology file: expected " + json + ", found '<' (XML: name the file .xml)"},
+      {(dir / "dir.xml").string(), {}, "cannot read file: it is a directory, not a file"},
+  };
+  for (const Case& c : cases) {
+    Expected<LoadedTopology> loaded = loadTopology(c.path);
+    ASSERT_FALSE(loaded.ok()) << c.path;
+    EXPECT_EQ(loaded.status().code(), ErrorCode::InvalidInput) << c.path;
+    EXPECT_EQ(loaded.diagnostic().file, c.path);
+    EXPECT_EQ(loaded.diagnostic().loc.line, c.loc.line) << c.path;
+    EXPECT_EQ(loaded.diagnostic().loc.column, c.loc.column) << c.path;
+    EXPECT_EQ(loaded.diagnostic().message, c.message) << c.path;
+  }
+  // Without a telling name, the content decides.
+  const std::string preset = writeTopologyJson(makePreset("preset:dgx-a100"));
+  Expected<LoadedTopology> fromJson = loadTopology(write("machine.topo", "\n" + preset));
+  ASSERT_TRUE(fromJson.ok()) << fromJson.status().toString();
+  EXPECT_EQ(fromJson->topology, makePreset("preset:dgx-a100"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LoadTopology, AbsurdNodeCountsAreRefusedWithTheRange) {
