@@ -311,9 +311,6 @@ Expected<SocketAddress> resolveHostPort(std::string_view text) {
   return first;
 }
 
-namespace {
-
-/// The interfaces' addresses, up ones only, as (name, address) pairs in the system's order.
 std::vector<std::pair<std::string, SocketAddress>> upInterfaceAddresses() {
   std::vector<std::pair<std::string, SocketAddress>> result;
   ifaddrs* list = nullptr;
@@ -327,6 +324,8 @@ std::vector<std::pair<std::string, SocketAddress>> upInterfaceAddresses() {
   freeifaddrs(list);
   return result;
 }
+
+namespace {
 
 /// The IPv4 address among `candidates` named `name`, else its IPv6 one.
 std::optional<SocketAddress> addressNamed(const std::vector<std::pair<std::string, SocketAddress>>& candidates,

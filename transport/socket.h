@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "support/status.h"
@@ -96,6 +97,9 @@ std::string joinHostPort(std::string_view host, uint16_t port);
 /// splitHostPort, then the host resolved (numeric or by name; IPv4 preferred).
 Expected<SocketAddress> resolveHostPort(std::string_view text);
 
+/// The addresses of the up interfaces, as (name, address) pairs in the system's order (an
+/// interface with several addresses appears once per address).
+std::vector<std::pair<std::string, SocketAddress>> upInterfaceAddresses();
 /// The address of the interface called `name` (else the first whose name starts with `name`):
 /// its first IPv4 address, else its first IPv6 one. NotFound lists the interfaces there are.
 Expected<SocketAddress> interfaceAddress(const std::string& name);

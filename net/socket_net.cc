@@ -1,0 +1,544 @@
+// The socket network's devices, handshake and v12 table (socket_net.h).
+#include "net/socket_net.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <new>
+#include <random>
+#include <vector>
+
+#include "net/interface_choice.h"
+#include "net/net_log.h"
+#include "net/socket_comm.h"
+
+namespace tuccl::net {
+namespace {
+
+using transport::Socket;
+using transport::SocketAddress;
+
+constexpr uint64_t kHandleMagic = 0x54754343'4c4e6574ULL;  // "TuCCLNet"
+constexpr uint64_t kHelloMagic = 0x54754343'4c48656cULL;   // "TuCCLHel"
+constexpr int kMaxDevices = 16;
+constexpr int kMaxThreads = 16;
+constexpr int kMaxSockets = 64;
+
+// ---- Results -------------------------------------------------------------------------------------
+
+ncclResult_t toResult(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::Ok: return ncclSuccess;
+    case ErrorCode::InvalidArgument: return ncclInvalidArgument;
+    case ErrorCode::InvalidInput: return ncclInvalidUsage;
+    case ErrorCode::Internal:
+    case ErrorCode::Unsupported: return ncclInternalError;
+    default: return ncclSystemError;
+  }
+}
+
+ncclResult_t report(const Status& status, const char* what) {
+  if (status) return ncclSuccess;
+  TUCCL_NET_WARN("TuCCL net: %s: %s", what, status.message().c_str());
+  return toResult(status.code());
+}
+
+/// Runs `body` (returning ncclResult_t), turning an escaping exception (out of memory, a bug)
+/// into an error code: nothing C++ crosses the ABI.
+template <typename Body>
+ncclResult_t guarded(const char* what, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    TUCCL_NET_WARN("TuCCL net: %s: out of memory", what);
+    return ncclSystemError;
+  } catch (...) {
+    TUCCL_NET_WARN("TuCCL net: %s: internal error", what);
+    return ncclInternalError;
+  }
+}
+
+// ---- Configuration -------------------------------------------------------------------------------
+
+const char* envFirst(const char* tucclName, const char* ncclName) {
+  const char* value = std::getenv(tucclName);
+  if (value == nullptr || *value == '\0') value = std::getenv(ncclName);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+int envInt(const char* tucclName, const char* ncclName, int fallback) {
+  const char* text = envFirst(tucclName, ncclName);
+  if (text == nullptr) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < 0 || value > INT_MAX) {
+    TUCCL_NET_WARN("TuCCL net: %s/%s='%s' is not a non-negative integer; using %d", tucclName, ncclName, text, fallback);
+    return fallback;
+  }
+  return static_cast<int>(value);
+}
+
+// ---- Devices -------------------------------------------------------------------------------------
+
+struct Device {
+  NetInterface interface;
+  std::string pciPath;  ///< empty: not a PCI device
+  int speed = 10000;    ///< Mbps
+};
+
+std::mutex devicesMutex;
+std::vector<Device> devices;
+bool devicesFound = false;
+
+std::string pciPathOf(const std::string& name) {
+  char resolved[PATH_MAX];
+  const std::string link = "/sys/class/net/" + name + "/device";
+  if (realpath(link.c_str(), resolved) == nullptr) return {};
+  return resolved;
+}
+
+int speedOf(const std::string& name) {
+  std::ifstream file("/sys/class/net/" + name + "/speed");
+  int speed = 0;
+  if (file >> speed && speed > 0) return speed;
+  return 10000;  // NCCL's value when the speed is unknown
+}
+
+/// Finds the devices once per process (under devicesMutex); the count.
+int discoverDevices() {
+  std::lock_guard lock(devicesMutex);
+  if (devicesFound) return static_cast<int>(devices.size());
+  const char* specText = envFirst("TUCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME");
+  const char* familyText = std::getenv("NCCL_SOCKET_FAMILY");
+  const int family = parseSocketFamily(familyText != nullptr ? familyText : "");
+  const InterfaceSpec spec = parseInterfaceSpec(specText != nullptr ? specText : "");
+  for (NetInterface& chosen :
+       chooseInterfaces(transport::upInterfaceAddresses(), specText != nullptr ? &spec : nullptr, family, kMaxDevices)) {
+    Device device{chosen, pciPathOf(chosen.name), speedOf(chosen.name)};
+    TUCCL_NET_INFO("TuCCL net: device %zu is %s (%s)", devices.size(), device.interface.name.c_str(),
+                   device.interface.address.host().c_str());
+    devices.push_back(std::move(device));
+  }
+  if (devices.empty())
+    TUCCL_NET_WARN("TuCCL net: no usable network interface (%s='%s')", specText ? "the interface list" : "default choice",
+                   specText ? specText : "");
+  devicesFound = true;
+  return static_cast<int>(devices.size());
+}
+
+Expected<Device> deviceAt(int dev) {
+  std::lock_guard lock(devicesMutex);
+  if (dev < 0 || dev >= static_cast<int>(devices.size()))
+    return makeError(ErrorCode::Internal, "device " + std::to_string(dev) + " does not exist");
+  return devices[static_cast<size_t>(dev)];
+}
+
+// ---- Handshake -----------------------------------------------------------------------------------
+
+struct ConnectState;
+
+/// What listen() writes into NCCL's 128-byte handle; `state` is the sender's progress, kept in
+/// the handle as NCCL's own transports do (each connect retry passes the same buffer).
+struct ListenHandle {
+  uint64_t magic;
+  uint64_t token;
+  uint32_t addressLength;
+  uint8_t address[sizeof(sockaddr_in6)];
+  ConnectState* state;
+};
+static_assert(sizeof(ListenHandle) <= TUCCL_NCCL_NET_HANDLE_MAXSIZE);
+
+/// The first bytes on every socket of a connection.
+struct Hello {
+  uint64_t magic;
+  uint64_t token;   ///< the listener's, from the handle
+  uint64_t nonce;   ///< the sender's, the same on all sockets of one connection
+  uint16_t index;   ///< 0: control, 1..nData: data
+  uint16_t nData;
+  uint16_t nThreads;
+  uint16_t reserved;
+};
+static_assert(sizeof(Hello) == 32);
+
+uint64_t randomWord() {
+  static thread_local std::mt19937_64 engine{std::random_device{}() ^ (static_cast<uint64_t>(getpid()) << 32)};
+  return engine();
+}
+
+void tuneSocket(int fd) {
+  const int on = 1;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+}
+
+struct PendingSocket {
+  Socket socket;
+  Hello hello{};
+  size_t done = 0;
+  bool connected = false;
+};
+
+struct ConnectState {
+  SocketAddress peer;
+  Hello hello{};
+  std::vector<PendingSocket> sockets;
+  int nThreads = 1;
+};
+
+struct ListenComm {
+  Socket listener;
+  uint64_t token = 0;
+  std::vector<PendingSocket> pending;     ///< accepted, hello not complete
+  std::vector<Socket> placed;             ///< by hello index, once the first good hello sets the size
+  uint64_t nonce = 0;
+  int nThreads = 1;
+  size_t placedCount = 0;
+};
+
+Status systemError(const std::string& what) { return makeError(ErrorCode::SystemError, what + ": " + std::strerror(errno)); }
+
+Expected<ListenComm*> listenOnDevice(int dev, void* handle) {
+  Expected<Device> device = deviceAt(dev);
+  if (!device) return device.status();
+  Expected<Socket> listener = transport::listenOn(device->interface.address);
+  if (!listener) return listener.status();
+  Expected<SocketAddress> bound = listener->localAddress();
+  if (!bound) return bound.status();
+  auto* comm = new ListenComm{std::move(*listener), randomWord(), {}, {}, 0, 1, 0};
+  ListenHandle out{};
+  out.magic = kHandleMagic;
+  out.token = comm->token;
+  out.addressLength = bound->length();
+  std::memcpy(out.address, bound->get(), bound->length());
+  std::memset(handle, 0, TUCCL_NCCL_NET_HANDLE_MAXSIZE);
+  std::memcpy(handle, &out, sizeof out);
+  return comm;
+}
+
+/// Starts the non-blocking connects of a new connection.
+Expected<ConnectState*> startConnect(const ListenHandle& in) {
+  if (in.magic != kHandleMagic || in.addressLength > sizeof in.address)
+    return makeError(ErrorCode::InvalidArgument, "the connection handle is not one TuCCL's socket network wrote");
+  auto state = std::make_unique<ConnectState>();
+  state->peer = SocketAddress::fromSockaddr(reinterpret_cast<const sockaddr*>(in.address), in.addressLength);
+  if (state->peer.empty()) return makeError(ErrorCode::InvalidArgument, "the connection handle has no address");
+  const SocketNetConfig config = socketNetConfigFromEnv();
+  const int nData = config.nThreads * config.nSocksPerThread;
+  state->nThreads = config.nThreads;
+  state->hello = {kHelloMagic, in.token, randomWord(), 0, static_cast<uint16_t>(nData),
+                  static_cast<uint16_t>(config.nThreads), 0};
+  for (int i = 0; i <= nData; ++i) {
+    PendingSocket pending;
+    pending.socket = Socket(::socket(state->peer.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!pending.socket.valid()) return systemError("cannot create a socket");
+    tuneSocket(pending.socket.fd());
+    pending.hello = state->hello;
+    pending.hello.index = static_cast<uint16_t>(i);
+    if (::connect(pending.socket.fd(), state->peer.get(), state->peer.length()) != 0 && errno != EINPROGRESS)
+      return systemError("cannot connect to " + state->peer.toString());
+    state->sockets.push_back(std::move(pending));
+  }
+  return state.release();
+}
+
+/// Progresses one socket of a connect: connected, then its hello sent. True when done.
+Expected<bool> progressConnectSocket(PendingSocket& pending, const SocketAddress& peer) {
+  if (!pending.connected) {
+    pollfd fd{pending.socket.fd(), POLLOUT, 0};
+    if (::poll(&fd, 1, 0) <= 0) return false;
+    int error = 0;
+    socklen_t length = sizeof error;
+    (void)getsockopt(pending.socket.fd(), SOL_SOCKET, SO_ERROR, &error, &length);
+    if (error != 0) return makeError(ErrorCode::SystemError, "cannot connect to " + peer.toString() + ": " + std::strerror(error));
+    pending.connected = true;
+  }
+  while (pending.done < sizeof(Hello)) {
+    const ssize_t sent = ::send(pending.socket.fd(), reinterpret_cast<const char*>(&pending.hello) + pending.done,
+                                sizeof(Hello) - pending.done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+    if (sent <= 0) return systemError("handshake with " + peer.toString() + " failed");
+    pending.done += static_cast<size_t>(sent);
+  }
+  return true;
+}
+
+/// One connect() call: progresses the connection in the handle; a SocketComm once it is through.
+Expected<SocketComm*> progressConnect(void* handle) {
+  ListenHandle in;
+  std::memcpy(&in, handle, sizeof in);
+  if (in.state == nullptr) {
+    Expected<ConnectState*> started = startConnect(in);
+    if (!started) return started.status();
+    in.state = *started;
+    std::memcpy(handle, &in, sizeof in);
+  }
+  ConnectState& state = *in.state;
+  bool all = true;
+  for (PendingSocket& pending : state.sockets) {
+    Expected<bool> done = progressConnectSocket(pending, state.peer);
+    if (!done) {
+      delete in.state;
+      in.state = nullptr;
+      std::memcpy(handle, &in, sizeof in);
+      return done.status();
+    }
+    all = all && *done;
+  }
+  if (!all) return static_cast<SocketComm*>(nullptr);
+  std::vector<Socket> sockets;
+  for (PendingSocket& pending : state.sockets) sockets.push_back(std::move(pending.socket));
+  auto* comm = new SocketComm(true, std::move(sockets), state.nThreads);
+  delete in.state;
+  in.state = nullptr;
+  std::memcpy(handle, &in, sizeof in);
+  return comm;
+}
+
+/// Whether `hello` belongs to this listener's connection; places it if so.
+bool placeHello(ListenComm& listen, PendingSocket& pending) {
+  const Hello& hello = pending.hello;
+  if (hello.magic != kHelloMagic || hello.token != listen.token || hello.nData > kMaxSockets ||
+      hello.nThreads == 0 || hello.nThreads > kMaxThreads || hello.index > hello.nData)
+    return false;
+  if (listen.placed.empty()) {
+    listen.placed.resize(static_cast<size_t>(hello.nData) + 1);
+    listen.nonce = hello.nonce;
+    listen.nThreads = hello.nThreads;
+  }
+  if (hello.nonce != listen.nonce || listen.placed.size() != static_cast<size_t>(hello.nData) + 1 ||
+      listen.placed[hello.index].valid())
+    return false;
+  listen.placed[hello.index] = std::move(pending.socket);
+  ++listen.placedCount;
+  return true;
+}
+
+std::string peerName(const Socket& socket) {
+  Expected<SocketAddress> peer = socket.peerAddress();
+  return peer ? peer->toString() : std::string("an unknown peer");
+}
+
+/// Reads the hellos that are there; refuses (closes) sockets whose hello is wrong.
+void readHellos(ListenComm& listen) {
+  for (size_t i = 0; i < listen.pending.size();) {
+    PendingSocket& pending = listen.pending[i];
+    bool drop = false;
+    while (pending.done < sizeof(Hello)) {
+      const ssize_t got = ::recv(pending.socket.fd(), reinterpret_cast<char*>(&pending.hello) + pending.done,
+                                 sizeof(Hello) - pending.done, MSG_DONTWAIT);
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+      if (got <= 0) {
+        drop = true;
+        break;
+      }
+      pending.done += static_cast<size_t>(got);
+    }
+    if (!drop && pending.done == sizeof(Hello)) {
+      const std::string from = peerName(pending.socket);
+      if (!placeHello(listen, pending))
+        TUCCL_NET_WARN("TuCCL net: refused a connection from %s: its handshake is not TuCCL's or not for this listener",
+                       from.c_str());
+      drop = true;  // placed or refused, it leaves the pending list
+    }
+    if (drop)
+      listen.pending.erase(listen.pending.begin() + static_cast<std::ptrdiff_t>(i));
+    else
+      ++i;
+  }
+}
+
+/// One accept() call: a SocketComm once every socket of the connection has said hello.
+Expected<SocketComm*> progressAccept(ListenComm& listen) {
+  for (;;) {
+    const int fd = ::accept4(listen.listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) break;
+      return systemError("accept failed");
+    }
+    tuneSocket(fd);
+    PendingSocket pending;
+    pending.socket = Socket(fd);
+    listen.pending.push_back(std::move(pending));
+  }
+  readHellos(listen);
+  if (listen.placed.empty() || listen.placedCount != listen.placed.size()) return static_cast<SocketComm*>(nullptr);
+  auto* comm = new SocketComm(false, std::move(listen.placed), listen.nThreads);
+  listen.placed.clear();
+  listen.placedCount = 0;
+  return comm;
+}
+
+// ---- The table -----------------------------------------------------------------------------------
+
+struct NetContext {
+  uint64_t commId;
+  int trafficClass;
+};
+
+ncclResult_t netInit(void** ctx, uint64_t commId, tucclNcclNetCommConfig_t* config, ncclDebugLogger_t logger,
+                     tucclNcclProfilerCallback_t) noexcept {
+  return guarded("init", [&] {
+    if (logger != nullptr) setNetLogger(logger);
+    if (discoverDevices() == 0) return ncclSystemError;
+    if (ctx != nullptr) *ctx = new NetContext{commId, config != nullptr ? config->trafficClass : -1};
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netDevices(int* ndev) noexcept {
+  return guarded("devices", [&] {
+    *ndev = discoverDevices();
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netGetProperties(int dev, tucclNcclNetProperties_v12_t* props) noexcept {
+  return guarded("getProperties", [&] {
+    std::lock_guard lock(devicesMutex);
+    if (dev < 0 || dev >= static_cast<int>(devices.size())) return ncclInvalidArgument;
+    const Device& device = devices[static_cast<size_t>(dev)];
+    *props = tucclNcclNetProperties_v12_t{};
+    props->name = const_cast<char*>(device.interface.name.c_str());
+    props->pciPath = device.pciPath.empty() ? nullptr : const_cast<char*>(device.pciPath.c_str());
+    props->guid = static_cast<uint64_t>(dev);
+    props->ptrSupport = TUCCL_NCCL_PTR_HOST;
+    props->speed = device.speed;
+    props->port = 0;
+    props->latency = 0;
+    props->maxComms = 65536;
+    props->maxRecvs = kMaxGroupedReceives;
+    props->netDeviceType = TUCCL_NCCL_NET_DEVICE_HOST;
+    props->vProps.ndevs = 1;
+    props->vProps.devs[0] = dev;
+    props->maxP2pBytes = TUCCL_NCCL_MAX_NET_SIZE_BYTES;
+    props->maxCollBytes = TUCCL_NCCL_MAX_COLLNET_SIZE;
+    props->maxMultiRequestSize = 1;
+    props->railId = -1;
+    props->planeId = -1;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netListen(void*, int dev, void* handle, void** listenComm) noexcept {
+  return guarded("listen", [&] {
+    Expected<ListenComm*> comm = listenOnDevice(dev, handle);
+    if (!comm) return report(comm.status(), "listen");
+    *listenComm = *comm;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netConnect(void*, int, void* handle, void** sendComm, tucclNcclNetDeviceHandle_t**) noexcept {
+  return guarded("connect", [&] {
+    Expected<SocketComm*> comm = progressConnect(handle);
+    if (!comm) return report(comm.status(), "connect");
+    *sendComm = *comm;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netAccept(void* listenComm, void** recvComm, tucclNcclNetDeviceHandle_t**) noexcept {
+  return guarded("accept", [&] {
+    Expected<SocketComm*> comm = progressAccept(*static_cast<ListenComm*>(listenComm));
+    if (!comm) return report(comm.status(), "accept");
+    *recvComm = *comm;
+    return ncclSuccess;
+  });
+}
+
+int hostRegistration = 0;  // the mhandle of every registration: host memory needs nothing
+
+ncclResult_t netRegMr(void*, void*, size_t, int type, void** mhandle) noexcept {
+  if (type != TUCCL_NCCL_PTR_HOST) return ncclInternalError;
+  *mhandle = &hostRegistration;
+  return ncclSuccess;
+}
+
+ncclResult_t netDeregMr(void*, void*) noexcept { return ncclSuccess; }
+
+ncclResult_t netIsend(void* sendComm, void* data, size_t size, int tag, void*, void*, void** request) noexcept {
+  return guarded("isend", [&] {
+    Expected<SocketRequest*> posted = static_cast<SocketComm*>(sendComm)->postSend(data, size, tag);
+    if (!posted) return report(posted.status(), "isend");
+    *request = *posted;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void**, void**,
+                      void** request) noexcept {
+  return guarded("irecv", [&] {
+    Expected<SocketRequest*> posted = static_cast<SocketComm*>(recvComm)->postRecv(n, data, sizes, tags);
+    if (!posted) return report(posted.status(), "irecv");
+    *request = *posted;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netIflush(void*, int, void**, int*, void**, void**) noexcept {
+  return ncclInternalError;  // never called: no GPU memory is registered
+}
+
+ncclResult_t netTest(void* request, int* done, int* sizes) noexcept {
+  return guarded("test", [&] {
+    auto* socketRequest = static_cast<SocketRequest*>(request);
+    if (socketRequest == nullptr) return ncclInternalError;
+    Expected<TestResult> result = socketRequest->comm->test(socketRequest);
+    if (!result) return report(result.status(), "test");
+    *done = result->done ? 1 : 0;
+    if (result->done && sizes != nullptr)
+      for (int i = 0; i < result->n; ++i) sizes[i] = static_cast<int>(result->sizes[i]);
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netCloseComm(void* comm) noexcept {
+  return guarded("close", [&] {
+    delete static_cast<SocketComm*>(comm);
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netCloseListen(void* listenComm) noexcept {
+  return guarded("closeListen", [&] {
+    delete static_cast<ListenComm*>(listenComm);
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netFinalize(void* ctx) noexcept {
+  delete static_cast<NetContext*>(ctx);
+  return ncclSuccess;
+}
+
+const tucclNcclNet_v12_t socketNet = {
+    "TuCCL-Socket", netInit, netDevices, netGetProperties, netListen, netConnect, netAccept, netRegMr,
+    nullptr,        netDeregMr, netIsend, netIrecv, netIflush, netTest, netCloseComm, netCloseComm,
+    netCloseListen, nullptr,    nullptr,  nullptr,  netFinalize, nullptr,
+};
+
+}  // namespace
+
+SocketNetConfig socketNetConfigFromEnv() {
+  SocketNetConfig config;
+  config.nThreads = std::clamp(envInt("TUCCL_SOCKET_NTHREADS", "NCCL_SOCKET_NTHREADS", config.nThreads), 1, kMaxThreads);
+  config.nSocksPerThread =
+      std::clamp(envInt("TUCCL_NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD", config.nSocksPerThread), 1, kMaxSockets);
+  if (config.nThreads * config.nSocksPerThread > kMaxSockets) config.nSocksPerThread = kMaxSockets / config.nThreads;
+  return config;
+}
+
+const tucclNcclNet_v12_t& socketNetV12() { return socketNet; }
+
+}  // namespace tuccl::net
