@@ -57,7 +57,9 @@ std::vector<NetInterface> collect(const std::vector<std::pair<std::string, trans
                                   int family, size_t maxCount, bool (*accept)(const std::string&, const void*),
                                   const void* context) {
   std::vector<NetInterface> chosen;
-  for (const auto& [name, address] : up) {
+  for (const auto& entry : up) {
+    const std::string& name = entry.first;  // a plain reference: lambdas may capture it (C++20 bindings not in Clang 14)
+    const transport::SocketAddress& address = entry.second;
     if (family != AF_UNSPEC && address.family() != family) continue;
     if (isLinkLocalV6(address) || !accept(name, context)) continue;
     auto existing = std::find_if(chosen.begin(), chosen.end(), [&](const NetInterface& i) { return i.name == name; });

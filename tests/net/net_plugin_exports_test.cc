@@ -22,7 +22,7 @@ TEST(NetPluginExports, ExactlyTheNetStructsV8ToV12) {
 }
 
 TEST(NetPluginExports, NeedsOnlyTheCLibrary) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TUCCL_TEST_SANITIZED)
   GTEST_SKIP() << "sanitizer builds link the sanitizer runtimes dynamically";
 #endif
   const auto readelf = tuccl::tooltest::runCommand(std::string("readelf -d ") + TUCCL_NET_PLUGIN_PATH);

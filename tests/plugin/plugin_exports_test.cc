@@ -11,14 +11,6 @@
 
 #include "tests/tools/run_tool.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TUCCL_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TUCCL_TEST_SANITIZED 1
-#endif
-#endif
-
 namespace {
 
 using tuccl::tooltest::runCommand;

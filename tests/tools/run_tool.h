@@ -2,6 +2,15 @@
 // end-to-end tests of the command-line programs.
 #pragma once
 
+// TUCCL_TEST_SANITIZED: built with AddressSanitizer (GCC's macro or Clang's feature test).
+#if defined(__SANITIZE_ADDRESS__)
+#define TUCCL_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TUCCL_TEST_SANITIZED 1
+#endif
+#endif
+
 #include <sys/wait.h>
 
 #include <array>
