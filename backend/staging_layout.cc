@@ -39,7 +39,7 @@ Expected<PlanPlacement> StagingAllocator::place(const KernelLayout& layout, int6
     ring.slotBytes = slotBytes;
     ring.nSlots = nSlots;
     ring.stagingInDst = take(info.dstRank, slotBytes * nSlots);
-    ring.tagsInDst = take(info.dstRank, 8 * static_cast<int64_t>(nSlots));
+    ring.tagsInDst = take(info.dstRank, 16 * static_cast<int64_t>(nSlots));
     ring.postedInDst = take(info.dstRank, kFlagBytes);
     ring.recvCountInDst = take(info.dstRank, kFlagBytes);
     ring.consumedInSrc = take(info.srcRank, kFlagBytes);

@@ -28,7 +28,7 @@ struct RingPlacement {
   int32_t srcRank = 0;
   int32_t dstRank = 0;
   int64_t stagingInDst = 0;  ///< nSlots * slotBytes
-  int64_t tagsInDst = 0;     ///< nSlots * 8
+  int64_t tagsInDst = 0;     ///< nSlots * 8 tags, then nSlots * 8 slice sizes (RingDevice::tags)
   int64_t postedInDst = 0;
   int64_t recvCountInDst = 0;
   int64_t consumedInSrc = 0;

@@ -179,7 +179,7 @@ HostStaging::HostStaging(const KernelLayout& layout, const CallGeometry& geometr
   rings_.resize(nRings);
   for (size_t i = 0; i < nRings; ++i) {
     slots_.emplace_back(static_cast<size_t>(geometry.slotBytes * geometry.stagingSlots));
-    tags_[i].assign(static_cast<size_t>(geometry.stagingSlots), ~uint64_t{0});
+    tags_[i].assign(2 * static_cast<size_t>(geometry.stagingSlots), ~uint64_t{0});  // tags, then slice sizes
     dev::RingDevice& ring = rings_[i];
     ring.staging = reinterpret_cast<char*>(slots_.back().data());
     ring.tags = tags_[i].data();

@@ -16,10 +16,11 @@ enum RedOp : int32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
 /// One staging ring: the directed connection (srcRank, srcTb) -> (dstRank, dstTb). PUSH model:
 /// the sender writes slice k into slot k % nSlots of the receiver's staging buffer, stores the
 /// slot's tag and raises `posted` to k + 1; the receiver consumes the slot and raises `consumed`
-/// to k + 1, which returns the credit. Each side keeps its own running count.
+/// to k + 1, which returns the credit. Each side keeps its own running count. The sender also
+/// stores the slice's byte count at tags[nSlots + slot]: the inter-node proxy sends only that much.
 struct RingDevice {
   char* staging = nullptr;        ///< receiver memory: nSlots * slotBytes
-  uint64_t* tags = nullptr;       ///< receiver memory: per slot, (op << 32) | slice
+  uint64_t* tags = nullptr;       ///< receiver memory: per slot, (op << 32) | slice; then per slot its bytes
   uint64_t* posted = nullptr;     ///< receiver memory, raised by the sender (data flag)
   uint64_t* consumed = nullptr;   ///< sender memory, raised by the receiver (credit)
   uint64_t* sendCount = nullptr;  ///< sender-private: slices sent so far

@@ -137,6 +137,7 @@ TUCCL_DEVICE_NOINLINE bool send(Tb& t, int32_t ring, int32_t srcBuffer, int32_t 
     tbSync();
     if (threadIdx.x == 0) {
       r.tags[slot] = sliceTag(op, mb * count + j);
+      r.tags[r.nSlots + slot] = static_cast<uint64_t>(s.elems * t.elemSize);
       storeRelease(r.posted, k + 1);
     }
   }

@@ -85,7 +85,7 @@ TEST(DevicePrimitives, FusedReceiveAndForward) {
   int32_t abortFlag = 0;
   std::vector<uint64_t> counters(8, 0), progress(4, 0), barrier(kRanks * 2, 0);
   std::vector<std::vector<char>> staging(2, std::vector<char>(3 * 16 * 4));
-  std::vector<std::vector<uint64_t>> tags(2, std::vector<uint64_t>(3));
+  std::vector<std::vector<uint64_t>> tags(2, std::vector<uint64_t>(6));  // 3 tags, then 3 slice sizes
   RingDevice rings[2];
   for (int i = 0; i < 2; ++i) {
     rings[i] = RingDevice{staging[i].data(), tags[i].data(), &counters[i * 4], &counters[i * 4 + 1],
