@@ -33,6 +33,8 @@ constexpr Registration kRegistry[] = {
     {"direct", Collective::AllGather, "direct_allgather.resccl"},
     {"direct", Collective::AllToAll, "direct_alltoall.resccl", 1},
     {"direct", Collective::AllReduce, "direct_allreduce.resccl", 2},
+    {"hm", Collective::AllReduce, "hm_allreduce.resccl"},
+    {"hm", Collective::AllGather, "hm_allgather.resccl"},
 };
 
 std::string_view embeddedText(std::string_view fileName) {

@@ -7,7 +7,10 @@
 //   ring      AllReduce, AllGather, ReduceScatter (NCCL's ring)
 //   chain     Broadcast, Reduce (NCCL's ring Broadcast / Reduce: a pipelined chain from the root)
 //   binomial  Broadcast, Reduce (binomial trees: ceil(log2 n) rounds)
-//   direct    AllGather, AllToAll (every pair at once; AllToAll through one scratch block per rank)
+//   direct    AllGather, AllToAll (every pair at once; AllToAll through one scratch block per rank),
+//             AllReduce (every pair at once, through a chunk per rank pair)
+//   hm        AllReduce, AllGather (hierarchical mesh, ResCCL Appendix A: full mesh inside each node,
+//             a ring across the nodes among the ranks of one local index; GPUPerNode shapes it)
 #pragma once
 
 #include <cstdint>
@@ -40,8 +43,9 @@ const BuiltinAlgorithm* findBuiltinAlgorithm(std::string_view family, Collective
 /// Whether `name` is a built-in family for some collective ("ring", "chain", "binomial", "direct").
 bool isBuiltinFamily(std::string_view name);
 
-/// The family used when nothing else decides: ring AllReduce / AllGather / ReduceScatter, chain
-/// Broadcast / Reduce, direct AllToAll.
+/// The family used when nothing else decides, on one node: ring AllReduce / AllGather /
+/// ReduceScatter, chain Broadcast / Reduce, direct AllToAll (plan_selection.h refines it by size
+/// and node count).
 std::string_view defaultAlgorithmFamily(Collective collective);
 
 /// "chain, binomial": the families that have `collective`, for messages.

@@ -101,6 +101,10 @@ Status takeEntryAlgorithm(const TableEntry& entry, const PlanCacheOptions& optio
 }  // namespace
 
 std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& options) {
+  const bool evenNodes = options.nNodes > 1 && options.nRanks % options.nNodes == 0;
+  if (evenNodes && (query.collective == Collective::AllReduce || query.collective == Collective::AllGather)) {
+    return "hm";
+  }
   if (query.collective == Collective::AllReduce && options.nRanks <= kDirectAllReduceMaxRanks &&
       tunerBytes(query, options.nRanks) <= kDirectAllReduceBytes) {
     return "direct";

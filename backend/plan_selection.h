@@ -49,7 +49,10 @@ struct PlanSelection {
 inline constexpr uint64_t kDirectAllReduceBytes = 64 << 10;
 inline constexpr int32_t kDirectAllReduceMaxRanks = 16;
 
-/// The built-in family a query gets when no table entry decides it.
+/// The built-in family a query gets when no table entry decides it: on several nodes of equal
+/// rank counts, hm AllReduce and AllGather (one ring crossing the nodes per local index, the
+/// rest inside nodes); else direct AllReduce up to kDirectAllReduceBytes, else
+/// defaultAlgorithmFamily.
 std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& options);
 
 /// TbPolicy::Single for a query of at most options.singleTbMaxBytes tuner bytes whose plans are not

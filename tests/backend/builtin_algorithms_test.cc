@@ -42,7 +42,7 @@ std::vector<int32_t> rootsOf(Collective collective, int32_t nRanks) {
 }
 
 TEST(BuiltinAlgorithms, AreTheExamplePrograms) {
-  ASSERT_EQ(builtinAlgorithms().size(), 10u);
+  ASSERT_EQ(builtinAlgorithms().size(), 12u);
   for (const BuiltinAlgorithm& builtin : builtinAlgorithms()) {
     EXPECT_EQ(builtin.text, readExample(builtin.fileName)) << builtin.fileName;
     EXPECT_EQ(findBuiltinAlgorithm(builtin.family, builtin.collective), &builtin);
@@ -53,7 +53,37 @@ TEST(BuiltinAlgorithms, AreTheExamplePrograms) {
   EXPECT_TRUE(isBuiltinFamily("Direct"));
   EXPECT_FALSE(isBuiltinFamily("tree"));
   EXPECT_EQ(builtinFamiliesOf(Collective::Broadcast), "chain, binomial");
-  EXPECT_EQ(builtinFamiliesOf(Collective::AllGather), "ring, direct");
+  EXPECT_EQ(builtinFamiliesOf(Collective::AllGather), "ring, direct, hm");
+}
+
+// The hierarchical-mesh programs shaped for several nodes (GPUPerNode = nRanks / nNodes), as a
+// communicator spanning hosts gets them: proved, and run on the CPU in and out of place.
+TEST(BuiltinAlgorithms, HierarchicalMeshOnSeveralNodes) {
+  for (Collective collective : {Collective::AllReduce, Collective::AllGather}) {
+    const BuiltinAlgorithm* builtin = findBuiltinAlgorithm("hm", collective);
+    ASSERT_NE(builtin, nullptr);
+    for (auto [nRanks, nNodes] : {std::pair{4, 2}, std::pair{6, 2}, std::pair{6, 3}, std::pair{8, 4}}) {
+      const AlgorithmShape shape{nRanks, nNodes, -1, 1};
+      Expected<Algorithm> algorithm = loadRescclAlgorithmFromText(
+          std::string(builtin->fileName), std::string(builtin->text),
+          algorithmParameters(collective, shape, builtin->scratchRankPower));
+      ASSERT_TRUE(algorithm) << algorithm.status().toString();
+      ASSERT_TRUE(checkAlgorithm(*algorithm).ok()) << builtin->fileName << " " << nRanks << "/" << nNodes;
+      const Plan plan = buildPlan(*algorithm, PlanRequest{});
+      for (int64_t count : {int64_t{1}, int64_t{1237}}) {
+        for (bool inPlace : {true, false}) {
+          VerifyOptions options;
+          options.count = count;
+          options.chunkSize = 37 * 4;
+          options.inPlace = inPlace;
+          options.timeoutSeconds = 60;
+          const CpuVerifyReport report = verifyPlanOnCpu(plan, options);
+          EXPECT_TRUE(report.ok) << builtin->fileName << " " << nRanks << " ranks on " << nNodes << " nodes, count "
+                                 << count << "\n" << report.summary();
+        }
+      }
+    }
+  }
 }
 
 TEST(BuiltinAlgorithms, DefaultsCoverEveryCollective) {

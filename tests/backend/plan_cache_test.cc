@@ -181,6 +181,26 @@ TEST(PlanCacheSelection, WithoutATableEveryCollectiveGetsTheDefault) {
   EXPECT_FALSE(cache.stats().diskCache);
 }
 
+// On several hosts of equal rank counts, AllReduce and AllGather default to the hierarchical mesh
+// shaped by the hosts (GPUPerNode); uneven hosts and the other collectives keep the defaults.
+TEST(PlanCacheSelection, SeveralEvenNodesGetHierarchicalAllReduceAndAllGather) {
+  PlanCacheOptions options = memoryOnly(4);
+  options.nNodes = 2;
+  for (int64_t count : {int64_t{2}, int64_t{1} << 20}) {
+    EXPECT_EQ(defaultFamily(query(Collective::AllReduce, count), options), "hm");
+    EXPECT_EQ(defaultFamily(query(Collective::AllGather, count), options), "hm");
+  }
+  EXPECT_EQ(defaultFamily(query(Collective::ReduceScatter, 1000), options), "ring");
+  EXPECT_EQ(defaultFamily(query(Collective::AllToAll, 1000), options), "direct");
+  PlanCache cache(std::nullopt, options);
+  auto plan = planOrFail(cache, query(Collective::AllReduce, 1 << 20));
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(plan->plan.sourceName, "builtin/hm_allreduce.resccl");
+  options.nNodes = 3;  // 4 ranks on 3 hosts: no even split
+  EXPECT_EQ(defaultFamily(query(Collective::AllReduce, 1 << 20), options), "ring");
+  EXPECT_EQ(defaultFamily(query(Collective::AllReduce, 2), options), "direct");
+}
+
 // Small calls on the CPU device run in one TB per rank, posting each step's sends before waiting
 // when every call of the plan is one micro-batch; larger calls, and every call for a GPU, keep
 // state-based TBs.
@@ -367,8 +387,8 @@ TEST(PlanCacheErrors, AnEntryWhoseAlgorithmFailsIsAnErrorNamingTableAndEntry) {
   const std::string forward = "(r + 1 - s) % nRanks, recv)";
   unproved.replace(unproved.find(forward), forward.size(), "(r - s) % nRanks, recv)");
   const std::vector<BadEntry> cases = {
-      {"binomial", "allreduce", "", "there is no built-in binomial AllReduce (built-ins for AllReduce: ring, direct)"},
-      {"chain", "allgather", "", "there is no built-in chain AllGather (built-ins for AllGather: ring, direct)"},
+      {"binomial", "allreduce", "", "there is no built-in binomial AllReduce (built-ins for AllReduce: ring, direct, hm)"},
+      {"chain", "allgather", "", "there is no built-in chain AllGather (built-ins for AllGather: ring, direct, hm)"},
       {"missing.resccl", "allreduce", "", "cannot"},
       {"syntax.resccl", "allreduce", "def ResCCLAlgo(nRanks=4, OpType=\"Allreduce\"):\n    transfer(0, 1, 0, 0\n",
        "syntax.resccl:2:"},
