@@ -76,10 +76,18 @@ std::string randomMagic() {
 
 /// This process's environment with the launch variables of `rank` in place of any inherited ones.
 std::vector<std::string> childEnvironment(const LaunchOptions& options, int rank, const std::string& magic) {
+  const int perNode = options.ranksPerNode > 0 ? options.ranksPerNode : options.ranks;
+  const int node = rank / perNode;
+  const int nodeSize = std::min(perNode, options.ranks - node * perNode);
   std::vector<std::string> set = {
-      "TUCCL_RANK=" + std::to_string(rank),       "TUCCL_NRANKS=" + std::to_string(options.ranks),
-      "TUCCL_LOCAL_RANK=" + std::to_string(rank), "TUCCL_LOCAL_SIZE=" + std::to_string(options.ranks),
-      "TUCCL_COMM_ID=" + options.commId,          "TUCCL_COMM_MAGIC=" + magic};
+      "TUCCL_RANK=" + std::to_string(rank),
+      "TUCCL_NRANKS=" + std::to_string(options.ranks),
+      "TUCCL_LOCAL_RANK=" + std::to_string(rank % perNode),
+      "TUCCL_LOCAL_SIZE=" + std::to_string(nodeSize),
+      "TUCCL_COMM_ID=" + options.commId,
+      "TUCCL_COMM_MAGIC=" + magic};
+  // A host id of this launch's own (its magic), so two launches never share nodes.
+  if (options.ranksPerNode > 0) set.push_back("TUCCL_HOSTID=tuccl-run-" + magic + "-node" + std::to_string(node));
   std::vector<std::string> result;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text = *entry;

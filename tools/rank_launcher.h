@@ -21,6 +21,10 @@ struct LaunchOptions {
   double graceSeconds = 3;    ///< between SIGTERM and SIGKILL
   std::string commId;         ///< "127.0.0.1:port"
   bool tagOutput = false;     ///< prefix every output line with "[rank] "
+  /// > 0: ranks form nodes of this many (rank r on node r / ranksPerNode): each gets TUCCL_HOSTID
+  /// of its node and its local rank within it, so libtuccl treats the nodes as hosts (shared
+  /// memory inside one, the net plugin between them). 0: one node.
+  int ranksPerNode = 0;
   std::vector<std::string> command;
 };
 

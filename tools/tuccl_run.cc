@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   options.command.assign(split == argv + argc ? split : split + 1, argv + argc);
 
   CLI::App app{"tuccl-run -n N [options] -- COMMAND [ARGS...]\n\nStarts N ranks of COMMAND on this machine with "
-               "TUCCL_RANK, TUCCL_NRANKS, TUCCL_LOCAL_RANK, TUCCL_LOCAL_SIZE and TUCCL_COMM_ID set, and stops them all "
+               "TUCCL_RANK, TUCCL_NRANKS, TUCCL_LOCAL_RANK, TUCCL_LOCAL_SIZE and TUCCL_COMM_ID set (and TUCCL_HOSTID with "
+               "--ranks-per-node), and stops them all "
                "when one fails. Exit status: the failed rank's (128+signal), 124 on --timeout, 2 for bad usage."};
   int port = 0;
   app.add_option("-n,--ranks", options.ranks, "number of ranks to start")->required()->check(CLI::Range(1, 4096));
@@ -52,11 +53,18 @@ int main(int argc, char** argv) {
   app.add_option("--grace", options.graceSeconds, "seconds between SIGTERM and SIGKILL when stopping ranks")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--tag-output", options.tagOutput, "prefix every output line with \"[rank] \"");
+  app.add_option("--ranks-per-node", options.ranksPerNode,
+                 "group the ranks into nodes of N (rank r on node r/N): each rank gets its node's TUCCL_HOSTID and "
+                 "its local rank, so libtuccl runs them as separate hosts joined by its net plugin")
+      ->check(CLI::Range(1, 4096));
   app.allow_extras();
   if (auto exit = cli::parse(app, static_cast<int>(split - argv), argv)) return *exit;
   if (!app.remaining().empty())
     return usageError("unexpected '" + app.remaining().front() + "' (the command goes after '--')");
   if (options.command.empty()) return usageError("no command to run (the command goes after '--')");
+  if (options.ranksPerNode > options.ranks)
+    return usageError("--ranks-per-node " + std::to_string(options.ranksPerNode) + " is more than the " +
+                      std::to_string(options.ranks) + " ranks");
 
   if (port == 0) {
     Expected<int> free = freeLoopbackPort();

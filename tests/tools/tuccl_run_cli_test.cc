@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -58,6 +59,31 @@ TEST(TucclRun, GivesEveryRankItsVariables) {
                              " 3 127.0.0.1:";
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
   }
+}
+
+TEST(TucclRun, RanksPerNodeGivesEachNodeItsHostIdAndLocalRanks) {
+  ToolRun r = runCommand(kRun + " -n 5 --ranks-per-node 2 --tag-output --timeout 60 -- sh -c "
+                                "'echo $TUCCL_LOCAL_RANK $TUCCL_LOCAL_SIZE host=$TUCCL_HOSTID'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // Ranks 0,1 | 2,3 | 4: the last node has one rank.
+  const char* expected[] = {"[0] 0 2 host=", "[1] 1 2 host=", "[2] 0 2 host=", "[3] 1 2 host=", "[4] 0 1 host="};
+  std::vector<std::string> hosts;
+  for (int rank = 0; rank < 5; ++rank) {
+    const size_t at = r.output.find(expected[rank]);
+    ASSERT_NE(at, std::string::npos) << expected[rank] << "\n" << r.output;
+    const size_t begin = at + std::strlen(expected[rank]);
+    hosts.push_back(r.output.substr(begin, r.output.find('\n', begin) - begin));
+    EXPECT_FALSE(hosts.back().empty()) << r.output;
+  }
+  EXPECT_EQ(hosts[0], hosts[1]);
+  EXPECT_EQ(hosts[2], hosts[3]);
+  EXPECT_NE(hosts[0], hosts[2]);
+  EXPECT_NE(hosts[2], hosts[4]);
+  EXPECT_NE(hosts[0], hosts[4]);
+  // Without the option no host id is set: the machine's own identity holds.
+  ToolRun plain = runCommand(kRun + " -n 1 --timeout 60 -- sh -c 'echo host=${TUCCL_HOSTID:-none}'");
+  EXPECT_NE(plain.output.find("host=none"), std::string::npos) << plain.output;
+  EXPECT_EQ(runCommand(kRun + " -n 2 --ranks-per-node 3 -- true").status, 2);
 }
 
 TEST(TucclRun, UsesTheGivenPort) {
