@@ -51,9 +51,13 @@ uint64_t randomMagic() {
   return magic;
 }
 
-/// The host name and, when readable, the boot id: equal for every process of one machine (a
-/// container included), different across machines even when they share a host name.
+/// TUCCL_HOSTID when set; else the host name and, when readable, the boot id: equal for every
+/// process of one machine (a container included), different across machines even when they
+/// share a host name.
 uint64_t computeHostHash() {
+  // TUCCL_HOSTID names the host outright: ranks with equal ids form one node (tuccl-run
+  // --ranks-per-node gives the ranks of one machine several, to try multi-node plans).
+  if (const char* id = std::getenv("TUCCL_HOSTID"); id != nullptr && *id != '\0') return fnv1a(std::string("id:") + id);
   char name[256] = {};
   gethostname(name, sizeof name - 1);
   std::string identity = name;

@@ -21,6 +21,8 @@
 #include "backend/cuda_device.h"
 #include "backend/cuda_driver.h"
 #include "backend/log.h"
+#include "backend/net_plugin.h"
+#include "backend/net_proxy.h"
 #include "backend/plan_cache.h"
 #include "backend/staging_layout.h"
 #include "support/text_values.h"
@@ -150,6 +152,8 @@ struct Communicator::Impl {
   std::unique_ptr<Bootstrap> bootstrap;
   std::unique_ptr<Device> device;
   std::unique_ptr<PlanCache> plans;
+  std::vector<int32_t> hostOf;      ///< by rank: its host, numbered by the host's first rank
+  std::unique_ptr<NetProxy> proxy;  ///< ranks on several hosts: carries their rings (after `device`)
 
   std::mutex mutex;  // placement, sequence
   std::unique_ptr<StagingAllocator> allocator;
@@ -191,6 +195,7 @@ struct Communicator::Impl {
   }
 
   Status setup(const UniqueIdBytes& id, int cudaDevice);
+  Status startProxy(const UniqueIdBytes& id);
   Expected<std::unique_ptr<Device>> chooseDevice(PlanCacheOptions& planOptions, int cudaDevice);
   Expected<const PlanPlacement*> placementFor(const CompiledPlan& compiled);
 };
@@ -274,11 +279,6 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
       return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " " + what);
     };
     if (!theirs.ok) return mismatch("failed to initialise (its log says why)");
-    if (theirs.hostHash != mine.hostHash) {
-      return makeError(ErrorCode::Unsupported,
-                       "rank " + std::to_string(r) + " runs on another host: this build connects the ranks of one "
-                       "host (shared memory); ranks on several hosts need the network transport");
-    }
     if (theirs.tableHash != mine.tableHash) {
       return mismatch("holds another lookup table (TUCCL_TUNER_TABLE differs): every rank must load the same table");
     }
@@ -286,8 +286,28 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
     if (theirs.stagingBytes != mine.stagingBytes) return mismatch("has another TUCCL_STAGING_BYTES");
   }
 
+  // Hosts: the ranks of one host hash share memory; the others are reached through the network.
+  std::vector<uint64_t> hosts;
+  std::vector<bool> remote(static_cast<size_t>(nRanks), false);
+  hostOf.assign(static_cast<size_t>(nRanks), 0);
+  for (int32_t r = 0; r < nRanks; ++r) {
+    InitReport theirs;
+    std::memcpy(&theirs, (*reports)[r].data(), sizeof(theirs));
+    auto known = std::find(hosts.begin(), hosts.end(), theirs.hostHash);
+    hostOf[r] = static_cast<int32_t>(known - hosts.begin());
+    if (known == hosts.end()) hosts.push_back(theirs.hostHash);
+    remote[r] = theirs.hostHash != mine.hostHash;
+  }
+  Status spans;
+  if (hosts.size() > 1) {
+    planOptions.nNodes = static_cast<int32_t>(hosts.size());
+    plans = std::make_unique<PlanCache>(table, planOptions);
+    spans = device->setRemoteRanks(remote);
+  }
+
   // Staging: create, exchange (length-prefixed: a CUDA blob is binary), map, then drop the names.
-  Expected<std::string> blob = device->createStaging(static_cast<size_t>(options.stagingBytes));
+  Expected<std::string> blob =
+      spans ? device->createStaging(static_cast<size_t>(options.stagingBytes)) : Expected<std::string>(spans);
   std::string padded(kBlobBytes, '\0');
   if (blob && blob->size() > kBlobBytes - 4) {
     blob = makeError(ErrorCode::Internal, "the staging blob of " + std::to_string(blob->size()) + " bytes is too long");
@@ -322,15 +342,39 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   }
   allocator = std::make_unique<StagingAllocator>(nRanks, options.stagingBytes);
   device->setErrorSink([this](const Status& status) { fail(status); });
+  if (hosts.size() > 1) {
+    if (Status started = startProxy(id); !started) return started;
+  }
   startWatchdog();
   logLine(LogLevel::Info, rank,
-          "communicator of " + std::to_string(nRanks) + " ranks on " +
+          "communicator of " + std::to_string(nRanks) + " ranks" +
+              (hosts.size() > 1 ? " (" + std::to_string(hosts.size()) + " hosts)" : std::string()) + " on " +
               (device->kind() == DeviceKind::Cuda ? "GPU " + std::to_string(device->deviceOrdinal())
                                                   : std::string("the CPU device")) +
               ", staging " +
               formatByteSize(static_cast<uint64_t>(options.stagingBytes)) + " per rank, timeout " +
               formatSeconds(options.timeoutSeconds) + ", " +
               (mine.tableHash == 0 ? std::string("no table") : "table hash " + std::to_string(mine.tableHash)));
+  return {};
+}
+
+// The inter-node proxy (net_proxy.h) over the plugin TUCCL_NET_PLUGIN / NCCL_NET_PLUGIN names;
+// collective: every rank starts one, and a rank's failure fails every rank's init.
+Status Communicator::Impl::startProxy(const UniqueIdBytes& id) {
+  const uint64_t commId = std::hash<std::string_view>{}(std::string_view(id.bytes, kUniqueIdBytes));
+  NetProxyOptions proxyOptions;
+  proxyOptions.rank = rank;
+  proxyOptions.hostOf = hostOf;
+  proxyOptions.staging = device->hostSegments();
+  proxyOptions.timeoutSeconds = options.timeoutSeconds;
+  Expected<std::unique_ptr<NetProxy>> started =
+      NetProxy::start(loadNetPlugin(commId), proxyOptions, *bootstrap, [this](const Status& status) {
+        fail(status);
+        device->abort();
+      });
+  if (!started) return started.status();
+  proxy = std::move(*started);
+  logLine(LogLevel::Info, rank, "inter-node transfers: " + proxy->description());
   return {};
 }
 
@@ -342,6 +386,7 @@ Expected<const PlanPlacement*> Communicator::Impl::placementFor(const CompiledPl
   if (!placed) return placed.status();
   auto& slot = placements[compiled.key];
   slot = std::make_unique<PlanPlacement>(std::move(*placed));
+  if (proxy) proxy->addRings(*slot);
   return slot.get();
 }
 

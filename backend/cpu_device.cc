@@ -298,6 +298,16 @@ class CpuDevice final : public Device {
   DeviceKind kind() const override { return DeviceKind::Cpu; }
   int deviceOrdinal() const override { return -1; }
 
+  Status setRemoteRanks(const std::vector<bool>& remote) override {
+    remote_ = remote;
+    state_->transport = transport::makeSharedMemoryTransport(state_->rank, state_->nRanks, remote);
+    return {};
+  }
+
+  HostSegments hostSegments() const override {
+    return HostSegments{state_->bases, state_->transport->segmentBytes(), state_->abortWord};
+  }
+
   Expected<std::string> createStaging(size_t bytes) override {
     return state_->transport->exportSegment(bytes);
   }
@@ -307,7 +317,10 @@ class CpuDevice final : public Device {
     if (Status status = s.transport->importSegments(blobs); !status) return status;
     s.bases.assign(blobs.size(), nullptr);
     for (size_t r = 0; r < blobs.size(); ++r) s.bases[r] = s.transport->base(static_cast<int32_t>(r));
-    s.abortWord = reinterpret_cast<int32_t*>(s.bases[0]);
+    // The host's first rank holds the abort word every TB of the host watches.
+    size_t first = 0;
+    while (first < remote_.size() && remote_[first]) ++first;
+    s.abortWord = reinterpret_cast<int32_t*>(s.bases[first]);
     return {};
   }
 
@@ -387,6 +400,7 @@ class CpuDevice final : public Device {
 
  private:
   std::shared_ptr<State> state_;
+  std::vector<bool> remote_;  // by rank: on another host
 };
 
 }  // namespace

@@ -191,6 +191,17 @@ class CudaDevice final : public Device {
 
   DeviceKind kind() const override { return DeviceKind::Cuda; }
   int deviceOrdinal() const override { return ordinal_; }
+  Status setRemoteRanks(const std::vector<bool>& remote) override {
+    for (bool r : remote) {
+      if (r) {
+        return makeError(ErrorCode::Unsupported,
+                         "the CUDA device connects the ranks of one host: its staging is GPU memory the inter-node "
+                         "proxy cannot reach yet; run ranks that span hosts on the CPU device (TUCCL_DEVICE=cpu)");
+      }
+    }
+    return {};
+  }
+  HostSegments hostSegments() const override { return {}; }
   Expected<std::string> createStaging(size_t bytes) override;
   Status openStaging(const std::vector<std::string>& blobs) override;
   void stagingShared() override { control_.unlinkName(); }
@@ -458,7 +469,7 @@ Status CudaDevice::checkRingsOfRank(const PlanPlacement& placement, int32_t rank
     const RingPlacement& r = placement.rings[i];
     if (r.srcRank != rank && r.dstRank != rank) continue;
     for (Status status : {fits(i, r.dstRank, r.stagingInDst, r.slotBytes * r.nSlots),
-                          fits(i, r.dstRank, r.tagsInDst, 8 * int64_t{r.nSlots}), fits(i, r.dstRank, r.postedInDst, 8),
+                          fits(i, r.dstRank, r.tagsInDst, 16 * int64_t{r.nSlots}), fits(i, r.dstRank, r.postedInDst, 8),
                           fits(i, r.dstRank, r.recvCountInDst, 8), fits(i, r.srcRank, r.consumedInSrc, 8),
                           fits(i, r.srcRank, r.sendCountInSrc, 8)}) {
       if (!status) return status;

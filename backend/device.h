@@ -8,6 +8,8 @@
 //   2. the blobs are all-gathered over the bootstrap,
 //   3. openStaging(blobs) maps every peer's segment (CPU: shm_open; CUDA: cuIpcOpenMemHandle),
 //   4. after a bootstrap barrier, stagingShared() (the CPU device unlinks the shm name).
+// With ranks on several hosts (setRemoteRanks before 1.), a remote rank's segment is a local
+// shadow the proxy carries across the network, and the abort word is the host's first rank's.
 // Per call: launch(call, stream) enqueues the kernel of call.rank on the stream; errors found
 // while it runs (a TB that timed out or was aborted) are reported through the error sink, and
 // make the communicator's async error.
@@ -61,6 +63,13 @@ struct KernelCall {
 
 using ErrorSink = std::function<void(const Status&)>;
 
+/// The staging as the inter-node proxy sees it (backend/net_proxy.h): host memory only.
+struct HostSegments {
+  std::vector<char*> bases;   ///< by rank: this rank's segment, the mapped ones of its host, shadows
+  size_t segmentBytes = 0;
+  int32_t* abortWord = nullptr;  ///< the host's abort word
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -68,6 +77,12 @@ class Device {
   /// CUDA device ordinal, -1 for the CPU.
   virtual int deviceOrdinal() const = 0;
 
+  /// Marks the ranks of other hosts, before createStaging: their rings run through the
+  /// inter-node proxy, which reaches them in hostSegments(). Unsupported (saying why) on a device
+  /// whose staging the proxy cannot reach.
+  virtual Status setRemoteRanks(const std::vector<bool>& remote) = 0;
+  /// After openStaging: every rank's segment in host memory (see HostSegments).
+  virtual HostSegments hostSegments() const = 0;
   /// Creates this rank's staging segment (zero-filled) and returns its export blob.
   virtual Expected<std::string> createStaging(size_t bytes) = 0;
   /// Maps every rank's segment (blobs by rank; this rank's own blob included).

@@ -1,14 +1,54 @@
 // The shared-memory staging transport (staging_transport.h).
 #include "transport/staging_transport.h"
 
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
 #include "transport/shm_segment.h"
 
 namespace tuccl::transport {
 namespace {
 
+/// A private anonymous mapping: a remote rank's shadow segment.
+class ShadowSegment {
+ public:
+  ShadowSegment() = default;
+  static Expected<ShadowSegment> create(size_t bytes) {
+    void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (data == MAP_FAILED) {
+      return makeError(ErrorCode::ResourceExhausted,
+                       "cannot map a shadow segment of " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+    }
+    ShadowSegment segment;
+    segment.data_ = static_cast<char*>(data);
+    segment.size_ = bytes;
+    return segment;
+  }
+  ~ShadowSegment() {
+    if (data_ != nullptr) munmap(data_, size_);
+  }
+  ShadowSegment(ShadowSegment&& other) noexcept : data_(other.data_), size_(other.size_) { other.data_ = nullptr; }
+  ShadowSegment& operator=(ShadowSegment&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    return *this;
+  }
+  char* data() const { return data_; }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 class SharedMemoryTransport final : public StagingTransport {
  public:
-  SharedMemoryTransport(int32_t rank, int32_t nRanks) : rank_(rank), nRanks_(nRanks) {}
+  SharedMemoryTransport(int32_t rank, int32_t nRanks, std::vector<bool> remote)
+      : rank_(rank), nRanks_(nRanks), remote_(std::move(remote)) {
+    remote_.resize(static_cast<size_t>(nRanks), false);
+  }
 
   Expected<std::string> exportSegment(size_t bytes) override {
     Expected<SharedSegment> segment = SharedSegment::create(bytes);
@@ -24,10 +64,18 @@ class SharedMemoryTransport final : public StagingTransport {
                                                 std::to_string(nRanks_) + " ranks");
     }
     peers_.resize(exports.size());
+    shadows_.resize(exports.size());
     bases_.assign(exports.size(), nullptr);
     for (size_t r = 0; r < exports.size(); ++r) {
       if (static_cast<int32_t>(r) == rank_) {
         bases_[r] = own_.data();
+        continue;
+      }
+      if (remote_[r]) {
+        Expected<ShadowSegment> shadow = ShadowSegment::create(own_.size());
+        if (!shadow) return shadow.status();
+        shadows_[r] = std::move(*shadow);
+        bases_[r] = shadows_[r].data();
         continue;
       }
       Expected<SharedSegment> segment = SharedSegment::open(exports[r]);
@@ -53,15 +101,17 @@ class SharedMemoryTransport final : public StagingTransport {
  private:
   int32_t rank_;
   int32_t nRanks_;
+  std::vector<bool> remote_;
   SharedSegment own_;
-  std::vector<SharedSegment> peers_;  // by rank; this rank's entry stays empty
+  std::vector<SharedSegment> peers_;    // by rank: the mapped segments of this host's other ranks
+  std::vector<ShadowSegment> shadows_;  // by rank: the shadows of other hosts' ranks
   std::vector<char*> bases_;
 };
 
 }  // namespace
 
-std::unique_ptr<StagingTransport> makeSharedMemoryTransport(int32_t rank, int32_t nRanks) {
-  return std::make_unique<SharedMemoryTransport>(rank, nRanks);
+std::unique_ptr<StagingTransport> makeSharedMemoryTransport(int32_t rank, int32_t nRanks, std::vector<bool> remote) {
+  return std::make_unique<SharedMemoryTransport>(rank, nRanks, std::move(remote));
 }
 
 }  // namespace tuccl::transport

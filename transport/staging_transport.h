@@ -35,7 +35,11 @@ class StagingTransport {
   virtual size_t segmentBytes() const = 0;
 };
 
-/// POSIX shared memory (shm_segment.h): the ranks of one host.
-std::unique_ptr<StagingTransport> makeSharedMemoryTransport(int32_t rank, int32_t nRanks);
+/// POSIX shared memory (shm_segment.h) for the ranks of this host. A rank marked in `remote`
+/// (another host's) gets a private, zero-filled shadow of its segment instead (anonymous memory,
+/// committed as it is touched): this rank's kernel writes its side of their rings there and the
+/// inter-node proxy (backend/net_proxy.h) carries them across. Empty `remote`: every rank is local.
+std::unique_ptr<StagingTransport> makeSharedMemoryTransport(int32_t rank, int32_t nRanks,
+                                                            std::vector<bool> remote = {});
 
 }  // namespace tuccl::transport

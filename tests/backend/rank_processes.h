@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -43,12 +44,17 @@ struct RankProcesses {
 };
 
 /// Starts `n` ranks of `argv` with the launcher environment plus `extra` ("NAME=value", replacing
-/// a variable of the same name).
-inline RankProcesses startRanks(int n, const std::vector<std::string>& argv, const std::vector<std::string>& extra,
-                                const std::string& logDir) {
+/// a variable of the same name) and, when given, `perRank(r)`'s variables for rank r.
+inline RankProcesses startRanks(int n, const std::vector<std::string>& argv, const std::vector<std::string>& common,
+                                const std::string& logDir,
+                                const std::function<std::vector<std::string>(int)>& perRank = nullptr) {
   RankProcesses ranks;
   const std::string commId = "TUCCL_COMM_ID=127.0.0.1:" + std::to_string(freePort());
   for (int r = 0; r < n; ++r) {
+    std::vector<std::string> extra = common;
+    if (perRank) {
+      for (const std::string& e : perRank(r)) extra.push_back(e);
+    }
     std::vector<std::string> env;
     auto overridden = [&](const std::string& entry) {  // `extra` wins over this process's variables
       for (const std::string& e : extra) {

@@ -1,0 +1,637 @@
+// The inter-node proxy (net_proxy.h).
+#include "backend/net_proxy.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace tuccl::backend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kFrameMagic = 0x54754343'4c507278ULL;  // "TuCCLPrx"
+constexpr int kSendFrames = 8;         // frame buffers per peer in flight
+constexpr uint32_t kMaxFollowing = 8;  // slices sent as their own message, per frame
+
+enum RecordKind : uint32_t { kSliceInline = 1, kSliceFollows = 2, kCredit = 3, kAbort = 4 };
+
+struct FrameHeader {
+  uint64_t magic;
+  uint32_t records;
+  uint32_t bytes;  ///< of the whole frame
+};
+static_assert(sizeof(FrameHeader) == 16);
+
+/// One record; an inline slice's payload follows it, padded to 8 bytes.
+struct Record {
+  uint32_t kind;
+  uint32_t bytes;       ///< the slice's bytes
+  uint64_t slotOffset;  ///< in the receiver's segment
+  uint64_t tagOffset;
+  uint64_t flagOffset;  ///< posted (slices) or consumed (credits)
+  uint64_t tag;
+  uint64_t value;  ///< the flag's new value
+};
+static_assert(sizeof(Record) == 48);
+
+size_t padded(size_t bytes) { return (bytes + 7) / 8 * 8; }
+
+uint64_t loadAcquire(const char* address) {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<char*>(address)))
+      .load(std::memory_order_acquire);
+}
+void storeRelease(char* address, uint64_t value) {
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(address)).store(value, std::memory_order_release);
+}
+
+/// A ring this rank sends on to another host: its side lives in the shadow of the receiver.
+struct OutRing {
+  const char* shadow;
+  int64_t stagingOffset, tagsOffset, postedOffset, slotBytes;
+  int32_t nSlots;
+  uint64_t forwarded = 0;  ///< slices handed to the network
+};
+
+/// A ring this rank receives on from another host: the credits go back.
+struct InRing {
+  const char* consumed;  ///< in this rank's shadow of the sender's segment
+  int64_t consumedOffset;
+  uint64_t credited = 0;
+};
+
+struct Outgoing {
+  char* data;
+  size_t bytes;
+  void* mhandle;
+  int frame;  ///< the frame buffer to free when sent; -1 for a slice
+};
+
+struct SentRequest {
+  void* request;
+  int frame;
+};
+
+struct Expected_ {
+  void* request = nullptr;
+  bool frame = true;  ///< a frame, else the slice of `record`
+  Record record{};
+};
+
+struct Peer {
+  int32_t rank = -1;
+  void* sendComm = nullptr;
+  void* recvComm = nullptr;
+  std::unique_ptr<char[]> sendFrames;  // kSendFrames x kFrameBytes
+  std::unique_ptr<char[]> recvFrame;   // kFrameBytes
+  void* sendFramesMr = nullptr;
+  void* shadowMr = nullptr;  // this rank's shadow of the peer's segment, on sendComm
+  void* recvFrameMr = nullptr;
+  void* ownMr = nullptr;  // this rank's segment, on recvComm
+  std::vector<int> freeFrames;
+  std::deque<Outgoing> outbox;
+  std::vector<SentRequest> sent;
+  std::deque<Expected_> toPost;
+  std::deque<Expected_> posted;
+  std::vector<OutRing> out;
+  std::vector<InRing> in;
+  bool abortSent = false;
+};
+
+}  // namespace
+
+struct NetProxy::Impl {
+  std::unique_ptr<NetApi> net;
+  NetProxyOptions options;
+  std::function<void(const Status&)> onError;
+  std::string description;
+  int dev = 0;
+  std::map<int32_t, void*> listenComms;  // by peer, until its connection is accepted
+  std::map<int32_t, Peer> peers;  // by rank: the ranks of other hosts
+
+  std::mutex ringsMutex;
+  std::vector<PlanPlacement> pendingRings;
+
+  std::thread thread;
+  std::atomic<bool> stop{false};
+  bool failed = false;
+
+  char* own() const { return options.staging.bases[static_cast<size_t>(options.rank)]; }
+  bool remote(int32_t r) const { return options.hostOf[static_cast<size_t>(r)] != options.hostOf[static_cast<size_t>(options.rank)]; }
+  bool localAbort() const {
+    return options.staging.abortWord != nullptr && std::atomic_ref<int32_t>(*options.staging.abortWord).load() != 0;
+  }
+  void raiseAbort() {
+    if (options.staging.abortWord != nullptr) std::atomic_ref<int32_t>(*options.staging.abortWord).store(1);
+  }
+  void fail(const Status& status) {
+    if (failed) return;
+    failed = true;
+    raiseAbort();
+    if (onError) onError(status);
+  }
+
+  /// `local`: this rank's state so far (an error still takes part in the exchanges).
+  Status connectAll(Bootstrap& bootstrap, Status local);
+  Status registerMemory(Peer& peer);
+  void closeAll();
+  void run();
+  bool progress(Peer& peer);
+  bool progressReceives(Peer& peer);
+  /// After a failure: tells the peer, once, that this host stopped.
+  void sendAbort(Peer& peer);
+  Status applyFrame(Peer& peer, size_t bytes);
+  Status completeSlice(const Record& record);
+  bool buildFrames(Peer& peer);
+  bool progressSends(Peer& peer);
+  void mergeRings();
+  bool inSegment(uint64_t offset, uint64_t bytes) const {
+    return offset <= options.staging.segmentBytes && bytes <= options.staging.segmentBytes - offset;
+  }
+};
+
+// ---- Setup ----------------------------------------------------------------------------------------
+
+Status NetProxy::Impl::connectAll(Bootstrap& bootstrap, Status local) {
+  const auto nRanks = static_cast<int32_t>(options.hostOf.size());
+  const int32_t rank = options.rank;
+  constexpr size_t kHandle = TUCCL_NCCL_NET_HANDLE_MAXSIZE;
+  Expected<int> nDev = local ? net->devices() : Expected<int>(0);
+  if (local && !nDev) local = nDev.status();
+  if (local && *nDev < 1) {
+    local = makeError(ErrorCode::Unsupported, "net plugin " + net->name() + " (" + net->origin() + ") has no device");
+  }
+  // The rank's index on its host picks the device, so a host's ranks spread over its NICs.
+  int32_t localIndex = 0;
+  for (int32_t r = 0; r < rank; ++r) localIndex += remote(r) ? 0 : 1;
+  int32_t remotePeers = 0;
+  std::vector<bool> hosts(static_cast<size_t>(nRanks), false);
+  for (int32_t r = 0; r < nRanks; ++r) {
+    if (!remote(r)) continue;
+    ++remotePeers;
+    hosts[static_cast<size_t>(options.hostOf[static_cast<size_t>(r)])] = true;
+    Peer& peer = peers[r];
+    peer.rank = r;
+    peer.sendFrames = std::make_unique<char[]>(kSendFrames * kFrameBytes);
+    peer.recvFrame = std::make_unique<char[]>(kFrameBytes);
+    for (int f = kSendFrames - 1; f >= 0; --f) peer.freeFrames.push_back(f);
+  }
+  // One listener per remote peer, as NCCL's own net transport does: every plugin supports it, and
+  // the connection a listener accepts is known to come from its peer. Handle slot p of this
+  // rank's contribution is for rank p.
+  std::string handles(1 + static_cast<size_t>(nRanks) * kHandle, '\0');
+  if (local) {
+    dev = localIndex % *nDev;
+    Expected<NetDeviceInfo> info = net->properties(dev);
+    if (info) {
+      const auto otherHosts = std::count(hosts.begin(), hosts.end(), true);
+      description = "net plugin " + net->name() + " (" + net->origin() + "), device " + std::to_string(dev) + " " +
+                    info->name + (info->speedMbps > 0 ? " " + std::to_string(info->speedMbps) + " Mbps" : "") +
+                    ", " + std::to_string(remotePeers) + " peer rank(s) on " + std::to_string(otherHosts) +
+                    " other host(s)";
+    } else {
+      local = info.status();
+    }
+    for (auto& [r, peer] : peers) {
+      if (!local) break;
+      Expected<void*> listening = net->listen(dev, handles.data() + 1 + static_cast<size_t>(r) * kHandle);
+      if (!listening) {
+        local = listening.status();
+        break;
+      }
+      listenComms[r] = *listening;
+    }
+  }
+  handles[0] = local ? '1' : '0';
+  Expected<std::vector<std::string>> gathered = bootstrap.allGather(handles);
+  if (!gathered) return gathered.status();
+  if (!local) return local;
+  for (int32_t r = 0; r < nRanks; ++r) {
+    if ((*gathered)[static_cast<size_t>(r)][0] != '1') {
+      return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " could not listen on its net plugin");
+    }
+  }
+
+  std::map<int32_t, std::string> connecting;  // the peer's handle for this rank (connect updates it)
+  for (auto& [r, peer] : peers) connecting[r] = (*gathered)[static_cast<size_t>(r)].substr(1 + static_cast<size_t>(rank) * kHandle, kHandle);
+  size_t accepted = 0;
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeoutSeconds));
+  while (!connecting.empty() || accepted < peers.size()) {
+    if (Clock::now() > deadline || bootstrap.peerLost()) {
+      return makeError(ErrorCode::Timeout, "net plugin " + net->name() + ": connecting to the ranks of other hosts "
+                                           "did not finish (" + std::to_string(peers.size() - connecting.size()) +
+                                           " connected, " + std::to_string(accepted) + " accepted of " +
+                                           std::to_string(peers.size()) + ")");
+    }
+    bool busy = false;
+    for (auto it = connecting.begin(); it != connecting.end();) {
+      Expected<void*> comm = net->connect(dev, it->second.data());
+      if (!comm) {
+        return makeError(comm.status().code(), "connecting to rank " + std::to_string(it->first) + ": " +
+                                                   comm.status().message());
+      }
+      if (*comm == nullptr) {
+        ++it;
+        continue;
+      }
+      peers[it->first].sendComm = *comm;
+      busy = true;
+      it = connecting.erase(it);
+    }
+    for (auto& [r, peer] : peers) {
+      if (peer.recvComm != nullptr) continue;
+      Expected<void*> comm = net->accept(listenComms[r]);
+      if (!comm) {
+        return makeError(comm.status().code(), "accepting from rank " + std::to_string(r) + ": " +
+                                                   comm.status().message());
+      }
+      if (*comm == nullptr) continue;
+      peer.recvComm = *comm;
+      ++accepted;
+      busy = true;
+    }
+    if (!busy) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  for (auto& [r, listening] : listenComms) (void)net->closeListen(listening);
+  listenComms.clear();
+  for (auto& [r, peer] : peers) {
+    if (Status status = registerMemory(peer); !status) return status;
+    peer.toPost.push_back(Expected_{});  // the first frame
+  }
+  return {};
+}
+
+Status NetProxy::Impl::registerMemory(Peer& peer) {
+  const size_t bytes = options.staging.segmentBytes;
+  Expected<void*> frames = net->regMr(peer.sendComm, peer.sendFrames.get(), kSendFrames * kFrameBytes);
+  if (!frames) return frames.status();
+  peer.sendFramesMr = *frames;
+  Expected<void*> frame = net->regMr(peer.recvComm, peer.recvFrame.get(), kFrameBytes);
+  if (!frame) return frame.status();
+  peer.recvFrameMr = *frame;
+  Expected<void*> shadow = net->regMr(peer.sendComm, options.staging.bases[static_cast<size_t>(peer.rank)], bytes);
+  if (!shadow) return shadow.status();
+  peer.shadowMr = *shadow;
+  Expected<void*> own = net->regMr(peer.recvComm, this->own(), bytes);
+  if (!own) return own.status();
+  peer.ownMr = *own;
+  return {};
+}
+
+void NetProxy::Impl::closeAll() {
+  for (auto& [r, peer] : peers) {
+    if (peer.sendComm != nullptr) {
+      if (peer.shadowMr != nullptr) (void)net->deregMr(peer.sendComm, peer.shadowMr);
+      if (peer.sendFramesMr != nullptr) (void)net->deregMr(peer.sendComm, peer.sendFramesMr);
+      (void)net->closeSend(peer.sendComm);
+    }
+    if (peer.recvComm != nullptr) {
+      if (peer.ownMr != nullptr) (void)net->deregMr(peer.recvComm, peer.ownMr);
+      if (peer.recvFrameMr != nullptr) (void)net->deregMr(peer.recvComm, peer.recvFrameMr);
+      (void)net->closeRecv(peer.recvComm);
+    }
+  }
+  peers.clear();
+  for (auto& [r, listening] : listenComms) (void)net->closeListen(listening);
+  listenComms.clear();
+}
+
+// ---- The thread -----------------------------------------------------------------------------------
+
+void NetProxy::Impl::mergeRings() {
+  std::vector<PlanPlacement> added;
+  {
+    std::lock_guard lock(ringsMutex);
+    added.swap(pendingRings);
+  }
+  const int32_t rank = options.rank;
+  for (const PlanPlacement& placement : added) {
+    for (const RingPlacement& ring : placement.rings) {
+      if (ring.srcRank == rank && remote(ring.dstRank)) {
+        peers[ring.dstRank].out.push_back(OutRing{options.staging.bases[static_cast<size_t>(ring.dstRank)],
+                                                  ring.stagingInDst, ring.tagsInDst, ring.postedInDst, ring.slotBytes,
+                                                  ring.nSlots});
+      } else if (ring.dstRank == rank && remote(ring.srcRank)) {
+        peers[ring.srcRank].in.push_back(
+            InRing{options.staging.bases[static_cast<size_t>(ring.srcRank)] + ring.consumedInSrc, ring.consumedInSrc});
+      }
+    }
+  }
+}
+
+void NetProxy::Impl::run() {
+  int idle = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    mergeRings();
+    bool busy = false;
+    if (!failed) {
+      for (auto& [r, peer] : peers) {
+        busy = progress(peer) || busy;
+        if (failed) break;
+      }
+    }
+    if (failed) {
+      for (auto& [r, peer] : peers) sendAbort(peer);
+    }
+    if (busy) {
+      idle = 0;
+      std::this_thread::yield();
+    } else if (++idle < 256) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 5 * (idle - 255))));
+    }
+  }
+}
+
+bool NetProxy::Impl::progress(Peer& peer) {
+  bool busy = progressReceives(peer);
+  if (failed) return busy;
+  busy = buildFrames(peer) || busy;
+  return progressSends(peer) || busy;
+}
+
+Status NetProxy::Impl::completeSlice(const Record& record) {
+  char* base = own();
+  std::memcpy(base + record.tagOffset, &record.tag, sizeof(record.tag));
+  storeRelease(base + record.flagOffset, record.value);
+  return {};
+}
+
+Status NetProxy::Impl::applyFrame(Peer& peer, size_t bytes) {
+  const char* frame = peer.recvFrame.get();
+  FrameHeader header{};
+  if (bytes >= sizeof(header)) std::memcpy(&header, frame, sizeof(header));
+  if (header.magic != kFrameMagic || header.bytes != bytes) {
+    return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) + " sent a malformed frame");
+  }
+  size_t at = sizeof(header);
+  char* base = own();
+  for (uint32_t i = 0; i < header.records; ++i) {
+    Record record{};
+    if (at + sizeof(record) > bytes) {
+      return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) + " sent a truncated frame");
+    }
+    std::memcpy(&record, frame + at, sizeof(record));
+    at += sizeof(record);
+    const bool flagOk = inSegment(record.flagOffset, 8) && record.flagOffset % 8 == 0;
+    switch (record.kind) {
+      case kSliceInline:
+      case kSliceFollows: {
+        if (!flagOk || !inSegment(record.slotOffset, record.bytes) || !inSegment(record.tagOffset, 8)) {
+          return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) + " sent a slice outside the staging");
+        }
+        if (record.kind == kSliceFollows) {
+          peer.toPost.push_back(Expected_{nullptr, false, record});
+          break;
+        }
+        if (at + padded(record.bytes) > bytes) {
+          return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) + " sent a truncated slice");
+        }
+        std::memcpy(base + record.slotOffset, frame + at, record.bytes);
+        at += padded(record.bytes);
+        (void)completeSlice(record);
+        break;
+      }
+      case kCredit:
+        if (!flagOk) return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) + " sent a bad credit");
+        storeRelease(base + record.flagOffset, record.value);
+        break;
+      case kAbort:
+        raiseAbort();
+        return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) +
+                                                     " (another host) stopped the communicator: a call failed or was aborted there");
+      default:
+        return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) + " sent an unknown record");
+    }
+  }
+  peer.toPost.push_back(Expected_{});  // the next frame
+  return {};
+}
+
+bool NetProxy::Impl::progressReceives(Peer& peer) {
+  bool busy = false;
+  for (;;) {
+    // Post in order; a plugin with no free request slot takes the rest later.
+    while (!peer.toPost.empty()) {
+      Expected_& next = peer.toPost.front();
+      Expected<void*> request =
+          next.frame ? net->irecv(peer.recvComm, peer.recvFrame.get(), kFrameBytes, 0, peer.recvFrameMr)
+                     : net->irecv(peer.recvComm, own() + next.record.slotOffset, next.record.bytes, 0, peer.ownMr);
+      if (!request) {
+        fail(request.status());
+        return true;
+      }
+      if (*request == nullptr) break;
+      next.request = *request;
+      peer.posted.push_back(next);
+      peer.toPost.pop_front();
+      busy = true;
+    }
+    // Complete in order (the wire is a FIFO); a frame queues receives, which are posted first.
+    bool frameApplied = false;
+    while (!peer.posted.empty() && !frameApplied) {
+      size_t size = 0;
+      Expected<bool> done = net->test(peer.posted.front().request, &size);
+      if (!done) {
+        fail(makeError(done.status().code(), "receiving from rank " + std::to_string(peer.rank) + ": " +
+                                                 done.status().message()));
+        return true;
+      }
+      if (!*done) break;
+      busy = true;
+      const Expected_ finished = peer.posted.front();
+      peer.posted.pop_front();
+      Status applied = finished.frame ? applyFrame(peer, size) : completeSlice(finished.record);
+      if (!applied) {
+        fail(applied);
+        return true;
+      }
+      frameApplied = finished.frame;
+    }
+    if (!frameApplied) return busy;
+  }
+}
+
+void NetProxy::Impl::sendAbort(Peer& peer) {
+  if (peer.abortSent || peer.freeFrames.empty() || peer.sendComm == nullptr) return;
+  peer.abortSent = true;
+  char* frame = peer.sendFrames.get() + static_cast<size_t>(peer.freeFrames.back()) * kFrameBytes;
+  const FrameHeader header{kFrameMagic, 1, static_cast<uint32_t>(sizeof(FrameHeader) + sizeof(Record))};
+  const Record record{kAbort, 0, 0, 0, 0, 0, 0};
+  std::memcpy(frame, &header, sizeof(header));
+  std::memcpy(frame + sizeof(header), &record, sizeof(record));
+  // Best effort: the connection may be what failed. The request ends with the connection.
+  (void)net->isend(peer.sendComm, frame, header.bytes, 0, peer.sendFramesMr);
+}
+
+bool NetProxy::Impl::buildFrames(Peer& peer) {
+  bool busy = false;
+  const bool abortNow = !peer.abortSent && localAbort();
+  for (;;) {
+    if (peer.freeFrames.empty()) return busy;
+    const int frameIndex = peer.freeFrames.back();
+    char* frame = peer.sendFrames.get() + static_cast<size_t>(frameIndex) * kFrameBytes;
+    size_t at = sizeof(FrameHeader);
+    uint32_t records = 0;
+    uint32_t following = 0;
+    std::vector<Outgoing> slices;
+    bool full = false;
+    auto add = [&](const Record& record, const char* payload) {
+      std::memcpy(frame + at, &record, sizeof(record));
+      at += sizeof(record);
+      if (payload != nullptr) {
+        std::memcpy(frame + at, payload, record.bytes);
+        at += padded(record.bytes);
+      }
+      ++records;
+    };
+    if (abortNow && !peer.abortSent) {
+      add(Record{kAbort, 0, 0, 0, 0, 0, 0}, nullptr);
+      peer.abortSent = true;
+    }
+    for (OutRing& ring : peer.out) {
+      const uint64_t posted = loadAcquire(ring.shadow + ring.postedOffset);
+      while (ring.forwarded < posted && !full) {
+        const uint64_t k = ring.forwarded;
+        const auto slot = static_cast<int64_t>(k % static_cast<uint64_t>(ring.nSlots));
+        uint64_t tag = 0, bytes = 0;
+        std::memcpy(&tag, ring.shadow + ring.tagsOffset + slot * 8, 8);
+        std::memcpy(&bytes, ring.shadow + ring.tagsOffset + (ring.nSlots + slot) * 8, 8);
+        if (bytes > static_cast<uint64_t>(ring.slotBytes)) {
+          fail(makeError(ErrorCode::Internal, "a slice of " + std::to_string(bytes) + " bytes in a ring of " +
+                                                  std::to_string(ring.slotBytes) + "-byte slots"));
+          return true;
+        }
+        const int64_t slotOffset = ring.stagingOffset + slot * ring.slotBytes;
+        Record record{kSliceInline, static_cast<uint32_t>(bytes), static_cast<uint64_t>(slotOffset),
+                      static_cast<uint64_t>(ring.tagsOffset + slot * 8), static_cast<uint64_t>(ring.postedOffset),
+                      tag, k + 1};
+        if (bytes <= kInlineSliceBytes) {
+          if (at + sizeof(Record) + padded(bytes) > kFrameBytes) {
+            full = true;
+            break;
+          }
+          add(record, ring.shadow + slotOffset);
+        } else {
+          if (following == kMaxFollowing || at + sizeof(Record) > kFrameBytes) {
+            full = true;
+            break;
+          }
+          record.kind = kSliceFollows;
+          add(record, nullptr);
+          ++following;
+          slices.push_back(Outgoing{const_cast<char*>(ring.shadow) + slotOffset, bytes, peer.shadowMr, -1});
+        }
+        ring.forwarded = k + 1;
+      }
+      if (full) break;
+    }
+    for (InRing& ring : peer.in) {
+      if (at + sizeof(Record) > kFrameBytes) {
+        full = true;
+        break;
+      }
+      const uint64_t consumed = loadAcquire(ring.consumed);
+      if (consumed <= ring.credited) continue;
+      add(Record{kCredit, 0, 0, 0, static_cast<uint64_t>(ring.consumedOffset), 0, consumed}, nullptr);
+      ring.credited = consumed;
+    }
+    if (records == 0) return busy;
+    const FrameHeader header{kFrameMagic, records, static_cast<uint32_t>(at)};
+    std::memcpy(frame, &header, sizeof(header));
+    peer.freeFrames.pop_back();
+    peer.outbox.push_back(Outgoing{frame, at, peer.sendFramesMr, frameIndex});
+    for (const Outgoing& slice : slices) peer.outbox.push_back(slice);
+    busy = true;
+    if (!full) return busy;
+  }
+}
+
+bool NetProxy::Impl::progressSends(Peer& peer) {
+  bool busy = false;
+  while (!peer.outbox.empty()) {
+    const Outgoing& next = peer.outbox.front();
+    Expected<void*> request = net->isend(peer.sendComm, next.data, next.bytes, 0, next.mhandle);
+    if (!request) {
+      fail(makeError(request.status().code(), "sending to rank " + std::to_string(peer.rank) + ": " +
+                                                  request.status().message()));
+      return true;
+    }
+    if (*request == nullptr) break;
+    peer.sent.push_back(SentRequest{*request, next.frame});
+    peer.outbox.pop_front();
+    busy = true;
+  }
+  for (size_t i = 0; i < peer.sent.size();) {
+    Expected<bool> done = net->test(peer.sent[i].request, nullptr);
+    if (!done) {
+      fail(makeError(done.status().code(), "sending to rank " + std::to_string(peer.rank) + ": " +
+                                               done.status().message()));
+      return true;
+    }
+    if (!*done) {
+      ++i;
+      continue;
+    }
+    if (peer.sent[i].frame >= 0) peer.freeFrames.push_back(peer.sent[i].frame);
+    peer.sent.erase(peer.sent.begin() + static_cast<std::ptrdiff_t>(i));
+    busy = true;
+  }
+  return busy;
+}
+
+// ---- NetProxy -------------------------------------------------------------------------------------
+
+NetProxy::NetProxy() : impl_(std::make_unique<Impl>()) {}
+
+NetProxy::~NetProxy() {
+  impl_->stop.store(true);
+  if (impl_->thread.joinable()) impl_->thread.join();
+  if (impl_->net) impl_->closeAll();
+}
+
+Expected<std::unique_ptr<NetProxy>> NetProxy::start(Expected<std::unique_ptr<NetApi>> net,
+                                                    const NetProxyOptions& options, Bootstrap& bootstrap,
+                                                    std::function<void(const Status&)> onError) {
+  std::unique_ptr<NetProxy> proxy(new NetProxy());
+  Impl& s = *proxy->impl_;
+  s.options = options;
+  s.onError = std::move(onError);
+  Status local = net ? Status() : net.status();
+  if (net) s.net = std::move(*net);
+  if (local && (s.options.staging.bases.size() != s.options.hostOf.size() || s.options.staging.segmentBytes == 0)) {
+    local = makeError(ErrorCode::Internal, "inter-node proxy: the staging is not in host memory");
+  }
+  Status connected = s.connectAll(bootstrap, local);
+  // Every rank connected (or failed) before any starts moving data.
+  Expected<std::vector<std::string>> verdicts = bootstrap.allGather(std::string(1, connected ? '1' : '0'));
+  if (!connected) return connected;
+  if (!verdicts) return verdicts.status();
+  for (size_t r = 0; r < verdicts->size(); ++r) {
+    if ((*verdicts)[r] != "1") {
+      return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " could not connect to the ranks of other hosts");
+    }
+  }
+  try {
+    s.thread = std::thread([&s] { s.run(); });
+  } catch (const std::system_error& error) {
+    return makeError(ErrorCode::SystemError, std::string("cannot start the inter-node proxy thread: ") + error.what());
+  }
+  return proxy;
+}
+
+void NetProxy::addRings(const PlanPlacement& placement) {
+  std::lock_guard lock(impl_->ringsMutex);
+  impl_->pendingRings.push_back(placement);
+}
+
+const std::string& NetProxy::description() const { return impl_->description; }
+
+}  // namespace tuccl::backend

@@ -1,0 +1,134 @@
+// libtuccl across hosts: ranks with distinct TUCCL_HOSTIDs on loopback are separate nodes, joined
+// by the inter-node proxy and a net plugin (TuCCL's own, or one loaded by NCCL_NET_PLUGIN). Every
+// collective runs on every rank with every element checked; the log names the plugin that
+// carries the inter-node transfers; a rank killed on the other host fails the rest; a plugin that
+// does not load fails every rank's init with the variable named.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "rank_processes.h"
+
+namespace tuccl::testing {
+namespace {
+
+const std::string kRank = TUCCL_COLLECTIVES_RANK;
+
+std::string scratchDir(const std::string& name) {
+  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/runs/multi_node/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string logsOf(const RankProcesses& ranks) {
+  std::string text;
+  for (size_t r = 0; r < ranks.logs.size(); ++r) text += "---- rank " + std::to_string(r) + "\n" + readLog(ranks.logs[r]);
+  return text;
+}
+
+/// The variables of every rank: the CPU device, the shared plan cache, loopback only, INFO log.
+std::vector<std::string> commonEnv(const std::string& timeout = "60") {
+  return {"TUCCL_CACHE_DIR=" + std::string(TUCCL_BINARY_DIR) + "/tests/tuccl-cache",
+          "TUCCL_TIMEOUT_S=" + timeout,
+          "TUCCL_DEVICE=cpu",
+          "TUCCL_SOCKET_IFNAME=lo",
+          "TUCCL_DEBUG=INFO",
+          "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"};
+}
+
+/// Rank r on host hosts[r] (a letter per rank).
+std::function<std::vector<std::string>(int)> hostsOf(const std::string& hosts) {
+  return [hosts](int r) { return std::vector<std::string>{std::string("TUCCL_HOSTID=host-") + hosts[r]}; };
+}
+
+void expectAllPassed(const RankProcesses& ranks) {
+  for (size_t r = 0; r < ranks.pids.size(); ++r) {
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0) << "rank " << r << " failed\n"
+                                                                                    << logsOf(ranks);
+  }
+}
+
+void expectEveryLogHas(const RankProcesses& ranks, const std::string& text) {
+  for (size_t r = 0; r < ranks.logs.size(); ++r) {
+    EXPECT_NE(readLog(ranks.logs[r]).find(text), std::string::npos) << "rank " << r << " does not say '" << text
+                                                                     << "'\n" << logsOf(ranks);
+  }
+}
+
+TEST(MultiNode, EveryCollectiveOnTwoHostsOfTwoRanks) {
+  RankProcesses ranks = startRanks(4, {kRank, "matrix", "0,1,1237,300007", "float32,int32", "sum,max", "float32"},
+                                   commonEnv(), scratchDir("two_by_two"), hostsOf("aabb"));
+  ASSERT_TRUE(waitRanks(ranks, 600)) << "the ranks did not finish\n" << logsOf(ranks);
+  expectAllPassed(ranks);
+  expectEveryLogHas(ranks, "communicator of 4 ranks (2 hosts)");
+  expectEveryLogHas(ranks, "inter-node transfers: net plugin TuCCL-Socket (built into libtuccl), device 0 lo");
+  expectEveryLogHas(ranks, "AllReduce: no tuning table -> built-in hm");
+  expectEveryLogHas(ranks, "AllGather: no tuning table -> built-in hm");
+}
+
+TEST(MultiNode, HostsWhoseRanksInterleaveAndHostsOfUnequalSize) {
+  // Ranks 0 and 2 on one host, 1 and 3 on the other: hm still runs (correct for any placement).
+  RankProcesses interleaved = startRanks(4, {kRank, "matrix", "1,4099,70001", "float32", "sum", "int32"}, commonEnv(),
+                                         scratchDir("interleaved"), hostsOf("abab"));
+  // Three hosts for four ranks: no even split, so the single-node defaults (ring, direct, ...) run.
+  RankProcesses uneven = startRanks(4, {kRank, "matrix", "1,4099,70001", "float32", "sum", "float32"}, commonEnv(),
+                                    scratchDir("uneven"), hostsOf("abbc"));
+  ASSERT_TRUE(waitRanks(interleaved, 600)) << logsOf(interleaved);
+  ASSERT_TRUE(waitRanks(uneven, 600)) << logsOf(uneven);
+  expectAllPassed(interleaved);
+  expectAllPassed(uneven);
+  expectEveryLogHas(uneven, "communicator of 4 ranks (3 hosts)");
+  expectEveryLogHas(uneven, "AllReduce: no tuning table -> built-in ring");
+}
+
+TEST(MultiNode, ThroughTheNetPluginNcclLoadsByPath) {
+  // The plugin NCCL would load, dlopened by libtuccl: its newest table (v12) behind the adapter.
+  std::vector<std::string> env = commonEnv();
+  env.push_back(std::string("NCCL_NET_PLUGIN=") + TUCCL_NET_PLUGIN_PATH);
+  RankProcesses ranks = startRanks(4, {kRank, "matrix", "1237,300007", "float32", "sum", "float32"}, env,
+                                   scratchDir("plugin_by_path"), hostsOf("aabb"));
+  ASSERT_TRUE(waitRanks(ranks, 600)) << logsOf(ranks);
+  expectAllPassed(ranks);
+  expectEveryLogHas(ranks, std::string("inter-node transfers: net plugin TuCCL-Socket (") + TUCCL_NET_PLUGIN_PATH +
+                               ", ncclNetPlugin_v12)");
+}
+
+TEST(MultiNode, APluginThatDoesNotLoadFailsEveryRanksInit) {
+  std::vector<std::string> env = commonEnv("20");
+  env.push_back("TUCCL_NET_PLUGIN=no-such-plugin");
+  RankProcesses ranks = startRanks(4, {kRank, "matrix", "1", "float32", "sum", "float32"}, env,
+                                   scratchDir("missing_plugin"), hostsOf("aabb"));
+  ASSERT_TRUE(waitRanks(ranks, 60)) << logsOf(ranks);
+  for (size_t r = 0; r < ranks.pids.size(); ++r) {
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 3) << logsOf(ranks);
+  }
+  // The ranks that tried to load it name the variable and the file; the others name a peer.
+  EXPECT_NE(readLog(ranks.logs[0]).find("TUCCL_NET_PLUGIN=no-such-plugin: cannot load the net plugin "
+                                        "(libnccl-net-no-such-plugin.so"),
+            std::string::npos)
+      << logsOf(ranks);
+}
+
+TEST(MultiNode, KillingARankOnTheOtherHostFailsTheOthers) {
+  const int n = 4;
+  const double timeout = 10;
+  RankProcesses ranks = startRanks(n, {kRank, "loop"}, commonEnv("10"), scratchDir("kill"), hostsOf("aabb"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  for (int r = 0; r < n; ++r) {
+    while (readLog(ranks.logs[r]).find("ready") == std::string::npos) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << logsOf(ranks);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ASSERT_EQ(kill(ranks.pids[2], SIGKILL), 0);
+  ASSERT_TRUE(waitRanks(ranks, 2 * timeout)) << "a rank did not return within twice the timeout\n" << logsOf(ranks);
+  for (int r = 0; r < n; ++r) {
+    if (r == 2) continue;
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0) << logsOf(ranks);
+    EXPECT_NE(readLog(ranks.logs[r]).find("error"), std::string::npos) << logsOf(ranks);
+  }
+}
+
+}  // namespace
+}  // namespace tuccl::testing
