@@ -22,6 +22,7 @@ bool equalsIgnoringCase(std::string_view text, const char* word) {
 
 Expected<const tucclNcclNet_v12_t*> decide() {
   std::optional<NetTransport> forced;
+  const char* forcedBy = "TUCCL_NET";
   const char* tucclText = std::getenv("TUCCL_NET");
   if (tucclText != nullptr && *tucclText != '\0') {
     Expected<std::optional<NetTransport>> parsed = parseNetChoice(tucclText, "TUCCL_NET", true);
@@ -31,16 +32,20 @@ Expected<const tucclNcclNet_v12_t*> decide() {
     Expected<std::optional<NetTransport>> parsed = parseNetChoice(ncclText, "NCCL_NET", false);
     if (!parsed) return parsed.status();
     forced = *parsed;
+    forcedBy = "NCCL_NET";
   }
   // Sockets when forced need no look at the RDMA devices (and no libibverbs).
   const bool socketsForced = forced && *forced == NetTransport::Socket;
   const int ibCount = socketsForced ? 0 : static_cast<int>(ib::ibDevices().devices.size());
-  Expected<NetTransport> chosen = chooseNet(forced, ibCount, socketsForced ? std::string_view() : ibUnavailableReason());
+  Expected<NetTransport> chosen = chooseNet(forced, forcedBy, ibCount, socketsForced ? std::string_view() : ibUnavailableReason());
   if (!chosen) return chosen.status();
-  if (*chosen == NetTransport::Ib)
-    TUCCL_NET_INFO("TuCCL net: using IB (%d device(s))%s", ibCount, forced ? ", as the environment asks" : "");
-  else
-    TUCCL_NET_INFO("TuCCL net: using Socket (%s)", forced ? "as the environment asks" : ibUnavailableReason().c_str());
+  if (*chosen == NetTransport::Ib) {
+    TUCCL_NET_INFO("TuCCL net: using IB (%d device(s))%s%s", ibCount, forced ? ", as asked by " : "", forced ? forcedBy : "");
+  } else if (forced) {
+    TUCCL_NET_INFO("TuCCL net: using Socket, as asked by %s", forcedBy);
+  } else {
+    TUCCL_NET_INFO("TuCCL net: using Socket (IB: %s)", ibUnavailableReason().c_str());
+  }
   return *chosen == NetTransport::Ib ? &ibNetV12() : &socketNetV12();
 }
 
@@ -146,11 +151,12 @@ Expected<std::optional<NetTransport>> parseNetChoice(std::string_view text, cons
                    std::string(variable) + "='" + std::string(text) + "' names no network TuCCL has (IB or Socket)");
 }
 
-Expected<NetTransport> chooseNet(std::optional<NetTransport> forced, int ibDevices, std::string_view ibReason) {
+Expected<NetTransport> chooseNet(std::optional<NetTransport> forced, std::string_view forcedBy, int ibDevices,
+                                 std::string_view ibReason) {
   if (forced) {
     if (*forced == NetTransport::Ib && ibDevices == 0)
-      return makeError(ErrorCode::InvalidInput,
-                       std::string("the environment asks for the IB network, but it has no device: ") + std::string(ibReason));
+      return makeError(ErrorCode::InvalidInput, std::string(forcedBy) + "=IB, but the IB network has no device: " +
+                                                    std::string(ibReason));
     return *forced;
   }
   return ibDevices > 0 ? NetTransport::Ib : NetTransport::Socket;

@@ -25,9 +25,10 @@ enum class NetTransport { Ib, Socket };
 /// `strict` is false (NCCL_NET), InvalidArgument naming `variable` when `strict` (TUCCL_NET).
 Expected<std::optional<NetTransport>> parseNetChoice(std::string_view text, const char* variable, bool strict);
 
-/// The decision: `forced` if set (IB with no device: InvalidInput with `ibReason`), else IB
-/// when `ibDevices` ≥ 1, else Socket.
-Expected<NetTransport> chooseNet(std::optional<NetTransport> forced, int ibDevices, std::string_view ibReason);
+/// The decision: `forced` (by the variable `forcedBy`) if set — IB with no device is InvalidInput
+/// naming the variable and `ibReason` — else IB when `ibDevices` ≥ 1, else Socket.
+Expected<NetTransport> chooseNet(std::optional<NetTransport> forced, std::string_view forcedBy, int ibDevices,
+                                 std::string_view ibReason);
 
 /// The chosen network's table, deciding on the first call; the error when the environment asks
 /// for something that cannot be had.
