@@ -105,7 +105,9 @@ Expected<ibv_qp*> IbComm::createQp(int sendWrs, int receiveWrs) {
   attr.pkey_index = 0;
   attr.port_num = static_cast<uint8_t>(device_.port);
   attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (api_.modifyQp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
+  if (const int error = api_.modifyQp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+      error != 0) {
+    errno = error;
     Status status = systemError("cannot move a queue pair to INIT");
     (void)api_.destroyQp(qp);
     return status;
@@ -163,10 +165,13 @@ Status IbComm::moveToRts(ibv_qp* qp, uint32_t remoteQpn, const uint8_t* remoteGi
     attr.ah_attr.grh.hop_limit = 255;
     attr.ah_attr.grh.traffic_class = static_cast<uint8_t>(options_.trafficClass);
   }
-  if (api_.modifyQp(qp, &attr,
-                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
+  if (const int error = api_.modifyQp(qp, &attr,
+                                     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                         IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+      error != 0) {
+    errno = error;
     return systemError("cannot move a queue pair to RTR on " + device_.displayName);
+  }
   attr = ibv_qp_attr{};
   attr.qp_state = IBV_QPS_RTS;
   attr.timeout = static_cast<uint8_t>(options_.timeout);
@@ -174,10 +179,13 @@ Status IbComm::moveToRts(ibv_qp* qp, uint32_t remoteQpn, const uint8_t* remoteGi
   attr.rnr_retry = 7;
   attr.sq_psn = 0;
   attr.max_rd_atomic = 1;
-  if (api_.modifyQp(qp, &attr,
-                    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                        IBV_QP_MAX_QP_RD_ATOMIC) != 0)
+  if (const int error = api_.modifyQp(qp, &attr,
+                                     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+      error != 0) {
+    errno = error;
     return systemError("cannot move a queue pair to RTS on " + device_.displayName);
+  }
   return {};
 }
 

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -78,8 +79,11 @@ Expected<const VerbsApi*> loadVerbs() {
 }
 
 int queryPort(const VerbsApi& api, ibv_context* context, uint8_t port, ibv_port_attr* attr) {
-  verbs_context* extended = verbs_get_ctx_op(context, query_port);
-  if (extended != nullptr) return extended->query_port(context, port, attr, sizeof *attr);
+  // verbs_get_ctx_op(context, query_port), spelt out (the macro is a GNU statement expression).
+  verbs_context* extended = verbs_get_ctx(context);
+  if (extended != nullptr && extended->sz >= sizeof(*extended) - offsetof(verbs_context, query_port) &&
+      extended->query_port != nullptr)
+    return extended->query_port(context, port, attr, sizeof *attr);
   std::memset(attr, 0, sizeof *attr);
   return api.queryPortCompat(context, port, reinterpret_cast<_compat_ibv_port_attr*>(attr));
 }
