@@ -616,7 +616,8 @@ Expected<IbTestResult> IbComm::test(IbRequest* request) {
   }
   IbTestResult result;
   result.done = true;
-  result.n = request->kind == IbRequest::Kind::Send ? 1 : request->n;
+  // A send reports its size, a receive each buffer's; a flush none (NCCL passes no sizes for it).
+  result.n = request->kind == IbRequest::Kind::Send ? 1 : request->kind == IbRequest::Kind::Receive ? request->n : 0;
   if (request->kind == IbRequest::Kind::Send) result.sizes[0] = request->size;
   if (request->kind == IbRequest::Kind::Receive)
     for (int i = 0; i < request->n; ++i) result.sizes[i] = static_cast<size_t>(control_->sizes[request->index][i]);
