@@ -148,7 +148,10 @@ void runReceiver(int handleOut) {
     size_t capacity = kSizes[m] + 100;
     int tag = 1;
     void* request = nullptr;
-    while (request == nullptr) CHECK_OR_EXIT(child.net.irecv(comm, 1, &data, &capacity, &tag, &mh, nullptr, &request) == ncclSuccess, "irecv");
+    while (request == nullptr) {
+      CHECK_OR_EXIT(!pastDeadline(child.start), "irecv found no free request");
+      CHECK_OR_EXIT(child.net.irecv(comm, 1, &data, &capacity, &tag, &mh, nullptr, &request) == ncclSuccess, "irecv");
+    }
     std::vector<void*> requests{request};
     std::vector<std::vector<int>> sizes(1);
     child.waitAll(requests, &sizes);
