@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "backend/log.h"
+#include "net/net_select.h"
 #include "net/socket_net.h"
 
 namespace tuccl::backend {
@@ -277,7 +278,11 @@ Expected<std::unique_ptr<NetApi>> adaptNetTable(const void* table, int version, 
 Expected<std::unique_ptr<NetApi>> loadNetPlugin(uint64_t commId) {
   const auto [variable, value] = pluginVariable();
   if (value.empty() || value == "tuccl" || value == "builtin") {
-    return adaptNetTable(&net::socketNetV12(), 12, "built into libtuccl", nullptr, commId);
+    // TuCCL's network: verbs when an RDMA device is up, else sockets (TUCCL_NET forces one).
+    Expected<const tucclNcclNet_v12_t*> chosen = net::selectedNet();
+    std::string origin = "built into libtuccl";
+    if (chosen) origin += *chosen == &net::socketNetV12() ? ", sockets" : ", verbs";
+    return adaptNetTable(&net::selectedNetV12(), 12, origin, nullptr, commId);
   }
   if (value == "none") {
     return makeError(ErrorCode::Unsupported, variable + "=none: no net plugin, so ranks on different hosts cannot talk");

@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "net/interface_choice.h"
+#include "net/net_env.h"
 #include "net/net_log.h"
+#include "net/net_result.h"
 #include "net/socket_comm.h"
 
 namespace tuccl::net {
@@ -34,61 +36,6 @@ constexpr uint64_t kHelloMagic = 0x54754343'4c48656cULL;   // "TuCCLHel"
 constexpr int kMaxDevices = 16;
 constexpr int kMaxThreads = 16;
 constexpr int kMaxSockets = 64;
-
-// ---- Results -------------------------------------------------------------------------------------
-
-ncclResult_t toResult(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::Ok: return ncclSuccess;
-    case ErrorCode::InvalidArgument: return ncclInvalidArgument;
-    case ErrorCode::InvalidInput: return ncclInvalidUsage;
-    case ErrorCode::Internal:
-    case ErrorCode::Unsupported: return ncclInternalError;
-    default: return ncclSystemError;
-  }
-}
-
-ncclResult_t report(const Status& status, const char* what) {
-  if (status) return ncclSuccess;
-  TUCCL_NET_WARN("TuCCL net: %s: %s", what, status.message().c_str());
-  return toResult(status.code());
-}
-
-/// Runs `body` (returning ncclResult_t), turning an escaping exception (out of memory, a bug)
-/// into an error code: nothing C++ crosses the ABI.
-template <typename Body>
-ncclResult_t guarded(const char* what, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    TUCCL_NET_WARN("TuCCL net: %s: out of memory", what);
-    return ncclSystemError;
-  } catch (...) {
-    TUCCL_NET_WARN("TuCCL net: %s: internal error", what);
-    return ncclInternalError;
-  }
-}
-
-// ---- Configuration -------------------------------------------------------------------------------
-
-const char* envFirst(const char* tucclName, const char* ncclName) {
-  const char* value = std::getenv(tucclName);
-  if (value == nullptr || *value == '\0') value = std::getenv(ncclName);
-  return value != nullptr && *value != '\0' ? value : nullptr;
-}
-
-int envInt(const char* tucclName, const char* ncclName, int fallback) {
-  const char* text = envFirst(tucclName, ncclName);
-  if (text == nullptr) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long value = std::strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value < 0 || value > INT_MAX) {
-    TUCCL_NET_WARN("TuCCL net: %s/%s='%s' is not a non-negative integer; using %d", tucclName, ncclName, text, fallback);
-    return fallback;
-  }
-  return static_cast<int>(value);
-}
 
 // ---- Devices -------------------------------------------------------------------------------------
 

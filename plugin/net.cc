@@ -1,20 +1,24 @@
 // The NCCL net plugin: ncclNetPlugin_v8 .. ncclNetPlugin_v12 (nccl-net-abi.md), the only symbols
-// libnccl-net-tuccl.so exports. One implementation, the socket network's v12 table
-// (net/socket_net.h); the older versions are thin adapters that convert properties (field
-// layout) and sizes (int in v8) and supply v12's context arguments. Every entry is noexcept.
+// libnccl-net-tuccl.so exports. One implementation, the combined v12 table of net/net_select.h
+// (the verbs network when it has a device, else sockets; TUCCL_NET=IB|Socket forces one); the
+// older versions are thin adapters that convert properties (field layout) and sizes (int in v8)
+// and supply v12's context arguments. Every entry is noexcept.
 #include <climits>
 #include <cstring>
 
+#include "net/ib_protocol.h"
+#include "net/net_select.h"
 #include "net/socket_comm.h"
-#include "net/socket_net.h"
 #include "tuccl/nccl_net.h"
 
 namespace tuccl {
 namespace {
 
-const tucclNcclNet_v12_t& impl() { return net::socketNetV12(); }
+static_assert(net::kMaxGroupedReceives == net::ib::kMaxRecvs, "both networks group up to the same maxRecvs");
 
-/// v8..v10 have no per-communicator context: the socket network needs none, so they pass NULL.
+const tucclNcclNet_v12_t& impl() { return net::selectedNetV12(); }
+
+/// v8..v10 have no per-communicator context: both networks work without one, so they pass NULL.
 ncclResult_t initWithoutContext(ncclDebugLogger_t logger) noexcept {
   return impl().init(nullptr, 0, nullptr, logger, nullptr);
 }
@@ -110,7 +114,7 @@ ncclResult_t irecvV9(void* comm, int n, void** data, size_t* sizes, int* tags, v
 extern "C" {
 
 // Initialised at load time from the v12 table's entries (function pointers of this library).
-extern __attribute__((visibility("default"))) const tucclNcclNet_v12_t ncclNetPlugin_v12 = tuccl::net::socketNetV12();
+extern __attribute__((visibility("default"))) const tucclNcclNet_v12_t ncclNetPlugin_v12 = tuccl::net::selectedNetV12();
 
 extern __attribute__((visibility("default"))) const tucclNcclNet_v11_t ncclNetPlugin_v11 = {
     ncclNetPlugin_v12.name,        ncclNetPlugin_v12.init,        ncclNetPlugin_v12.devices,

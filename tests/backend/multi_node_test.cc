@@ -62,7 +62,7 @@ TEST(MultiNode, EveryCollectiveOnTwoHostsOfTwoRanks) {
   ASSERT_TRUE(waitRanks(ranks, 600)) << "the ranks did not finish\n" << logsOf(ranks);
   expectAllPassed(ranks);
   expectEveryLogHas(ranks, "communicator of 4 ranks (2 hosts)");
-  expectEveryLogHas(ranks, "inter-node transfers: net plugin TuCCL-Socket (built into libtuccl), device 0 lo");
+  expectEveryLogHas(ranks, "inter-node transfers: net plugin TuCCL (built into libtuccl, sockets), device 0 lo");
   expectEveryLogHas(ranks, "AllReduce: no tuning table -> built-in hm");
   expectEveryLogHas(ranks, "AllGather: no tuning table -> built-in hm");
 }
@@ -90,7 +90,7 @@ TEST(MultiNode, ThroughTheNetPluginNcclLoadsByPath) {
                                    scratchDir("plugin_by_path"), hostsOf("aabb"));
   ASSERT_TRUE(waitRanks(ranks, 600)) << logsOf(ranks);
   expectAllPassed(ranks);
-  expectEveryLogHas(ranks, std::string("inter-node transfers: net plugin TuCCL-Socket (") + TUCCL_NET_PLUGIN_PATH +
+  expectEveryLogHas(ranks, std::string("inter-node transfers: net plugin TuCCL (") + TUCCL_NET_PLUGIN_PATH +
                                ", ncclNetPlugin_v12)");
 }
 

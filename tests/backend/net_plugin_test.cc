@@ -111,7 +111,7 @@ TEST(NetPlugin, EveryAbiVersionOfTheBuiltPluginMovesBytes) {
     ASSERT_NE(table, nullptr);
     Expected<std::unique_ptr<NetApi>> net = adaptNetTable(table, version, "test", nullptr, 7);
     ASSERT_TRUE(net) << net.status().toString();
-    EXPECT_EQ((*net)->name(), "TuCCL-Socket");
+    EXPECT_EQ((*net)->name(), "TuCCL");
     Expected<NetDeviceInfo> info = (*net)->properties(0);
     ASSERT_TRUE(info) << info.status().toString();
     EXPECT_EQ(info->name, "lo");
@@ -133,7 +133,7 @@ TEST(NetPlugin, TheEnvironmentChoosesThePlugin) {
     ScopedEnv nccl("NCCL_NET_PLUGIN", nullptr);
     Expected<std::unique_ptr<NetApi>> net = loadNetPlugin(1);
     ASSERT_TRUE(net) << net.status().toString();
-    EXPECT_EQ((*net)->origin(), "built into libtuccl");
+    EXPECT_EQ((*net)->origin(), "built into libtuccl, sockets");
     exchange(**net, 5000);
   }
   {

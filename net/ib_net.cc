@@ -1,0 +1,488 @@
+// The verbs network's handle, handshake and v12 table (ib_net.h).
+#include "net/ib_net.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "net/ib_comm.h"
+#include "net/ib_devices.h"
+#include "net/interface_choice.h"
+#include "net/net_env.h"
+#include "net/net_log.h"
+#include "net/net_result.h"
+
+namespace tuccl::net {
+namespace {
+
+using ib::ConnectionInfo;
+using ib::IbComm;
+using ib::IbRequest;
+using ib::MemoryRegion;
+using transport::Socket;
+using transport::SocketAddress;
+
+constexpr uint64_t kHandleMagic = 0x54754343'4c496248ULL;  // "TuCCLIbH"
+constexpr uint64_t kInfoMagic = 0x54754343'4c496249ULL;    // "TuCCLIbI"
+constexpr uint8_t kReady = 0x52;                            // 'R': the sender's QPs are ready
+
+struct ConnectState;
+
+/// What listen writes into NCCL's 128-byte handle; the sender keeps its connect progress in the tail.
+struct ListenHandle {
+  uint64_t magic;
+  uint64_t token;
+  uint32_t addressLength;
+  uint8_t address[sizeof(sockaddr_in6)];
+  ConnectState* state;
+};
+static_assert(sizeof(ListenHandle) <= TUCCL_NCCL_NET_HANDLE_MAXSIZE);
+
+uint64_t randomWord() {
+  static thread_local std::mt19937_64 engine{std::random_device{}() ^ (static_cast<uint64_t>(getpid()) << 32)};
+  return engine();
+}
+
+Status systemError(const std::string& what) { return makeError(ErrorCode::SystemError, what + ": " + std::strerror(errno)); }
+
+Expected<const ib::VerbsApi*> verbs() { return ib::loadVerbs(); }
+
+Expected<const ib::IbDevice*> deviceAt(int dev) {
+  const ib::IbDeviceList& list = ib::ibDevices();
+  if (dev < 0 || dev >= static_cast<int>(list.devices.size()))
+    return makeError(ErrorCode::InvalidArgument, "IB device " + std::to_string(dev) + " does not exist (" +
+                                                     std::to_string(list.devices.size()) + " found)");
+  return &list.devices[static_cast<size_t>(dev)];
+}
+
+/// The address the handshake listens on: the socket transport's first interface choice.
+Expected<SocketAddress> handshakeAddress() {
+  const char* specText = envFirst("TUCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME");
+  const char* familyText = std::getenv("NCCL_SOCKET_FAMILY");
+  const InterfaceSpec spec = parseInterfaceSpec(specText != nullptr ? specText : "");
+  const std::vector<NetInterface> chosen =
+      chooseInterfaces(transport::upInterfaceAddresses(), specText != nullptr ? &spec : nullptr,
+                       parseSocketFamily(familyText != nullptr ? familyText : ""), 1);
+  if (chosen.empty())
+    return makeError(ErrorCode::NotFound, std::string("no network interface for the IB handshake (") +
+                                              (specText != nullptr ? specText : "default choice") + ")");
+  return chosen.front().address;
+}
+
+/// Non-blocking: moves what the socket takes now; true once all `bytes` are through.
+Expected<bool> exchange(const Socket& socket, bool sending, void* data, size_t bytes, size_t& done) {
+  while (done < bytes) {
+    char* at = static_cast<char*>(data) + done;
+    const ssize_t moved = sending ? ::send(socket.fd(), at, bytes - done, MSG_NOSIGNAL | MSG_DONTWAIT)
+                                  : ::recv(socket.fd(), at, bytes - done, MSG_DONTWAIT);
+    if (moved < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+    if (moved == 0 && !sending) return makeError(ErrorCode::RemoteError, "the peer closed the handshake");
+    if (moved <= 0) return systemError("handshake I/O failed");
+    done += static_cast<size_t>(moved);
+  }
+  return true;
+}
+
+bool infoValid(const ConnectionInfo& info, uint64_t token) {
+  return info.magic == kInfoMagic && info.token == token && info.nQps >= 1 &&
+         info.nQps <= static_cast<uint32_t>(ib::kMaxQpsPerConnection);
+}
+
+struct NetContext {
+  uint64_t commId;
+  int trafficClass;
+};
+
+int trafficClassOf(void* ctx) { return ctx != nullptr ? static_cast<NetContext*>(ctx)->trafficClass : -1; }
+
+// ---- Sender: connect -------------------------------------------------------------------------------
+
+struct ConnectState {
+  enum class Stage { Connecting, SendInfo, ReceiveInfo, SendReady } stage = Stage::Connecting;
+  SocketAddress peer;
+  Socket socket;
+  std::unique_ptr<IbComm> comm;
+  ConnectionInfo out{};
+  ConnectionInfo in{};
+  size_t done = 0;
+  uint8_t ready = kReady;
+};
+
+Expected<ConnectState*> startConnect(const ListenHandle& handle, int dev, int trafficClass) {
+  if (handle.magic != kHandleMagic || handle.addressLength > sizeof handle.address)
+    return makeError(ErrorCode::InvalidArgument, "the connection handle is not one TuCCL's IB network wrote");
+  Expected<const ib::VerbsApi*> api = verbs();
+  if (!api) return api.status();
+  Expected<const ib::IbDevice*> device = deviceAt(dev);
+  if (!device) return device.status();
+  auto state = std::make_unique<ConnectState>();
+  state->peer = SocketAddress::fromSockaddr(reinterpret_cast<const sockaddr*>(handle.address), handle.addressLength);
+  if (state->peer.empty()) return makeError(ErrorCode::InvalidArgument, "the connection handle has no address");
+  Expected<std::unique_ptr<IbComm>> comm = IbComm::create(**api, **device, true, ib::ibCommOptionsFromEnv(trafficClass));
+  if (!comm) return comm.status();
+  state->comm = std::move(*comm);
+  state->out = state->comm->localInfo(kInfoMagic, handle.token);
+  state->socket = Socket(::socket(state->peer.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!state->socket.valid()) return systemError("cannot create a socket");
+  const int on = 1;
+  (void)setsockopt(state->socket.fd(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  if (::connect(state->socket.fd(), state->peer.get(), state->peer.length()) != 0 && errno != EINPROGRESS)
+    return systemError("cannot connect to " + state->peer.toString());
+  return state.release();
+}
+
+/// Advances the connect; the comm once the receiver has its info and this end is ready.
+Expected<IbComm*> advanceConnect(ConnectState& state) {
+  using Stage = ConnectState::Stage;
+  if (state.stage == Stage::Connecting) {
+    pollfd fd{state.socket.fd(), POLLOUT, 0};
+    if (::poll(&fd, 1, 0) <= 0) return static_cast<IbComm*>(nullptr);
+    int error = 0;
+    socklen_t length = sizeof error;
+    (void)getsockopt(state.socket.fd(), SOL_SOCKET, SO_ERROR, &error, &length);
+    if (error != 0)
+      return makeError(ErrorCode::SystemError, "cannot connect to " + state.peer.toString() + ": " + std::strerror(error));
+    state.stage = Stage::SendInfo;
+  }
+  if (state.stage == Stage::SendInfo) {
+    Expected<bool> sent = exchange(state.socket, true, &state.out, sizeof state.out, state.done);
+    if (!sent || !*sent) return sent ? Expected<IbComm*>(nullptr) : Expected<IbComm*>(sent.status());
+    state.stage = Stage::ReceiveInfo;
+    state.done = 0;
+  }
+  if (state.stage == Stage::ReceiveInfo) {
+    Expected<bool> got = exchange(state.socket, false, &state.in, sizeof state.in, state.done);
+    if (!got || !*got) return got ? Expected<IbComm*>(nullptr) : Expected<IbComm*>(got.status());
+    if (!infoValid(state.in, state.out.token))
+      return makeError(ErrorCode::RemoteError, state.peer.toString() + " answered with a handshake that is not TuCCL's IB one");
+    Status connected = state.comm->connect(state.in);
+    if (!connected) return connected;
+    state.stage = Stage::SendReady;
+    state.done = 0;
+  }
+  Expected<bool> sent = exchange(state.socket, true, &state.ready, 1, state.done);
+  if (!sent || !*sent) return sent ? Expected<IbComm*>(nullptr) : Expected<IbComm*>(sent.status());
+  state.comm->keepSocket(std::move(state.socket));
+  return state.comm.release();
+}
+
+Expected<IbComm*> progressConnect(void* handleBytes, int dev, int trafficClass) {
+  ListenHandle handle;
+  std::memcpy(&handle, handleBytes, sizeof handle);
+  if (handle.state == nullptr) {
+    Expected<ConnectState*> started = startConnect(handle, dev, trafficClass);
+    if (!started) return started.status();
+    handle.state = *started;
+    std::memcpy(handleBytes, &handle, sizeof handle);
+  }
+  Expected<IbComm*> comm = advanceConnect(*handle.state);
+  if (!comm || *comm != nullptr) {  // through or failed: the state goes
+    delete handle.state;
+    handle.state = nullptr;
+    std::memcpy(handleBytes, &handle, sizeof handle);
+  }
+  return comm;
+}
+
+// ---- Receiver: listen and accept -------------------------------------------------------------------
+
+struct PendingAccept {
+  Socket socket;
+  ConnectionInfo in{};
+  ConnectionInfo out{};
+  std::unique_ptr<IbComm> comm;
+  size_t done = 0;
+  uint8_t ready = 0;
+  enum class Stage { ReceiveInfo, SendInfo, ReceiveReady } stage = Stage::ReceiveInfo;
+};
+
+struct ListenComm {
+  Socket listener;
+  uint64_t token = 0;
+  int dev = 0;
+  int trafficClass = -1;
+  std::vector<std::unique_ptr<PendingAccept>> pending;
+};
+
+Expected<ListenComm*> listenOnDevice(void* ctx, int dev, void* handleBytes) {
+  Expected<const ib::IbDevice*> device = deviceAt(dev);
+  if (!device) return device.status();
+  Expected<SocketAddress> address = handshakeAddress();
+  if (!address) return address.status();
+  Expected<Socket> listener = transport::listenOn(*address);
+  if (!listener) return listener.status();
+  Expected<SocketAddress> bound = listener->localAddress();
+  if (!bound) return bound.status();
+  auto comm = std::make_unique<ListenComm>();
+  comm->listener = std::move(*listener);
+  comm->token = randomWord();
+  comm->dev = dev;
+  comm->trafficClass = trafficClassOf(ctx);
+  ListenHandle handle{};
+  handle.magic = kHandleMagic;
+  handle.token = comm->token;
+  handle.addressLength = bound->length();
+  std::memcpy(handle.address, bound->get(), bound->length());
+  std::memset(handleBytes, 0, TUCCL_NCCL_NET_HANDLE_MAXSIZE);
+  std::memcpy(handleBytes, &handle, sizeof handle);
+  return comm.release();
+}
+
+std::string peerName(const Socket& socket) {
+  Expected<SocketAddress> peer = socket.peerAddress();
+  return peer ? peer->toString() : std::string("an unknown peer");
+}
+
+/// Advances one pending accept: the comm when through, nullptr while in progress; an error
+/// refuses this peer only (RemoteError) or fails the accept (anything else).
+Expected<IbComm*> advanceAccept(ListenComm& listen, PendingAccept& pending) {
+  using Stage = PendingAccept::Stage;
+  if (pending.stage == Stage::ReceiveInfo) {
+    Expected<bool> got = exchange(pending.socket, false, &pending.in, sizeof pending.in, pending.done);
+    if (!got || !*got) return got ? Expected<IbComm*>(nullptr) : Expected<IbComm*>(got.status());
+    if (!infoValid(pending.in, listen.token))
+      return makeError(ErrorCode::RemoteError, "its handshake is not TuCCL's IB one or not for this listener");
+    Expected<const ib::VerbsApi*> api = verbs();
+    if (!api) return api.status();
+    Expected<const ib::IbDevice*> device = deviceAt(listen.dev);
+    if (!device) return device.status();
+    ib::IbCommOptions options = ib::ibCommOptionsFromEnv(listen.trafficClass);
+    options.nQps = static_cast<int>(pending.in.nQps);  // the sender decides
+    Expected<std::unique_ptr<IbComm>> comm = IbComm::create(**api, **device, false, options);
+    if (!comm) return comm.status();
+    pending.comm = std::move(*comm);
+    Status connected = pending.comm->connect(pending.in);
+    if (!connected) return connected;
+    pending.out = pending.comm->localInfo(kInfoMagic, listen.token);
+    pending.stage = Stage::SendInfo;
+    pending.done = 0;
+  }
+  if (pending.stage == Stage::SendInfo) {
+    Expected<bool> sent = exchange(pending.socket, true, &pending.out, sizeof pending.out, pending.done);
+    if (!sent || !*sent) return sent ? Expected<IbComm*>(nullptr) : Expected<IbComm*>(sent.status());
+    pending.stage = Stage::ReceiveReady;
+    pending.done = 0;
+  }
+  Expected<bool> got = exchange(pending.socket, false, &pending.ready, 1, pending.done);
+  if (!got || !*got) return got ? Expected<IbComm*>(nullptr) : Expected<IbComm*>(got.status());
+  if (pending.ready != kReady) return makeError(ErrorCode::RemoteError, "its ready byte is wrong");
+  pending.comm->keepSocket(std::move(pending.socket));
+  return pending.comm.release();
+}
+
+Expected<IbComm*> progressAccept(ListenComm& listen) {
+  for (;;) {
+    const int fd = ::accept4(listen.listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) break;
+      return systemError("accept failed");
+    }
+    const int on = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    auto pending = std::make_unique<PendingAccept>();
+    pending->socket = Socket(fd);
+    listen.pending.push_back(std::move(pending));
+  }
+  for (size_t i = 0; i < listen.pending.size();) {
+    PendingAccept& pending = *listen.pending[i];
+    const std::string from = pending.socket.valid() ? peerName(pending.socket) : std::string();
+    Expected<IbComm*> comm = advanceAccept(listen, pending);
+    if (comm && *comm == nullptr) {
+      ++i;
+      continue;
+    }
+    listen.pending.erase(listen.pending.begin() + static_cast<std::ptrdiff_t>(i));
+    if (comm) return comm;
+    if (comm.status().code() != ErrorCode::RemoteError) return comm.status();
+    TUCCL_NET_WARN("TuCCL net: IB: refused a connection from %s: %s", from.c_str(), comm.status().message().c_str());
+  }
+  return static_cast<IbComm*>(nullptr);
+}
+
+// ---- The table -------------------------------------------------------------------------------------
+
+ncclResult_t netInit(void** ctx, uint64_t commId, tucclNcclNetCommConfig_t* config, ncclDebugLogger_t logger,
+                     tucclNcclProfilerCallback_t) noexcept {
+  return guarded("IB init", [&] {
+    if (logger != nullptr) setNetLogger(logger);
+    if (ib::ibDevices().devices.empty()) return ncclSystemError;  // the reason is logged once by ibDevices
+    if (ctx != nullptr) *ctx = new NetContext{commId, config != nullptr ? config->trafficClass : -1};
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netDevices(int* ndev) noexcept {
+  return guarded("IB devices", [&] {
+    *ndev = static_cast<int>(ib::ibDevices().devices.size());
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netGetProperties(int dev, tucclNcclNetProperties_v12_t* props) noexcept {
+  return guarded("IB getProperties", [&] {
+    Expected<const ib::IbDevice*> found = deviceAt(dev);
+    if (!found) return report(found.status(), "IB getProperties");
+    const ib::IbDevice& device = **found;
+    *props = tucclNcclNetProperties_v12_t{};
+    props->name = const_cast<char*>(device.displayName.c_str());
+    props->pciPath = device.pciPath.empty() ? nullptr : const_cast<char*>(device.pciPath.c_str());
+    props->guid = device.guid;
+    props->ptrSupport = device.ptrSupport;
+    props->regIsGlobal = 0;
+    props->forceFlush = 0;
+    props->speed = device.speed;
+    props->port = device.port;
+    props->latency = 0;
+    props->maxComms = std::max(device.maxQp, 1);
+    props->maxRecvs = ib::kMaxRecvs;
+    props->netDeviceType = TUCCL_NCCL_NET_DEVICE_HOST;
+    props->vProps.ndevs = 1;
+    props->vProps.devs[0] = dev;
+    props->maxP2pBytes = TUCCL_NCCL_MAX_NET_SIZE_BYTES;
+    props->maxCollBytes = TUCCL_NCCL_MAX_COLLNET_SIZE;
+    props->maxMultiRequestSize = 1;
+    props->railId = -1;
+    props->planeId = -1;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netListen(void* ctx, int dev, void* handle, void** listenComm) noexcept {
+  return guarded("IB listen", [&] {
+    Expected<ListenComm*> comm = listenOnDevice(ctx, dev, handle);
+    if (!comm) return report(comm.status(), "IB listen");
+    *listenComm = *comm;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netConnect(void* ctx, int dev, void* handle, void** sendComm, tucclNcclNetDeviceHandle_t**) noexcept {
+  return guarded("IB connect", [&] {
+    Expected<IbComm*> comm = progressConnect(handle, dev, trafficClassOf(ctx));
+    if (!comm) return report(comm.status(), "IB connect");
+    *sendComm = *comm;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netAccept(void* listenComm, void** recvComm, tucclNcclNetDeviceHandle_t**) noexcept {
+  return guarded("IB accept", [&] {
+    Expected<IbComm*> comm = progressAccept(*static_cast<ListenComm*>(listenComm));
+    if (!comm) return report(comm.status(), "IB accept");
+    *recvComm = *comm;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netRegMr(void* comm, void* data, size_t size, int type, void** mhandle) noexcept {
+  return guarded("IB regMr", [&] {
+    Expected<MemoryRegion*> region = static_cast<IbComm*>(comm)->registerMemory(data, size, type);
+    if (!region) return report(region.status(), "IB regMr");
+    *mhandle = *region;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+                            void** mhandle) noexcept {
+  return guarded("IB regMrDmaBuf", [&] {
+    Expected<MemoryRegion*> region = static_cast<IbComm*>(comm)->registerDmabuf(data, size, type, offset, fd);
+    if (!region) return report(region.status(), "IB regMrDmaBuf");
+    *mhandle = *region;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netDeregMr(void* comm, void* mhandle) noexcept {
+  return guarded("IB deregMr", [&] {
+    return report(static_cast<IbComm*>(comm)->deregister(static_cast<MemoryRegion*>(mhandle)), "IB deregMr");
+  });
+}
+
+ncclResult_t netIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void*, void** request) noexcept {
+  return guarded("IB isend", [&] {
+    Expected<IbRequest*> posted =
+        static_cast<IbComm*>(sendComm)->postSend(data, size, tag, static_cast<MemoryRegion*>(mhandle));
+    if (!posted) return report(posted.status(), "IB isend");
+    *request = *posted;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void**,
+                      void** request) noexcept {
+  return guarded("IB irecv", [&] {
+    Expected<IbRequest*> posted = static_cast<IbComm*>(recvComm)->postRecv(
+        n, data, sizes, tags, reinterpret_cast<MemoryRegion* const*>(mhandles));
+    if (!posted) return report(posted.status(), "IB irecv");
+    *request = *posted;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netIflush(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request) noexcept {
+  return guarded("IB iflush", [&] {
+    Expected<IbRequest*> posted = static_cast<IbComm*>(recvComm)->postFlush(
+        n, data, sizes, reinterpret_cast<MemoryRegion* const*>(mhandles));
+    if (!posted) return report(posted.status(), "IB iflush");
+    *request = *posted;
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netTest(void* request, int* done, int* sizes) noexcept {
+  return guarded("IB test", [&] {
+    auto* ibRequest = static_cast<IbRequest*>(request);
+    if (ibRequest == nullptr) return ncclInternalError;
+    Expected<ib::IbTestResult> result = ibRequest->comm->test(ibRequest);
+    if (!result) return report(result.status(), "IB test");
+    *done = result->done ? 1 : 0;
+    if (result->done && sizes != nullptr)
+      for (int i = 0; i < result->n; ++i) sizes[i] = static_cast<int>(result->sizes[i]);
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netCloseComm(void* comm) noexcept {
+  return guarded("IB close", [&] {
+    delete static_cast<IbComm*>(comm);
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netCloseListen(void* listenComm) noexcept {
+  return guarded("IB closeListen", [&] {
+    delete static_cast<ListenComm*>(listenComm);
+    return ncclSuccess;
+  });
+}
+
+ncclResult_t netFinalize(void* ctx) noexcept {
+  delete static_cast<NetContext*>(ctx);
+  return ncclSuccess;
+}
+
+const tucclNcclNet_v12_t ibNet = {
+    "TuCCL-IB",     netInit,      netDevices, netGetProperties, netListen, netConnect,   netAccept, netRegMr,
+    netRegMrDmaBuf, netDeregMr,   netIsend,   netIrecv,         netIflush, netTest,      netCloseComm,
+    netCloseComm,   netCloseListen, nullptr,  nullptr,          nullptr,   netFinalize,  nullptr,
+};
+
+}  // namespace
+
+const tucclNcclNet_v12_t& ibNetV12() { return ibNet; }
+
+const std::string& ibUnavailableReason() { return ib::ibDevices().reason; }
+
+}  // namespace tuccl::net

@@ -1,0 +1,12 @@
+// The network layer's environment variables: every knob has a TUCCL_ name and the NCCL_ name it
+// mirrors; the TUCCL_ one wins. Values that do not parse are warned about (net_log.h) and ignored.
+#pragma once
+
+namespace tuccl::net {
+
+/// The value of `tucclName`, else of `ncclName`; NULL when both are unset or empty.
+const char* envFirst(const char* tucclName, const char* ncclName);
+/// A non-negative integer from envFirst, else `fallback` (warned about when the text is not one).
+int envInt(const char* tucclName, const char* ncclName, int fallback);
+
+}  // namespace tuccl::net
