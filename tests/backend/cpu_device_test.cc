@@ -176,3 +176,38 @@ TEST(CpuDevice, AbortFromAnotherThreadUnblocksAWaitingCall) {
 
 }  // namespace
 }  // namespace tuccl::backend
+
+namespace tuccl::backend {
+namespace {
+
+// A rank of another host gets a private zero-filled shadow of its segment (the inter-node proxy
+// carries it); the host's abort word is its first rank's segment.
+TEST(CpuDevice, RanksOfAnotherHostGetPrivateShadows) {
+  constexpr size_t kBytes = 1 << 20;
+  std::unique_ptr<Device> a = createCpuDevice(0, 3), b = createCpuDevice(1, 3);
+  ASSERT_TRUE(a->setRemoteRanks({false, false, true}));
+  ASSERT_TRUE(b->setRemoteRanks({false, false, true}));
+  Expected<std::string> blobA = a->createStaging(kBytes), blobB = b->createStaging(kBytes);
+  ASSERT_TRUE(blobA && blobB);
+  // Rank 2's blob is never opened: its host is another.
+  ASSERT_TRUE(a->openStaging({*blobA, *blobB, "unused"}));
+  ASSERT_TRUE(b->openStaging({*blobA, *blobB, "unused"}));
+  a->stagingShared();
+  b->stagingShared();
+  const HostSegments sa = a->hostSegments(), sb = b->hostSegments();
+  ASSERT_EQ(sa.bases.size(), 3u);
+  EXPECT_GE(sa.segmentBytes, kBytes);
+  EXPECT_EQ(sa.abortWord, reinterpret_cast<int32_t*>(sa.bases[0]));
+  EXPECT_EQ(sb.abortWord, reinterpret_cast<int32_t*>(sb.bases[0]));
+  // The host's segments are shared: a write through one mapping shows in the other.
+  sa.bases[1][4096] = 42;
+  EXPECT_EQ(sb.bases[1][4096], 42);
+  // The shadows are private and zero-filled.
+  EXPECT_NE(sa.bases[2], sb.bases[2]);
+  sa.bases[2][100] = 7;
+  EXPECT_EQ(sb.bases[2][100], 0);
+  EXPECT_EQ(sa.bases[2][kBytes - 1], 0);
+}
+
+}  // namespace
+}  // namespace tuccl::backend

@@ -547,6 +547,18 @@ TEST(CudaDevice, RefusesStagingItCannotMap) {
   EXPECT_EQ(early.code(), ErrorCode::InvalidArgument) << "launch before openStaging";
 }
 
+// Ranks on other hosts need staging the inter-node proxy reaches in host memory: the CUDA device
+// refuses them, saying what to use instead; ranks of its own host are fine.
+TEST(CudaDevice, RefusesRanksOnOtherHosts) {
+  Expected<std::unique_ptr<Device>> device = createCudaDevice(fakeDriver(), 0);
+  ASSERT_TRUE(device);
+  EXPECT_TRUE((*device)->setRemoteRanks({false, false}));
+  const Status refused = (*device)->setRemoteRanks({false, true});
+  EXPECT_EQ(refused.code(), ErrorCode::Unsupported);
+  EXPECT_NE(refused.message().find("TUCCL_DEVICE=cpu"), std::string::npos) << refused.message();
+  EXPECT_TRUE((*device)->hostSegments().bases.empty());
+}
+
 TEST(CudaDevice, CompilesTheKernelForTheGpuWhenThePlanHasNoCubin) {
   std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2, false);
   ASSERT_TRUE(plan);
