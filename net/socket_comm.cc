@@ -358,6 +358,10 @@ Expected<TestResult> SocketComm::test(SocketRequest* request) {
     return result;
   }
   if (failed_.load(std::memory_order_acquire)) return failure();
+  // What is left is the helpers' (chunks in flight): give them the processor. Callers poll test()
+  // in a loop (NCCL's proxy thread does); on a machine with fewer free cores than threads that
+  // loop would otherwise take the time slices the helpers need to move the bytes.
+  if (request->controlDone) std::this_thread::yield();
   return result;
 }
 
