@@ -25,6 +25,7 @@
 #include "net/handshake.h"
 #include "net/interface_choice.h"
 #include "net/net_log.h"
+#include "net/rails.h"
 #include "net/socket_comm.h"
 
 namespace tuccl::net {
@@ -97,6 +98,7 @@ struct Device {
   NetInterface interface;
   std::string pciPath;  ///< empty: not a PCI device
   int speed = 10000;    ///< Mbps
+  int rail = -1;        ///< the sketch's NIC group (rails.h); -1 when not a PCI device
 };
 
 std::mutex devicesMutex;
@@ -128,9 +130,15 @@ int discoverDevices() {
   for (NetInterface& chosen :
        chooseInterfaces(transport::upInterfaceAddresses(), specText != nullptr ? &spec : nullptr, family, kMaxDevices)) {
     Device device{chosen, pciPathOf(chosen.name), speedOf(chosen.name)};
-    TUCCL_NET_INFO("TuCCL net: device %zu is %s (%s)", devices.size(), device.interface.name.c_str(),
-                   device.interface.address.host().c_str());
     devices.push_back(std::move(device));
+  }
+  std::vector<DeviceLocation> locations;
+  for (const Device& device : devices) locations.push_back({device.pciPath, device.speed});
+  const std::vector<int> rails = railsOfDevices(locations);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    devices[i].rail = rails[i];
+    TUCCL_NET_INFO("TuCCL net: device %zu is %s (%s), rail %d", i, devices[i].interface.name.c_str(),
+                   devices[i].interface.address.host().c_str(), devices[i].rail);
   }
   if (devices.empty())
     TUCCL_NET_WARN("TuCCL net: no usable network interface (%s='%s')", specText ? "the interface list" : "default choice",
@@ -392,7 +400,7 @@ ncclResult_t netGetProperties(int dev, tucclNcclNetProperties_v12_t* props) noex
     props->maxP2pBytes = TUCCL_NCCL_MAX_NET_SIZE_BYTES;
     props->maxCollBytes = TUCCL_NCCL_MAX_COLLNET_SIZE;
     props->maxMultiRequestSize = 1;
-    props->railId = -1;
+    props->railId = static_cast<int16_t>(device.rail);
     props->planeId = -1;
     return ncclSuccess;
   });
