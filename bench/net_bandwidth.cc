@@ -466,12 +466,15 @@ tuccl::Expected<double> measureIperf3(const std::string& iperf3) {
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (!gbps && Clock::now() < deadline) {
     auto [text, status] = capture({iperf3, "-c", "127.0.0.1", "-p", portText, "-J", "-n", "1G"}, 60);
-    nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
-    if (status == 0 && !report.is_discarded() && report.contains("end")) {
-      gbps = report["end"]["sum_received"].value("bits_per_second", 0.0) / 8e9;
+    const nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
+    const nlohmann::json::json_pointer received("/end/sum_received/bits_per_second");
+    if (status == 0 && report.is_object() && report.contains(received) && report.at(received).is_number() &&
+        report.at(received).get<double>() > 0) {
+      gbps = report.at(received).get<double>() / 8e9;
       break;
     }
-    if (!report.is_discarded() && report.contains("error")) failure = report["error"].get<std::string>();
+    if (report.is_object() && report.contains("error") && report["error"].is_string())
+      failure = report["error"].get<std::string>();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   (void)reap(server, Clock::now() + std::chrono::seconds(5));
