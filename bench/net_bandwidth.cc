@@ -1,12 +1,14 @@
 // Loopback bandwidth of TuCCL's net plugin (libnccl-net-tuccl.so, dlopened, the v12 table) beside
 // a plain single TCP stream and, when installed, iperf3 — side by side in one run.
 //
-//   bench_net_bandwidth [-b 1M] [-e 64M] [-f 4] [-n 20] [-w 5] [--inflight 4]
+//   bench_net_bandwidth [-b 1M] [-e 64M] [-f 4] [-n 20] [-w 5] [-r 3] [--inflight 4]
 //                       [--configs 1x1,2x1,4x1,2x2] [--no-iperf]
 //
 // Every measurement forks a receiver and a sender over 127.0.0.1. Per size the sender sends -w
 // warm-up messages, waits until the receiver has them all, then times -n messages until the
 // receiver reports them all received (a byte on a pipe): GB/s = n × size / time (1 GB = 1e9 B).
+// -r rounds each measure the TCP stream and then every configuration in turn; a figure is the
+// best of its rounds, so load from elsewhere that comes and goes spoils no column alone.
 //   tcp      one TCP connection, blocking write()/read() of whole messages, one at a time;
 //   TxS      the plugin with T helper threads × S sockets per thread (TUCCL_SOCKET_NTHREADS /
 //            TUCCL_NSOCKS_PERTHREAD in the children's environment), --inflight isend/irecv posted
@@ -30,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -53,6 +56,7 @@ struct Options {
   int64_t iters = 20;
   int64_t warmup = 5;
   int64_t inflight = 4;
+  int64_t repeat = 3;
   std::string configs = "1x1,2x1,4x1,2x2";
   bool iperf = true;
 };
@@ -502,6 +506,8 @@ int run(int argc, char** argv) {
       ->transform(tuccl::cli::integerIn(0, 100000));
   app.add_option("--inflight", options.inflight, "plugin requests in flight (each on its own buffer)")
       ->transform(tuccl::cli::integerIn(1, 32));
+  app.add_option("-r,--repeat", options.repeat, "rounds; each figure is the best round")
+      ->transform(tuccl::cli::integerIn(1, 100));
   app.add_option("--configs", options.configs, "plugin socket configurations THREADSxSOCKETS_PER_THREAD");
   app.add_flag("!--no-iperf", options.iperf, "skip iperf3 even when it is on PATH");
   app.footer("iperf3 is an extra column when it is on PATH (Debian: apt-get install iperf3).");
@@ -529,33 +535,42 @@ int run(int argc, char** argv) {
       iperfNote = "not on PATH (Debian: apt-get install iperf3)";
     }
   }
-  std::optional<std::vector<double>> tcp = measureTcp(sizes, options);
-  if (!tcp) {
-    std::fprintf(stderr, "bench_net_bandwidth: error: the TCP stream failed\n");
-    return 1;
-  }
-  std::vector<std::vector<double>> plugin;
-  for (const SocketConfig& config : *configs) {
-    std::optional<std::vector<double>> seconds = measurePlugin(sizes, options, config);
-    if (!seconds) {
-      std::fprintf(stderr, "bench_net_bandwidth: error: the plugin failed with %s\n", config.label().c_str());
+  // Round r measures the TCP stream and then every configuration; each keeps its shortest time
+  // per size over the rounds, so a moment of load from elsewhere spoils none of them alone.
+  std::vector<double> tcp(sizes.size(), std::numeric_limits<double>::infinity());
+  std::vector<std::vector<double>> plugin(configs->size(), tcp);
+  auto keepBest = [](std::vector<double>& best, const std::vector<double>& seconds) {
+    for (size_t s = 0; s < best.size(); ++s) best[s] = std::min(best[s], seconds[s]);
+  };
+  for (int64_t round = 0; round < options.repeat; ++round) {
+    std::optional<std::vector<double>> stream = measureTcp(sizes, options);
+    if (!stream) {
+      std::fprintf(stderr, "bench_net_bandwidth: error: the TCP stream failed\n");
       return 1;
     }
-    plugin.push_back(*seconds);
+    keepBest(tcp, *stream);
+    for (size_t c = 0; c < configs->size(); ++c) {
+      std::optional<std::vector<double>> seconds = measurePlugin(sizes, options, (*configs)[c]);
+      if (!seconds) {
+        std::fprintf(stderr, "bench_net_bandwidth: error: the plugin failed with %s\n", (*configs)[c].label().c_str());
+        return 1;
+      }
+      keepBest(plugin[c], *seconds);
+    }
   }
 
   std::printf("# TuCCL net plugin (%s) over 127.0.0.1 beside a single TCP stream\n", TUCCL_NET_PLUGIN_PATH);
-  std::printf("# %lld timed messages per size after %lld warm-up; plugin: %lld in flight, TxS = threads x sockets per "
-              "thread\n",
+  std::printf("# %lld timed messages per size after %lld warm-up, best of %lld rounds; plugin: %lld in flight, TxS = "
+              "threads x sockets per thread\n",
               static_cast<long long>(options.iters), static_cast<long long>(options.warmup),
-              static_cast<long long>(options.inflight));
+              static_cast<long long>(options.repeat), static_cast<long long>(options.inflight));
   std::printf("# iperf3: %s\n", iperfNote.c_str());
   std::printf("# %10s %10s", "size", "tcp GB/s");
   if (iperf) std::printf(" %11s", "iperf3 GB/s");
   for (const SocketConfig& config : *configs) std::printf(" %9s %6s", (config.label() + " GB/s").c_str(), "%tcp");
   std::printf("\n");
   for (size_t s = 0; s < sizes.size(); ++s) {
-    const double reference = gbps(sizes[s], options.iters, (*tcp)[s]);
+    const double reference = gbps(sizes[s], options.iters, tcp[s]);
     std::printf("  %10s %10.2f", tuccl::formatByteSize(sizes[s]).c_str(), reference);
     if (iperf) std::printf(" %11.2f", *iperf);
     for (const std::vector<double>& seconds : plugin) {
