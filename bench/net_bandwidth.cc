@@ -463,6 +463,12 @@ tuccl::Expected<double> measureIperf3(const std::string& iperf3) {
   const std::string portText = std::to_string(port);
   const pid_t server = spawn({iperf3, "-s", "-1", "-p", portText}, nullptr);
   if (server < 0) return tuccl::makeError(tuccl::ErrorCode::SystemError, "cannot start the iperf3 server");
+  // The one-shot server ends after its test; it is reaped (or killed, after 5 s) however this
+  // function is left, an exception included.
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() { (void)reap(pid, Clock::now() + std::chrono::seconds(5)); }
+  } reaper{server};
   std::string failure = "iperf3 did not run";
   std::optional<double> gbps;
   // The server needs a moment to listen; a client that finds no listener fails at once and
@@ -481,7 +487,6 @@ tuccl::Expected<double> measureIperf3(const std::string& iperf3) {
       failure = report["error"].get<std::string>();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  (void)reap(server, Clock::now() + std::chrono::seconds(5));
   if (!gbps) return tuccl::makeError(tuccl::ErrorCode::SystemError, failure);
   return *gbps;
 }
