@@ -13,17 +13,10 @@
 #include <deque>
 #include <thread>
 
+#include "net/handshake.h"
+
 namespace tuccl::net {
 namespace {
-
-constexpr uint32_t kMessageMagic = 0x54754d73;  // "TuMs": every control header starts with it
-
-struct MessageHeader {
-  uint32_t magic;
-  int32_t tag;
-  uint64_t size;
-};
-static_assert(sizeof(MessageHeader) == 16);
 
 enum class IoOutcome { Progress, WouldBlock, Closed, Error };
 
@@ -271,7 +264,7 @@ Status SocketComm::progressSendControl() {
     SocketRequest& request = *posted_.front();
     const SocketRequest::Slot& slot = request.slots[0];
     if (state.headerDone == 0 && state.slot < 0) {
-      state.header = {kMessageMagic, slot.tag, slot.size};
+      state.header = makeHeader(slot.tag, slot.size);
       state.slot = 0;
       state.inlineDone = 0;
     }
@@ -311,17 +304,12 @@ Status SocketComm::progressRecvControl() {
       state.headerDone += moved;
     }
     if (state.slot < 0) {
-      if (state.header.magic != kMessageMagic)
-        return makeError(ErrorCode::RemoteError, "a message header without TuCCL's magic: the stream is corrupt");
-      for (int i = 0; i < request.n && state.slot < 0; ++i)
-        if (!request.slots[i].matched && request.slots[i].tag == state.header.tag) state.slot = i;
-      if (state.slot < 0)
-        return makeError(ErrorCode::InvalidInput, "a message with tag " + std::to_string(state.header.tag) +
-                                                      " matches none of the posted receive's buffers");
-      if (state.header.size > request.slots[state.slot].capacity)
-        return makeError(ErrorCode::InvalidInput, "message truncated: " + std::to_string(state.header.size) +
-                                                      " bytes sent, " + std::to_string(request.slots[state.slot].capacity) +
-                                                      " posted");
+      PostedBuffer posted[kMaxGroupedReceives];
+      for (int i = 0; i < request.n; ++i)
+        posted[i] = {request.slots[i].tag, request.slots[i].capacity, request.slots[i].matched};
+      Expected<int> slot = matchHeader(state.header, std::span<const PostedBuffer>(posted, static_cast<size_t>(request.n)));
+      if (!slot) return slot.status();
+      state.slot = *slot;
       request.slots[state.slot].size = state.header.size;
     }
     SocketRequest::Slot& slot = request.slots[state.slot];
@@ -358,6 +346,10 @@ Expected<TestResult> SocketComm::test(SocketRequest* request) {
     return result;
   }
   if (failed_.load(std::memory_order_acquire)) return failure();
+  // What is left is the helpers' (chunks in flight): give them the processor. Callers poll test()
+  // in a loop (NCCL's proxy thread does); on a machine with fewer free cores than threads that
+  // loop would otherwise take the time slices the helpers need to move the bytes.
+  if (request->controlDone) std::this_thread::yield();
   return result;
 }
 

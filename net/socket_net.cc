@@ -14,15 +14,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <random>
+#include <set>
+#include <span>
 #include <vector>
 
+#include "net/handshake.h"
 #include "net/interface_choice.h"
 #include "net/net_env.h"
 #include "net/net_log.h"
 #include "net/net_result.h"
+#include "net/rails.h"
 #include "net/socket_comm.h"
 
 namespace tuccl::net {
@@ -31,11 +36,8 @@ namespace {
 using transport::Socket;
 using transport::SocketAddress;
 
-constexpr uint64_t kHandleMagic = 0x54754343'4c4e6574ULL;  // "TuCCLNet"
-constexpr uint64_t kHelloMagic = 0x54754343'4c48656cULL;   // "TuCCLHel"
 constexpr int kMaxDevices = 16;
-constexpr int kMaxThreads = 16;
-constexpr int kMaxSockets = 64;
+static_assert(kHandleBytes == TUCCL_NCCL_NET_HANDLE_MAXSIZE);
 
 // ---- Devices -------------------------------------------------------------------------------------
 
@@ -43,6 +45,7 @@ struct Device {
   NetInterface interface;
   std::string pciPath;  ///< empty: not a PCI device
   int speed = 10000;    ///< Mbps
+  int rail = -1;        ///< the sketch's NIC group (rails.h); -1 when not a PCI device
 };
 
 std::mutex devicesMutex;
@@ -74,9 +77,15 @@ int discoverDevices() {
   for (NetInterface& chosen :
        chooseInterfaces(transport::upInterfaceAddresses(), specText != nullptr ? &spec : nullptr, family, kMaxDevices)) {
     Device device{chosen, pciPathOf(chosen.name), speedOf(chosen.name)};
-    TUCCL_NET_INFO("TuCCL net: device %zu is %s (%s)", devices.size(), device.interface.name.c_str(),
-                   device.interface.address.host().c_str());
     devices.push_back(std::move(device));
+  }
+  std::vector<DeviceLocation> locations;
+  for (const Device& device : devices) locations.push_back({device.pciPath, device.speed});
+  const std::vector<int> rails = railsOfDevices(locations);
+  for (size_t i = 0; i < devices.size(); ++i) {
+    devices[i].rail = rails[i];
+    TUCCL_NET_INFO("TuCCL net: device %zu is %s (%s), rail %d", i, devices[i].interface.name.c_str(),
+                   devices[i].interface.address.host().c_str(), devices[i].rail);
   }
   if (devices.empty())
     TUCCL_NET_WARN("TuCCL net: no usable network interface (%s='%s')", specText ? "the interface list" : "default choice",
@@ -92,32 +101,7 @@ Expected<Device> deviceAt(int dev) {
   return devices[static_cast<size_t>(dev)];
 }
 
-// ---- Handshake -----------------------------------------------------------------------------------
-
-struct ConnectState;
-
-/// What listen() writes into NCCL's 128-byte handle; `state` is the sender's progress, kept in
-/// the handle as NCCL's own transports do (each connect retry passes the same buffer).
-struct ListenHandle {
-  uint64_t magic;
-  uint64_t token;
-  uint32_t addressLength;
-  uint8_t address[sizeof(sockaddr_in6)];
-  ConnectState* state;
-};
-static_assert(sizeof(ListenHandle) <= TUCCL_NCCL_NET_HANDLE_MAXSIZE);
-
-/// The first bytes on every socket of a connection.
-struct Hello {
-  uint64_t magic;
-  uint64_t token;   ///< the listener's, from the handle
-  uint64_t nonce;   ///< the sender's, the same on all sockets of one connection
-  uint16_t index;   ///< 0: control, 1..nData: data
-  uint16_t nData;
-  uint16_t nThreads;
-  uint16_t reserved;
-};
-static_assert(sizeof(Hello) == 32);
+// ---- Handshake (the wire formats and their checks: handshake.h) -------------------------------
 
 uint64_t randomWord() {
   static thread_local std::mt19937_64 engine{std::random_device{}() ^ (static_cast<uint64_t>(getpid()) << 32)};
@@ -131,26 +115,45 @@ void tuneSocket(int fd) {
 
 struct PendingSocket {
   Socket socket;
-  Hello hello{};
-  size_t done = 0;
+  Hello hello{};        ///< connect side: the hello to send
+  size_t sent = 0;
   bool connected = false;
+  HelloReader reader;   ///< accept side: the hello arriving
 };
 
+/// A sender's connection in progress; the handle's progress field points at it.
 struct ConnectState {
   SocketAddress peer;
-  Hello hello{};
   std::vector<PendingSocket> sockets;
   int nThreads = 1;
 };
 
+/// The connect states this process has handed out. A handle arrives from the peer, so its
+/// progress field is trusted only when it names one of these (a fresh handle carries 0; anything
+/// else in it is garbage and starts a new connect).
+std::mutex connectsMutex;
+std::set<ConnectState*> liveConnects;
+
+ConnectState* liveConnect(uintptr_t progress) {
+  std::lock_guard lock(connectsMutex);
+  auto found = liveConnects.find(reinterpret_cast<ConnectState*>(progress));
+  return found == liveConnects.end() ? nullptr : *found;
+}
+
+void endConnect(ConnectState* state, void* handle) {
+  {
+    std::lock_guard lock(connectsMutex);
+    liveConnects.erase(state);
+  }
+  delete state;
+  storeProgress(handle, 0);
+}
+
 struct ListenComm {
   Socket listener;
-  uint64_t token = 0;
-  std::vector<PendingSocket> pending;     ///< accepted, hello not complete
-  std::vector<Socket> placed;             ///< by hello index, once the first good hello sets the size
-  uint64_t nonce = 0;
-  int nThreads = 1;
-  size_t placedCount = 0;
+  HelloBoard board;
+  std::vector<PendingSocket> pending;  ///< accepted, hello not complete
+  std::vector<Socket> placed;          ///< by hello index, sized by the first good hello
 };
 
 Status systemError(const std::string& what) { return makeError(ErrorCode::SystemError, what + ": " + std::strerror(errno)); }
@@ -162,41 +165,30 @@ Expected<ListenComm*> listenOnDevice(int dev, void* handle) {
   if (!listener) return listener.status();
   Expected<SocketAddress> bound = listener->localAddress();
   if (!bound) return bound.status();
-  auto* comm = new ListenComm{std::move(*listener), randomWord(), {}, {}, 0, 1, 0};
-  ListenHandle out{};
-  out.magic = kHandleMagic;
-  out.token = comm->token;
-  out.addressLength = bound->length();
-  std::memcpy(out.address, bound->get(), bound->length());
-  std::memset(handle, 0, TUCCL_NCCL_NET_HANDLE_MAXSIZE);
-  std::memcpy(handle, &out, sizeof out);
+  auto* comm = new ListenComm{std::move(*listener), HelloBoard(randomWord()), {}, {}};
+  writeHandle(handle, comm->board.token(), *bound);
   return comm;
 }
 
 /// Starts the non-blocking connects of a new connection.
-Expected<ConnectState*> startConnect(const ListenHandle& in) {
-  if (in.magic != kHandleMagic || in.addressLength > sizeof in.address)
-    return makeError(ErrorCode::InvalidArgument, "the connection handle is not one TuCCL's socket network wrote");
+Expected<std::unique_ptr<ConnectState>> startConnect(const ParsedHandle& in) {
   auto state = std::make_unique<ConnectState>();
-  state->peer = SocketAddress::fromSockaddr(reinterpret_cast<const sockaddr*>(in.address), in.addressLength);
-  if (state->peer.empty()) return makeError(ErrorCode::InvalidArgument, "the connection handle has no address");
+  state->peer = in.listener;
   const SocketNetConfig config = socketNetConfigFromEnv();
   const int nData = config.nThreads * config.nSocksPerThread;
   state->nThreads = config.nThreads;
-  state->hello = {kHelloMagic, in.token, randomWord(), 0, static_cast<uint16_t>(nData),
-                  static_cast<uint16_t>(config.nThreads), 0};
+  const uint64_t nonce = randomWord();
   for (int i = 0; i <= nData; ++i) {
     PendingSocket pending;
     pending.socket = Socket(::socket(state->peer.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!pending.socket.valid()) return systemError("cannot create a socket");
     tuneSocket(pending.socket.fd());
-    pending.hello = state->hello;
-    pending.hello.index = static_cast<uint16_t>(i);
+    pending.hello = makeHello(in.token, nonce, i, nData, config.nThreads);
     if (::connect(pending.socket.fd(), state->peer.get(), state->peer.length()) != 0 && errno != EINPROGRESS)
       return systemError("cannot connect to " + state->peer.toString());
     state->sockets.push_back(std::move(pending));
   }
-  return state.release();
+  return state;
 }
 
 /// Progresses one socket of a connect: connected, then its hello sent. True when done.
@@ -210,65 +202,44 @@ Expected<bool> progressConnectSocket(PendingSocket& pending, const SocketAddress
     if (error != 0) return makeError(ErrorCode::SystemError, "cannot connect to " + peer.toString() + ": " + std::strerror(error));
     pending.connected = true;
   }
-  while (pending.done < sizeof(Hello)) {
-    const ssize_t sent = ::send(pending.socket.fd(), reinterpret_cast<const char*>(&pending.hello) + pending.done,
-                                sizeof(Hello) - pending.done, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (pending.sent < sizeof(Hello)) {
+    const ssize_t sent = ::send(pending.socket.fd(), reinterpret_cast<const char*>(&pending.hello) + pending.sent,
+                                sizeof(Hello) - pending.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
     if (sent <= 0) return systemError("handshake with " + peer.toString() + " failed");
-    pending.done += static_cast<size_t>(sent);
+    pending.sent += static_cast<size_t>(sent);
   }
   return true;
 }
 
 /// One connect() call: progresses the connection in the handle; a SocketComm once it is through.
 Expected<SocketComm*> progressConnect(void* handle) {
-  ListenHandle in;
-  std::memcpy(&in, handle, sizeof in);
-  if (in.state == nullptr) {
-    Expected<ConnectState*> started = startConnect(in);
+  Expected<ParsedHandle> in = parseHandle(handle);
+  if (!in) return in.status();
+  ConnectState* state = liveConnect(in->progress);
+  if (state == nullptr) {
+    Expected<std::unique_ptr<ConnectState>> started = startConnect(*in);
     if (!started) return started.status();
-    in.state = *started;
-    std::memcpy(handle, &in, sizeof in);
+    state = started->release();
+    std::lock_guard lock(connectsMutex);
+    liveConnects.insert(state);
   }
-  ConnectState& state = *in.state;
+  storeProgress(handle, reinterpret_cast<uintptr_t>(state));
   bool all = true;
-  for (PendingSocket& pending : state.sockets) {
-    Expected<bool> done = progressConnectSocket(pending, state.peer);
+  for (PendingSocket& pending : state->sockets) {
+    Expected<bool> done = progressConnectSocket(pending, state->peer);
     if (!done) {
-      delete in.state;
-      in.state = nullptr;
-      std::memcpy(handle, &in, sizeof in);
+      endConnect(state, handle);
       return done.status();
     }
     all = all && *done;
   }
   if (!all) return static_cast<SocketComm*>(nullptr);
   std::vector<Socket> sockets;
-  for (PendingSocket& pending : state.sockets) sockets.push_back(std::move(pending.socket));
-  auto* comm = new SocketComm(true, std::move(sockets), state.nThreads);
-  delete in.state;
-  in.state = nullptr;
-  std::memcpy(handle, &in, sizeof in);
+  for (PendingSocket& pending : state->sockets) sockets.push_back(std::move(pending.socket));
+  auto* comm = new SocketComm(true, std::move(sockets), state->nThreads);
+  endConnect(state, handle);
   return comm;
-}
-
-/// Whether `hello` belongs to this listener's connection; places it if so.
-bool placeHello(ListenComm& listen, PendingSocket& pending) {
-  const Hello& hello = pending.hello;
-  if (hello.magic != kHelloMagic || hello.token != listen.token || hello.nData > kMaxSockets ||
-      hello.nThreads == 0 || hello.nThreads > kMaxThreads || hello.index > hello.nData)
-    return false;
-  if (listen.placed.empty()) {
-    listen.placed.resize(static_cast<size_t>(hello.nData) + 1);
-    listen.nonce = hello.nonce;
-    listen.nThreads = hello.nThreads;
-  }
-  if (hello.nonce != listen.nonce || listen.placed.size() != static_cast<size_t>(hello.nData) + 1 ||
-      listen.placed[hello.index].valid())
-    return false;
-  listen.placed[hello.index] = std::move(pending.socket);
-  ++listen.placedCount;
-  return true;
 }
 
 std::string peerName(const Socket& socket) {
@@ -276,26 +247,31 @@ std::string peerName(const Socket& socket) {
   return peer ? peer->toString() : std::string("an unknown peer");
 }
 
-/// Reads the hellos that are there; refuses (closes) sockets whose hello is wrong.
+/// Reads the hellos that are there; places the sockets whose hello is right, refuses (closes)
+/// the others.
 void readHellos(ListenComm& listen) {
   for (size_t i = 0; i < listen.pending.size();) {
     PendingSocket& pending = listen.pending[i];
     bool drop = false;
-    while (pending.done < sizeof(Hello)) {
-      const ssize_t got = ::recv(pending.socket.fd(), reinterpret_cast<char*>(&pending.hello) + pending.done,
-                                 sizeof(Hello) - pending.done, MSG_DONTWAIT);
+    while (!pending.reader.complete()) {
+      const std::span<std::byte> unread = pending.reader.unread();
+      const ssize_t got = ::recv(pending.socket.fd(), unread.data(), unread.size(), MSG_DONTWAIT);
       if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
       if (got <= 0) {
         drop = true;
         break;
       }
-      pending.done += static_cast<size_t>(got);
+      pending.reader.received(static_cast<size_t>(got));
     }
-    if (!drop && pending.done == sizeof(Hello)) {
-      const std::string from = peerName(pending.socket);
-      if (!placeHello(listen, pending))
-        TUCCL_NET_WARN("TuCCL net: refused a connection from %s: its handshake is not TuCCL's or not for this listener",
-                       from.c_str());
+    if (!drop && pending.reader.complete()) {
+      const Expected<int> index = listen.board.place(pending.reader.hello());
+      if (index) {
+        if (listen.placed.size() != listen.board.sockets()) listen.placed.resize(listen.board.sockets());
+        listen.placed[static_cast<size_t>(*index)] = std::move(pending.socket);
+      } else {
+        TUCCL_NET_WARN("TuCCL net: refused a connection from %s: %s", peerName(pending.socket).c_str(),
+                       index.status().message().c_str());
+      }
       drop = true;  // placed or refused, it leaves the pending list
     }
     if (drop)
@@ -319,10 +295,10 @@ Expected<SocketComm*> progressAccept(ListenComm& listen) {
     listen.pending.push_back(std::move(pending));
   }
   readHellos(listen);
-  if (listen.placed.empty() || listen.placedCount != listen.placed.size()) return static_cast<SocketComm*>(nullptr);
-  auto* comm = new SocketComm(false, std::move(listen.placed), listen.nThreads);
+  if (!listen.board.complete()) return static_cast<SocketComm*>(nullptr);
+  auto* comm = new SocketComm(false, std::move(listen.placed), listen.board.nThreads());
   listen.placed.clear();
-  listen.placedCount = 0;
+  listen.board.reset();
   return comm;
 }
 
@@ -371,7 +347,7 @@ ncclResult_t netGetProperties(int dev, tucclNcclNetProperties_v12_t* props) noex
     props->maxP2pBytes = TUCCL_NCCL_MAX_NET_SIZE_BYTES;
     props->maxCollBytes = TUCCL_NCCL_MAX_COLLNET_SIZE;
     props->maxMultiRequestSize = 1;
-    props->railId = -1;
+    props->railId = static_cast<int16_t>(device.rail);
     props->planeId = -1;
     return ncclSuccess;
   });

@@ -38,43 +38,6 @@ std::vector<int32_t> Sketch::interNodePeersOf(int32_t rank) const {
   return peers;
 }
 
-// TuCCL §III-B stage 2: "greedily pairing NICs with minimal intra-group bandwidth variance,
-// ensuring no two NICs from the same node reside in one group".
-std::vector<std::vector<int32_t>> groupNics(const Topology& topology) {
-  std::vector<std::vector<int32_t>> groups;
-  std::vector<double> sums;
-  for (int32_t node = 0; node < topology.nNodes(); ++node) {
-    std::vector<int32_t> nics = nicsOfNode(topology, node);
-    std::stable_sort(nics.begin(), nics.end(), [&](int32_t a, int32_t b) {
-      return topology.nics[a].bandwidthGBps > topology.nics[b].bandwidthGBps;
-    });
-    std::vector<bool> taken(groups.size(), false);
-    for (int32_t nic : nics) {
-      double bandwidth = topology.nics[nic].bandwidthGBps;
-      int32_t best = -1;
-      double bestDistance = std::numeric_limits<double>::infinity();
-      for (size_t g = 0; g < groups.size(); ++g) {
-        if (taken[g]) continue;
-        double distance = std::abs(sums[g] / static_cast<double>(groups[g].size()) - bandwidth);
-        if (distance < bestDistance) {
-          bestDistance = distance;
-          best = static_cast<int32_t>(g);
-        }
-      }
-      if (best < 0) {
-        groups.push_back({});
-        sums.push_back(0);
-        taken.push_back(false);
-        best = static_cast<int32_t>(groups.size()) - 1;
-      }
-      groups[best].push_back(nic);
-      sums[best] += bandwidth;
-      taken[best] = true;
-    }
-  }
-  return groups;
-}
-
 Sketch buildSketch(const Topology& topology, SketchVariant variant) {
   Router router(topology);
   Sketch sketch;

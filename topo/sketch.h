@@ -50,8 +50,13 @@ struct Sketch {
   std::vector<int32_t> interNodePeersOf(int32_t rank) const;
 };
 
-/// Stage 2 on its own: groups of NIC indices.
+/// Stage 2 on its own: groups of NIC indices (nic_groups.cc).
 std::vector<std::vector<int32_t>> groupNics(const Topology& topology);
+/// The rail of every NIC: the index of its stage-2 group, so NICs that share a rail across nodes
+/// are the ones the sketch lets talk. On one node every NIC is a group of its own, numbered
+/// fastest first (the lower NIC index first among equals); -1 for a NIC of a node that is not
+/// in the topology's node list.
+std::vector<int32_t> railOfNics(const Topology& topology);
 
 Sketch buildSketch(const Topology& topology, SketchVariant variant);
 

@@ -62,6 +62,23 @@ TEST(Sketch, GroupingMatchesBandwidths) {
   EXPECT_EQ(groups[1], (std::vector<int32_t>{1, 2}));
 }
 
+// The rail of a NIC is its group's index: counterpart NICs of two nodes share a rail, and the
+// rails of one node alone are the same as in the cluster.
+TEST(Sketch, RailOfNicsIsTheGroupIndex) {
+  Topology cluster = makePreset("preset:resccl-a100:nodes=2");
+  const std::vector<std::vector<int32_t>> groups = groupNics(cluster);
+  const std::vector<int32_t> rails = railOfNics(cluster);
+  ASSERT_EQ(rails.size(), cluster.nics.size());
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (int32_t nic : groups[g]) EXPECT_EQ(rails[static_cast<size_t>(nic)], static_cast<int32_t>(g));
+  const std::vector<int32_t> oneNode = railOfNics(makePreset("preset:resccl-a100"));
+  ASSERT_EQ(oneNode.size() * 2, rails.size());
+  for (size_t nic = 0; nic < oneNode.size(); ++nic) {
+    EXPECT_EQ(oneNode[nic], rails[nic]);
+    EXPECT_EQ(rails[nic], rails[nic + oneNode.size()]) << "NIC " << nic << " and its counterpart";
+  }
+}
+
 TEST(Sketch, VariantsDifferInConnectionCount) {
   Topology t = makePreset("preset:resccl-a100:nodes=2");
   Sketch full = buildSketch(t, SketchVariant::FullMesh);
