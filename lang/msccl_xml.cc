@@ -145,6 +145,9 @@ class Importer {
     const std::string& text = source_.text();
     const unsigned flags = pugi::parse_default & ~pugi::parse_escapes;
     pugi::xml_parse_result parsed = document.load_buffer(text.data(), text.size(), flags, pugi::encoding_utf8);
+    if (parsed.status == pugi::status_no_document_element) {
+      fail(source_.locationOf(0), "expected an <algo> element; the file has none");
+    }
     if (!parsed) {
       const size_t offset = parsed.offset < 0 ? 0 : std::min(static_cast<size_t>(parsed.offset), text.size());
       fail(source_.locationOf(offset), std::string("malformed XML: ") + parsed.description());
@@ -768,8 +771,8 @@ class Importer {
       path += (listed++ > 0 ? " -> " : "") + where(steps_[s]);
     }
     const StepRec& at = steps_[nodeStep_[cycle.front()]];
-    fail(at.loc, "dependency cycle: " + where(at) + " waits on itself through " + path +
-                     " (program order, depid/deps and sends before their receives)");
+    fail(at.loc, "dependency cycle: " + path + " -> back to the first (program order, depid/deps and sends before "
+                     "their receives)");
   }
 
   // ---- Operations -------------------------------------------------------------------------------
