@@ -242,7 +242,9 @@ TEST(MscclXml, EveryAttributeErrorNamesItsPlace) {
     ASSERT_FALSE(status.ok());
     EXPECT_NE(status.message().find(test.message), std::string::npos) << status.toString();
     EXPECT_EQ(status.diagnostic().file, "inline.xml");
-    if (!test.text.empty()) EXPECT_TRUE(status.diagnostic().loc.known()) << status.toString();
+    if (!test.text.empty()) {
+      EXPECT_TRUE(status.diagnostic().loc.known()) << status.toString();
+    }
   }
 }
 
@@ -310,7 +312,9 @@ TEST(MscclXml, RrsReducesIntoFreshScratchAndCopiesPrecedeTheSchedule) {
   ASSERT_EQ(a2a->schedule.preCopyOps.size(), 4u);
   for (int32_t op : a2a->schedule.preCopyOps) EXPECT_EQ(a2a->algorithm.ops[op].step, 0);
   for (const Operation& op : a2a->algorithm.ops) {
-    if (!op.isLocal()) EXPECT_GT(op.step, 0);
+    if (!op.isLocal()) {
+      EXPECT_GT(op.step, 0);
+    }
   }
   EXPECT_EQ(a2a->redop, "nop");
   Expected<ImportedMscclAlgorithm> odd = importCorpus("unusual_attributes.xml");
