@@ -1,6 +1,6 @@
 // The algorithm IR: what a collective algorithm is, independent of the language it was written in.
 //
-// In:  nothing (front ends build it: ResCCLang, later MSCCL XML and synthesisers).
+// In:  nothing (front ends build it: ResCCLang, MSCCL XML, and synthesisers).
 // Out: an Algorithm, read by the semantic checker, the scheduler and the simulator.
 //
 // An Algorithm is a collective (kind, ranks, buffer sizes in chunks) plus a flat list of

@@ -1,5 +1,5 @@
-// tuccl-compile: the offline compiler. It reads a ResCCLang program, proves it correct with the
-// semantic checker (--check prints a summary), and with -o DIR schedules it and writes the plan
+// tuccl-compile: the offline compiler. It reads a ResCCLang program or an MSCCL algorithm XML file
+// (lang/load_algorithm.h), proves it correct with the semantic checker (--check prints a summary), and with -o DIR schedules it and writes the plan
 // and the kernels: parse -> check -> DAG -> pipeline (HPDS or a baseline) -> TB allocation ->
 // plan.json -> rank<N>.cu -> (NVRTC) CUBIN/PTX. --verify runs the kernels on the CPU.
 //
@@ -23,7 +23,7 @@
 #include "kernelgen/datatype.h"
 #include "kernelgen/nvrtc.h"
 #include "lang/algorithm_summary.h"
-#include "lang/resccl.h"
+#include "lang/load_algorithm.h"
 #include "lang/semantic_check.h"
 #include "plan/plan_json.h"
 #include "scheduler/plan_builder.h"
@@ -163,12 +163,12 @@ int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
 }
 
 int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclOptions, const CompileOptions& options) {
-  tuccl::Expected<tuccl::Algorithm> compiled = tuccl::compileResccl(source, rescclOptions);
-  if (!compiled.ok()) {
-    tuccl::cli::printDiagnostic(compiled.diagnostic(), &source);
+  tuccl::Expected<tuccl::LoadedAlgorithm> loaded = tuccl::loadAlgorithmText(source, rescclOptions);
+  if (!loaded.ok()) {
+    tuccl::cli::printDiagnostic(loaded.diagnostic(), &source);
     return kExitError;
   }
-  tuccl::Algorithm algorithm = std::move(compiled).value();
+  tuccl::Algorithm algorithm = std::move(loaded->algorithm);
   tuccl::CheckReport report = tuccl::checkAlgorithm(algorithm);
   if (options.printSummary) {
     std::cout << tuccl::renderSummary(algorithm, tuccl::summarizeAlgorithm(algorithm), options.rankLines);
@@ -198,7 +198,9 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
     if (int status = writeOutputs(plan, options); status != 0) return status;
   }
   if (!options.verify) return 0;
-  const tuccl::VerifyOptions& verifyOptions = options.verifyOptions;
+  tuccl::VerifyOptions verifyOptions = options.verifyOptions;
+  // An out-of-place algorithm (an MSCCL file with inplace="0") runs only as an out-of-place call.
+  if (!algorithm.inPlace) verifyOptions.inPlace = false;
   const tuccl::CpuVerifyReport verification = tuccl::verifyPlanOnCpu(plan, verifyOptions);
   std::cout << "cpu verify   " << tuccl::dataTypeName(verifyOptions.dataType) << " "
             << tuccl::reduceOpName(verifyOptions.op) << ", count " << verifyOptions.count
@@ -216,7 +218,7 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "tuccl-compile: compile a collective algorithm (ResCCLang) for TuCCL.\n"
+      "tuccl-compile: compile a collective algorithm (ResCCLang, or MSCCL algorithm XML) for TuCCL.\n"
       "With no FILE it uses the bundled hierarchical-mesh AllReduce (examples/algorithms/hm_allreduce.resccl).\n"
       "  tuccl-compile --check FILE        prove the algorithm correct and summarise it\n"
       "  tuccl-compile FILE -o DIR         also schedule it and write DIR/plan.json and DIR/rank<N>.cu\n"
@@ -228,10 +230,12 @@ int main(int argc, char** argv) {
   tuccl::RescclOptions rescclOptions;
   CompileOptions options;
   std::string ranks = "16";
-  app.add_option("FILE", file, "ResCCLang program (.resccl); default: the bundled HM AllReduce");
+  app.add_option("FILE", file,
+                 "ResCCLang program (.resccl) or MSCCL algorithm XML (.xml, or text starting with '<'); default: the "
+                 "bundled HM AllReduce");
   app.add_flag("--check", check, "parse the program, prove the collective's postcondition and print a summary");
   app.add_option("-p,--param", parameters,
-                 "override a header parameter, e.g. --param nRanks=16 --param GPUPerNode=4 (repeatable)")
+                 "override a ResCCLang header parameter, e.g. --param nRanks=16 --param GPUPerNode=4 (repeatable)")
       ->type_name("NAME=VALUE");
   app.add_option("--max-ops", rescclOptions.maxOperations,
                  "stop a program that makes more transfer() calls than this")
@@ -305,7 +309,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seed", options.verifyOptions.seed, "--verify: random seed (0: a fresh one, printed)")
       ->capture_default_str();
-  app.add_flag("--out-of-place", outOfPlace, "--verify: separate input and output buffers");
+  app.add_flag("--out-of-place", outOfPlace,
+               "--verify: separate input and output buffers (always so for an out-of-place algorithm)");
 
   if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
 

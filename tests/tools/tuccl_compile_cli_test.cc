@@ -253,3 +253,49 @@ TEST(TucclCompile, HostileNumbersEndInAMessage) {
 }
 
 }  // namespace
+
+// ---- MSCCL algorithm XML ---------------------------------------------------------------------------
+
+namespace {
+
+std::string msccl(const std::string& name) { return std::string(TUCCL_SOURCE_DIR) + "/tests/data/msccl/" + name; }
+
+TEST(TucclCompileMscclXml, ChecksAnXmlFile) {
+  ToolRun r = runTool("--check " + msccl("ring_allreduce_2ch.xml"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("collective   AllReduce, in place"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("verified: AllReduce postcondition holds"), std::string::npos) << r.output;
+}
+
+TEST(TucclCompileMscclXml, ADefectIsReportedAtItsXmlLine) {
+  ToolRun r = runTool("--check " + msccl("bad/reduce_mixed_chunks.xml"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("reduce_mixed_chunks.xml:22:7: error: reduces chunk 0 into rank 1 input chunk 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("<step s=\"1\" type=\"rrc\""), std::string::npos) << r.output;  // the quoted line
+  ToolRun bad = runTool("--check " + msccl("bad/step_type_ra.xml"));
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("step_type_ra.xml:57:19: error: step type \"ra\""), std::string::npos) << bad.output;
+}
+
+TEST(TucclCompileMscclXml, ParametersAreRefusedForXml) {
+  ToolRun r = runTool("--check " + msccl("ring_allreduce_1ch.xml") + " -p nRanks=8");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("parameters apply to ResCCLang programs only"), std::string::npos) << r.output;
+}
+
+TEST_F(TucclCompilePlan, WritesAPlanAndVerifiesAnXmlFile) {
+  ToolRun r = runTool(msccl("alltoall_copy.xml") + " --no-cubin -o " + dir_.string() + " --verify --dtype int32 --count 777");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // An out-of-place file verifies out of place.
+  EXPECT_NE(r.output.find("cpu verify   int32 sum, count 777, out of place"), std::string::npos) << r.output;
+  const tuccl::Expected<tuccl::Plan> read = tuccl::readPlanJson(tuccl::readSourceFile((dir_ / "plan.json").string()));
+  ASSERT_TRUE(read.ok()) << read.status().toString();
+  EXPECT_EQ(read->collective, tuccl::Collective::AllToAll);
+  EXPECT_TRUE(tuccl::validatePlan(*read).ok());
+  ToolRun broadcast = runTool(msccl("broadcast_chain.xml") + " --verify --dtype float32 --count 301");
+  EXPECT_EQ(broadcast.status, 0) << broadcast.output;
+}
+
+}  // namespace

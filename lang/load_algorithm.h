@@ -1,0 +1,46 @@
+// Loading an algorithm file whatever its language: ResCCLang programs and MSCCL algorithm XML.
+//
+// In:  a path (or a file's text and name) and the ResCCLang options (header parameters, limits).
+// Out: a LoadedAlgorithm: the Algorithm, the source text (for diagnostics that quote it), the
+//      format, and for MSCCL XML the file's own schedule; or a Status naming file:line:col.
+//
+// The format: a name ending in ".xml", or text whose first non-blank character is '<', is MSCCL
+// XML (lang/msccl_xml.h); anything else is ResCCLang (lang/resccl.h). ResCCLang parameter
+// overrides are refused for XML, which has no parameters.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lang/algorithm.h"
+#include "lang/msccl_xml.h"
+#include "lang/resccl.h"
+#include "support/source_text.h"
+#include "support/status.h"
+
+namespace tuccl {
+
+enum class AlgorithmFormat : uint8_t { Resccl, MscclXml };
+
+/// "ResCCLang", "MSCCL XML".
+std::string_view algorithmFormatName(AlgorithmFormat format);
+
+/// The format of a file from its name and text (see above).
+AlgorithmFormat detectAlgorithmFormat(std::string_view fileName, std::string_view text);
+
+struct LoadedAlgorithm {
+  Algorithm algorithm;
+  SourceText source;
+  AlgorithmFormat format = AlgorithmFormat::Resccl;
+  std::optional<ImportedMscclAlgorithm> msccl;  ///< MSCCL XML: the import, whose algorithm is `algorithm`
+};
+
+/// Compiles or imports a text already read. The LoadedAlgorithm's `msccl->algorithm` is left
+/// empty (the algorithm is `algorithm`).
+Expected<LoadedAlgorithm> loadAlgorithmText(SourceText source, const RescclOptions& options = {});
+
+/// Reads the file at `path` and loads it (IoError naming the file when it cannot be read).
+Expected<LoadedAlgorithm> loadAlgorithmFile(const std::string& path, const RescclOptions& options = {});
+
+}  // namespace tuccl
