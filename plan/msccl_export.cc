@@ -223,7 +223,7 @@ std::vector<MscclStep> fusedSteps(const Layout& layout, int32_t rank, const Plan
 struct ItemRef {
   int32_t part = 0;
   int32_t item = 0;
-  friend auto operator<=>(const ItemRef&, const ItemRef&) = default;
+  friend bool operator==(const ItemRef&, const ItemRef&) = default;
 };
 
 struct Item {
