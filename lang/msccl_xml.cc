@@ -10,29 +10,12 @@
 
 namespace tuccl {
 
-std::string_view mscclStepTypeName(MscclStepType type) {
-  switch (type) {
-    case MscclStepType::Send: return "s";
-    case MscclStepType::Recv: return "r";
-    case MscclStepType::RecvCopySend: return "rcs";
-    case MscclStepType::RecvReduceSend: return "rrs";
-    case MscclStepType::RecvReduceCopy: return "rrc";
-    case MscclStepType::RecvReduceCopySend: return "rrcs";
-    case MscclStepType::Copy: return "cpy";
-    case MscclStepType::Reduce: return "re";
-    case MscclStepType::Nop: return "nop";
-  }
-  return "?";
-}
-
 namespace {
 
 // Bounds that keep a hostile file from exhausting memory before any real work.
 constexpr int64_t kMaxRanks = 1 << 16;
 constexpr int64_t kMaxChunks = 1 << 24;  // chunks per buffer, and per step
 constexpr int64_t kMaxChannels = 1 << 10;
-
-constexpr std::array<std::string_view, 9> kStepTypeNames = {"s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop"};
 
 bool sends(MscclStepType t) {
   return t == MscclStepType::Send || t == MscclStepType::RecvCopySend || t == MscclStepType::RecvReduceSend ||
@@ -478,9 +461,7 @@ class Importer {
     pugi::xml_attribute type = step.attribute("type");
     if (!type) fail(locOf(step), "<step> lacks the required attribute 'type'");
     const std::string_view name = type.value();
-    for (size_t i = 0; i < kStepTypeNames.size(); ++i) {
-      if (name == kStepTypeNames[i]) return static_cast<MscclStepType>(i);
-    }
+    if (std::optional<MscclStepType> known = parseMscclStepType(name)) return *known;
     if (name == "ra") {
       fail(locOf(step, type), "step type \"ra\" (residual add) is not supported: no MSCCL runtime executes it",
            ErrorCode::Unsupported);

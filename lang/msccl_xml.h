@@ -40,11 +40,7 @@
 
 namespace tuccl {
 
-/// The step types of MSCCL's interpreter (msccl_kernel.cu).
-enum class MscclStepType : uint8_t { Send, Recv, RecvCopySend, RecvReduceSend, RecvReduceCopy, RecvReduceCopySend, Copy, Reduce, Nop };
-
-/// The XML spelling: "s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop".
-std::string_view mscclStepTypeName(MscclStepType type);
+// MscclStepType and its names (mscclStepTypeName, parseMscclStepType) are in support/vocabulary.h.
 
 /// One <step> of a thread block and the IR operations it takes part in: the receive (a copy or a
 /// reduce from the peer), a local operation, and the operation that carries what it sends (owned by

@@ -54,6 +54,8 @@ constexpr std::array<std::string_view, kSchedulers> kSchedulerNames = {"hpds", "
 constexpr std::array<std::string_view, kExecutionLevels> kExecutionLevelNames = {"task", "stage", "algorithm"};
 constexpr std::array<std::string_view, kTbPolicies> kTbPolicyNames = {"connection-based", "state-based", "single"};
 constexpr std::array<std::string_view, kBufferKinds> kBufferNames = {"input", "output", "scratch"};
+constexpr std::array<std::string_view, kMscclStepTypes> kMscclStepTypeNames = {"s",    "r",   "rcs", "rrs", "rrc",
+                                                                               "rrcs", "cpy", "re",  "nop"};
 
 constexpr std::array<Alias, 0> kNoAliases{};
 // NCCL's and common short spellings (ncclFloat, ncclHalf, ncclBfloat16, ncclDouble, ncclInt, ...).
@@ -125,6 +127,14 @@ std::optional<TbPolicy> parseTbPolicy(std::string_view name) {
 std::string_view bufferName(BufferKind buffer) { return nameIn(kBufferNames, buffer); }
 std::optional<BufferKind> parseBufferKind(std::string_view name) {
   return lookUp<BufferKind>(name, kBufferNames, kNoAliases, false);
+}
+
+std::string_view mscclStepTypeName(MscclStepType type) { return nameIn(kMscclStepTypeNames, type); }
+std::optional<MscclStepType> parseMscclStepType(std::string_view name) {
+  for (size_t i = 0; i < kMscclStepTypeNames.size(); ++i) {  // exact, as the runtimes' parsers compare
+    if (name == kMscclStepTypeNames[i]) return static_cast<MscclStepType>(i);
+  }
+  return std::nullopt;
 }
 
 }  // namespace tuccl

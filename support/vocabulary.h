@@ -49,6 +49,12 @@ inline constexpr int kTbPolicies = 3;
 enum class BufferKind : uint8_t { Input, Output, Scratch };
 inline constexpr int kBufferKinds = 3;
 
+/// The step types of MSCCL's interpreter (msccl_kernel.cu): what an MSCCL XML <step> does.
+enum class MscclStepType : uint8_t {
+  Send, Recv, RecvCopySend, RecvReduceSend, RecvReduceCopy, RecvReduceCopySend, Copy, Reduce, Nop
+};
+inline constexpr int kMscclStepTypes = 9;
+
 /// "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "AllToAll" (NCCL's spelling).
 std::string_view collectiveName(Collective collective);
 /// Accepts NCCL, MSCCL and ResCCLang spellings, case-insensitively and ignoring '_', '-' and ' ':
@@ -95,5 +101,9 @@ std::optional<TbPolicy> parseTbPolicy(std::string_view name);
 /// "input", "output", "scratch".
 std::string_view bufferName(BufferKind buffer);
 std::optional<BufferKind> parseBufferKind(std::string_view name);
+
+/// The XML spelling: "s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop" (exact case).
+std::string_view mscclStepTypeName(MscclStepType type);
+std::optional<MscclStepType> parseMscclStepType(std::string_view name);
 
 }  // namespace tuccl
