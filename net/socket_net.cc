@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <new>
 #include <random>
@@ -149,12 +150,24 @@ void endConnect(ConnectState* state, void* handle) {
   storeProgress(handle, 0);
 }
 
+/// One connection being assembled from its sockets (the hellos of one connect share a nonce).
+struct Assembly {
+  HelloBoard board;
+  std::vector<Socket> placed;  ///< by hello index, sized by the first good hello
+};
+
+/// Connections from several connectors may arrive at once, their sockets interleaved: each is
+/// assembled on its own board, keyed by its nonce, and accept() returns whichever completes first.
 struct ListenComm {
   Socket listener;
-  HelloBoard board;
+  uint64_t token;
   std::vector<PendingSocket> pending;  ///< accepted, hello not complete
-  std::vector<Socket> placed;          ///< by hello index, sized by the first good hello
+  std::map<uint64_t, Assembly> assemblies;
 };
+
+/// Connections assembled at once on one listener, at most (more are refused until one completes):
+/// a bound on what a peer holding the token can make the listener keep.
+constexpr size_t kMaxAssemblies = 64;
 
 Status systemError(const std::string& what) { return makeError(ErrorCode::SystemError, what + ": " + std::strerror(errno)); }
 
@@ -165,8 +178,8 @@ Expected<ListenComm*> listenOnDevice(int dev, void* handle) {
   if (!listener) return listener.status();
   Expected<SocketAddress> bound = listener->localAddress();
   if (!bound) return bound.status();
-  auto* comm = new ListenComm{std::move(*listener), HelloBoard(randomWord()), {}, {}};
-  writeHandle(handle, comm->board.token(), *bound);
+  auto* comm = new ListenComm{std::move(*listener), randomWord(), {}, {}};
+  writeHandle(handle, comm->token, *bound);
   return comm;
 }
 
@@ -264,10 +277,22 @@ void readHellos(ListenComm& listen) {
       pending.reader.received(static_cast<size_t>(got));
     }
     if (!drop && pending.reader.complete()) {
-      const Expected<int> index = listen.board.place(pending.reader.hello());
+      const Hello& hello = pending.reader.hello();
+      Status valid = checkHello(hello, listen.token);
+      auto known = listen.assemblies.find(hello.nonce);
+      if (valid && known == listen.assemblies.end()) {
+        if (listen.assemblies.size() < kMaxAssemblies) {
+          known = listen.assemblies.emplace(hello.nonce, Assembly{HelloBoard(listen.token), {}}).first;
+        } else {
+          valid = makeError(ErrorCode::ResourceExhausted, std::to_string(kMaxAssemblies) +
+                                                              " connections are already being assembled");
+        }
+      }
+      const Expected<int> index = valid ? known->second.board.place(hello) : Expected<int>(valid);
       if (index) {
-        if (listen.placed.size() != listen.board.sockets()) listen.placed.resize(listen.board.sockets());
-        listen.placed[static_cast<size_t>(*index)] = std::move(pending.socket);
+        Assembly& assembly = known->second;
+        if (assembly.placed.size() != assembly.board.sockets()) assembly.placed.resize(assembly.board.sockets());
+        assembly.placed[static_cast<size_t>(*index)] = std::move(pending.socket);
       } else {
         TUCCL_NET_WARN("TuCCL net: refused a connection from %s: %s", peerName(pending.socket).c_str(),
                        index.status().message().c_str());
@@ -295,11 +320,13 @@ Expected<SocketComm*> progressAccept(ListenComm& listen) {
     listen.pending.push_back(std::move(pending));
   }
   readHellos(listen);
-  if (!listen.board.complete()) return static_cast<SocketComm*>(nullptr);
-  auto* comm = new SocketComm(false, std::move(listen.placed), listen.board.nThreads());
-  listen.placed.clear();
-  listen.board.reset();
-  return comm;
+  for (auto it = listen.assemblies.begin(); it != listen.assemblies.end(); ++it) {
+    if (!it->second.board.complete()) continue;
+    auto* comm = new SocketComm(false, std::move(it->second.placed), it->second.board.nThreads());
+    listen.assemblies.erase(it);
+    return comm;
+  }
+  return static_cast<SocketComm*>(nullptr);
 }
 
 // ---- The table -----------------------------------------------------------------------------------
