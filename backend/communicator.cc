@@ -537,6 +537,8 @@ Status Communicator::finalize() {
   Status drained = s.device ? s.device->drain(s.options.timeoutSeconds) : Status();
   // Nobody closes its sockets or unmaps staging while a peer may still be running a call.
   Status parted = asyncError() && drained ? s.bootstrap->barrier() : Status();
+  // Every rank's calls are done: peers may now close their connections without it being a failure.
+  if (s.proxy && parted) s.proxy->stop();
   if (!drained) return drained;
   return parted;
 }

@@ -592,9 +592,13 @@ bool NetProxy::Impl::progressSends(Peer& peer) {
 NetProxy::NetProxy() : impl_(std::make_unique<Impl>()) {}
 
 NetProxy::~NetProxy() {
+  stop();
+  if (impl_->net) impl_->closeAll();
+}
+
+void NetProxy::stop() {
   impl_->stop.store(true);
   if (impl_->thread.joinable()) impl_->thread.join();
-  if (impl_->net) impl_->closeAll();
 }
 
 Expected<std::unique_ptr<NetProxy>> NetProxy::start(Expected<std::unique_ptr<NetApi>> net,

@@ -55,6 +55,9 @@ class NetProxy {
   NetProxy(const NetProxy&) = delete;
   NetProxy& operator=(const NetProxy&) = delete;
 
+  /// Stops the thread (idempotent): after every rank finished its calls, so that peers closing
+  /// their connections at teardown are not reported as failures.
+  void stop();
   /// Watches the rings of `placement` that join this rank to another host's (call before a
   /// kernel using them runs; thread-safe).
   void addRings(const PlanPlacement& placement);
