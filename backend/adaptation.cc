@@ -1,0 +1,99 @@
+// The adaptive choice of configuration groups (adaptation.h).
+#include "backend/adaptation.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace tuccl::backend {
+namespace {
+
+struct GroupSummary {
+  double meanSeconds;
+  uint64_t samples;
+};
+static_assert(sizeof(GroupSummary) == 16);
+
+}  // namespace
+
+AdaptivePolicy::AdaptivePolicy(int32_t groups, AdaptationOptions options)
+    : groups_(std::max(1, groups)), options_(options) {
+  options_.samplesPerGroup = std::max(1, options_.samplesPerGroup);
+  options_.syncEvery = std::max(1, options_.syncEvery);
+  options_.probeEvery = std::max(2, options_.probeEvery);
+  options_.window = std::max(1, options_.window);
+  agreed_.assign(static_cast<size_t>(groups_), -1.0);
+  recent_.resize(static_cast<size_t>(groups_));
+}
+
+int32_t AdaptivePolicy::groupFor(uint64_t k) const {
+  if (groups_ == 1) return 0;
+  const uint64_t explore = static_cast<uint64_t>(groups_) * static_cast<uint64_t>(options_.samplesPerGroup);
+  if (k < explore) return static_cast<int32_t>(k % static_cast<uint64_t>(groups_));
+  const uint64_t since = k - explore;
+  const auto every = static_cast<uint64_t>(options_.probeEvery);
+  if (since % every != every - 1) return best_;
+  // Probes visit the other groups in turn.
+  const uint64_t probe = since / every;
+  const auto offset = static_cast<int32_t>(1 + probe % static_cast<uint64_t>(groups_ - 1));
+  return (best_ + offset) % groups_;
+}
+
+void AdaptivePolicy::record(int32_t group, double seconds) {
+  if (group < 0 || group >= groups_ || !(seconds >= 0)) return;
+  std::lock_guard lock(mutex_);
+  std::vector<double>& samples = recent_[static_cast<size_t>(group)];
+  samples.push_back(seconds);
+  if (samples.size() > static_cast<size_t>(options_.window)) samples.erase(samples.begin());
+}
+
+std::string AdaptivePolicy::summary() const {
+  std::string bytes(static_cast<size_t>(groups_) * sizeof(GroupSummary), '\0');
+  std::lock_guard lock(mutex_);
+  for (int32_t g = 0; g < groups_; ++g) {
+    const std::vector<double>& samples = recent_[static_cast<size_t>(g)];
+    GroupSummary entry{0.0, samples.size()};
+    if (!samples.empty()) entry.meanSeconds = std::accumulate(samples.begin(), samples.end(), 0.0) / samples.size();
+    std::memcpy(bytes.data() + static_cast<size_t>(g) * sizeof(entry), &entry, sizeof(entry));
+  }
+  return bytes;
+}
+
+Status AdaptivePolicy::agree(const std::vector<std::string>& summaries) {
+  const size_t expected = static_cast<size_t>(groups_) * sizeof(GroupSummary);
+  for (size_t r = 0; r < summaries.size(); ++r) {
+    if (summaries[r].size() != expected) {
+      return makeError(ErrorCode::InvalidArgument, "adaptation: rank " + std::to_string(r) + "'s summary has " +
+                                                       std::to_string(summaries[r].size()) + " bytes, not " +
+                                                       std::to_string(expected));
+    }
+  }
+  std::vector<double> agreed(static_cast<size_t>(groups_), -1.0);
+  for (const std::string& summary : summaries) {
+    for (int32_t g = 0; g < groups_; ++g) {
+      GroupSummary entry;
+      std::memcpy(&entry, summary.data() + static_cast<size_t>(g) * sizeof(entry), sizeof(entry));
+      if (entry.samples == 0 || !(entry.meanSeconds >= 0)) continue;
+      agreed[static_cast<size_t>(g)] = std::max(agreed[static_cast<size_t>(g)], entry.meanSeconds);
+    }
+  }
+  agreed_ = agreed;
+  // The fastest known group takes over when it beats the current one by the margin (or the
+  // current one has no agreed time yet).
+  int32_t fastest = -1;
+  for (int32_t g = 0; g < groups_; ++g) {
+    if (agreed_[static_cast<size_t>(g)] < 0) continue;
+    if (fastest < 0 || agreed_[static_cast<size_t>(g)] < agreed_[static_cast<size_t>(fastest)]) fastest = g;
+  }
+  if (fastest < 0 || fastest == best_) return {};
+  const double current = agreed_[static_cast<size_t>(best_)];
+  if (current < 0 || agreed_[static_cast<size_t>(fastest)] < current * (1 - options_.switchMargin)) best_ = fastest;
+  return {};
+}
+
+std::optional<double> AdaptivePolicy::agreedSeconds(int32_t group) const {
+  if (group < 0 || group >= groups_ || agreed_[static_cast<size_t>(group)] < 0) return std::nullopt;
+  return agreed_[static_cast<size_t>(group)];
+}
+
+}  // namespace tuccl::backend

@@ -1,0 +1,73 @@
+// The runtime phase's decision rule (TuCCL §III-A, "runtime phase"): per (collective, size
+// bucket), which configuration group the next call runs, learnt from measured completion times —
+// and the same on every rank.
+//
+// In:  the candidate groups of one key (group 0: the static choice), per-call local timings,
+//      and, at fixed call counts, every rank's summary of its timings (all-gathered by the
+//      caller through the communicator).
+// Out: the group of every call.
+//
+// Agreement: the group of call k is a pure function of k and the *agreed* state, which changes
+// only in agree(), from the gathered summaries of all ranks, at the call counts syncDue() names.
+// Every rank calls agree() with the same bytes at the same call count, so every rank holds the
+// same state and picks the same group for every call; local timings alone never move a choice.
+//
+// Rule: first every group is tried `samplesPerGroup` times (round robin); from then on the
+// group with the shortest agreed recent time runs, except that one call in `probeEvery` runs
+// another group in turn (a bounded exploration that notices when the landscape changes). A
+// group's agreed time is the maximum over ranks of each rank's mean of its last samples: a
+// collective completes when its slowest rank does.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/status.h"
+
+namespace tuccl::backend {
+
+struct AdaptationOptions {
+  int32_t samplesPerGroup = 2;  ///< calls per group before the first choice
+  int32_t syncEvery = 8;        ///< calls of a key between agreements
+  int32_t probeEvery = 32;      ///< after exploring, one call in this many runs another group
+  int32_t window = 8;           ///< recent samples a rank averages per group
+  double switchMargin = 0.05;   ///< a challenger must be this much faster to take over
+};
+
+class AdaptivePolicy {
+ public:
+  AdaptivePolicy(int32_t groups, AdaptationOptions options);
+
+  int32_t groups() const { return groups_; }
+  /// The group call `k` (0-based, counted per key) runs.
+  int32_t groupFor(uint64_t k) const;
+  /// Whether the caller must agree() before call `k` (after every syncEvery calls).
+  bool syncDue(uint64_t k) const { return k > 0 && k % static_cast<uint64_t>(options_.syncEvery) == 0; }
+  /// A call of `group` took `seconds` on this rank (any thread).
+  void record(int32_t group, double seconds);
+  /// This rank's summary for the next agreement (fixed size: groups x 16 bytes).
+  std::string summary() const;
+  /// Every rank's summary (by rank): updates the agreed times and the current choice.
+  /// InvalidArgument when a summary is malformed (then nothing changes).
+  Status agree(const std::vector<std::string>& summaries);
+  /// The group the policy exploits now (the static choice until agreement says otherwise).
+  int32_t best() const { return best_; }
+  /// Agreed time of `group` (nullopt while no rank has a sample).
+  std::optional<double> agreedSeconds(int32_t group) const;
+  /// Whether call `k` is not the exploited group (exploration).
+  bool exploring(uint64_t k) const { return groupFor(k) != best_; }
+
+ private:
+  int32_t groups_;
+  AdaptationOptions options_;
+  int32_t best_ = 0;
+  std::vector<double> agreed_;  // seconds; < 0: unknown
+
+  mutable std::mutex mutex_;                 // the local samples
+  std::vector<std::vector<double>> recent_;  // per group, the last `window` samples
+};
+
+}  // namespace tuccl::backend
