@@ -567,9 +567,10 @@ std::vector<MscclppLimitViolation> checkMscclppLimits(const MscclppPlan& plan) {
     const uint64_t chunkBytes = message / static_cast<uint64_t>(chunks) + (message % static_cast<uint64_t>(chunks) != 0);
     for (const auto& [name, count] : {std::pair<const char*, int32_t>{"input", gpu.inputChunks},
                                       {"output", gpu.outputChunks}, {"scratch", gpu.scratchChunks}}) {
-      const uint64_t bytes = static_cast<uint64_t>(count) > kMaxOffset / std::max<uint64_t>(1, chunkBytes)
-                                 ? kMaxOffset + 1
-                                 : static_cast<uint64_t>(count) * chunkBytes;
+      const auto chunksOf = static_cast<uint64_t>(std::max(0, count));
+      const uint64_t bytes = chunkBytes != 0 && chunksOf > std::numeric_limits<uint64_t>::max() / chunkBytes
+                                 ? std::numeric_limits<uint64_t>::max()
+                                 : chunksOf * chunkBytes;
       check(std::string(name) + " bytes at the largest message", at, bytes, kMaxOffset);
     }
   }
