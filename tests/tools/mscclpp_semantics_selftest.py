@@ -119,6 +119,24 @@ def many_semaphores(doc):
     doc["gpus"][0]["semaphores"] = [{"init_value": 0}] * 17
 
 
+def over_port_then_overwrite(doc):
+    """The hand-written plan over port channels, where gpu 0 rewrites the source of its put (after
+    a nop, so only the missing flush is wrong) before the flush at its end."""
+    for g in doc["gpus"]:
+        g["channels"][0]["channel_type"] = "port"
+        g["remote_buffers"][0]["access_channel_types"] = ["port"]
+        tb = g["threadblocks"][0]
+        tb["channels"][0]["channel_type"] = "port"
+        tb["remote_buffer_refs"][0]["access_channel_type"] = "port"
+        for op in tb["ops"]:
+            if "channel_type" in op:
+                op["channel_type"] = "port"
+        tb["ops"].append({"name": "flush", "channel_type": "port", "channel_ids": [0]})
+    r = 0
+    ops(doc, 0, 0)[3:3] = [{"name": "nop"}, {"name": "copy", "src_buff": [{"type": "o", "index": r, "size": 1}],
+                                               "dst_buff": [{"type": "o", "index": r, "size": 1}]}]
+
+
 def invalid_json(_):
     return "{not json"
 
@@ -147,6 +165,8 @@ HAND = [
     ("17 semaphores", many_semaphores, "17 semaphores, the executor allows 16"),
     ("zero input chunks", set_key(["gpus", 0, "input_chunks"], 0), "must be non-zero"),
     ("not JSON", invalid_json, "not valid JSON"),
+    ("port put source overwritten before a flush", over_port_then_overwrite,
+     "overwrites o[0] of gpu 0, the source of the port put gpu 0 tb 0 op 0, before a flush"),
 ]
 
 # Breakages of TuCCL's export of a 2-node ring AllReduce (memory and port channels, semaphores
