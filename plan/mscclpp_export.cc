@@ -13,8 +13,10 @@
 #include "plan/mscclpp_export.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -487,6 +489,127 @@ std::string_view collectiveKey(Collective collective) {
   return "allreduce";
 }
 
+// ---- limits ------------------------------------------------------------------------------------
+
+using Check = std::function<void(const std::string& limit, const std::string& where, uint64_t value, uint64_t maximum)>;
+
+void checkThreadBlock(const MscclppThreadBlock& tb, const std::string& gpuAt, std::set<int32_t>& barriers,
+                      const Check& check) {
+  const std::string at = gpuAt + " tb " + std::to_string(tb.id);
+  check("ops per thread block", at, tb.ops.size(), kMaxOpsPerTb);  // no pipeline ops: the list is all
+  check("memory channels per thread block", at, tb.memoryChannels.size(), kMaxChannelsPerTb);
+  check("port channels per thread block", at, tb.portChannels.size(), kMaxChannelsPerTb);
+  for (size_t o = 0; o < tb.ops.size(); ++o) {
+    const MscclppOp& op = tb.ops[o];
+    const std::string opAt = at + " op " + std::to_string(o);
+    check("channels per op", opAt, op.channelIds.size(), kMaxChannelsPerOp);
+    for (const auto* list : {&op.src, &op.dst}) {
+      const auto remote = static_cast<uint64_t>(
+          std::count_if(list->begin(), list->end(), [](const MscclppBufferRef& r) { return r.bufferId >= 0; }));
+      check("local operands per list", opAt, list->size() - remote, kMaxLocalOperands);
+      check("remote operands per list", opAt, remote, kMaxRemoteOperands);
+    }
+    if (op.code == MscclppOpCode::Barrier) {
+      barriers.insert(op.barrierId);
+      check("barrier id", opAt, static_cast<uint64_t>(std::max(0, op.barrierId)), kMaxBarriers - 1);
+    }
+  }
+}
+
+// Byte offsets are uint32: every buffer must stay below 4 GiB at the largest message.
+void checkOffsets(const MscclppPlan& plan, const MscclppGpu& gpu, const std::string& at, const Check& check) {
+  const uint64_t message = std::max(plan.maxMessageSize, plan.minMessageSize);
+  const auto chunks = static_cast<uint64_t>(std::max(1, messageChunks(plan, gpu)));
+  const uint64_t chunkBytes = message / chunks + (message % chunks != 0 ? 1 : 0);
+  for (const auto& [name, count] : {std::pair<const char*, int32_t>{"input", gpu.inputChunks},
+                                    {"output", gpu.outputChunks}, {"scratch", gpu.scratchChunks}}) {
+    const auto chunksOf = static_cast<uint64_t>(std::max(0, count));
+    const uint64_t bytes = chunkBytes != 0 && chunksOf > std::numeric_limits<uint64_t>::max() / chunkBytes
+                               ? std::numeric_limits<uint64_t>::max()
+                               : chunksOf * chunkBytes;
+    check(std::string(name) + " bytes at the largest message", at, bytes, kMaxOffset);
+  }
+}
+
+// ---- writer ------------------------------------------------------------------------------------
+
+using Json = nlohmann::ordered_json;
+
+Json refJson(const MscclppBufferRef& r) {
+  Json j;
+  if (r.bufferId >= 0) {
+    j["buffer_id"] = r.bufferId;
+  } else {
+    j["type"] = std::string(1, bufferLetter(r.buffer));
+  }
+  j["index"] = r.index;
+  j["size"] = r.size;
+  return j;
+}
+
+Json opJson(const MscclppOp& op) {
+  Json o;
+  o["name"] = mscclppOpName(op.code);
+  if (op.channelType != MscclppChannelType::None) {
+    o["channel_type"] = mscclppChannelTypeName(op.channelType);
+    o["channel_ids"] = op.channelIds;
+  }
+  if (!op.src.empty()) {
+    o["src_buff"] = Json::array();
+    for (const MscclppBufferRef& r : op.src) o["src_buff"].push_back(refJson(r));
+  }
+  if (!op.dst.empty()) {
+    o["dst_buff"] = Json::array();
+    for (const MscclppBufferRef& r : op.dst) o["dst_buff"].push_back(refJson(r));
+  }
+  if (op.code == MscclppOpCode::Reduce) o["reduce_op"] = "sum";  // written by the DSL, not read
+  if (op.code == MscclppOpCode::Barrier) {
+    o["barrier_id"] = op.barrierId;
+    o["num_threadblocks"] = op.numThreadblocks;
+  }
+  if (!op.semaphoreIds.empty()) o["semaphore_ids"] = op.semaphoreIds;
+  return o;
+}
+
+// One entry per channel type in use: {key: type, listKey: ids}.
+Json perType(const char* key, const char* listKey, const std::vector<int32_t>& memory,
+             const std::vector<int32_t>& port) {
+  Json list = Json::array();
+  if (!memory.empty()) list.push_back({{key, "memory"}, {listKey, memory}});
+  if (!port.empty()) list.push_back({{key, "port"}, {listKey, port}});
+  return list;
+}
+
+Json threadBlockJson(const MscclppThreadBlock& tb) {
+  Json t;
+  t["id"] = tb.id;
+  t["ops"] = Json::array();
+  for (const MscclppOp& op : tb.ops) t["ops"].push_back(opJson(op));
+  t["channels"] = perType("channel_type", "channel_ids", tb.memoryChannels, tb.portChannels);
+  t["remote_buffer_refs"] = perType("access_channel_type", "remote_buffer_ids", tb.memoryBuffers, tb.portBuffers);
+  return t;
+}
+
+Json gpuJson(const MscclppGpu& gpu) {
+  Json g;
+  g["id"] = gpu.id;
+  g["input_chunks"] = gpu.inputChunks;
+  g["output_chunks"] = gpu.outputChunks;
+  g["scratch_chunks"] = gpu.scratchChunks;
+  g["channels"] = perType("channel_type", "connected_to", gpu.memoryPeers, gpu.portPeers);
+  g["remote_buffers"] = Json::array();
+  for (const MscclppRemoteBuffer& b : gpu.remoteBuffers) {
+    g["remote_buffers"].push_back({{"rank", b.rank},
+                                   {"type", std::string(1, bufferLetter(b.buffer))},
+                                   {"access_channel_types", Json::array({mscclppChannelTypeName(b.access)})}});
+  }
+  g["threadblocks"] = Json::array();
+  for (const MscclppThreadBlock& tb : gpu.threadBlocks) g["threadblocks"].push_back(threadBlockJson(tb));
+  g["semaphores"] = Json::array();
+  for (int32_t s = 0; s < gpu.semaphores; ++s) g["semaphores"].push_back({{"init_value", 0}});
+  return g;
+}
+
 }  // namespace
 
 Expected<MscclppPlan> lowerToMscclpp(const Plan& plan, const MscclppExportOptions& options) {
@@ -532,64 +655,21 @@ Expected<MscclppPlan> lowerToMscclpp(const Plan& plan, const MscclppExportOption
 
 std::vector<MscclppLimitViolation> checkMscclppLimits(const MscclppPlan& plan) {
   std::vector<MscclppLimitViolation> violations;
-  auto check = [&](const std::string& limit, const std::string& where, uint64_t value, uint64_t maximum) {
+  const Check check = [&](const std::string& limit, const std::string& where, uint64_t value, uint64_t maximum) {
     if (value > maximum) violations.push_back({limit, where, value, maximum});
   };
-  const uint64_t message = std::max(plan.maxMessageSize, plan.minMessageSize);
   for (const MscclppGpu& gpu : plan.gpus) {
     const std::string at = "gpu " + std::to_string(gpu.id);
-    std::vector<int32_t> barriers;
-    for (const MscclppThreadBlock& tb : gpu.threadBlocks) {
-      const std::string tbAt = at + " tb " + std::to_string(tb.id);
-      check("ops per thread block", tbAt, tb.ops.size(), kMaxOpsPerTb);
-      check("memory channels per thread block", tbAt, tb.memoryChannels.size(), kMaxChannelsPerTb);
-      check("port channels per thread block", tbAt, tb.portChannels.size(), kMaxChannelsPerTb);
-      for (size_t o = 0; o < tb.ops.size(); ++o) {
-        const MscclppOp& op = tb.ops[o];
-        const std::string opAt = tbAt + " op " + std::to_string(o);
-        check("channels per op", opAt, op.channelIds.size(), kMaxChannelsPerOp);
-        for (const auto* list : {&op.src, &op.dst}) {
-          const auto remote = static_cast<uint64_t>(
-              std::count_if(list->begin(), list->end(), [](const MscclppBufferRef& r) { return r.bufferId >= 0; }));
-          check("local operands per list", opAt, list->size() - remote, kMaxLocalOperands);
-          check("remote operands per list", opAt, remote, kMaxRemoteOperands);
-        }
-        if (op.code == MscclppOpCode::Barrier) barriers.push_back(op.barrierId);
-        if (op.code == MscclppOpCode::Barrier) check("barrier id", opAt, static_cast<uint64_t>(op.barrierId), kMaxBarriers - 1);
-      }
-    }
-    std::sort(barriers.begin(), barriers.end());
-    check("barriers", at, static_cast<uint64_t>(std::unique(barriers.begin(), barriers.end()) - barriers.begin()),
-          kMaxBarriers);
+    std::set<int32_t> barriers;
+    for (const MscclppThreadBlock& tb : gpu.threadBlocks) checkThreadBlock(tb, at, barriers, check);
+    check("barriers", at, barriers.size(), kMaxBarriers);
     check("semaphores", at, static_cast<uint64_t>(gpu.semaphores), kMaxSemaphores);
-    // Byte offsets are uint32: every buffer of the largest message must stay below 4 GiB.
-    const int32_t chunks = std::max(1, messageChunks(plan, gpu));
-    const uint64_t chunkBytes = message / static_cast<uint64_t>(chunks) + (message % static_cast<uint64_t>(chunks) != 0);
-    for (const auto& [name, count] : {std::pair<const char*, int32_t>{"input", gpu.inputChunks},
-                                      {"output", gpu.outputChunks}, {"scratch", gpu.scratchChunks}}) {
-      const auto chunksOf = static_cast<uint64_t>(std::max(0, count));
-      const uint64_t bytes = chunkBytes != 0 && chunksOf > std::numeric_limits<uint64_t>::max() / chunkBytes
-                                 ? std::numeric_limits<uint64_t>::max()
-                                 : chunksOf * chunkBytes;
-      check(std::string(name) + " bytes at the largest message", at, bytes, kMaxOffset);
-    }
+    checkOffsets(plan, gpu, at, check);
   }
   return violations;
 }
 
 std::string writeMscclppJson(const MscclppPlan& plan) {
-  using Json = nlohmann::ordered_json;
-  auto ref = [](const MscclppBufferRef& r) {
-    Json j;
-    if (r.bufferId >= 0) {
-      j["buffer_id"] = r.bufferId;
-    } else {
-      j["type"] = std::string(1, bufferLetter(r.buffer));
-    }
-    j["index"] = r.index;
-    j["size"] = r.size;
-    return j;
-  };
   Json doc;
   doc["name"] = plan.name;
   doc["collective"] = collectiveKey(plan.collective);
@@ -601,72 +681,8 @@ std::string writeMscclppJson(const MscclppPlan& plan) {
   doc["num_threads_per_block"] = plan.numThreadsPerBlock;
   doc["min_message_size"] = plan.minMessageSize;
   doc["max_message_size"] = plan.maxMessageSize;
-  Json gpus = Json::array();
-  for (const MscclppGpu& gpu : plan.gpus) {
-    Json g;
-    g["id"] = gpu.id;
-    g["input_chunks"] = gpu.inputChunks;
-    g["output_chunks"] = gpu.outputChunks;
-    g["scratch_chunks"] = gpu.scratchChunks;
-    Json channels = Json::array();
-    if (!gpu.memoryPeers.empty()) channels.push_back({{"channel_type", "memory"}, {"connected_to", gpu.memoryPeers}});
-    if (!gpu.portPeers.empty()) channels.push_back({{"channel_type", "port"}, {"connected_to", gpu.portPeers}});
-    g["channels"] = channels;
-    Json remote = Json::array();
-    for (const MscclppRemoteBuffer& b : gpu.remoteBuffers) {
-      remote.push_back({{"rank", b.rank},
-                        {"type", std::string(1, bufferLetter(b.buffer))},
-                        {"access_channel_types", Json::array({mscclppChannelTypeName(b.access)})}});
-    }
-    g["remote_buffers"] = remote;
-    Json tbs = Json::array();
-    for (const MscclppThreadBlock& tb : gpu.threadBlocks) {
-      Json t;
-      t["id"] = tb.id;
-      Json ops = Json::array();
-      for (const MscclppOp& op : tb.ops) {
-        Json o;
-        o["name"] = mscclppOpName(op.code);
-        if (op.channelType != MscclppChannelType::None) {
-          o["channel_type"] = mscclppChannelTypeName(op.channelType);
-          o["channel_ids"] = op.channelIds;
-        }
-        if (!op.src.empty()) {
-          o["src_buff"] = Json::array();
-          for (const MscclppBufferRef& r : op.src) o["src_buff"].push_back(ref(r));
-        }
-        if (!op.dst.empty()) {
-          o["dst_buff"] = Json::array();
-          for (const MscclppBufferRef& r : op.dst) o["dst_buff"].push_back(ref(r));
-        }
-        if (op.code == MscclppOpCode::Reduce) o["reduce_op"] = "sum";
-        if (op.code == MscclppOpCode::Barrier) {
-          o["barrier_id"] = op.barrierId;
-          o["num_threadblocks"] = op.numThreadblocks;
-        }
-        if (!op.semaphoreIds.empty()) o["semaphore_ids"] = op.semaphoreIds;
-        ops.push_back(std::move(o));
-      }
-      t["ops"] = ops;
-      Json chans = Json::array();
-      Json refs = Json::array();
-      if (!tb.memoryChannels.empty()) chans.push_back({{"channel_type", "memory"}, {"channel_ids", tb.memoryChannels}});
-      if (!tb.portChannels.empty()) chans.push_back({{"channel_type", "port"}, {"channel_ids", tb.portChannels}});
-      if (!tb.memoryBuffers.empty()) {
-        refs.push_back({{"access_channel_type", "memory"}, {"remote_buffer_ids", tb.memoryBuffers}});
-      }
-      if (!tb.portBuffers.empty()) refs.push_back({{"access_channel_type", "port"}, {"remote_buffer_ids", tb.portBuffers}});
-      t["channels"] = chans;
-      t["remote_buffer_refs"] = refs;
-      tbs.push_back(std::move(t));
-    }
-    g["threadblocks"] = tbs;
-    Json sems = Json::array();
-    for (int32_t s = 0; s < gpu.semaphores; ++s) sems.push_back({{"init_value", 0}});
-    g["semaphores"] = sems;
-    gpus.push_back(std::move(g));
-  }
-  doc["gpus"] = gpus;
+  doc["gpus"] = Json::array();
+  for (const MscclppGpu& gpu : plan.gpus) doc["gpus"].push_back(gpuJson(gpu));
   return doc.dump(2) + "\n";
 }
 
