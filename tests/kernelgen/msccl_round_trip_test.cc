@@ -195,6 +195,20 @@ TEST(MscclRoundTrip, ImportExportImportOfEveryValidTestFileIsTheSameAlgorithm) {
         const Status spelledSame = compareAlgorithmSemantics(original->algorithm, spelled->algorithm);
         EXPECT_TRUE(spelledSame.ok()) << what << " " << mscclRuntimeName(runtime) << ": " << spelledSame.message();
       }
+      // Two replicas (MSCCL's instances): chunk j of replica c is chunk j * 2 + c, each on its own
+      // channel; the import is a different algorithm over twice the chunks, proved and run.
+      if (policy.tbs.policy == TbPolicy::StateBased) {
+        MscclExportOptions options;
+        options.inPlace = original->algorithm.inPlace;
+        options.replicas = 2;
+        Expected<std::string> xml = exportMscclXml(plan, options);
+        ASSERT_TRUE(xml.ok()) << what << ": " << xml.status().toString();
+        Expected<ImportedMscclAlgorithm> doubled = importMscclXml(what + " 2 replicas", *xml);
+        ASSERT_TRUE(doubled.ok()) << what << " 2 replicas: " << doubled.status().toString();
+        EXPECT_EQ(doubled->algorithm.chunks(BufferKind::Input), 2 * original->algorithm.chunks(BufferKind::Input));
+        EXPECT_TRUE(checkAlgorithm(doubled->algorithm).ok()) << what << " 2 replicas";
+        expectRunsOnCpu(doubled->algorithm, what + " 2 replicas");
+      }
       // An in-place file also serves out-of-place calls after the exporter's pre-copy.
       if (original->algorithm.inPlace && original->algorithm.collective != Collective::ReduceScatter &&
           policy.tbs.policy == TbPolicy::StateBased) {

@@ -322,12 +322,14 @@ TEST_F(TucclCompilePlan, EmitsAnMscclFileAsEditableResccl) {
   EXPECT_NE(again.output.find("verified: AllReduce postcondition holds"), std::string::npos) << again.output;
   ToolRun run = runTool(file.string() + " --verify --dtype int32 --count 513");
   EXPECT_EQ(run.status, 0) << run.output;
-  // ResCCLang programs are in place: an out-of-place file is refused with the reason.
-  ToolRun outOfPlace = runTool(msccl("alltoall_copy.xml") + " --emit resccl");
-  EXPECT_EQ(outOfPlace.status, 2) << outOfPlace.output;
-  EXPECT_NE(outOfPlace.output.find("ResCCLang cannot express this algorithm: it keeps input and output apart"),
-            std::string::npos)
-      << outOfPlace.output;
+  // An out-of-place file prints with InPlace=0 and still runs out of place.
+  const std::filesystem::path alltoall = dir_ / "alltoall.resccl";
+  ToolRun outOfPlace = runTool(msccl("alltoall_copy.xml") + " --emit resccl -o " + alltoall.string());
+  ASSERT_EQ(outOfPlace.status, 0) << outOfPlace.output;
+  EXPECT_NE(readText(alltoall).find(", InPlace=0):"), std::string::npos) << readText(alltoall);
+  ToolRun alltoallRun = runTool(alltoall.string() + " --verify --dtype int32 --count 77");
+  EXPECT_EQ(alltoallRun.status, 0) << alltoallRun.output;
+  EXPECT_NE(alltoallRun.output.find("out of place"), std::string::npos) << alltoallRun.output;
 }
 
 TEST_F(TucclCompilePlan, EmitsMscclXmlThatImportsAndRunsCorrectly) {
