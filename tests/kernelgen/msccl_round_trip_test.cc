@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <ostream>
 #include <string>
@@ -167,58 +168,69 @@ std::string exampleName(const ::testing::TestParamInfo<Example>& info) {
 
 INSTANTIATE_TEST_SUITE_P(MscclRoundTrip, ExampleRoundTrip, ::testing::ValuesIn(kExamples), exampleName);
 
-TEST(MscclRoundTrip, ImportExportImportOfEveryValidTestFileIsTheSameAlgorithm) {
-  const std::vector<fs::path> files = validTestFiles();
-  ASSERT_GE(files.size(), 10u);
-  for (const fs::path& file : files) {
-    Expected<ImportedMscclAlgorithm> original = importMscclXmlFile(file.string());
-    ASSERT_TRUE(original.ok()) << original.status().toString();
-    for (const Policy& policy : kPolicies) {
-      const std::string what = file.filename().string() + " " + policy.name;
-      const Plan plan = planOf(original->algorithm, policy);
-      Expected<ImportedMscclAlgorithm> again = exportAndImport(plan, original->algorithm.inPlace, what);
-      ASSERT_TRUE(again.ok()) << what << ": " << again.status().toString();
-      const Status same = compareAlgorithmSemantics(original->algorithm, again->algorithm);
-      EXPECT_TRUE(same.ok()) << what << ": " << same.message();
-      if (policy.tbs.policy == TbPolicy::StateBased) expectRunsOnCpu(again->algorithm, what);
-      // Every runtime's spelling reads back as the same algorithm.
-      for (MscclRuntime runtime : {MscclRuntime::Msccl, MscclRuntime::Rccl}) {
-        if (policy.tbs.policy != TbPolicy::StateBased) break;
-        MscclExportOptions options;
-        options.runtime = runtime;
-        options.inPlace = original->algorithm.inPlace;
-        options.replicas = 1;
-        Expected<std::string> xml = exportMscclXml(plan, options);
-        ASSERT_TRUE(xml.ok()) << what << ": " << xml.status().toString();
-        Expected<ImportedMscclAlgorithm> spelled = importMscclXml(what, *xml);
-        ASSERT_TRUE(spelled.ok()) << what << " " << mscclRuntimeName(runtime) << ": " << spelled.status().toString();
-        const Status spelledSame = compareAlgorithmSemantics(original->algorithm, spelled->algorithm);
-        EXPECT_TRUE(spelledSame.ok()) << what << " " << mscclRuntimeName(runtime) << ": " << spelledSame.message();
-      }
-      // Two replicas (MSCCL's instances): chunk j of replica c is chunk j * 2 + c, each on its own
-      // channel; the import is a different algorithm over twice the chunks, proved and run.
-      if (policy.tbs.policy == TbPolicy::StateBased) {
-        MscclExportOptions options;
-        options.inPlace = original->algorithm.inPlace;
-        options.replicas = 2;
-        Expected<std::string> xml = exportMscclXml(plan, options);
-        ASSERT_TRUE(xml.ok()) << what << ": " << xml.status().toString();
-        Expected<ImportedMscclAlgorithm> doubled = importMscclXml(what + " 2 replicas", *xml);
-        ASSERT_TRUE(doubled.ok()) << what << " 2 replicas: " << doubled.status().toString();
-        EXPECT_EQ(doubled->algorithm.chunks(BufferKind::Input), 2 * original->algorithm.chunks(BufferKind::Input));
-        EXPECT_TRUE(checkAlgorithm(doubled->algorithm).ok()) << what << " 2 replicas";
-        expectRunsOnCpu(doubled->algorithm, what + " 2 replicas");
-      }
-      // An in-place file also serves out-of-place calls after the exporter's pre-copy.
-      if (original->algorithm.inPlace && original->algorithm.collective != Collective::ReduceScatter &&
-          policy.tbs.policy == TbPolicy::StateBased) {
-        Expected<ImportedMscclAlgorithm> outOfPlace = exportAndImport(plan, false, what + " outofplace");
-        ASSERT_TRUE(outOfPlace.ok()) << what << ": " << outOfPlace.status().toString();
-        expectRunsOnCpu(outOfPlace->algorithm, what + " outofplace");
-      }
+TEST(MscclRoundTrip, EveryValidTestFileIsCovered) { EXPECT_GE(validTestFiles().size(), 10u); }
+
+class TestFileRoundTrip : public ::testing::TestWithParam<fs::path> {};
+
+TEST_P(TestFileRoundTrip, ImportExportImportIsTheSameAlgorithm) {
+  const fs::path& file = GetParam();
+  Expected<ImportedMscclAlgorithm> original = importMscclXmlFile(file.string());
+  ASSERT_TRUE(original.ok()) << original.status().toString();
+  for (const Policy& policy : kPolicies) {
+    const std::string what = file.filename().string() + " " + policy.name;
+    const Plan plan = planOf(original->algorithm, policy);
+    Expected<ImportedMscclAlgorithm> again = exportAndImport(plan, original->algorithm.inPlace, what);
+    ASSERT_TRUE(again.ok()) << what << ": " << again.status().toString();
+    const Status same = compareAlgorithmSemantics(original->algorithm, again->algorithm);
+    EXPECT_TRUE(same.ok()) << what << ": " << same.message();
+    if (policy.tbs.policy == TbPolicy::StateBased) expectRunsOnCpu(again->algorithm, what);
+    // Every runtime's spelling reads back as the same algorithm.
+    for (MscclRuntime runtime : {MscclRuntime::Msccl, MscclRuntime::Rccl}) {
+      if (policy.tbs.policy != TbPolicy::StateBased) break;
+      MscclExportOptions options;
+      options.runtime = runtime;
+      options.inPlace = original->algorithm.inPlace;
+      options.replicas = 1;
+      Expected<std::string> xml = exportMscclXml(plan, options);
+      ASSERT_TRUE(xml.ok()) << what << ": " << xml.status().toString();
+      Expected<ImportedMscclAlgorithm> spelled = importMscclXml(what, *xml);
+      ASSERT_TRUE(spelled.ok()) << what << " " << mscclRuntimeName(runtime) << ": " << spelled.status().toString();
+      const Status spelledSame = compareAlgorithmSemantics(original->algorithm, spelled->algorithm);
+      EXPECT_TRUE(spelledSame.ok()) << what << " " << mscclRuntimeName(runtime) << ": " << spelledSame.message();
+    }
+    // Two replicas (MSCCL's instances): chunk j of replica c is chunk j * 2 + c, each on its own
+    // channel; the import is a different algorithm over twice the chunks, proved and run.
+    if (policy.tbs.policy == TbPolicy::StateBased) {
+      MscclExportOptions options;
+      options.inPlace = original->algorithm.inPlace;
+      options.replicas = 2;
+      Expected<std::string> xml = exportMscclXml(plan, options);
+      ASSERT_TRUE(xml.ok()) << what << ": " << xml.status().toString();
+      Expected<ImportedMscclAlgorithm> doubled = importMscclXml(what + " 2 replicas", *xml);
+      ASSERT_TRUE(doubled.ok()) << what << " 2 replicas: " << doubled.status().toString();
+      EXPECT_EQ(doubled->algorithm.chunks(BufferKind::Input), 2 * original->algorithm.chunks(BufferKind::Input));
+      EXPECT_TRUE(checkAlgorithm(doubled->algorithm).ok()) << what << " 2 replicas";
+      expectRunsOnCpu(doubled->algorithm, what + " 2 replicas");
+    }
+    // An in-place file also serves out-of-place calls after the exporter's pre-copy.
+    if (original->algorithm.inPlace && original->algorithm.collective != Collective::ReduceScatter &&
+        policy.tbs.policy == TbPolicy::StateBased) {
+      Expected<ImportedMscclAlgorithm> outOfPlace = exportAndImport(plan, false, what + " outofplace");
+      ASSERT_TRUE(outOfPlace.ok()) << what << ": " << outOfPlace.status().toString();
+      expectRunsOnCpu(outOfPlace->algorithm, what + " outofplace");
     }
   }
 }
+
+std::string fileName(const ::testing::TestParamInfo<fs::path>& info) {
+  std::string name = info.param.stem().string();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(MscclRoundTrip, TestFileRoundTrip, ::testing::ValuesIn(validTestFiles()), fileName);
 
 // The comparison itself finds differences: a lost contribution, a changed root, another layout.
 TEST(AlgorithmSemantics, FindsWhatDiffers) {
