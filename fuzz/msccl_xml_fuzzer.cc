@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!tuccl::validateStructure(algorithm).ok()) std::abort();
   for (const auto& rank : imported->schedule.ranks) {
     for (const tuccl::MscclThreadBlock& tb : rank) {
-      for (const tuccl::MscclStep& step : tb.steps) {
+      for (const tuccl::MscclScheduleStep& step : tb.steps) {
         for (int i = 0; i < step.nOps; ++i) {
           if (step.ops[i] < 0 || static_cast<size_t>(step.ops[i]) >= algorithm.ops.size()) std::abort();
         }

@@ -875,7 +875,7 @@ class Importer {
         block.steps.reserve(static_cast<size_t>(tb.nSteps));
         for (int32_t i = tb.firstStep; i < tb.firstStep + tb.nSteps; ++i) {
           const StepRec& step = steps_[i];
-          MscclStep entry;
+          MscclScheduleStep entry;
           entry.index = step.s;
           entry.type = step.type;
           entry.loc = step.loc;

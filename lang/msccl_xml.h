@@ -45,7 +45,7 @@ namespace tuccl {
 /// One <step> of a thread block and the IR operations it takes part in: the receive (a copy or a
 /// reduce from the peer), a local operation, and the operation that carries what it sends (owned by
 /// the peer's receiving step, listed here too). At most three.
-struct MscclStep {
+struct MscclScheduleStep {
   int32_t index = 0;  ///< the step's `s`
   MscclStepType type = MscclStepType::Nop;
   int8_t nOps = 0;
@@ -59,7 +59,7 @@ struct MscclThreadBlock {
   int32_t sendPeer = -1;  ///< -1: sends nothing
   int32_t recvPeer = -1;  ///< -1: receives nothing
   int32_t channel = 0;
-  std::vector<MscclStep> steps;
+  std::vector<MscclScheduleStep> steps;
   SourceLoc loc;
 };
 

@@ -83,7 +83,7 @@ inline constexpr HeaderParamInfo kHeaderParams[] = {
     {"nRanks", false, false},     {"nChannels", false, false}, {"nWarps", false, false},
     {"AlgoName", true, false},    {"OpType", true, false},     {"GPUPerNode", false, false},
     {"NICPerNode", false, false}, {"nChunks", false, true},    {"Root", false, true},
-    {"nScratch", false, true},
+    {"nScratch", false, true},    {"InPlace", false, true},
 };
 
 /// One `name=value` of the header `def ResCCLAlgo(...)`.

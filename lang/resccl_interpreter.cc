@@ -128,6 +128,13 @@ class Interpreter {
     hint("NICPerNode", &algorithm_.nicsPerNode);
     hint("nChannels", &algorithm_.nChannels);
     hint("nWarps", &algorithm_.nWarps);
+    // InPlace=0: separate input and output buffers (an out-of-place call), e.g. an imported MSCCL
+    // file with inplace="0"; transfers name the buffers with srcBuf / dstBuf.
+    if (ParamValue& inPlace = param("InPlace"); inPlace.present) {
+      require(inPlace, "InPlace", inPlace.integer == 0 || inPlace.integer == 1,
+              "must be 1 (input and output are one buffer, the default) or 0 (separate buffers)");
+      algorithm_.inPlace = inPlace.integer == 1;
+    }
 
     ParamValue& root = param("Root");
     if (hasRoot(*kind)) {

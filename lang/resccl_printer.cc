@@ -34,7 +34,6 @@ std::optional<std::string> stringLiteral(const std::string& text) {
 
 Status checkExpressible(const Algorithm& algorithm) {
   if (Status status = validateStructure(algorithm); !status) return unsupported(status.message());
-  if (!algorithm.inPlace) return unsupported("it keeps input and output apart (ResCCLang programs are in place)");
   if (algorithm.nRanks > kMaxRanks) return unsupported("more than 1,048,576 ranks");
   const int32_t k = algorithm.chunksPerRank();
   const auto conventional = conventionalBufferChunks(algorithm.collective, algorithm.nRanks, k, algorithm.chunks(BufferKind::Scratch));
@@ -60,6 +59,7 @@ void printHeader(std::ostringstream& out, const Algorithm& algorithm) {
   if (algorithm.nicsPerNode > 0) out << ", NICPerNode=" << algorithm.nicsPerNode;
   if (algorithm.nChannels > 0) out << ", nChannels=" << algorithm.nChannels;
   if (algorithm.nWarps > 0) out << ", nWarps=" << algorithm.nWarps;
+  if (!algorithm.inPlace) out << ", InPlace=0";
   out << "):\n";
 }
 

@@ -4,8 +4,8 @@
 // the printed lines).
 //
 // In:  an Algorithm (lang/algorithm.h).
-// Out: the program text, or Unsupported naming what ResCCLang cannot express (an out-of-place
-//      algorithm, buffer sizes other than NCCL's conventions, a name with control characters, ...).
+// Out: the program text, or Unsupported naming what ResCCLang cannot express (buffer sizes other
+//      than NCCL's conventions, a name with control characters, ...).
 #pragma once
 
 #include <string>
@@ -16,7 +16,8 @@
 namespace tuccl {
 
 /// The program: a header with every parameter the algorithm sets (nRanks, OpType, AlgoName, Root,
-/// nChunks, nScratch, GPUPerNode, NICPerNode, nChannels, nWarps) and one transfer() per operation,
+/// nChunks, nScratch, GPUPerNode, NICPerNode, nChannels, nWarps, InPlace=0 for an out-of-place
+/// algorithm) and one transfer() per operation,
 /// with the keyword arguments (dstChunk, count, srcBuf, dstBuf) only where they differ from the
 /// defaults.
 Expected<std::string> printResccl(const Algorithm& algorithm);

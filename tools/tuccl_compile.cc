@@ -2,6 +2,8 @@
 // (lang/load_algorithm.h), proves it correct with the semantic checker (--check prints a summary), and with -o DIR schedules it and writes the plan
 // and the kernels: parse -> check -> DAG -> pipeline (HPDS or a baseline) -> TB allocation ->
 // plan.json -> rank<N>.cu -> (NVRTC) CUBIN/PTX. --verify runs the kernels on the CPU.
+// --emit writes one artefact instead, to standard output or -o FILE: the algorithm as ResCCLang
+// (lang/resccl_printer.h), the plan as MSCCL XML (plan/msccl_export.h) or the plan JSON.
 //
 // Exit status: 0 success, 2 for any error in the program, on the command line or in the CPU
 // verification, 3 for an internal error (a plan that fails its own check).
@@ -24,7 +26,9 @@
 #include "kernelgen/nvrtc.h"
 #include "lang/algorithm_summary.h"
 #include "lang/load_algorithm.h"
+#include "lang/resccl_printer.h"
 #include "lang/semantic_check.h"
+#include "plan/msccl_export.h"
 #include "plan/plan_json.h"
 #include "scheduler/plan_builder.h"
 #include "support/progress.h"
@@ -54,10 +58,15 @@ bool parseParameter(const std::string& text, std::pair<std::string, int64_t>& ou
   return true;
 }
 
+// --emit: one artefact to standard output or -o FILE instead of -o DIR's plan and kernels.
+enum class Emit : uint8_t { None, Resccl, Msccl, Plan };
+
 struct CompileOptions {
+  Emit emit = Emit::None;
+  tuccl::MscclRuntime mscclRuntime = tuccl::MscclRuntime::Executor;
   bool printSummary = false;
   int32_t rankLines = 16;
-  std::string outputDir;  ///< empty: no plan written
+  std::string outputDir;  ///< empty: no plan written; with --emit the output file ("-": standard output)
   bool force = false;
   tuccl::PlanRequest request;
   bool report = false;
@@ -162,6 +171,45 @@ int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
   return 0;
 }
 
+// Writes an --emit artefact to -o FILE or standard output; "wrote FILE (what)" for a file.
+int writeEmitted(const CompileOptions& options, std::string_view text, const std::string& what) {
+  const tuccl::Status status = tuccl::cli::writeOutput(options.outputDir, text);
+  if (!status) return tuccl::cli::reportError("tuccl-compile", status);
+  if (!tuccl::cli::isStandardOutput(options.outputDir)) std::cout << "wrote " << options.outputDir << " (" << what << ")\n";
+  return 0;
+}
+
+// --emit resccl: the algorithm as a ResCCLang program (an imported MSCCL file becomes editable).
+int emitResccl(const tuccl::Algorithm& algorithm, const CompileOptions& options) {
+  tuccl::Expected<std::string> text = tuccl::printResccl(algorithm);
+  if (!text) return tuccl::cli::reportError("tuccl-compile", text.status());
+  return writeEmitted(options, *text, "ResCCLang, " + std::to_string(algorithm.ops.size()) + " transfers");
+}
+
+// --emit msccl: the plan as MSCCL XML for --msccl-runtime, in place when the algorithm is and
+// --out-of-place is not given; every limit of the runtime the plan exceeds is named.
+int emitMsccl(const tuccl::Plan& plan, const tuccl::Algorithm& algorithm, const CompileOptions& options) {
+  tuccl::MscclExportOptions exportOptions;
+  exportOptions.runtime = options.mscclRuntime;
+  exportOptions.inPlace = algorithm.inPlace && options.verifyOptions.inPlace;
+  tuccl::Expected<tuccl::MscclAlgorithm> lowered = tuccl::lowerToMsccl(plan, exportOptions);
+  if (!lowered) return tuccl::cli::reportError("tuccl-compile", lowered.status());
+  const std::vector<tuccl::MscclLimitViolation> violations = tuccl::checkMscclLimits(*lowered, options.mscclRuntime);
+  if (!violations.empty()) {
+    std::cerr << "tuccl-compile: error: the plan exceeds " << violations.size() << " limit"
+              << (violations.size() == 1 ? "" : "s") << " of " << tuccl::mscclRuntimeName(options.mscclRuntime)
+              << " (another --msccl-runtime, --tb-alloc or fewer ranks may fit):\n";
+    for (const tuccl::MscclLimitViolation& violation : violations) std::cerr << "  " << violation.message() << '\n';
+    return kExitError;
+  }
+  size_t tbs = 0;
+  for (const tuccl::MscclGpu& gpu : lowered->gpus) tbs += gpu.tbs.size();
+  return writeEmitted(options, tuccl::writeMscclXml(*lowered, options.mscclRuntime),
+                      "MSCCL XML for " + std::string(tuccl::mscclRuntimeName(options.mscclRuntime)) + ", " +
+                          std::to_string(tbs) + " thread blocks, " +
+                          (exportOptions.inPlace ? "in-place calls" : "out-of-place calls"));
+}
+
 int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclOptions, const CompileOptions& options) {
   tuccl::Expected<tuccl::LoadedAlgorithm> loaded = tuccl::loadAlgorithmText(source, rescclOptions);
   if (!loaded.ok()) {
@@ -183,7 +231,12 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
   if (options.printSummary) {
     std::cout << "verified: " << tuccl::collectiveName(algorithm.collective) << " postcondition holds\n";
   }
-  if (options.outputDir.empty() && !options.verify) return 0;
+  if (options.emit == Emit::Resccl) {
+    if (int status = emitResccl(algorithm, options); status != 0) return status;
+  }
+  const bool needsPlan = options.emit == Emit::Msccl || options.emit == Emit::Plan ||
+                         (options.emit == Emit::None && !options.outputDir.empty());
+  if (!needsPlan && !options.verify) return 0;
 
   tuccl::Plan plan;
   try {
@@ -194,7 +247,11 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
     return kExitInternal;
   }
   if (options.report) printReport(algorithm, plan, options);
-  if (!options.outputDir.empty()) {
+  if (options.emit == Emit::Plan) {
+    if (int status = writeEmitted(options, tuccl::writePlanJson(plan), "plan JSON"); status != 0) return status;
+  } else if (options.emit == Emit::Msccl) {
+    if (int status = emitMsccl(plan, algorithm, options); status != 0) return status;
+  } else if (!options.outputDir.empty()) {
     if (int status = writeOutputs(plan, options); status != 0) return status;
   }
   if (!options.verify) return 0;
@@ -222,7 +279,9 @@ int main(int argc, char** argv) {
       "With no FILE it uses the bundled hierarchical-mesh AllReduce (examples/algorithms/hm_allreduce.resccl).\n"
       "  tuccl-compile --check FILE        prove the algorithm correct and summarise it\n"
       "  tuccl-compile FILE -o DIR         also schedule it and write DIR/plan.json and DIR/rank<N>.cu\n"
-      "  tuccl-compile FILE --verify       run the generated kernels on the CPU and check every element"};
+      "  tuccl-compile FILE --verify       run the generated kernels on the CPU and check every element\n"
+      "  tuccl-compile FILE --emit resccl  print the algorithm as ResCCLang (e.g. an MSCCL XML file, to edit)\n"
+      "  tuccl-compile FILE --emit msccl   print the plan as MSCCL algorithm XML (-o FILE to write a file)"};
   app.set_version_flag("--version", "tuccl-compile 0.1.0");
   std::string file;
   bool check = false;
@@ -247,8 +306,22 @@ int main(int argc, char** argv) {
       ->transform(tuccl::cli::integerIn(1, int64_t{1} << 40));
   app.add_option("--ranks", ranks, "how many ranks the peer table and --report list: a number or 'all'")
       ->capture_default_str();
-  app.add_option("-o,--output", options.outputDir, "schedule the algorithm and write DIR/plan.json")
-      ->type_name("DIR");
+  app.add_option("-o,--output", options.outputDir,
+                 "schedule the algorithm and write DIR/plan.json and DIR/rank<N>.cu; with --emit, the FILE to write "
+                 "('-' or none: standard output)")
+      ->type_name("DIR|FILE");
+  std::string emit;
+  app.add_option("--emit", emit,
+                 "write one artefact instead of -o DIR's plan and kernels: resccl (the algorithm as a ResCCLang "
+                 "program), msccl (the plan as MSCCL algorithm XML, see --msccl-runtime), plan (the plan JSON)")
+      ->check(CLI::IsMember({"resccl", "msccl", "plan"}));
+  std::string mscclRuntime = "executor";
+  CLI::Option* runtimeOption =
+      app.add_option("--msccl-runtime", mscclRuntime,
+                     "--emit msccl: the runtime whose spelling and limits the file follows: msccl (microsoft/msccl), "
+                     "executor (msccl-executor-nccl), rccl; a plan beyond its limits is an error naming each")
+          ->check(CLI::IsMember({"msccl", "executor", "rccl"}))
+          ->capture_default_str();
   tuccl::cli::addForceFlag(app, options.force);
   std::string scheduler = "hpds";
   std::string tbAllocation = "auto";
@@ -310,7 +383,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", options.verifyOptions.seed, "--verify: random seed (0: a fresh one, printed)")
       ->capture_default_str();
   app.add_flag("--out-of-place", outOfPlace,
-               "--verify: separate input and output buffers (always so for an out-of-place algorithm)");
+               "--verify: separate input and output buffers (always so for an out-of-place algorithm); --emit msccl: "
+               "a file for out-of-place calls");
 
   if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
 
@@ -331,8 +405,17 @@ int main(int argc, char** argv) {
       return kExitError;
     }
   }
+  if (!emit.empty()) {
+    options.emit = emit == "resccl" ? Emit::Resccl : emit == "msccl" ? Emit::Msccl : Emit::Plan;
+    if (options.outputDir.empty()) options.outputDir = "-";
+  }
+  if (runtimeOption->count() > 0 && options.emit != Emit::Msccl) {
+    std::cerr << "tuccl-compile: error: --msccl-runtime applies to --emit msccl only\n";
+    return kExitError;
+  }
+  options.mscclRuntime = tuccl::parseMscclRuntime(mscclRuntime).value();  // CLI11 checked the name
   if (!check && options.outputDir.empty() && !options.verify) {
-    std::cerr << "tuccl-compile: error: nothing to do: pass --check, -o DIR to write a plan and kernels, or "
+    std::cerr << "tuccl-compile: error: nothing to do: pass --check, -o DIR to write a plan and kernels, --emit, or "
                  "--verify (--help lists the options)\n";
     return kExitError;
   }
@@ -355,7 +438,10 @@ int main(int argc, char** argv) {
   options.verifyOptions.inPlace = !outOfPlace;
   options.printSummary = check;
 
-  if (!options.outputDir.empty()) {
+  if (options.emit != Emit::None) {
+    const tuccl::Status free = tuccl::cli::checkOutputFree(options.outputDir, options.force);
+    if (!free) return tuccl::cli::reportError("tuccl-compile", free);
+  } else if (!options.outputDir.empty()) {
     const tuccl::Status free = tuccl::cli::checkOutputFolder(options.outputDir, kOutputNames, options.force);
     if (!free) return tuccl::cli::reportError("tuccl-compile", free);
   }

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lang/msccl_xml.h"
 #include "lang/resccl.h"
 #include "lang/semantic_check.h"
 
@@ -95,6 +96,35 @@ TEST(RescclPrinter, PrintsAnAlgorithmWithoutOperations) {
   EXPECT_TRUE(loaded->ops.empty());
 }
 
+// Every valid MSCCL test file, out-of-place ones included (InPlace=0), prints as a program that
+// loads back into the same algorithm: an imported file can be edited as ResCCLang.
+TEST(RescclPrinter, EveryMscclTestFileRoundTrips) {
+  int outOfPlace = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(TUCCL_SOURCE_DIR) / "tests/data/msccl")) {
+    if (entry.path().extension() != ".xml") continue;
+    SCOPED_TRACE(entry.path().filename().string());
+    Expected<ImportedMscclAlgorithm> imported = importMscclXmlFile(entry.path().string());
+    ASSERT_TRUE(imported.ok()) << imported.status().toString();
+    expectRoundTrip(imported->algorithm);
+    if (!imported->algorithm.inPlace) {
+      ++outOfPlace;
+      EXPECT_NE(printResccl(imported->algorithm)->find(", InPlace=0):\n"), std::string::npos);
+    }
+  }
+  EXPECT_GE(outOfPlace, 4);
+}
+
+TEST(RescclPrinter, InPlaceIsZeroOrOne) {
+  const std::string header = "def ResCCLAlgo(nRanks=2, OpType=\"Allgather\", nChunks=2, InPlace=";
+  const std::string body = "):\n    transfer(0, 1, 0, 0, recv, srcBuf=\"input\", dstChunk=1)\n";
+  Expected<Algorithm> separate = compileResccl(SourceText("a.resccl", header + "0" + body));
+  ASSERT_TRUE(separate.ok()) << separate.status().toString();
+  EXPECT_FALSE(separate->inPlace);
+  Expected<Algorithm> bad = compileResccl(SourceText("a.resccl", header + "2" + body));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("InPlace"), std::string::npos) << bad.status().message();
+}
+
 void expectRefused(const Algorithm& a, const std::string& part) {
   Expected<std::string> text = printResccl(a);
   ASSERT_FALSE(text.ok());
@@ -107,9 +137,6 @@ TEST(RescclPrinter, RefusesWhatResccLangCannotExpress) {
   const Algorithm ring = compileFile(fs::path(TUCCL_SOURCE_DIR) / "examples/algorithms/ring_allgather.resccl",
                                      {{"nRanks", 4}, {"GPUPerNode", 2}});
   Algorithm a = ring;
-  a.inPlace = false;
-  expectRefused(a, "it keeps input and output apart");
-  a = ring;
   a.bufferChunks[0] = 2;  // AllGather input of 2 chunks with an output of 4: not NCCL's
   expectRefused(a, "buffer sizes");
   a = ring;

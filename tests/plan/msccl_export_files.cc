@@ -2,15 +2,20 @@
 // independent checker (tests/tools/msccl_semantics.py) that ctest runs next: every TB policy,
 // 1 and 2 replicas (channels), in place and out of place where the collective allows, for the
 // executor's spelling and limits, and a subset for microsoft/msccl and RCCL. It also writes
-// `manifest.txt` (lines "FILE RUNTIME ROOT"). Exit status 1 when an export fails.
+// `manifest.txt` (lines "FILE RUNTIME ROOT"). Into DIRECTORY/round_trip (with its own manifest.txt)
+// it writes the round trips of the valid MSCCL test files (tests/data/msccl/*.xml): each file
+// imported, scheduled under every TB policy and exported again, for its own call layout and, when
+// in place, for out-of-place calls too. Exit status 1 when an import or export fails.
 //
 // Usage: msccl_export_files DIRECTORY
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "lang/msccl_xml.h"
 #include "plan/msccl_export.h"
 #include "scheduler/plan_builder.h"
 #include "support/source_text.h"
@@ -101,6 +106,34 @@ bool exportExample(const fs::path& dir, std::ofstream& manifest, const Example& 
   return ok;
 }
 
+// export(plan(import(file))) for every TB policy and call layout.
+bool exportRoundTrip(const fs::path& dir, std::ofstream& manifest, const fs::path& file) {
+  Expected<ImportedMscclAlgorithm> imported = importMscclXmlFile(file.string());
+  if (!imported) {
+    std::cerr << imported.status().toString() << "\n";
+    return false;
+  }
+  const Algorithm& algorithm = imported->algorithm;
+  bool ok = true;
+  for (const Policy& policy : kPolicies) {
+    PlanRequest request;
+    request.scheduler = policy.scheduler;
+    request.tbAllocation = policy.tbs;
+    const Plan plan = buildPlan(algorithm, request);
+    for (bool inPlace : {true, false}) {
+      if (inPlace && !algorithm.inPlace) continue;
+      if (!inPlace && algorithm.inPlace && plan.collective == Collective::ReduceScatter) continue;
+      MscclExportOptions options;
+      options.replicas = 1;
+      options.inPlace = inPlace;
+      const std::string name =
+          file.stem().string() + "." + policy.name + (inPlace ? ".inplace" : ".outofplace") + ".executor.xml";
+      ok = exportOne(dir, manifest, plan, name, options) && ok;
+    }
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,5 +146,14 @@ int main(int argc, char** argv) {
   std::ofstream manifest(dir / "manifest.txt");
   bool ok = true;
   for (const Example& example : kExamples) ok = exportExample(dir, manifest, example) && ok;
+  const fs::path roundTrip = dir / "round_trip";
+  fs::create_directories(roundTrip);
+  std::ofstream roundTripManifest(roundTrip / "manifest.txt");
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& entry : fs::directory_iterator(fs::path(TUCCL_SOURCE_DIR) / "tests/data/msccl")) {
+    if (entry.is_regular_file() && entry.path().extension() == ".xml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const fs::path& file : files) ok = exportRoundTrip(roundTrip, roundTripManifest, file) && ok;
   return ok ? 0 : 1;
 }

@@ -299,3 +299,141 @@ TEST_F(TucclCompilePlan, WritesAPlanAndVerifiesAnXmlFile) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string readText(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST_F(TucclCompilePlan, EmitsAnMscclFileAsEditableResccl) {
+  ToolRun printed = runTool(msccl("ring_allreduce_rrs.xml") + " --emit resccl");
+  ASSERT_EQ(printed.status, 0) << printed.output;
+  EXPECT_NE(printed.output.find("def ResCCLAlgo(nRanks=4, OpType=\"AllReduce\""), std::string::npos) << printed.output;
+  const std::filesystem::path file = dir_ / "ring.resccl";
+  ToolRun written = runTool(msccl("ring_allreduce_rrs.xml") + " --emit resccl -o " + file.string());
+  ASSERT_EQ(written.status, 0) << written.output;
+  EXPECT_NE(written.output.find("wrote " + file.string() + " (ResCCLang"), std::string::npos) << written.output;
+  EXPECT_EQ(readText(file), printed.output);  // the same program on standard output and in the file
+  // The printed program is an algorithm in its own right: it proves and runs.
+  ToolRun again = runTool("--check " + file.string());
+  EXPECT_EQ(again.status, 0) << again.output;
+  EXPECT_NE(again.output.find("verified: AllReduce postcondition holds"), std::string::npos) << again.output;
+  ToolRun run = runTool(file.string() + " --verify --dtype int32 --count 513");
+  EXPECT_EQ(run.status, 0) << run.output;
+  // An out-of-place file prints with InPlace=0 and still runs out of place.
+  const std::filesystem::path alltoall = dir_ / "alltoall.resccl";
+  ToolRun outOfPlace = runTool(msccl("alltoall_copy.xml") + " --emit resccl -o " + alltoall.string());
+  ASSERT_EQ(outOfPlace.status, 0) << outOfPlace.output;
+  EXPECT_NE(readText(alltoall).find(", InPlace=0):"), std::string::npos) << readText(alltoall);
+  ToolRun alltoallRun = runTool(alltoall.string() + " --verify --dtype int32 --count 77");
+  EXPECT_EQ(alltoallRun.status, 0) << alltoallRun.output;
+  EXPECT_NE(alltoallRun.output.find("out of place"), std::string::npos) << alltoallRun.output;
+}
+
+TEST_F(TucclCompilePlan, EmitsMscclXmlThatImportsAndRunsCorrectly) {
+  const std::filesystem::path file = dir_ / "ring.xml";
+  ToolRun exported = runTool(example("ring_reducescatter.resccl") + " -p nRanks=8 -p GPUPerNode=4 --emit msccl -o " +
+                             file.string());
+  ASSERT_EQ(exported.status, 0) << exported.output;
+  EXPECT_NE(exported.output.find("(MSCCL XML for executor,"), std::string::npos) << exported.output;
+  const std::string text = readText(file);
+  EXPECT_EQ(text.rfind("<algo ", 0), 0u) << text.substr(0, 200);
+  EXPECT_NE(text.find("coll=\"reducescatter\""), std::string::npos);
+  EXPECT_NE(text.find("inplace=\"1\""), std::string::npos);
+  ToolRun run = runTool(file.string() + " --verify --dtype int32 --count 999");
+  EXPECT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("rank 7: ok"), std::string::npos) << run.output;
+  // microsoft/msccl's spelling, to standard output.
+  ToolRun msccl = runTool(example("ring_reducescatter.resccl") +
+                          " -p nRanks=8 -p GPUPerNode=4 --emit msccl --msccl-runtime msccl");
+  ASSERT_EQ(msccl.status, 0) << msccl.output;
+  EXPECT_NE(msccl.output.find("coll=\"reduce_scatter\""), std::string::npos) << msccl.output.substr(0, 300);
+  // --out-of-place: a file for out-of-place calls (an AllGather; ReduceScatter's in place is refused).
+  const std::filesystem::path separate = dir_ / "allgather.xml";
+  ToolRun outOfPlace = runTool(example("ring_allgather.resccl") + " -p nRanks=4 -p GPUPerNode=2 --emit msccl " +
+                               "--out-of-place -o " + separate.string());
+  ASSERT_EQ(outOfPlace.status, 0) << outOfPlace.output;
+  EXPECT_NE(readText(separate).find("outofplace=\"1\""), std::string::npos);
+  ToolRun separateRun = runTool(separate.string() + " --verify --dtype int32 --count 77");
+  EXPECT_EQ(separateRun.status, 0) << separateRun.output;
+  EXPECT_NE(separateRun.output.find("out of place"), std::string::npos) << separateRun.output;
+  ToolRun refused = runTool(example("ring_reducescatter.resccl") + " -p nRanks=4 -p GPUPerNode=2 --emit msccl --out-of-place");
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("cannot serve out-of-place calls"), std::string::npos) << refused.output;
+}
+
+// A ring AllReduce of 750-chunk blocks: each transfer becomes 11 steps (cnt < 72), 66 per thread
+// block, beyond msccl-executor's 64 but within microsoft/msccl's 256.
+constexpr const char* kLongRing = R"(def ResCCLAlgo(nRanks=4, OpType="Allreduce", nChunks=3000, GPUPerNode=4):
+    for r in range(nRanks):
+        for s in range(nRanks - 1):
+            transfer(r, (r + 1) % nRanks, s, ((r - s) % nRanks) * 750, rrc, count=750)
+    for r in range(nRanks):
+        for s in range(nRanks - 1):
+            transfer(r, (r + 1) % nRanks, nRanks - 1 + s, ((r + 1 - s) % nRanks) * 750, recv, count=750)
+)";
+
+TEST_F(TucclCompilePlan, MscclLimitViolationsAreErrorsNamingEach) {
+  std::filesystem::create_directories(dir_);
+  const std::filesystem::path program = dir_ / "long_ring.resccl";
+  std::ofstream(program) << kLongRing;
+  const std::filesystem::path file = dir_ / "long_ring.xml";
+  ToolRun executor = runTool(program.string() + " --emit msccl -o " + file.string());
+  EXPECT_EQ(executor.status, 2) << executor.output;
+  EXPECT_NE(executor.output.find("the plan exceeds 8 limits of executor"), std::string::npos) << executor.output;
+  for (int gpu = 0; gpu < 4; ++gpu) {
+    for (int tb = 0; tb < 2; ++tb) {
+      const std::string line = "executor: gpu " + std::to_string(gpu) + " tb " + std::to_string(tb) +
+                               ": steps per tb is 66, the most is 64";
+      EXPECT_NE(executor.output.find(line), std::string::npos) << line << "\n" << executor.output;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(file));  // no file the runtime would reject
+  ToolRun rccl = runTool(program.string() + " --emit msccl --msccl-runtime rccl -o " + file.string());
+  EXPECT_EQ(rccl.status, 2) << rccl.output;
+  EXPECT_NE(rccl.output.find("rccl: gpu 0 tb 0: steps per tb is 66"), std::string::npos) << rccl.output;
+  ToolRun msccl = runTool(program.string() + " --emit msccl --msccl-runtime msccl -o " + file.string());
+  EXPECT_EQ(msccl.status, 0) << msccl.output;
+  ToolRun run = runTool(file.string() + " --verify --dtype int32 --count 3000");
+  EXPECT_EQ(run.status, 0) << run.output;
+}
+
+TEST_F(TucclCompilePlan, EmitsThePlanJson) {
+  const std::filesystem::path file = dir_ / "plan.json";
+  ToolRun r = runTool(msccl("ring_allreduce_2ch.xml") + " --emit plan -o " + file.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const tuccl::Expected<tuccl::Plan> read = tuccl::readPlanJson(tuccl::readSourceFile(file.string()));
+  ASSERT_TRUE(read.ok()) << read.status().toString();
+  EXPECT_EQ(read->collective, tuccl::Collective::AllReduce);
+  EXPECT_TRUE(tuccl::validatePlan(*read).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "rank0.cu"));  // --emit writes the one file
+}
+
+TEST_F(TucclCompilePlan, EmitOptionsAreChecked) {
+  std::filesystem::create_directories(dir_);
+  const std::filesystem::path file = dir_ / "out.resccl";
+  std::ofstream(file) << "old";
+  ToolRun exists = runTool(example("ring_allgather.resccl") + " -p nRanks=4 -p GPUPerNode=2 --emit resccl -o " + file.string());
+  EXPECT_EQ(exists.status, 2) << exists.output;
+  EXPECT_NE(exists.output.find("exists; pass --force to overwrite it"), std::string::npos) << exists.output;
+  EXPECT_EQ(readText(file), "old");
+  ToolRun forced = runTool(example("ring_allgather.resccl") + " -p nRanks=4 -p GPUPerNode=2 --emit resccl --force -o " +
+                           file.string());
+  EXPECT_EQ(forced.status, 0) << forced.output;
+  EXPECT_EQ(readText(file).rfind("# ", 0), 0u);
+  ToolRun unknown = runTool("--emit cubin");
+  EXPECT_EQ(unknown.status, 2) << unknown.output;
+  ToolRun runtimeAlone = runTool("--check --msccl-runtime rccl");
+  EXPECT_EQ(runtimeAlone.status, 2) << runtimeAlone.output;
+  EXPECT_NE(runtimeAlone.output.find("--msccl-runtime applies to --emit msccl only"), std::string::npos)
+      << runtimeAlone.output;
+  ToolRun badRuntime = runTool(msccl("ring_allreduce_1ch.xml") + " --emit msccl --msccl-runtime nccl");
+  EXPECT_EQ(badRuntime.status, 2) << badRuntime.output;
+  ToolRun help = runTool("--help");
+  EXPECT_NE(help.output.find("--emit"), std::string::npos);
+  EXPECT_NE(help.output.find("--msccl-runtime"), std::string::npos);
+}
+
+}  // namespace
