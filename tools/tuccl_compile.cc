@@ -29,6 +29,7 @@
 #include "lang/resccl_printer.h"
 #include "lang/semantic_check.h"
 #include "plan/msccl_export.h"
+#include "plan/mscclpp_export.h"
 #include "plan/plan_json.h"
 #include "scheduler/plan_builder.h"
 #include "support/progress.h"
@@ -59,11 +60,12 @@ bool parseParameter(const std::string& text, std::pair<std::string, int64_t>& ou
 }
 
 // --emit: one artefact to standard output or -o FILE instead of -o DIR's plan and kernels.
-enum class Emit : uint8_t { None, Resccl, Msccl, Plan };
+enum class Emit : uint8_t { None, Resccl, Msccl, Mscclpp, Plan };
 
 struct CompileOptions {
   Emit emit = Emit::None;
   tuccl::MscclRuntime mscclRuntime = tuccl::MscclRuntime::Executor;
+  int32_t mscclppRanksPerNode = 0;  ///< --emit mscclpp; 0: from the algorithm
   bool printSummary = false;
   int32_t rankLines = 16;
   std::string outputDir;  ///< empty: no plan written; with --emit the output file ("-": standard output)
@@ -210,6 +212,26 @@ int emitMsccl(const tuccl::Plan& plan, const tuccl::Algorithm& algorithm, const 
                           (exportOptions.inPlace ? "in-place calls" : "out-of-place calls"));
 }
 
+// --emit mscclpp: the plan as an MSCCL++ execution plan. Ranks of one node share memory channels,
+// the others talk over port channels: --mscclpp-ranks-per-node, else the algorithm's GPUPerNode
+// when it splits the ranks into several nodes, else one node.
+int emitMscclpp(const tuccl::Plan& plan, const tuccl::Algorithm& algorithm, const CompileOptions& options) {
+  tuccl::MscclppExportOptions exportOptions;
+  exportOptions.inPlace = algorithm.inPlace && options.verifyOptions.inPlace;
+  exportOptions.ranksPerNode = options.mscclppRanksPerNode;
+  if (exportOptions.ranksPerNode == 0 && algorithm.ranksPerNode > 0 && algorithm.ranksPerNode < algorithm.nRanks &&
+      algorithm.nRanks % algorithm.ranksPerNode == 0) {
+    exportOptions.ranksPerNode = algorithm.ranksPerNode;
+  }
+  tuccl::Expected<std::string> json = tuccl::exportMscclppJson(plan, exportOptions);
+  if (!json) return tuccl::cli::reportError("tuccl-compile", json.status());
+  const int32_t perNode = exportOptions.ranksPerNode > 0 ? exportOptions.ranksPerNode : algorithm.nRanks;
+  return writeEmitted(options, *json,
+                      "MSCCL++ execution plan, " + std::to_string(algorithm.nRanks / perNode) + " node(s) of " +
+                          std::to_string(perNode) + " ranks, " +
+                          (exportOptions.inPlace ? "in-place calls" : "out-of-place calls"));
+}
+
 int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclOptions, const CompileOptions& options) {
   tuccl::Expected<tuccl::LoadedAlgorithm> loaded = tuccl::loadAlgorithmText(source, rescclOptions);
   if (!loaded.ok()) {
@@ -234,7 +256,7 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
   if (options.emit == Emit::Resccl) {
     if (int status = emitResccl(algorithm, options); status != 0) return status;
   }
-  const bool needsPlan = options.emit == Emit::Msccl || options.emit == Emit::Plan ||
+  const bool needsPlan = options.emit == Emit::Msccl || options.emit == Emit::Mscclpp || options.emit == Emit::Plan ||
                          (options.emit == Emit::None && !options.outputDir.empty());
   if (!needsPlan && !options.verify) return 0;
 
@@ -251,6 +273,8 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
     if (int status = writeEmitted(options, tuccl::writePlanJson(plan), "plan JSON"); status != 0) return status;
   } else if (options.emit == Emit::Msccl) {
     if (int status = emitMsccl(plan, algorithm, options); status != 0) return status;
+  } else if (options.emit == Emit::Mscclpp) {
+    if (int status = emitMscclpp(plan, algorithm, options); status != 0) return status;
   } else if (!options.outputDir.empty()) {
     if (int status = writeOutputs(plan, options); status != 0) return status;
   }
@@ -281,7 +305,8 @@ int main(int argc, char** argv) {
       "  tuccl-compile FILE -o DIR         also schedule it and write DIR/plan.json and DIR/rank<N>.cu\n"
       "  tuccl-compile FILE --verify       run the generated kernels on the CPU and check every element\n"
       "  tuccl-compile FILE --emit resccl  print the algorithm as ResCCLang (e.g. an MSCCL XML file, to edit)\n"
-      "  tuccl-compile FILE --emit msccl   print the plan as MSCCL algorithm XML (-o FILE to write a file)"};
+      "  tuccl-compile FILE --emit msccl   print the plan as MSCCL algorithm XML (-o FILE to write a file)\n"
+      "  tuccl-compile FILE --emit mscclpp print the plan as an MSCCL++ execution plan (JSON)"};
   app.set_version_flag("--version", "tuccl-compile 0.1.0");
   std::string file;
   bool check = false;
@@ -313,8 +338,14 @@ int main(int argc, char** argv) {
   std::string emit;
   app.add_option("--emit", emit,
                  "write one artefact instead of -o DIR's plan and kernels: resccl (the algorithm as a ResCCLang "
-                 "program), msccl (the plan as MSCCL algorithm XML, see --msccl-runtime), plan (the plan JSON)")
-      ->check(CLI::IsMember({"resccl", "msccl", "plan"}));
+                 "program), msccl (the plan as MSCCL algorithm XML, see --msccl-runtime), mscclpp (the plan as an MSCCL++ "
+                 "execution plan), plan (the plan JSON)")
+      ->check(CLI::IsMember({"resccl", "msccl", "mscclpp", "plan"}));
+  CLI::Option* perNodeOption =
+      app.add_option("--mscclpp-ranks-per-node", options.mscclppRanksPerNode,
+                     "--emit mscclpp: consecutive ranks of one node (memory channels inside, port channels "
+                     "between nodes); default: the algorithm's GPUPerNode when it makes several nodes, else one node")
+          ->check(CLI::Range(1, 1 << 20));
   std::string mscclRuntime = "executor";
   CLI::Option* runtimeOption =
       app.add_option("--msccl-runtime", mscclRuntime,
@@ -406,8 +437,15 @@ int main(int argc, char** argv) {
     }
   }
   if (!emit.empty()) {
-    options.emit = emit == "resccl" ? Emit::Resccl : emit == "msccl" ? Emit::Msccl : Emit::Plan;
+    options.emit = emit == "resccl"    ? Emit::Resccl
+                   : emit == "msccl"   ? Emit::Msccl
+                   : emit == "mscclpp" ? Emit::Mscclpp
+                                       : Emit::Plan;
     if (options.outputDir.empty()) options.outputDir = "-";
+  }
+  if (perNodeOption->count() > 0 && options.emit != Emit::Mscclpp) {
+    std::cerr << "tuccl-compile: error: --mscclpp-ranks-per-node applies to --emit mscclpp only\n";
+    return kExitError;
   }
   if (runtimeOption->count() > 0 && options.emit != Emit::Msccl) {
     std::cerr << "tuccl-compile: error: --msccl-runtime applies to --emit msccl only\n";

@@ -411,6 +411,29 @@ TEST_F(TucclCompilePlan, EmitsThePlanJson) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "rank0.cu"));  // --emit writes the one file
 }
 
+TEST_F(TucclCompilePlan, EmitsAnMscclppPlanWithPortChannelsBetweenNodes) {
+  const std::filesystem::path file = dir_ / "plan.mscclpp.json";
+  ToolRun r = runTool(example("hm_allgather.resccl") + " -p nRanks=4 -p GPUPerNode=2 -p nChannels=1 --emit mscclpp -o " +
+                      file.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("2 node(s) of 2 ranks"), std::string::npos) << r.output;
+  const std::string json = readText(file);
+  EXPECT_NE(json.find("\"collective\": \"allgather\""), std::string::npos) << json.substr(0, 400);
+  EXPECT_NE(json.find("\"port\""), std::string::npos) << "ranks of two nodes talk over port channels";
+  EXPECT_NE(json.find("\"memory\""), std::string::npos) << "ranks of one node share memory channels";
+  // One node: memory channels only.
+  ToolRun oneNode = runTool(example("hm_allgather.resccl") + " -p nRanks=4 -p GPUPerNode=2 -p nChannels=1 --emit mscclpp "
+                            "--mscclpp-ranks-per-node 4");
+  ASSERT_EQ(oneNode.status, 0) << oneNode.output;
+  EXPECT_EQ(oneNode.output.find("\"port\""), std::string::npos);
+  ToolRun alone = runTool("--check --mscclpp-ranks-per-node 2");
+  EXPECT_EQ(alone.status, 2) << alone.output;
+  EXPECT_NE(alone.output.find("--mscclpp-ranks-per-node applies to --emit mscclpp only"), std::string::npos)
+      << alone.output;
+  ToolRun uneven = runTool(example("ring_allgather.resccl") + " -p nRanks=4 --emit mscclpp --mscclpp-ranks-per-node 3");
+  EXPECT_EQ(uneven.status, 2) << uneven.output;
+}
+
 TEST_F(TucclCompilePlan, EmitOptionsAreChecked) {
   std::filesystem::create_directories(dir_);
   const std::filesystem::path file = dir_ / "out.resccl";
