@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lang/algorithm.h"
+#include "lang/msccl_xml.h"
 #include "plan/plan.h"
 
 namespace tuccl {
@@ -37,10 +38,21 @@ struct PlanRequest {
   /// depth, in chunks per micro-batch, the runtime guarantees) asks single-TB plans for the
   /// buffered order (lowering.h); the plan keeps it only where it is deadlock free at that depth.
   PlanConfig config;
+  /// The MSCCL XML file's own schedule (ImportedMscclAlgorithm::schedule, not owned): what
+  /// Scheduler::AsWritten runs (scheduler/as_written.h); the other schedulers ignore it.
+  const MscclSchedule* mscclSchedule = nullptr;
 };
 
-/// Schedules, allocates TBs and lowers; throws std::logic_error when the plan fails validatePlan
-/// (a scheduler bug).
+/// The error of asking for Scheduler::AsWritten without an MSCCL schedule.
+inline constexpr std::string_view kAsWrittenNeedsXml = "as-written needs an MSCCL XML input";
+
+/// Schedules, allocates TBs and lowers. An error status for what the input can cause: as-written
+/// without a schedule (kAsWrittenNeedsXml), a schedule as-written cannot run (as_written.h).
+/// Throws std::logic_error when the plan fails validatePlan (a scheduler bug).
+Expected<Plan> tryBuildPlan(const Algorithm& algorithm, const PlanRequest& request);
+
+/// tryBuildPlan for requests known to be good: throws std::invalid_argument with the error's
+/// message where tryBuildPlan returns one.
 Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request);
 
 /// Reads and runs a ResCCLang program with nRanks / GPUPerNode overridden (when > 0) and proves it
