@@ -81,18 +81,22 @@ Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
 
 namespace {
 
-// Runs the program with the overrides and proves it; the first diagnostic of a failed proof.
+// The first diagnostic of a failed proof, or ok.
+Status prove(const Algorithm& algorithm, const SourceText& source) {
+  const CheckReport report = checkAlgorithm(algorithm);
+  if (report.ok()) return {};
+  const std::vector<Diagnostic> diagnostics = violationDiagnostics(algorithm, *report.violation);
+  if (!diagnostics.empty()) return Status(ErrorCode::InvalidInput, diagnostics.front());
+  return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, "the algorithm fails the semantic check");
+}
+
+// Runs the program with the overrides and proves it.
 Expected<Algorithm> compileAndProve(const SourceText& source, const RescclParameters& parameters) {
   RescclOptions options;
   options.parameterOverrides = parameters;
   Expected<Algorithm> algorithm = compileResccl(source, options);
   if (!algorithm) return algorithm;
-  const CheckReport report = checkAlgorithm(*algorithm);
-  if (!report.ok()) {
-    const std::vector<Diagnostic> diagnostics = violationDiagnostics(*algorithm, *report.violation);
-    if (!diagnostics.empty()) return Status(ErrorCode::InvalidInput, diagnostics.front());
-    return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, "the algorithm fails the semantic check");
-  }
+  if (Status status = prove(*algorithm, source); !status) return status;
   return algorithm;
 }
 
@@ -114,6 +118,25 @@ Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks,
 Expected<Algorithm> loadRescclAlgorithmFromText(const std::string& name, std::string text,
                                                 const RescclParameters& parameters) {
   return compileAndProve(SourceText(name, std::move(text)), parameters);
+}
+
+Expected<LoadedAlgorithm> loadProvedAlgorithm(SourceText source, const RescclParameters& parameters) {
+  RescclOptions options;
+  options.parameterOverrides = parameters;
+  Expected<LoadedAlgorithm> loaded = loadAlgorithmText(std::move(source), options);
+  if (!loaded) return loaded;
+  if (Status status = prove(loaded->algorithm, loaded->source); !status) return status;
+  return loaded;
+}
+
+Expected<LoadedAlgorithm> loadProvedAlgorithmFile(const std::string& path, const RescclParameters& parameters) {
+  SourceText source;
+  try {
+    source = readSourceFile(path);
+  } catch (const DiagnosticError& error) {
+    return statusFromDiagnostic(error, ErrorCode::IoError);
+  }
+  return loadProvedAlgorithm(std::move(source), parameters);
 }
 
 }  // namespace tuccl

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lang/algorithm.h"
+#include "lang/load_algorithm.h"
 #include "lang/msccl_xml.h"
 #include "plan/plan.h"
 
@@ -67,5 +68,13 @@ using RescclParameters = std::vector<std::pair<std::string, int64_t>>;
 /// file read once): `name` names it in diagnostics and is the default AlgoName's source.
 Expected<Algorithm> loadRescclAlgorithmFromText(const std::string& name, std::string text,
                                                 const RescclParameters& parameters);
+
+/// Loads a ResCCLang program or an MSCCL XML file (lang/load_algorithm.h: by the name's extension
+/// or the text's first character) and proves it with the semantic checker. `parameters` override
+/// ResCCLang header parameters; an XML file takes none (InvalidArgument naming the first). For XML
+/// the result keeps the file's schedule (LoadedAlgorithm::msccl), what Scheduler::AsWritten runs.
+Expected<LoadedAlgorithm> loadProvedAlgorithm(SourceText source, const RescclParameters& parameters);
+/// As loadProvedAlgorithm, reading the file at `path` (IoError naming it when it cannot be read).
+Expected<LoadedAlgorithm> loadProvedAlgorithmFile(const std::string& path, const RescclParameters& parameters);
 
 }  // namespace tuccl
