@@ -64,8 +64,7 @@ constexpr std::array<Alias, 14> kDataTypeAliases = {{{"float", 0}, {"fp32", 0}, 
                                                      {"fp16", 1},  {"f16", 1},  {"bf16", 2}, {"double", 3},
                                                      {"fp64", 3},  {"f64", 3},  {"int", 4},  {"i32", 4},
                                                      {"i64", 5},   {"u8", 6}}};
-constexpr std::array<Alias, 5> kSchedulerAliases = {
-    {{"algorithm", 2}, {"stage", 3}, {"roundrobin", 1}, {"aswritten", 4}, {"msccl", 4}}};
+constexpr std::array<Alias, 4> kSchedulerAliases = {{{"algorithm", 2}, {"stage", 3}, {"roundrobin", 1}, {"msccl", 4}}};
 constexpr std::array<Alias, 2> kTbPolicyAliases = {{{"connection", 0}, {"state", 1}}};
 
 }  // namespace

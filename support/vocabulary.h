@@ -86,7 +86,7 @@ std::optional<ReduceOp> parseReduceOp(std::string_view name);
 
 /// "hpds", "rr", "algorithm-level", "stage-level".
 std::string_view schedulerName(Scheduler scheduler);
-/// The names above, and "algorithm", "stage", "round-robin", "aswritten", "msccl".
+/// The names above, and "algorithm", "stage", "round-robin", "msccl" (as-written).
 std::optional<Scheduler> parseScheduler(std::string_view name);
 /// The execution level a scheduler's pipeline runs at.
 ExecutionLevel executionLevelOf(Scheduler scheduler);
