@@ -16,6 +16,7 @@
 #include "kernelgen/device_headers.h"
 #include "kernelgen/nvrtc.h"
 #include "plan/plan_json.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "support/hash.h"
 #include "support/log.h"

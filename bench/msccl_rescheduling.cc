@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "sim/network.h"
 #include "sim/simulator.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "lang/load_algorithm.h"
 #include "lang/resccl.h"
 #include "lang/semantic_check.h"
 #include "plan/plan_validate.h"
@@ -81,22 +82,13 @@ Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
 
 namespace {
 
-// The first diagnostic of a failed proof, or ok.
-Status prove(const Algorithm& algorithm, const SourceText& source) {
-  const CheckReport report = checkAlgorithm(algorithm);
-  if (report.ok()) return {};
-  const std::vector<Diagnostic> diagnostics = violationDiagnostics(algorithm, *report.violation);
-  if (!diagnostics.empty()) return Status(ErrorCode::InvalidInput, diagnostics.front());
-  return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, "the algorithm fails the semantic check");
-}
-
 // Runs the program with the overrides and proves it.
 Expected<Algorithm> compileAndProve(const SourceText& source, const RescclParameters& parameters) {
   RescclOptions options;
   options.parameterOverrides = parameters;
   Expected<Algorithm> algorithm = compileResccl(source, options);
   if (!algorithm) return algorithm;
-  if (Status status = prove(*algorithm, source); !status) return status;
+  if (Status status = proveAlgorithm(*algorithm, source.name()); !status) return status;
   return algorithm;
 }
 
@@ -118,25 +110,6 @@ Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks,
 Expected<Algorithm> loadRescclAlgorithmFromText(const std::string& name, std::string text,
                                                 const RescclParameters& parameters) {
   return compileAndProve(SourceText(name, std::move(text)), parameters);
-}
-
-Expected<LoadedAlgorithm> loadProvedAlgorithm(SourceText source, const RescclParameters& parameters) {
-  RescclOptions options;
-  options.parameterOverrides = parameters;
-  Expected<LoadedAlgorithm> loaded = loadAlgorithmText(std::move(source), options);
-  if (!loaded) return loaded;
-  if (Status status = prove(loaded->algorithm, loaded->source); !status) return status;
-  return loaded;
-}
-
-Expected<LoadedAlgorithm> loadProvedAlgorithmFile(const std::string& path, const RescclParameters& parameters) {
-  SourceText source;
-  try {
-    source = readSourceFile(path);
-  } catch (const DiagnosticError& error) {
-    return statusFromDiagnostic(error, ErrorCode::IoError);
-  }
-  return loadProvedAlgorithm(std::move(source), parameters);
 }
 
 }  // namespace tuccl

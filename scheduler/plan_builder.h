@@ -12,11 +12,12 @@
 #include <vector>
 
 #include "lang/algorithm.h"
-#include "lang/load_algorithm.h"
-#include "lang/msccl_xml.h"
+#include "lang/resccl.h"
 #include "plan/plan.h"
 
 namespace tuccl {
+
+struct MscclSchedule;  // lang/msccl_xml.h
 
 /// How buildPlan allocates thread blocks (ResCCL §4.4, Table 3).
 struct TbRequest {
@@ -60,21 +61,9 @@ Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request);
 /// with the semantic checker; an error status naming file:line:col on a bad program or a failed proof.
 Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode);
 
-/// Header parameters of a ResCCLang program to override, by name, in order: nRanks, GPUPerNode,
-/// Root, nChannels, nChunks, nScratch ... (RescclOptions::parameterOverrides).
-using RescclParameters = std::vector<std::pair<std::string, int64_t>>;
-
 /// As loadRescclAlgorithm, for a program already in memory (an embedded built-in, a table's
 /// file read once): `name` names it in diagnostics and is the default AlgoName's source.
 Expected<Algorithm> loadRescclAlgorithmFromText(const std::string& name, std::string text,
                                                 const RescclParameters& parameters);
-
-/// Loads a ResCCLang program or an MSCCL XML file (lang/load_algorithm.h: by the name's extension
-/// or the text's first character) and proves it with the semantic checker. `parameters` override
-/// ResCCLang header parameters; an XML file takes none (InvalidArgument naming the first). For XML
-/// the result keeps the file's schedule (LoadedAlgorithm::msccl), what Scheduler::AsWritten runs.
-Expected<LoadedAlgorithm> loadProvedAlgorithm(SourceText source, const RescclParameters& parameters);
-/// As loadProvedAlgorithm, reading the file at `path` (IoError naming it when it cannot be read).
-Expected<LoadedAlgorithm> loadProvedAlgorithmFile(const std::string& path, const RescclParameters& parameters);
 
 }  // namespace tuccl

@@ -19,6 +19,7 @@
 #include "sim/metrics.h"
 #include "sim/network.h"
 #include "plan/plan_json.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"

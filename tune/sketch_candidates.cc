@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "lang/semantic_check.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 
 namespace tuccl {
