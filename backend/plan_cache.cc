@@ -16,6 +16,7 @@
 #include "kernelgen/device_headers.h"
 #include "kernelgen/nvrtc.h"
 #include "plan/plan_json.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "support/hash.h"
 #include "support/log.h"
@@ -221,17 +222,44 @@ Status PlanCache::Impl::entryError(const PlanSelection& selection, const Status&
 
 // ---- the plan itself
 
+namespace {
+
+// An MSCCL XML file has its own shape: it serves a communicator of its ngpus ranks only, and a
+// Broadcast or Reduce of its root only.
+Status checkXmlFitsCall(const std::string& name, const Algorithm& algorithm, const PlanSelection& selection) {
+  if (algorithm.nRanks != selection.shape.nRanks) {
+    return makeError(ErrorCode::InvalidInput, name, {},
+                     "the MSCCL XML file is for " + std::to_string(algorithm.nRanks) + " GPUs (ngpus), the "
+                         "communicator has " + std::to_string(selection.shape.nRanks) + " ranks");
+  }
+  if (hasRoot(algorithm.collective) && algorithm.root != selection.shape.root) {
+    return makeError(ErrorCode::InvalidInput, name, {},
+                     "the MSCCL XML file's root is rank " + std::to_string(algorithm.root) + ", the call's rank " +
+                         std::to_string(selection.shape.root));
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<Plan> PlanCache::Impl::buildFromAlgorithm(const Program& program, const RescclParameters& parameters,
                                                    const PlanRequest& request, const PlanSelection& selection) {
-  Expected<Algorithm> algorithm = loadRescclAlgorithmFromText(program.name, program.text, parameters);
-  if (!algorithm) return algorithm.status();
-  if (algorithm->collective != selection.collective) {
+  // ResCCLang programs take the communicator's shape as header parameters; XML files have their own.
+  const bool xml = detectAlgorithmFormat(program.name, program.text) == AlgorithmFormat::MscclXml;
+  Expected<LoadedAlgorithm> loaded =
+      loadProvedAlgorithm(SourceText(program.name, program.text), xml ? RescclParameters{} : parameters);
+  if (!loaded) return loaded.status();
+  const Algorithm& algorithm = loaded->algorithm;
+  if (algorithm.collective != selection.collective) {
     return makeError(ErrorCode::InvalidInput, program.name, {},
-                     "the program's collective is " + std::string(collectiveName(algorithm->collective)) +
+                     "the program's collective is " + std::string(collectiveName(algorithm.collective)) +
                          ", the call's " + std::string(collectiveName(selection.collective)));
   }
+  if (xml) {
+    if (Status status = checkXmlFitsCall(program.name, algorithm, selection); !status) return status;
+  }
   try {
-    Plan plan = buildPlan(*algorithm, request);
+    Plan plan = buildPlan(algorithm, request);
     ++counters.plansBuilt;
     return plan;
   } catch (const std::exception& error) {

@@ -1,6 +1,9 @@
 #include "lang/load_algorithm.h"
 
 #include <utility>
+#include <vector>
+
+#include "lang/semantic_check.h"
 
 namespace tuccl {
 
@@ -53,6 +56,33 @@ Expected<LoadedAlgorithm> loadAlgorithmFile(const std::string& path, const Rescc
     return statusFromDiagnostic(error, ErrorCode::IoError);
   }
   return loadAlgorithmText(std::move(source), options);
+}
+
+Status proveAlgorithm(const Algorithm& algorithm, const std::string& fileName) {
+  const CheckReport report = checkAlgorithm(algorithm);
+  if (report.ok()) return {};
+  const std::vector<Diagnostic> diagnostics = violationDiagnostics(algorithm, *report.violation);
+  if (!diagnostics.empty()) return Status(ErrorCode::InvalidInput, diagnostics.front());
+  return makeError(ErrorCode::InvalidInput, fileName, SourceLoc{}, "the algorithm fails the semantic check");
+}
+
+Expected<LoadedAlgorithm> loadProvedAlgorithm(SourceText source, const RescclParameters& parameters) {
+  RescclOptions options;
+  options.parameterOverrides = parameters;
+  Expected<LoadedAlgorithm> loaded = loadAlgorithmText(std::move(source), options);
+  if (!loaded) return loaded;
+  if (Status status = proveAlgorithm(loaded->algorithm, loaded->source.name()); !status) return status;
+  return loaded;
+}
+
+Expected<LoadedAlgorithm> loadProvedAlgorithmFile(const std::string& path, const RescclParameters& parameters) {
+  SourceText source;
+  try {
+    source = readSourceFile(path);
+  } catch (const DiagnosticError& error) {
+    return statusFromDiagnostic(error, ErrorCode::IoError);
+  }
+  return loadProvedAlgorithm(std::move(source), parameters);
 }
 
 }  // namespace tuccl

@@ -43,4 +43,16 @@ Expected<LoadedAlgorithm> loadAlgorithmText(SourceText source, const RescclOptio
 /// Reads the file at `path` and loads it (IoError naming the file when it cannot be read).
 Expected<LoadedAlgorithm> loadAlgorithmFile(const std::string& path, const RescclOptions& options = {});
 
+/// The semantic checker's verdict (lang/semantic_check.h) as a status: ok, or InvalidInput with the
+/// first violation's diagnostic (file:line:col of its operation; `fileName` when it has none).
+Status proveAlgorithm(const Algorithm& algorithm, const std::string& fileName);
+
+/// loadAlgorithmText, then proveAlgorithm. `parameters` override ResCCLang header parameters
+/// (RescclOptions::parameterOverrides); an XML file takes none (InvalidArgument naming the first).
+/// For XML the result keeps the file's schedule (LoadedAlgorithm::msccl), which the as-written
+/// scheduler runs.
+Expected<LoadedAlgorithm> loadProvedAlgorithm(SourceText source, const RescclParameters& parameters);
+/// As loadProvedAlgorithm, reading the file at `path` (IoError naming it when it cannot be read).
+Expected<LoadedAlgorithm> loadProvedAlgorithmFile(const std::string& path, const RescclParameters& parameters);
+
 }  // namespace tuccl

@@ -18,10 +18,14 @@
 
 namespace tuccl {
 
+/// Header parameters of a ResCCLang program to override, by name, in order: nRanks, GPUPerNode,
+/// Root, nChannels, nChunks, nScratch ...
+using RescclParameters = std::vector<std::pair<std::string, int64_t>>;
+
 struct RescclOptions {
   /// Header parameters to override, e.g. {"nRanks", 16}, {"GPUPerNode", 4}: one program file
   /// serves every shape. Overriding a parameter the header does not name is an error.
-  std::vector<std::pair<std::string, int64_t>> parameterOverrides;
+  RescclParameters parameterOverrides;
   /// Documented limits that turn a runaway program into an error instead of a hang.
   int64_t maxOperations = 16'000'000;    ///< transfer() calls
   int64_t maxStatements = 500'000'000;   ///< statements executed

@@ -8,18 +8,12 @@
 namespace tuccl {
 namespace {
 
-// Where a task's share on one rank landed.
-struct Placed {
-  int32_t rank = -1;
-  EntryRef ref;
-};
-
 // Single TB with buffered sends (config.sendAhead > 0): each TB's entries step by step, a step's
 // sends before its receives, else in pipeline order. Returns the new place of every entry, or
 // nothing when a task would come before a task it depends on in the same TB.
 std::optional<std::vector<std::vector<std::vector<int32_t>>>> sendsFirstOrder(const Dag& dag, const Plan& plan,
-                                                                             const std::vector<Placed>& sendSide,
-                                                                             const std::vector<Placed>& recvSide) {
+                                                                             const std::vector<PlacedEntry>& sendSide,
+                                                                             const std::vector<PlacedEntry>& recvSide) {
   std::vector<std::vector<std::vector<int32_t>>> moved(plan.ranks.size());
   for (const PlanRank& rank : plan.ranks) {
     for (const PlanTb& tb : rank.tbs) {
@@ -32,12 +26,12 @@ std::optional<std::vector<std::vector<std::vector<int32_t>>>> sendsFirstOrder(co
       moved[rank.rank].push_back(std::move(place));
     }
   }
-  auto placeOf = [&](const Placed& side) { return moved[side.rank][side.ref.tb][side.ref.entry]; };
+  auto placeOf = [&](const PlacedEntry& side) { return moved[side.rank][side.ref.tb][side.ref.entry]; };
   for (int32_t t = 0; t < dag.nTasks; ++t) {
-    for (const Placed* side : {&sendSide[t], &recvSide[t]}) {
+    for (const PlacedEntry* side : {&sendSide[t], &recvSide[t]}) {
       if (side->rank < 0) continue;
       for (int32_t p : dag.predecessors(t)) {
-        for (const Placed* before : {&sendSide[p], &recvSide[p]}) {
+        for (const PlacedEntry* before : {&sendSide[p], &recvSide[p]}) {
           if (before->rank == side->rank && before->ref.tb == side->ref.tb && placeOf(*before) > placeOf(*side)) {
             return std::nullopt;
           }
@@ -47,12 +41,6 @@ std::optional<std::vector<std::vector<std::vector<int32_t>>>> sendsFirstOrder(co
   }
   return moved;
 }
-
-struct SlotRange {
-  int64_t first = 0;
-  int64_t end = 0;  // exclusive; empty when first == end
-  bool overlaps(const SlotRange& other) const { return first < other.end && other.first < end; }
-};
 
 }  // namespace
 
@@ -84,8 +72,8 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
   }
 
   // ---- Entries in pipeline order. -------------------------------------------------------------
-  std::vector<Placed> sendSide(ops.size());
-  std::vector<Placed> recvSide(ops.size());
+  std::vector<PlacedEntry> sendSide(ops.size());
+  std::vector<PlacedEntry> recvSide(ops.size());
   auto place = [&](int32_t connection, PrimitiveKind kind, int32_t peer, int32_t t) {
     const Connection& c = allocation.connections[connection];
     PlanTb& tb = plan.ranks[c.rank].tbs[allocation.tbOfConnection[connection]];
@@ -103,7 +91,7 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
     entry.subPipeline = pipeline.subPipelineOf[t];
     entry.loc = op.loc;
     tb.entries.push_back(std::move(entry));
-    return Placed{c.rank, EntryRef{tb.id, static_cast<int32_t>(tb.entries.size()) - 1}};
+    return PlacedEntry{c.rank, EntryRef{tb.id, static_cast<int32_t>(tb.entries.size()) - 1}};
   };
   for (int32_t t : pipeline.order) {
     const Operation& op = ops[t];
@@ -128,8 +116,8 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
           rank.tbs[b].entries = std::move(entries);
         }
       }
-      for (std::vector<Placed>* sides : {&sendSide, &recvSide}) {
-        for (Placed& side : *sides) {
+      for (std::vector<PlacedEntry>* sides : {&sendSide, &recvSide}) {
+        for (PlacedEntry& side : *sides) {
           if (side.rank >= 0) side.ref.entry = (*moved)[side.rank][side.ref.tb][side.ref.entry];
         }
       }
@@ -138,8 +126,19 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
     }
   }
 
-  // ---- Dependencies: a DAG edge p -> t becomes, on every rank where the two tasks touch a
-  // common slot, a dependency of t's entry there on p's entry there. ---------------------------
+  addDataDependencies(algorithm, dag, sendSide, recvSide, plan);
+  setTbPeers(plan);
+  return plan;
+}
+
+void addDataDependencies(const Algorithm& algorithm, const Dag& dag, const std::vector<PlacedEntry>& sendSide,
+                         const std::vector<PlacedEntry>& recvSide, Plan& plan) {
+  const auto& ops = algorithm.ops;
+  struct SlotRange {
+    int64_t first = 0;
+    int64_t end = 0;  // exclusive; empty when first == end
+    bool overlaps(const SlotRange& other) const { return first < other.end && other.first < end; }
+  };
   const SlotNumbering numbering(algorithm);
   auto slotsOn = [&](int32_t t, int32_t rank) {
     const Operation& op = ops[t];
@@ -157,18 +156,18 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
     add(op.dstRank, op.dstBuffer, op.dstIndex);
     return range;
   };
-  auto entryOn = [&](int32_t t, int32_t rank) -> const Placed* {
+  auto entryOn = [&](int32_t t, int32_t rank) -> const PlacedEntry* {
     if (recvSide[t].rank == rank) return &recvSide[t];
     if (sendSide[t].rank == rank) return &sendSide[t];
     return nullptr;
   };
   for (int32_t t = 0; t < dag.nTasks; ++t) {
-    for (const Placed* side : {&sendSide[t], &recvSide[t]}) {
+    for (const PlacedEntry* side : {&sendSide[t], &recvSide[t]}) {
       if (side->rank < 0) continue;
       const SlotRange mine = slotsOn(t, side->rank);
       PlanEntry& entry = plan.ranks[side->rank].tbs[side->ref.tb].entries[side->ref.entry];
       for (int32_t p : dag.predecessors(t)) {
-        const Placed* theirs = entryOn(p, side->rank);
+        const PlacedEntry* theirs = entryOn(p, side->rank);
         if (theirs == nullptr || !mine.overlaps(slotsOn(p, side->rank))) continue;
         if (theirs->ref.tb == side->ref.tb) continue;  // the TB runs its entries in order
         entry.deps.push_back(theirs->ref);
@@ -178,8 +177,9 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
       entry.deps.erase(std::unique(entry.deps.begin(), entry.deps.end()), entry.deps.end());
     }
   }
+}
 
-  // ---- TB peers. ------------------------------------------------------------------------------
+void setTbPeers(Plan& plan) {
   for (PlanRank& rank : plan.ranks) {
     for (PlanTb& tb : rank.tbs) {
       for (const PlanEntry& entry : tb.entries) {
@@ -193,7 +193,6 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
       }
     }
   }
-  return plan;
 }
 
 }  // namespace tuccl

@@ -6,6 +6,8 @@
 //      source location of every entry's operation.
 #pragma once
 
+#include <vector>
+
 #include "lang/algorithm.h"
 #include "plan/plan.h"
 #include "scheduler/dag.h"
@@ -23,5 +25,21 @@ namespace tuccl {
 /// that order would break a dependency, the pipeline's order is kept and sendAhead becomes 0.
 Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pipeline, const TbAllocation& allocation,
                  const PlanConfig& config = {});
+
+/// Where a task's share on one rank landed in a plan (rank -1: it has none there).
+struct PlacedEntry {
+  int32_t rank = -1;
+  EntryRef ref;
+};
+
+/// The plan's `deps` and `hasDependents`: a DAG edge p -> t becomes, on every rank where the two
+/// tasks touch a common slot, a dependency of t's entry there on p's entry there, unless both are
+/// in one TB (which runs its entries in order). sendSide / recvSide: per task, its send entry and
+/// its receive (or local) entry.
+void addDataDependencies(const Algorithm& algorithm, const Dag& dag, const std::vector<PlacedEntry>& sendSide,
+                         const std::vector<PlacedEntry>& recvSide, Plan& plan);
+
+/// Each TB's sendPeer / recvPeer from its entries: -1 none, -2 several.
+void setTbPeers(Plan& plan);
 
 }  // namespace tuccl

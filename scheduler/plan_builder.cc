@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "lang/load_algorithm.h"
 #include "lang/resccl.h"
 #include "lang/semantic_check.h"
 #include "plan/plan_validate.h"
+#include "scheduler/as_written.h"
 #include "scheduler/dag.h"
 #include "scheduler/lowering.h"
 #include "scheduler/pipeline.h"
@@ -28,13 +30,27 @@ Pipeline schedule(const Algorithm& algorithm, const Dag& dag, const PlanRequest&
     case Scheduler::RoundRobin: return scheduleRoundRobin(dag);
     case Scheduler::AlgorithmLevel: return scheduleAlgorithmLevel(algorithm, dag);
     case Scheduler::StageLevel: return scheduleStageLevel(algorithm, dag, std::max(1, request.stages));
+    case Scheduler::AsWritten: break;  // the file's own schedule, lowered by lowerAsWritten
   }
   throw std::logic_error("unknown scheduler");
 }
 
+void throwIfInvalid(const Plan& plan) {
+  if (Status status = validatePlan(plan); !status) {
+    throw std::logic_error("the " + std::string(schedulerName(plan.scheduler)) + " plan of " + plan.algorithm +
+                           " fails its check: " + status.message());
+  }
+}
+
 }  // namespace
 
-Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
+Expected<Plan> tryBuildPlan(const Algorithm& algorithm, const PlanRequest& request) {
+  if (request.scheduler == Scheduler::AsWritten) {
+    if (request.mscclSchedule == nullptr) return makeError(ErrorCode::InvalidArgument, std::string(kAsWrittenNeedsXml));
+    Expected<Plan> plan = lowerAsWritten(algorithm, *request.mscclSchedule, request.config);
+    if (plan) throwIfInvalid(*plan);
+    return plan;
+  }
   const Dag dag = buildDependencyDag(algorithm);
   const Pipeline pipeline = schedule(algorithm, dag, request);
   TbRequest tbs = request.tbAllocation;
@@ -54,27 +70,25 @@ Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
     config.sendAhead = 0;
     plan = lowerToPlan(algorithm, dag, pipeline, allocation, config);
   }
-  if (Status status = validatePlan(plan); !status) {
-    throw std::logic_error("the " + std::string(schedulerName(pipeline.scheduler)) + " plan of " + algorithm.name +
-                           " fails its check: " + status.message());
-  }
+  throwIfInvalid(plan);
   return plan;
+}
+
+Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
+  Expected<Plan> plan = tryBuildPlan(algorithm, request);
+  if (!plan) throw std::invalid_argument(plan.status().message());
+  return std::move(*plan);
 }
 
 namespace {
 
-// Runs the program with the overrides and proves it; the first diagnostic of a failed proof.
+// Runs the program with the overrides and proves it.
 Expected<Algorithm> compileAndProve(const SourceText& source, const RescclParameters& parameters) {
   RescclOptions options;
   options.parameterOverrides = parameters;
   Expected<Algorithm> algorithm = compileResccl(source, options);
   if (!algorithm) return algorithm;
-  const CheckReport report = checkAlgorithm(*algorithm);
-  if (!report.ok()) {
-    const std::vector<Diagnostic> diagnostics = violationDiagnostics(*algorithm, *report.violation);
-    if (!diagnostics.empty()) return Status(ErrorCode::InvalidInput, diagnostics.front());
-    return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, "the algorithm fails the semantic check");
-  }
+  if (Status status = proveAlgorithm(*algorithm, source.name()); !status) return status;
   return algorithm;
 }
 

@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "lang/algorithm.h"
+#include "lang/resccl.h"
 #include "plan/plan.h"
 
 namespace tuccl {
+
+struct MscclSchedule;  // lang/msccl_xml.h
 
 /// How buildPlan allocates thread blocks (ResCCL §4.4, Table 3).
 struct TbRequest {
@@ -37,19 +40,26 @@ struct PlanRequest {
   /// depth, in chunks per micro-batch, the runtime guarantees) asks single-TB plans for the
   /// buffered order (lowering.h); the plan keeps it only where it is deadlock free at that depth.
   PlanConfig config;
+  /// The MSCCL XML file's own schedule (ImportedMscclAlgorithm::schedule, not owned): what
+  /// Scheduler::AsWritten runs (scheduler/as_written.h); the other schedulers ignore it.
+  const MscclSchedule* mscclSchedule = nullptr;
 };
 
-/// Schedules, allocates TBs and lowers; throws std::logic_error when the plan fails validatePlan
-/// (a scheduler bug).
+/// The error of asking for Scheduler::AsWritten without an MSCCL schedule.
+inline constexpr std::string_view kAsWrittenNeedsXml = "as-written needs an MSCCL XML input";
+
+/// Schedules, allocates TBs and lowers. An error status for what the input can cause: as-written
+/// without a schedule (kAsWrittenNeedsXml), a schedule as-written cannot run (as_written.h).
+/// Throws std::logic_error when the plan fails validatePlan (a scheduler bug).
+Expected<Plan> tryBuildPlan(const Algorithm& algorithm, const PlanRequest& request);
+
+/// tryBuildPlan for requests known to be good: throws std::invalid_argument with the error's
+/// message where tryBuildPlan returns one.
 Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request);
 
 /// Reads and runs a ResCCLang program with nRanks / GPUPerNode overridden (when > 0) and proves it
 /// with the semantic checker; an error status naming file:line:col on a bad program or a failed proof.
 Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode);
-
-/// Header parameters of a ResCCLang program to override, by name, in order: nRanks, GPUPerNode,
-/// Root, nChannels, nChunks, nScratch ... (RescclOptions::parameterOverrides).
-using RescclParameters = std::vector<std::pair<std::string, int64_t>>;
 
 /// As loadRescclAlgorithm, for a program already in memory (an embedded built-in, a table's
 /// file read once): `name` names it in diagnostics and is the default AlgoName's source.

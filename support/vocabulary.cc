@@ -50,7 +50,8 @@ constexpr std::array<std::string_view, kDataTypes> kDataTypeNames = {"float32", 
                                                                      "int32",   "int64",   "uint8"};
 constexpr std::array<int32_t, kDataTypes> kDataTypeSizes = {4, 2, 2, 8, 4, 8, 1};
 constexpr std::array<std::string_view, kReduceOps> kReduceOpNames = {"sum", "prod", "min", "max", "avg"};
-constexpr std::array<std::string_view, kSchedulers> kSchedulerNames = {"hpds", "rr", "algorithm-level", "stage-level"};
+constexpr std::array<std::string_view, kSchedulers> kSchedulerNames = {"hpds", "rr", "algorithm-level", "stage-level",
+                                                                                 "as-written"};
 constexpr std::array<std::string_view, kExecutionLevels> kExecutionLevelNames = {"task", "stage", "algorithm"};
 constexpr std::array<std::string_view, kTbPolicies> kTbPolicyNames = {"connection-based", "state-based", "single"};
 constexpr std::array<std::string_view, kBufferKinds> kBufferNames = {"input", "output", "scratch"};
@@ -63,7 +64,7 @@ constexpr std::array<Alias, 14> kDataTypeAliases = {{{"float", 0}, {"fp32", 0}, 
                                                      {"fp16", 1},  {"f16", 1},  {"bf16", 2}, {"double", 3},
                                                      {"fp64", 3},  {"f64", 3},  {"int", 4},  {"i32", 4},
                                                      {"i64", 5},   {"u8", 6}}};
-constexpr std::array<Alias, 3> kSchedulerAliases = {{{"algorithm", 2}, {"stage", 3}, {"roundrobin", 1}}};
+constexpr std::array<Alias, 4> kSchedulerAliases = {{{"algorithm", 2}, {"stage", 3}, {"roundrobin", 1}, {"msccl", 4}}};
 constexpr std::array<Alias, 2> kTbPolicyAliases = {{{"connection", 0}, {"state", 1}}};
 
 }  // namespace
@@ -104,6 +105,7 @@ std::optional<Scheduler> parseScheduler(std::string_view name) {
 ExecutionLevel executionLevelOf(Scheduler scheduler) {
   switch (scheduler) {
     case Scheduler::AlgorithmLevel:
+    case Scheduler::AsWritten:
       return ExecutionLevel::Algorithm;
     case Scheduler::StageLevel:
       return ExecutionLevel::Stage;

@@ -32,8 +32,10 @@ enum class ReduceOp : uint8_t { Sum, Prod, Min, Max, Avg };
 inline constexpr int kReduceOps = 5;
 
 /// How the pipeline of a plan was built (ResCCL §4.3 and its baselines, docs/scheduling.md).
-enum class Scheduler : uint8_t { Hpds, RoundRobin, AlgorithmLevel, StageLevel };
-inline constexpr int kSchedulers = 4;
+/// AsWritten: an MSCCL XML file's own thread blocks, channels and step order at algorithm level
+/// (scheduler/as_written.h); it needs the file's schedule.
+enum class Scheduler : uint8_t { Hpds, RoundRobin, AlgorithmLevel, StageLevel, AsWritten };
+inline constexpr int kSchedulers = 5;
 
 /// Task-level: a TB runs one entry for all micro-batches before the next (ResCCL). Stage- and
 /// algorithm-level: the TB replays a block of entries per micro-batch (ResCCL Eq. 3, Eq. 4).
@@ -84,7 +86,7 @@ std::optional<ReduceOp> parseReduceOp(std::string_view name);
 
 /// "hpds", "rr", "algorithm-level", "stage-level".
 std::string_view schedulerName(Scheduler scheduler);
-/// The names above, and "algorithm", "stage", "round-robin".
+/// The names above, and "algorithm", "stage", "round-robin", "msccl" (as-written).
 std::optional<Scheduler> parseScheduler(std::string_view name);
 /// The execution level a scheduler's pipeline runs at.
 ExecutionLevel executionLevelOf(Scheduler scheduler);

@@ -1,6 +1,7 @@
-// tuccl-sim: simulate a plan (plan.json) or a ResCCLang algorithm on a topology over a range of
-// sizes and print an nccl-tests-shaped table, with the lower bound and the efficiency against it;
-// --compare puts several schedulers side by side.
+// tuccl-sim: simulate a plan (plan.json) or an algorithm (a ResCCLang program or an MSCCL XML file)
+// on a topology over a range of sizes and print an nccl-tests-shaped table, with the lower bound
+// and the efficiency against it; --compare puts several schedulers side by side (as-written: an
+// XML file's own thread blocks and channels).
 //
 // Exit status: 0 success, 2 for any error in the inputs or on the command line.
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "sim/metrics.h"
 #include "sim/network.h"
 #include "plan/plan_json.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
@@ -30,13 +32,38 @@ namespace {
 using tuccl::cli::valueOrThrow;
 constexpr int kElementBytes = 4;  // nccl-tests default type: float
 
+// The algorithm of INPUT, proved: a ResCCLang program at nRanks / GPUPerNode (the topology's
+// unless given), or an MSCCL XML file, whose shape is its own and must match the topology.
+tuccl::LoadedAlgorithm loadAlgorithm(const std::string& input, const tuccl::Network& network, int32_t ranks,
+                                     int32_t perNode) {
+  tuccl::SourceText source = tuccl::readSourceFile(input);
+  if (tuccl::detectAlgorithmFormat(source.name(), source.text()) == tuccl::AlgorithmFormat::MscclXml) {
+    if (ranks > 0 || perNode > 0) {
+      throw std::invalid_argument("--ranks and --gpus-per-node set ResCCLang parameters; " + input +
+                                  " is MSCCL XML, whose ranks are its <algo ngpus>");
+    }
+    tuccl::LoadedAlgorithm loaded = valueOrThrow(tuccl::loadProvedAlgorithm(std::move(source), {}));
+    if (loaded.algorithm.nRanks != network.nRanks()) {
+      throw std::invalid_argument(input + ": the MSCCL XML file is for " + std::to_string(loaded.algorithm.nRanks) +
+                                  " GPUs, the topology " + network.name() + " has " +
+                                  std::to_string(network.nRanks()) + "; give --topo with " +
+                                  std::to_string(loaded.algorithm.nRanks) + " GPUs");
+    }
+    return loaded;
+  }
+  const int32_t n = ranks > 0 ? ranks : network.nRanks();
+  const int32_t g = perNode > 0 ? perNode : network.maxGpusPerNode();
+  return valueOrThrow(tuccl::loadProvedAlgorithm(std::move(source), {{"nRanks", n}, {"GPUPerNode", g}}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "tuccl-sim: simulate a collective on a topology (discrete events, alpha-beta with fair sharing).\n"
       "  tuccl-sim plan.json --topo preset:resccl-a100:nodes=2 --sizes 1K:4G\n"
-      "  tuccl-sim hm_allreduce.resccl --topo preset:resccl-a100:nodes=2,gpus=4 --compare hpds,rr,algorithm,stage"};
+      "  tuccl-sim hm_allreduce.resccl --topo preset:resccl-a100:nodes=2,gpus=4 --compare hpds,rr,algorithm,stage\n"
+      "  tuccl-sim ring.xml --topo preset:dgx-a100:nodes=1 --compare hpds,as-written"};
   app.set_version_flag("--version", "tuccl-sim 0.1.0");
   std::string input, topo = "preset:resccl-a100:nodes=2", sizes = "1K:4G", compare, scheduler = "hpds";
   std::string costFile, trace, tbAlloc = "auto", protocol = "Simple";
@@ -44,7 +71,8 @@ int main(int argc, char** argv) {
   int32_t stages = 4, threads = 512, channels = 0, ranks = 0, perNode = 0;
   int64_t chunkSize = 1 << 20;
   bool report = false, dumpCost = false;
-  app.add_option("INPUT", input, "a plan (.json, from tuccl-compile -o) or a ResCCLang program (.resccl)");
+  app.add_option("INPUT", input,
+                 "a plan (.json, from tuccl-compile -o), a ResCCLang program (.resccl) or an MSCCL XML file (.xml)");
   app.add_option("--topo", topo, "topology: preset:NAME[:nodes=N,gpus=K,...], a .json or .xml file, local")
       ->capture_default_str();
   tuccl::LoadOptions topoOptions;
@@ -53,10 +81,11 @@ int main(int argc, char** argv) {
   app.add_option("-f,--factor", factor, "multiply the size by this between rows")
       ->transform(tuccl::cli::numberIn(1.01, 1024))
       ->capture_default_str();
-  app.add_option("--scheduler", scheduler, "for an algorithm: hpds, rr, algorithm, stage")
-      ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage"}))
+  app.add_option("--scheduler", scheduler, "for an algorithm: hpds, rr, algorithm, stage, as-written (MSCCL XML)")
+      ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage", "as-written"}))
       ->capture_default_str();
-  app.add_option("--compare", compare, "for an algorithm: schedulers side by side, e.g. hpds,rr,algorithm,stage");
+  app.add_option("--compare", compare,
+                 "for an algorithm: schedulers side by side, e.g. hpds,rr,algorithm,stage (XML: also as-written)");
   app.add_option("--stages", stages, "stage-level blocks")->transform(tuccl::cli::integerIn(1, 1024))->capture_default_str();
   app.add_option("--tb-alloc", tbAlloc, "auto (state for hpds/rr, MSCCL connection+channels otherwise), state, "
                                         "connection, connection+channels")
@@ -73,9 +102,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--channels", channels, "for an algorithm: plan replicas (default: the program's nChannels)")
       ->transform(tuccl::cli::integerIn(1, 64));
-  app.add_option("--ranks", ranks, "for an algorithm: nRanks (default: the topology's GPUs)")
+  app.add_option("--ranks", ranks, "for a ResCCLang program: nRanks (default: the topology's GPUs)")
       ->transform(tuccl::cli::integerIn(1, 65536));
-  app.add_option("--gpus-per-node", perNode, "for an algorithm: GPUPerNode (default: the topology's)")
+  app.add_option("--gpus-per-node", perNode, "for a ResCCLang program: GPUPerNode (default: the topology's)")
       ->transform(tuccl::cli::integerIn(1, 1024));
   app.add_option("--cost", costFile, "cost-model JSON overriding the defaults (see --dump-cost)");
   app.add_flag("--dump-cost", dumpCost, "print the cost model in effect as JSON and exit");
@@ -94,7 +123,7 @@ int main(int argc, char** argv) {
       std::cout << tuccl::writeCostModelJson(cost);
       return 0;
     }
-    if (input.empty()) throw std::invalid_argument("no INPUT (a plan .json or a .resccl program); see --help");
+    if (input.empty()) throw std::invalid_argument("no INPUT (a plan .json, a .resccl program or an MSCCL .xml); see --help");
     const tuccl::Network network = valueOrThrow(tuccl::loadNetwork(topo, topoOptions));
     const tuccl::Expected<std::vector<int64_t>> grid = tuccl::parseSizeGrid(sizes, factor);
     if (!grid) throw std::invalid_argument("--sizes: " + grid.status().message());
@@ -109,14 +138,12 @@ int main(int argc, char** argv) {
       plans.push_back(valueOrThrow(tuccl::readPlanJson(tuccl::readSourceFile(input))));
       labels.push_back(std::string(tuccl::schedulerName(plans.back().scheduler)));
     } else {
-      const int32_t n = ranks > 0 ? ranks : network.nRanks();
-      const int32_t g = perNode > 0 ? perNode : network.maxGpusPerNode();
-      const tuccl::Algorithm algorithm = valueOrThrow(tuccl::loadRescclAlgorithm(input, n, g));
+      const tuccl::LoadedAlgorithm loaded = loadAlgorithm(input, network, ranks, perNode);
       std::vector<std::string> schedulers = compare.empty() ? std::vector<std::string>{scheduler} : tuccl::splitList(compare);
       for (const std::string& name : schedulers) {
         tuccl::PlanRequest request;
         const auto parsed = tuccl::parseScheduler(name);
-        if (!parsed) throw std::invalid_argument("unknown scheduler '" + name + "' (hpds, rr, algorithm, stage)");
+        if (!parsed) throw std::invalid_argument("unknown scheduler '" + name + "' (hpds, rr, algorithm, stage, as-written)");
         request.scheduler = *parsed;
         request.stages = stages;
         request.tbAllocation = tuccl::parseTbRequest(tbAlloc).value();  // CLI11 checked the name
@@ -124,7 +151,13 @@ int main(int argc, char** argv) {
         request.config.nThreads = threads;
         request.config.chunkSize = chunkSize;
         request.config.nChannels = channels;
-        plans.push_back(tuccl::buildPlan(algorithm, request));
+        if (loaded.msccl) request.mscclSchedule = &loaded.msccl->schedule;
+        tuccl::Expected<tuccl::Plan> plan = tuccl::tryBuildPlan(loaded.algorithm, request);
+        if (!plan) {
+          throw std::invalid_argument(name + ": " + plan.status().message() + " (" + input + " is " +
+                                      std::string(tuccl::algorithmFormatName(loaded.format)) + ")");
+        }
+        plans.push_back(std::move(*plan));
         labels.push_back(name);
       }
     }

@@ -91,7 +91,8 @@ void addOptions(CLI::App& app, Options& o) {
   app.add_option(
       "--algorithms", o.algorithms,
       "command profiler: NCCL algorithms to search (ring,tree,...); tuccl: built-in algorithms (ring,direct); sim: "
-      "restrict the candidate programs");
+      "restrict the candidate programs, and an item naming a directory adds its .resccl and .xml (MSCCL) files "
+      "as candidates");
   app.add_option("--method", o.method, "mraco, grid, random, tpe, coordinate")
       ->check(CLI::IsMember(searcherNames()))
       ->capture_default_str();
@@ -156,7 +157,11 @@ Expected<TuningRequest> requestFromOptions(const Options& o) {
   request.maxSlices = o.maxSlices;
   request.seed = o.seed;
   request.schedulers = splitList(o.schedulers);
-  request.algorithms = splitList(o.algorithms);
+  // An item naming a directory is a directory of candidate programs; the others are names.
+  for (std::string& item : splitList(o.algorithms)) {
+    std::error_code error;
+    (std::filesystem::is_directory(item, error) ? request.algorithmDirs : request.algorithms).push_back(std::move(item));
+  }
   request.spaceFile = o.spaceFile;
   request.examplesDir = o.examplesDir;
   request.profiler = *parseProfilerKind(o.profiler);  // CLI11 checked the name

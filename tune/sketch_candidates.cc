@@ -3,11 +3,13 @@
 #include "tune/sketch_candidates.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <set>
 #include <stdexcept>
 
 #include "lang/semantic_check.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 
 namespace tuccl {
@@ -161,6 +163,57 @@ std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Co
     }
   }
   if (out.empty()) throw std::runtime_error("no candidate algorithm fits the topology");
+  return out;
+}
+
+Expected<std::vector<AlgorithmCandidate>> directoryCandidates(const Topology& topology, Collective collective,
+                                                              const std::string& directory,
+                                                              const std::vector<std::string>& taken,
+                                                              std::vector<std::string>* notes) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
+    const std::string extension = it->path().extension().string();
+    if ((extension == ".resccl" || extension == ".xml") && it->is_regular_file(error)) files.push_back(it->path());
+  }
+  if (error) return makeError(ErrorCode::IoError, directory + ": " + error.message());
+  std::sort(files.begin(), files.end());
+  const int32_t nRanks = topology.nRanks();
+  const int32_t perNode = maxGpusPerNode(topology);
+  std::vector<Sketch> sketches;
+  for (SketchVariant v : {SketchVariant::Relay, SketchVariant::Pruned, SketchVariant::FullMesh})
+    sketches.push_back(buildSketch(topology, v));
+  std::vector<AlgorithmCandidate> out;
+  for (const fs::path& file : files) {
+    const bool xml = file.extension() == ".xml";
+    RescclParameters parameters;
+    if (!xml) parameters = {{"nRanks", nRanks}, {"GPUPerNode", perNode}};
+    Expected<LoadedAlgorithm> loaded = loadProvedAlgorithmFile(file.string(), parameters);
+    if (!loaded) {
+      if (notes != nullptr) notes->push_back(file.string() + " is left out: " + loaded.status().toString());
+      continue;
+    }
+    if (loaded->algorithm.collective != collective) continue;
+    if (loaded->algorithm.nRanks != nRanks) {
+      if (notes != nullptr)
+        notes->push_back(file.string() + " is left out: it is for " + std::to_string(loaded->algorithm.nRanks) +
+                         " GPUs, the topology has " + std::to_string(nRanks));
+      continue;
+    }
+    AlgorithmCandidate c;
+    c.name = file.filename().string();
+    if (std::find(taken.begin(), taken.end(), c.name) != taken.end()) {
+      return makeError(ErrorCode::InvalidArgument,
+                       file.string() + ": the candidate name '" + c.name + "' is taken by another candidate");
+    }
+    c.program = file.string();
+    c.algorithm = std::move(loaded->algorithm);
+    for (const Sketch& s : sketches)
+      if (sketchAdmits(s, c.algorithm, topology)) c.sketches.emplace_back(sketchVariantName(s.variant));
+    c.interNodeConnections = static_cast<int32_t>(interNodePairs(c.algorithm, topology).size());
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "lang/algorithm.h"
+#include "support/status.h"
 #include "topo/sketch.h"
 #include "topo/topology.h"
 
@@ -61,5 +62,16 @@ Algorithm relabelRanks(const Algorithm& algorithm, const std::vector<int32_t>& o
 std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Collective collective,
                                                     const std::string& examplesDir,
                                                     std::vector<std::string>* notes = nullptr);
+
+/// The programs of a directory as candidates for `collective`: every `.resccl` file (at the
+/// topology's shape: nRanks its GPUs, GPUPerNode its largest node) and every `.xml` file (MSCCL
+/// algorithm XML, for as many GPUs as the topology has), in name order, each named by its file
+/// name (its value of the "algorithm" dimension; program: its path). Files of other collectives
+/// are skipped; files that do not load, prove or fit are left out and named in `notes`. A name
+/// already in `taken` is an InvalidArgument error naming both.
+Expected<std::vector<AlgorithmCandidate>> directoryCandidates(const Topology& topology, Collective collective,
+                                                              const std::string& directory,
+                                                              const std::vector<std::string>& taken,
+                                                              std::vector<std::string>* notes = nullptr);
 
 }  // namespace tuccl

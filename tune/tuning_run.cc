@@ -126,10 +126,18 @@ void checkRequest(const TuningRequest& request) {
     fail(ErrorCode::InvalidArgument, "unknown search method '" + request.method + "'");
   if (request.profiler == ProfilerKind::Sim) {
     for (const std::string& scheduler : request.schedulers) {
-      if (!parseScheduler(scheduler))
+      const std::optional<Scheduler> parsed = parseScheduler(scheduler);
+      if (!parsed)
         fail(ErrorCode::InvalidArgument,
              "unknown scheduler '" + scheduler + "' (hpds, rr, algorithm, stage)");
+      if (*parsed == Scheduler::AsWritten)
+        fail(ErrorCode::InvalidArgument,
+             "the as-written scheduler runs an MSCCL XML file's own schedule, which ResCCLang candidates do not "
+             "have; search hpds, rr, algorithm, stage (compare as-written with tuccl-sim --compare)");
     }
+  } else if (!request.algorithmDirs.empty()) {
+    fail(ErrorCode::InvalidArgument, "--algorithms " + request.algorithmDirs.front() +
+                                         ": directories of programs are candidates for --profiler sim only");
   }
   if (request.profiler == ProfilerKind::Tuccl) {
     for (const char* tool : {"tuccl-run", "tuccl-bench"}) {
@@ -224,6 +232,14 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
     for (AlgorithmCandidate& c : algorithmCandidates(topology, collective, request.examplesDir, &notes)) {
       if (restrict.empty() || std::find(restrict.begin(), restrict.end(), c.name) != restrict.end())
         plan.candidates.push_back(std::move(c));
+    }
+    for (const std::string& directory : request.algorithmDirs) {
+      std::vector<std::string> taken;
+      for (const AlgorithmCandidate& c : plan.candidates) taken.push_back(c.name);
+      Expected<std::vector<AlgorithmCandidate>> more = directoryCandidates(topology, collective, directory, taken, &notes);
+      throwIfError(more.status());
+      if (more->empty()) notes.push_back(directory + " has no " + logName(collective) + " program for this topology");
+      for (AlgorithmCandidate& c : *more) plan.candidates.push_back(std::move(c));
     }
     for (const std::string& note : notes) observer.note(note);
     observer.candidates(collective, plan.candidates);

@@ -74,6 +74,9 @@ struct TuningRequest {
   /// (command) to search; empty algorithms: every candidate (sim), ring (command).
   std::vector<std::string> schedulers = {"hpds", "rr", "algorithm", "stage"};
   std::vector<std::string> algorithms;
+  /// sim: directories whose .resccl and .xml files are candidates too (tune/sketch_candidates.h
+  /// directoryCandidates), whatever `algorithms` restricts the built-in candidates to.
+  std::vector<std::string> algorithmDirs;
   std::string spaceFile;    ///< search-space JSON restricting / extending the default; empty: none
   std::string examplesDir;  ///< the algorithm programs (sim)
   // ---- the profiler

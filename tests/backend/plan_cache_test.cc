@@ -371,6 +371,47 @@ TEST(PlanCacheSelection, ProgramFilesResolveAgainstTheTableDirectory) {
   EXPECT_TRUE(report.ok) << report.summary();
 }
 
+// An MSCCL XML file is a program like a ResCCLang one (TUCCL_ALGO or a table's tucclAlgorithm),
+// with its own shape: it serves communicators of its ngpus ranks, and refuses others by name.
+TEST(PlanCacheSelection, MscclXmlProgramsServeCommunicatorsOfTheirSize) {
+  const std::string xml = (fs::path(TUCCL_SOURCE_DIR) / "tests/data/msccl/ring_allreduce_1ch.xml").string();
+  PlanCacheOptions options = memoryOnly(4);
+  options.forcedAlgorithm = xml;
+  PlanCache cache(std::nullopt, options);
+  auto plan = planOrFail(cache, query(Collective::AllReduce, 1001));
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(plan->plan.sourceName, xml);
+  EXPECT_EQ(plan->plan.nRanks, 4);
+  VerifyOptions verify;
+  verify.count = 1001;
+  verify.chunkSize = 64;
+  const CpuVerifyReport report = verifyPlanOnCpu(plan->plan, verify);
+  EXPECT_TRUE(report.ok) << report.summary();
+
+  // From a table, resolved against its directory.
+  const fs::path dir = testDirectory() / "xml_programs";
+  writeText(dir / "algos/ring.xml", readText(xml));
+  const std::string json = R"({"version": 1, "entries": [
+      {"collective": "allreduce", "tucclAlgorithm": "algos/ring.xml"}]})";
+  writeText(dir / "table.json", json);
+  PlanCacheOptions fromTable = memoryOnly(4);
+  fromTable.tablePath = (dir / "table.json").string();
+  PlanCache tableCache(parseTable(json), fromTable);
+  auto tablePlan = planOrFail(tableCache, query(Collective::AllReduce, 4096));
+  ASSERT_NE(tablePlan, nullptr);
+  EXPECT_EQ(tablePlan->plan.sourceName, (dir / "algos/ring.xml").string());
+
+  // Another communicator size: an error naming the file and both sizes.
+  fromTable.nRanks = 3;
+  PlanCache three(parseTable(json), fromTable);
+  auto refused = three.planFor(query(Collective::AllReduce, 4096));
+  ASSERT_FALSE(refused);
+  const std::string message = refused.status().toString();
+  EXPECT_NE(message.find("algos/ring.xml"), std::string::npos) << message;
+  EXPECT_NE(message.find("for 4 GPUs"), std::string::npos) << message;
+  EXPECT_NE(message.find("has 3 ranks"), std::string::npos) << message;
+}
+
 // ---- errors of entries whose algorithm does not load
 
 struct BadEntry {

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -72,6 +73,7 @@ inline const CompiledExample& compileExample(const std::string& name, const std:
     case Scheduler::RoundRobin: pipeline = scheduleRoundRobin(dag); break;
     case Scheduler::AlgorithmLevel: pipeline = scheduleAlgorithmLevel(algorithm, dag); break;
     case Scheduler::StageLevel: pipeline = scheduleStageLevel(algorithm, dag, 4); break;
+    case Scheduler::AsWritten: throw std::invalid_argument("the example fixtures are ResCCLang: as-written needs XML");
   }
   TbAllocationOptions allocationOptions;
   allocationOptions.policy = stateBased ? TbPolicy::StateBased : TbPolicy::ConnectionBased;

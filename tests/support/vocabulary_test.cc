@@ -76,7 +76,11 @@ TEST(Vocabulary, SchedulerAliasesAndLevels) {
   EXPECT_EQ(parseScheduler("algorithm"), Scheduler::AlgorithmLevel);
   EXPECT_EQ(parseScheduler("stage"), Scheduler::StageLevel);
   EXPECT_EQ(parseScheduler("round-robin"), Scheduler::RoundRobin);
+  EXPECT_EQ(parseScheduler("as-written"), Scheduler::AsWritten);
+  EXPECT_EQ(parseScheduler("as_written"), Scheduler::AsWritten);
+  EXPECT_EQ(parseScheduler("msccl"), Scheduler::AsWritten);
   EXPECT_FALSE(parseScheduler("fifo"));
+  EXPECT_EQ(executionLevelOf(Scheduler::AsWritten), ExecutionLevel::Algorithm);
   EXPECT_EQ(executionLevelOf(Scheduler::Hpds), ExecutionLevel::Task);
   EXPECT_EQ(executionLevelOf(Scheduler::RoundRobin), ExecutionLevel::Task);
   EXPECT_EQ(executionLevelOf(Scheduler::AlgorithmLevel), ExecutionLevel::Algorithm);

@@ -148,4 +148,38 @@ TEST(TucclSim, AJsonValueOfTheWrongTypeNamesTheFile) {
   std::filesystem::remove(cost);
 }
 
+std::string msccl(const std::string& name) { return std::string(TUCCL_SOURCE_DIR) + "/tests/data/msccl/" + name; }
+
+TEST(TucclSim, SimulatesMscclXmlAsWrittenBesideTheSchedulers) {
+  ToolRun r = runSim(msccl("ring_allreduce_2ch.xml") +
+                     " --topo preset:dgx-a100:nodes=1,gpus=4 --sizes 64M:64M --compare hpds,as-written");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("as-written(us)"), std::string::npos) << r.output;
+  auto table = rows(r.output);
+  ASSERT_EQ(table.size(), 1u) << r.output;
+  ASSERT_GE(table[0].size(), 9u) << r.output;
+  EXPECT_GT(std::stod(table[0][3]), 0.0);  // hpds
+  EXPECT_GT(std::stod(table[0][6]), 0.0);  // as-written
+
+  ToolRun single = runSim(msccl("alltoall_copy.xml") + " --topo preset:dgx-a100:nodes=1,gpus=4 --sizes 1M:1M "
+                                                       "--scheduler as-written");
+  ASSERT_EQ(single.status, 0) << single.output;
+  EXPECT_NE(single.output.find("# scheduler as-written (algorithm level"), std::string::npos) << single.output;
+}
+
+TEST(TucclSim, RefusesRescclParametersForXmlAndAsWrittenForResccl) {
+  ToolRun ranks = runSim(msccl("ring_allreduce_1ch.xml") + " --topo preset:dgx-a100:nodes=1,gpus=4 --ranks 4");
+  EXPECT_EQ(ranks.status, 2) << ranks.output;
+  EXPECT_NE(ranks.output.find("ResCCLang parameters"), std::string::npos) << ranks.output;
+
+  ToolRun size = runSim(msccl("ring_allreduce_1ch.xml") + " --topo preset:dgx-a100:nodes=1");
+  EXPECT_EQ(size.status, 2) << size.output;
+  EXPECT_NE(size.output.find("is for 4 GPUs"), std::string::npos) << size.output;
+
+  ToolRun asWritten = runSim(example("ring_allreduce.resccl") + " --topo preset:dgx-a100:nodes=1 --sizes 1M:1M "
+                                                                "--compare hpds,as-written");
+  EXPECT_EQ(asWritten.status, 2) << asWritten.output;
+  EXPECT_NE(asWritten.output.find("as-written needs an MSCCL XML input"), std::string::npos) << asWritten.output;
+}
+
 }  // namespace

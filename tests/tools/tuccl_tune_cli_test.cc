@@ -343,4 +343,39 @@ TEST(TucclTune, AnInterruptEndsTheBenchmarkAndEverythingItStarted) {
   }
 }
 
+// --algorithms DIR: every .resccl and .xml (MSCCL) program of the directory joins the candidates
+// of its collective; the others are skipped, misfits are named.
+TEST(TucclTune, ADirectoryOfProgramsAddsRescclAndXmlCandidates) {
+  const auto dir = freshDir("tuccl_tune_program_dir");
+  const std::filesystem::path programs = dir / "programs";
+  std::filesystem::create_directories(programs);
+  const std::string source(TUCCL_SOURCE_DIR);
+  std::filesystem::copy_file(source + "/tests/data/msccl/ring_allreduce_1ch.xml", programs / "ring_1ch.xml");
+  std::filesystem::copy_file(source + "/tests/data/msccl/allgather_inplace.xml", programs / "gather.xml");
+  std::filesystem::copy_file(source + "/tests/data/msccl/ring_allreduce_2.xml", programs / "two_gpus.xml");
+  std::filesystem::copy_file(source + "/examples/algorithms/ring_allreduce.resccl", programs / "my_ring.resccl");
+  const std::string json = (dir / "t.json").string();
+  ToolRun r = tune("--topo preset:dgx-a100:nodes=1,gpus=4 --collectives allreduce --sizes 64M:64M --schedulers hpds "
+                   "--budget 2000 --seed 3 --algorithms " + programs.string() + " -o " + json);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const size_t line = r.output.find("allreduce candidates");
+  ASSERT_NE(line, std::string::npos) << r.output;
+  const std::string candidates = r.output.substr(line, r.output.find('\n', line) - line);
+  EXPECT_NE(candidates.find("my_ring.resccl"), std::string::npos) << candidates;
+  EXPECT_NE(candidates.find("ring_1ch.xml"), std::string::npos) << candidates;
+  EXPECT_NE(candidates.find("ring ["), std::string::npos) << candidates;  // the built-ins stay
+  EXPECT_EQ(candidates.find("gather.xml"), std::string::npos) << candidates;  // another collective
+  EXPECT_EQ(candidates.find("two_gpus.xml"), std::string::npos) << candidates;
+  EXPECT_NE(r.output.find("two_gpus.xml is left out: it is for 2 GPUs, the topology has 4"), std::string::npos)
+      << r.output;
+  tuccl::Expected<tuccl::LoadedTable> loaded = tuccl::loadTableFile(json);
+  ASSERT_TRUE(loaded.ok()) << tuccl::formatTableError(loaded.status());
+
+  ToolRun command = tune("--topo preset:dgx-a100:nodes=1,gpus=4 --profiler command --command true --collectives "
+                         "allreduce --sizes 64K:64K --algorithms " + programs.string() + " -o " +
+                         (dir / "c.json").string());
+  EXPECT_EQ(command.status, 2) << command.output;
+  EXPECT_NE(command.output.find("--profiler sim only"), std::string::npos) << command.output;
+}
+
 }  // namespace
