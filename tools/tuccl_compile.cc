@@ -92,8 +92,10 @@ int32_t tbsOf(const tuccl::Plan& plan, int32_t rank) { return static_cast<int32_
 
 // --report: per rank, the TBs of the plan's schedule under one TB per connection (plain, and split
 // into channels as MSCCL does, ResCCL Table 3) and after state-based merging, and the primitives.
-void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, const CompileOptions& options) {
-  tuccl::PlanRequest request = options.request;
+// (As written, a file's TBs are its own whatever the policy: the three columns agree.)
+void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, const tuccl::PlanRequest& base,
+                 const CompileOptions& options) {
+  tuccl::PlanRequest request = base;
   request.tbAllocation = {tuccl::TbPolicy::ConnectionBased, false};
   const tuccl::Plan connection = tuccl::buildPlan(algorithm, request);
   request.tbAllocation = {tuccl::TbPolicy::ConnectionBased, true};
@@ -261,14 +263,23 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
   if (!needsPlan && !options.verify) return 0;
 
   tuccl::Plan plan;
+  tuccl::PlanRequest request = options.request;
+  if (loaded->msccl) request.mscclSchedule = &loaded->msccl->schedule;  // --scheduler as-written runs it
   try {
-    plan = tuccl::buildPlan(algorithm, options.request);
+    tuccl::Expected<tuccl::Plan> built = tuccl::tryBuildPlan(algorithm, request);
+    if (!built) {
+      // A request the input cannot serve (as-written for a ResCCLang program, a file whose
+      // schedule deadlocks as written): the user's to fix.
+      std::cerr << "tuccl-compile: error: " << built.status().message() << '\n';
+      return kExitError;
+    }
+    plan = std::move(*built);
   } catch (const std::logic_error& error) {
     // The checker proved the algorithm, so a plan failing its static check is a scheduler bug.
     std::cerr << "tuccl-compile: internal error: " << error.what() << '\n';
     return kExitInternal;
   }
-  if (options.report) printReport(algorithm, plan, options);
+  if (options.report) printReport(algorithm, plan, request, options);
   if (options.emit == Emit::Plan) {
     if (int status = writeEmitted(options, tuccl::writePlanJson(plan), "plan JSON"); status != 0) return status;
   } else if (options.emit == Emit::Msccl) {
@@ -359,8 +370,9 @@ int main(int argc, char** argv) {
   std::string protocol = "Simple";
   app.add_option("--scheduler", scheduler,
                  "hpds (ResCCL Algorithm 1), rr (round-robin over chunks), algorithm (step list replayed per "
-                 "micro-batch), stage (blocks of steps)")
-      ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage"}))
+                 "micro-batch), stage (blocks of steps), as-written (an MSCCL XML file's own thread blocks and "
+                 "channels, as MSCCL runs them)")
+      ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage", "as-written"}))
       ->capture_default_str();
   app.add_option("--stages", options.request.stages, "number of stages of --scheduler stage")
       ->transform(tuccl::cli::integerIn(1, 1024))

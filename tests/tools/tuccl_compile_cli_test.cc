@@ -434,6 +434,16 @@ TEST_F(TucclCompilePlan, EmitsAnMscclppPlanWithPortChannelsBetweenNodes) {
   EXPECT_EQ(uneven.status, 2) << uneven.output;
 }
 
+TEST_F(TucclCompilePlan, RunsAnMscclFileAsWritten) {
+  ToolRun r = runTool(msccl("ring_allreduce_2ch.xml") + " --scheduler as-written --verify --report");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("schedule     as-written"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 3: ok"), std::string::npos) << r.output;
+  ToolRun program = runTool(example("ring_allreduce.resccl") + " -p nRanks=4 -p GPUPerNode=2 --scheduler as-written --verify");
+  EXPECT_EQ(program.status, 2) << program.output;
+  EXPECT_NE(program.output.find("as-written needs an MSCCL XML input"), std::string::npos) << program.output;
+}
+
 TEST_F(TucclCompilePlan, EmitOptionsAreChecked) {
   std::filesystem::create_directories(dir_);
   const std::filesystem::path file = dir_ / "out.resccl";
