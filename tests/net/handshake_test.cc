@@ -195,16 +195,21 @@ TEST(MessageHeader, MatchesTheFirstUnmatchedBufferWithItsTag) {
   EXPECT_EQ(slot.status().code(), ErrorCode::RemoteError);
 }
 
+/// The kept corpus, in file-name order.
 std::vector<std::vector<std::byte>> corpus() {
-  std::vector<std::vector<std::byte>> inputs;
+  std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::directory_iterator(TUCCL_SOURCE_DIR "/fuzz/corpus_net")) {
-    std::ifstream file(entry.path(), std::ios::binary);
+    paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::vector<std::byte>> inputs;
+  for (const std::filesystem::path& path : paths) {
+    std::ifstream file(path, std::ios::binary);
     std::vector<char> bytes{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
     std::vector<std::byte> input(bytes.size());
     std::memcpy(input.data(), bytes.data(), bytes.size());
     inputs.push_back(std::move(input));
   }
-  std::sort(inputs.begin(), inputs.end());
   return inputs;
 }
 
