@@ -18,15 +18,7 @@ Status mismatch(const Algorithm& algorithm, const std::string& what) {
 
 // The plan's skeleton: everything but the TBs' entries.
 Plan planHeader(const Algorithm& algorithm, const PlanConfig& config) {
-  Plan plan;
-  plan.collective = algorithm.collective;
-  plan.algorithm = algorithm.name;
-  plan.sourceName = algorithm.sourceName;
-  plan.nRanks = algorithm.nRanks;
-  plan.root = hasRoot(algorithm.collective) ? algorithm.root : -1;
-  plan.bufferChunks = algorithm.bufferChunks;
-  plan.inPlace = algorithm.inPlace;
-  plan.config = config;
+  Plan plan = planFromAlgorithm(algorithm, config);
   if (plan.config.nChannels <= 0) plan.config.nChannels = 1;
   plan.scheduler = Scheduler::AsWritten;
   plan.executionLevel = ExecutionLevel::Algorithm;

@@ -51,15 +51,7 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
       allocation.recvConnectionOf.size() != ops.size()) {
     throw std::invalid_argument("lowering to a plan: the algorithm, DAG, pipeline and allocation disagree on the tasks");
   }
-  Plan plan;
-  plan.collective = algorithm.collective;
-  plan.algorithm = algorithm.name;
-  plan.sourceName = algorithm.sourceName;
-  plan.nRanks = algorithm.nRanks;
-  plan.root = hasRoot(algorithm.collective) ? algorithm.root : -1;
-  plan.bufferChunks = algorithm.bufferChunks;
-  plan.inPlace = algorithm.inPlace;
-  plan.config = config;
+  Plan plan = planFromAlgorithm(algorithm, config);
   plan.scheduler = pipeline.scheduler;
   plan.executionLevel = pipeline.level;
   plan.tbAllocation = allocation.policy;
@@ -193,6 +185,19 @@ void setTbPeers(Plan& plan) {
       }
     }
   }
+}
+
+Plan planFromAlgorithm(const Algorithm& algorithm, const PlanConfig& config) {
+  Plan plan;
+  plan.collective = algorithm.collective;
+  plan.algorithm = algorithm.name;
+  plan.sourceName = algorithm.sourceName;
+  plan.nRanks = algorithm.nRanks;
+  plan.root = hasRoot(algorithm.collective) ? algorithm.root : -1;
+  plan.bufferChunks = algorithm.bufferChunks;
+  plan.inPlace = algorithm.inPlace;
+  plan.config = config;
+  return plan;
 }
 
 }  // namespace tuccl

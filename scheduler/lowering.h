@@ -42,4 +42,8 @@ void addDataDependencies(const Algorithm& algorithm, const Dag& dag, const std::
 /// Each TB's sendPeer / recvPeer from its entries: -1 none, -2 several.
 void setTbPeers(Plan& plan);
 
+/// A plan carrying the algorithm's identity (collective, name, source, ranks, root, buffers,
+/// in-place) and `config`; schedule, TBs and ranks are the caller's to fill.
+Plan planFromAlgorithm(const Algorithm& algorithm, const PlanConfig& config);
+
 }  // namespace tuccl
