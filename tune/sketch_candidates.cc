@@ -11,6 +11,8 @@
 #include "lang/semantic_check.h"
 #include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
+#include "synth/generators.h"
+#include "synth/sketch_synthesis.h"
 
 namespace tuccl {
 namespace {
@@ -103,31 +105,42 @@ Algorithm relabelRanks(const Algorithm& algorithm, const std::vector<int32_t>& o
   return out;
 }
 
-std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Collective collective,
-                                                    const std::string& examplesDir, std::vector<std::string>* notes) {
+namespace {
+
+const std::vector<SketchVariant> kSparsestFirst = {SketchVariant::Relay, SketchVariant::Pruned, SketchVariant::FullMesh};
+
+/// Whether `only` asks for candidates of `family` ("hm" or "hm@pruned" both ask for hm).
+bool wanted(const std::vector<std::string>& only, const std::string& family) {
+  if (only.empty()) return true;
+  return std::any_of(only.begin(), only.end(), [&](const std::string& name) {
+    return name == family || name.starts_with(family + "@");
+  });
+}
+
+/// The admitting sketch variants of `algorithm`, sparsest first.
+std::vector<std::string> admittingSketches(const std::vector<Sketch>& sketches, const Algorithm& algorithm,
+                                           const Topology& topology) {
+  std::vector<std::string> names;
+  for (const Sketch& s : sketches)
+    if (sketchAdmits(s, algorithm, topology)) names.emplace_back(sketchVariantName(s.variant));
+  return names;
+}
+
+void programCandidates(const Topology& topology, Collective collective, const std::string& examplesDir,
+                       const std::vector<Sketch>& sketches, const CandidateOptions& options,
+                       std::vector<AlgorithmCandidate>& out, std::vector<std::string>* notes) {
   std::vector<std::pair<std::string, std::string>> programs;  // (name, example)
   if (collective == Collective::AllReduce) {
     programs = {{"ring", "ring_allreduce"}, {"hm", "hm_allreduce"}};
   } else if (collective == Collective::AllGather) {
     programs = {{"ring", "ring_allgather"}, {"hm", "hm_allgather"}, {"direct", "direct_allgather"}};
-  } else {
-    throw std::invalid_argument("no candidate algorithms for " + std::string(collectiveName(collective)) +
-                                " (allreduce, allgather)");
   }
   const int32_t nRanks = topology.nRanks();
   const int32_t perNode = maxGpusPerNode(topology);
-  const std::vector<SketchVariant> variants = {SketchVariant::Relay, SketchVariant::Pruned, SketchVariant::FullMesh};
-  std::vector<Sketch> sketches;
-  for (SketchVariant v : variants) sketches.push_back(buildSketch(topology, v));
-
-  auto admitting = [&](const Algorithm& algorithm) {
-    std::vector<std::string> names;
-    for (const Sketch& s : sketches)
-      if (sketchAdmits(s, algorithm, topology)) names.emplace_back(sketchVariantName(s.variant));
-    return names;
-  };
-  std::vector<AlgorithmCandidate> out;
   for (const auto& [name, example] : programs) {
+    if (!options.only.empty() && std::find(options.only.begin(), options.only.end(), name) == options.only.end() &&
+        !(name == "ring" && std::find(options.only.begin(), options.only.end(), "ring-rail") != options.only.end()))
+      continue;
     AlgorithmCandidate c;
     c.name = name;
     c.program = example;
@@ -138,7 +151,7 @@ std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Co
       continue;
     }
     c.algorithm = std::move(loaded).value();
-    c.sketches = admitting(c.algorithm);
+    c.sketches = admittingSketches(sketches, c.algorithm, topology);
     c.ncclRing = name == "ring";
     c.interNodeConnections = static_cast<int32_t>(interNodePairs(c.algorithm, topology).size());
     out.push_back(std::move(c));
@@ -156,12 +169,72 @@ std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Co
       rail.program = example;
       rail.algorithm = relabelRanks(out.back().algorithm, *order);
       rail.algorithm.name += "-rail";
-      rail.sketches = admitting(rail.algorithm);
+      rail.sketches = admittingSketches(sketches, rail.algorithm, topology);
       rail.interNodeConnections = static_cast<int32_t>(interNodePairs(rail.algorithm, topology).size());
       out.push_back(std::move(rail));
       break;
     }
   }
+}
+
+/// Adds `algorithm` as "<family>@<sketch>" unless an equal algorithm is already a candidate.
+void addGenerated(std::string family, std::string program, const Sketch& sketch, Algorithm algorithm,
+                  const Topology& topology, const std::vector<Sketch>& sketches,
+                  std::vector<AlgorithmCandidate>& out) {
+  for (const AlgorithmCandidate& c : out)
+    if (c.algorithm.ops == algorithm.ops && c.algorithm.bufferChunks == algorithm.bufferChunks) return;
+  AlgorithmCandidate c;
+  c.name = family + "@" + std::string(sketchVariantName(sketch.variant));
+  c.program = std::move(program);
+  c.algorithm = std::move(algorithm);
+  c.sketches = admittingSketches(sketches, c.algorithm, topology);
+  if (c.sketches.empty()) c.sketches.emplace_back(sketchVariantName(sketch.variant));
+  c.interNodeConnections = static_cast<int32_t>(interNodePairs(c.algorithm, topology).size());
+  out.push_back(std::move(c));
+}
+
+void synthesisCandidates(const Topology& topology, Collective collective, const std::vector<Sketch>& sketches,
+                         const CandidateOptions& options, std::vector<AlgorithmCandidate>& out,
+                         std::vector<std::string>* notes) {
+  for (const Sketch& sketch : sketches) {
+    const std::string variant(sketchVariantName(sketch.variant));
+    if (options.generated) {
+      for (const std::string& generator : generatorNames()) {
+        if (!generatorSupports(generator, collective) || !wanted(options.only, generator)) continue;
+        Expected<Algorithm> made = generateAlgorithm(generator, collective, topology, sketch);
+        if (!made) {
+          if (made.status().code() == ErrorCode::Internal) throw std::logic_error(made.status().message());
+          if (notes != nullptr) notes->push_back(generator + " under the " + variant + " sketch: " + made.status().message());
+          continue;
+        }
+        addGenerated(generator, "generator " + generator, sketch, std::move(*made), topology, sketches, out);
+      }
+    }
+    if (options.synthesised && wanted(options.only, "synth")) {
+      SketchSynthesisOptions synthesis;
+      synthesis.timeLimitSeconds = options.synthesisSeconds;
+      Expected<SketchSynthesisResult> made = synthesizeFromSketch(collective, topology, sketch, synthesis);
+      if (!made) {
+        if (made.status().code() == ErrorCode::Internal) throw std::logic_error(made.status().message());
+        if (notes != nullptr) notes->push_back("synthesis under the " + variant + " sketch: " + made.status().message());
+        continue;
+      }
+      const std::string how = made->method == SketchSynthesisMethod::Milp ? "synthesis (MILP)" : "synthesis (heuristic)";
+      addGenerated("synth", how, sketch, std::move(made->algorithm), topology, sketches, out);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Collective collective,
+                                                    const std::string& examplesDir, std::vector<std::string>* notes,
+                                                    const CandidateOptions& options) {
+  std::vector<Sketch> sketches;
+  for (SketchVariant v : kSparsestFirst) sketches.push_back(buildSketch(topology, v));
+  std::vector<AlgorithmCandidate> out;
+  if (options.programs) programCandidates(topology, collective, examplesDir, sketches, options, out, notes);
+  if (options.generated || options.synthesised) synthesisCandidates(topology, collective, sketches, options, out, notes);
   if (out.empty()) throw std::runtime_error("no candidate algorithm fits the topology");
   return out;
 }
@@ -182,8 +255,7 @@ Expected<std::vector<AlgorithmCandidate>> directoryCandidates(const Topology& to
   const int32_t nRanks = topology.nRanks();
   const int32_t perNode = maxGpusPerNode(topology);
   std::vector<Sketch> sketches;
-  for (SketchVariant v : {SketchVariant::Relay, SketchVariant::Pruned, SketchVariant::FullMesh})
-    sketches.push_back(buildSketch(topology, v));
+  for (SketchVariant v : kSparsestFirst) sketches.push_back(buildSketch(topology, v));
   std::vector<AlgorithmCandidate> out;
   for (const fs::path& file : files) {
     const bool xml = file.extension() == ".xml";
@@ -209,8 +281,7 @@ Expected<std::vector<AlgorithmCandidate>> directoryCandidates(const Topology& to
     }
     c.program = file.string();
     c.algorithm = std::move(loaded->algorithm);
-    for (const Sketch& s : sketches)
-      if (sketchAdmits(s, c.algorithm, topology)) c.sketches.emplace_back(sketchVariantName(s.variant));
+    c.sketches = admittingSketches(sketches, c.algorithm, topology);
     c.interNodeConnections = static_cast<int32_t>(interNodePairs(c.algorithm, topology).size());
     out.push_back(std::move(c));
   }

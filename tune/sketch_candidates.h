@@ -5,9 +5,10 @@
 // Out: AlgorithmCandidates — a program at the topology's shape, the sketches that admit it, and
 //      whether it is NCCL's ring.
 //
-// What the sketch means here. Our algorithms are fixed programs (examples/algorithms/*.resccl),
-// not synthesised from a sketch, so a sketch cannot reshape them; it decides which programs are
-// admissible: a program is admitted by a sketch when every inter-node rank pair it sends on is an
+// What the sketch means here. For the generators and the synthesiser (synth/) the sketch is an
+// input: they build the algorithm on the sketch's logical topology, so each sketch variant may give
+// a different algorithm. For the fixed example programs (examples/algorithms/*.resccl) a sketch
+// decides which are admissible: a program is admitted by a sketch when every inter-node rank pair it sends on is an
 // edge of that sketch (topo/sketch.h). Full mesh admits everything; pruned (NIC groups) admits
 // programs whose inter-node peers share a NIC group — HM's same-local-index rings; relay admits
 // only the one sender→receiver pair per NIC group. One program is *derived* from a sketch:
@@ -30,8 +31,8 @@
 namespace tuccl {
 
 struct AlgorithmCandidate {
-  std::string name;     ///< "ring", "ring-rail", "hm", "direct": the value of the "algorithm" dimension
-  std::string program;  ///< the example it comes from ("ring_allreduce")
+  std::string name;     ///< "ring", "ring-rail", "hm@pruned", "synth@relay": the value of the "algorithm" dimension
+  std::string program;  ///< where it comes from: the example ("ring_allreduce"), "generator hm", "synthesis (MILP)"
   Algorithm algorithm;
   /// Admitting sketch variants, sparsest first ("relay", "pruned", "full-mesh").
   std::vector<std::string> sketches;
@@ -56,12 +57,32 @@ std::optional<std::vector<int32_t>> sketchRingOrder(const Topology& topology, co
 /// proved by the semantic checker; std::logic_error when it fails.
 Algorithm relabelRanks(const Algorithm& algorithm, const std::vector<int32_t>& order);
 
+/// Which candidates algorithmCandidates makes.
+struct CandidateOptions {
+  bool programs = true;    ///< the example programs (AllReduce, AllGather) and the rail ring
+  bool generated = true;   ///< every synth/ generator under every sketch variant
+  bool synthesised = true; ///< the sketch-guided synthesiser under every sketch variant
+  double synthesisSeconds = 10;  ///< the time limit of each synthesis (the heuristic answers after it)
+  /// Candidate names to make (empty: all). A generator runs only when its name, or a name
+  /// "<generator>@<sketch>", is listed; the synthesiser only for "synth" or "synth@<sketch>".
+  std::vector<std::string> only;
+};
+
 /// The candidates for `collective` on `topology` (nRanks = its GPUs, GPUPerNode = the largest
-/// node): allreduce: ring, ring-rail, hm; allgather: ring, ring-rail, hm, direct. A program that
-/// does not fit the shape is left out and named in `notes`.
+/// node):
+///   programs     allreduce: ring, ring-rail, hm; allgather: ring, ring-rail, hm, direct (the
+///                example programs at the topology's shape);
+///   generated    "<generator>@<sketch>": each synth/ generator (ring, hm, direct, trees, ...)
+///                under the relay, pruned and full-mesh sketches, sparsest first; an algorithm
+///                equal to one already listed is left out, so a generator the sketch does not
+///                reshape appears once, under the sparsest sketch;
+///   synthesised  "synth@<sketch>": the sketch-guided synthesiser under each sketch.
+/// What does not fit the shape or the sketch is left out and named in `notes`. Throws
+/// std::runtime_error when nothing fits.
 std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Collective collective,
                                                     const std::string& examplesDir,
-                                                    std::vector<std::string>* notes = nullptr);
+                                                    std::vector<std::string>* notes = nullptr,
+                                                    const CandidateOptions& options = {});
 
 /// The programs of a directory as candidates for `collective`: every `.resccl` file (at the
 /// topology's shape: nRanks its GPUs, GPUPerNode its largest node) and every `.xml` file (MSCCL

@@ -112,9 +112,6 @@ void checkRequest(const TuningRequest& request) {
     if (std::find(tunable.begin(), tunable.end(), collective) == tunable.end()) {
       std::string message = "collective '" + logName(collective) + "' cannot be tuned with --profiler " +
                             std::string(profilerKindName(request.profiler)) + " (" + collectiveList(tunable) + ")";
-      if (request.profiler == ProfilerKind::Sim && collective != Collective::AllToAll)
-        message += "; the simulator has candidate programs for those only: tune " + logName(collective) +
-                   " with --profiler command (NCCL runs it) or --profiler tuccl";
       if (collective == Collective::AllToAll) message += "; NCCL's tuner is never asked about alltoall";
       fail(ErrorCode::InvalidArgument, message);
     }
@@ -229,7 +226,9 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
   const std::vector<std::string>& restrict = request.algorithms;
   if (request.profiler == ProfilerKind::Sim) {
     std::vector<std::string> notes;
-    for (AlgorithmCandidate& c : algorithmCandidates(topology, collective, request.examplesDir, &notes)) {
+    CandidateOptions candidateOptions;
+    candidateOptions.only = restrict;
+    for (AlgorithmCandidate& c : algorithmCandidates(topology, collective, request.examplesDir, &notes, candidateOptions)) {
       if (restrict.empty() || std::find(restrict.begin(), restrict.end(), c.name) != restrict.end())
         plan.candidates.push_back(std::move(c));
     }
@@ -564,10 +563,9 @@ std::vector<Collective> tunableCollectives(ProfilerKind kind) {
   std::vector<Collective> out;
   for (int c = 0; c < kTunerCollectives; ++c) {
     const auto collective = static_cast<Collective>(c);
-    const bool tunable = kind == ProfilerKind::Command   ? true
-                         : kind == ProfilerKind::Tuccl ? !tucclBuiltinAlgorithms(collective).empty()
-                                                       : collective == Collective::AllReduce ||
-                                                             collective == Collective::AllGather;
+    // The simulator's candidates come from synth/'s generators and synthesiser, which make every
+    // collective NCCL's tuner is asked about.
+    const bool tunable = kind != ProfilerKind::Tuccl || !tucclBuiltinAlgorithms(collective).empty();
     if (tunable) out.push_back(collective);
   }
   return out;

@@ -145,9 +145,9 @@ TEST(TucclTune, AKilledRunResumesToTheSameTable) {
 
 TEST(TucclTune, ReportsBadArguments) {
   const auto dir = freshDir("tuccl_tune_bad");
-  ToolRun r = tune("--topo preset:resccl-a100:nodes=2 --collectives broadcast -o " + (dir / "x.json").string());
+  ToolRun r = tune("--topo preset:resccl-a100:nodes=2 --collectives alltoall -o " + (dir / "x.json").string());
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("broadcast"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("alltoall"), std::string::npos) << r.output;
   r = tune("--topo preset:resccl-a100:nodes=2 --sizes 1G:1K -o " + (dir / "x.json").string());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("MIN:MAX"), std::string::npos) << r.output;
@@ -227,12 +227,17 @@ TEST(TucclTune, TheCommandProfilerNeedsTheTopology) {
   EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
-TEST(TucclTune, CollectivesTheProfilerCannotTuneAreRefusedUpFrontAndTheCommandTunesBroadcast) {
+TEST(TucclTune, TheSimulatorAndTheCommandTuneBroadcast) {
   const auto dir = freshDir("tuccl_tune_broadcast");
-  ToolRun r = tune("--topo preset:resccl-a100:nodes=1,gpus=2 --collectives broadcast -o " + (dir / "x.json").string());
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("--profiler command"), std::string::npos) << r.output;
-  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  // The simulator's broadcast candidates come from the generators and the synthesiser.
+  ToolRun r = tune("--topo preset:resccl-a100:nodes=1,gpus=2 --collectives broadcast --sizes 1K:1M -o " +
+                   (dir / "sim.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  tuccl::Expected<tuccl::LoadedTable> simTable = tuccl::loadTableFile((dir / "sim.json").string());
+  ASSERT_TRUE(simTable.ok()) << tuccl::formatTableError(simTable.status());
+  ASSERT_FALSE(simTable->table.entries.empty());
+  for (const tuccl::TableEntry& entry : simTable->table.entries)
+    EXPECT_EQ(entry.collective, tuccl::Collective::Broadcast);
   // A stand-in for broadcast_perf printing one nccl-tests row whose time follows the channels.
   const std::string command =
       "'echo \"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw "

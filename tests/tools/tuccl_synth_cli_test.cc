@@ -1,0 +1,123 @@
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "lang/load_algorithm.h"
+#include "tests/tools/run_tool.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tuccl::tooltest::ToolRun;
+
+ToolRun runSynth(const std::string& arguments) {
+  return tuccl::tooltest::runCommand(std::string(TUCCL_SYNTH) + " " + arguments);
+}
+
+class TucclSynth : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tuccl_synth_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+// What tuccl-synth wrote is read back by the loaders, which prove it again.
+tuccl::Algorithm loadBack(const std::string& file) {
+  tuccl::Expected<tuccl::LoadedAlgorithm> loaded = tuccl::loadProvedAlgorithmFile(file, {});
+  EXPECT_TRUE(loaded.ok()) << loaded.status().toString();
+  return loaded.ok() ? loaded->algorithm : tuccl::Algorithm{};
+}
+
+TEST_F(TucclSynth, AGeneratorWritesAProvedResccLangProgram) {
+  ToolRun r = runSynth("--topo preset:resccl-a100 --nodes 2 --collective allgather --algorithm ring -o " +
+                       path("ag.resccl"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("verified: AllGather postcondition holds"), std::string::npos) << r.output;
+  tuccl::Algorithm algorithm = loadBack(path("ag.resccl"));
+  EXPECT_EQ(algorithm.collective, tuccl::Collective::AllGather);
+  EXPECT_EQ(algorithm.nRanks, 16);
+}
+
+TEST_F(TucclSynth, TheSketchSynthesiserWritesMscclXml) {
+  ToolRun r = runSynth("--topo preset:dgx-a100:gpus=4 --nodes 2 --collective allreduce --heuristic -q -o " +
+                       path("ar.xml"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("heuristic"), std::string::npos) << r.output;
+  tuccl::Algorithm algorithm = loadBack(path("ar.xml"));
+  EXPECT_EQ(algorithm.collective, tuccl::Collective::AllReduce);
+  EXPECT_EQ(algorithm.nRanks, 8);
+}
+
+TEST_F(TucclSynth, ComposesNodesOfAnNcclTopologyFile) {
+  const std::string xml = std::string(TUCCL_SOURCE_DIR) + "/tests/data/topo/nccl/a100-nvswitch-full.xml";
+  ToolRun r = runSynth("--topo " + xml + " --nodes 2 --collective reducescatter --algorithm hierarchical -o " +
+                       path("rs.resccl"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  tuccl::Algorithm algorithm = loadBack(path("rs.resccl"));
+  EXPECT_EQ(algorithm.collective, tuccl::Collective::ReduceScatter);
+  EXPECT_EQ(algorithm.nNodes(), 2);
+}
+
+TEST_F(TucclSynth, ParetoPrintsOneLinePerFrontierPointAndWritesThem) {
+  ToolRun r = runSynth("--topo preset:dgx-a100:gpus=4 --collective allgather --pareto --max-steps 3 --max-chunks 3 "
+                       "-q -o " + path("frontier"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::regex line(R"(C=(\d+) S=(\d+) R=(\d+) time=[0-9.]+)");
+  std::istringstream lines(r.output);
+  int points = 0;
+  for (std::string text; std::getline(lines, text);) {
+    std::smatch match;
+    if (!std::regex_match(text, match, line)) continue;
+    ++points;
+    const std::string file = path("frontier/allgather_c" + match[1].str() + "_s" + match[2].str() + "_r" +
+                                  match[3].str() + ".resccl");
+    ASSERT_TRUE(fs::exists(file)) << file << "\n" << r.output;
+    EXPECT_EQ(loadBack(file).collective, tuccl::Collective::AllGather);
+  }
+  EXPECT_GE(points, 1) << r.output;
+}
+
+TEST_F(TucclSynth, RefusesBadInputWithoutTouchingFiles) {
+  ToolRun unknown = runSynth("--topo preset:dgx-a100 --collective allsorts -o " + path("x.resccl"));
+  EXPECT_EQ(unknown.status, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("allsorts"), std::string::npos) << unknown.output;
+
+  ToolRun noOutput = runSynth("--topo preset:dgx-a100 --collective allgather");
+  EXPECT_EQ(noOutput.status, 2) << noOutput.output;
+
+  {
+    std::ofstream(path("mine.resccl")) << "mine";
+  }
+  ToolRun exists = runSynth("--topo preset:dgx-a100 --collective allgather --algorithm ring -o " + path("mine.resccl"));
+  EXPECT_EQ(exists.status, 2) << exists.output;
+  EXPECT_NE(exists.output.find("--force"), std::string::npos) << exists.output;
+  std::ifstream in(path("mine.resccl"));
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "mine");
+
+  ToolRun contradiction = runSynth("--topo preset:dgx-a100:nodes=2 --nodes 3 --collective allgather -o -");
+  EXPECT_EQ(contradiction.status, 2) << contradiction.output;
+  EXPECT_NE(contradiction.output.find("contradicts"), std::string::npos) << contradiction.output;
+
+  ToolRun paretoTwoNodes = runSynth("--topo preset:dgx-a100 --nodes 2 --collective allgather --pareto");
+  EXPECT_EQ(paretoTwoNodes.status, 2) << paretoTwoNodes.output;
+
+  ToolRun badFormat = runSynth("--topo preset:dgx-a100 --collective allgather -o " + path("x.txt"));
+  EXPECT_EQ(badFormat.status, 2) << badFormat.output;
+  EXPECT_FALSE(fs::exists(path("x.txt")));
+}
+
+}  // namespace

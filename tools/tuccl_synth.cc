@@ -1,0 +1,299 @@
+// tuccl-synth: an algorithm for a topology, from a generator or a synthesiser, proved and written
+// as a ResCCLang program or MSCCL algorithm XML.
+//
+//   tuccl-synth --topo preset:resccl-a100 --nodes 2 --collective allgather -o ag.resccl
+//   tuccl-synth --topo topo.xml --nodes 4 --collective allreduce --sketch relay --algorithm hm -o ar.xml
+//   tuccl-synth --topo preset:dgx1-v100 --collective allgather --pareto [-o DIR]
+//
+// --algorithm names a generator (synth/generators.h: ring, hm, direct, ...) or "sketch", the
+// sketch-guided synthesiser (synth/sketch_synthesis.h: routing as a MILP on CBC, a heuristic when
+// the solver cannot answer in time), the default. --pareto runs the exact synthesiser
+// (synth/exact_synthesis.h, SMT on Z3) on one node and prints one line per point of the
+// latency/bandwidth frontier: C=<chunks> S=<steps> R=<rounds> time=<seconds>.
+//
+// Everything written has been proved by the semantic checker. The output format follows -o's
+// extension (.resccl, .xml) or --format; "-o -" prints ResCCLang.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "lang/resccl_printer.h"
+#include "lang/semantic_check.h"
+#include "plan/msccl_export.h"
+#include "scheduler/plan_builder.h"
+#include "support/text_values.h"
+#include "synth/exact_synthesis.h"
+#include "synth/generators.h"
+#include "synth/sketch_synthesis.h"
+#include "tools/cli.h"
+#include "topo/load.h"
+#include "topo/presets.h"
+#include "topo/sketch.h"
+
+namespace {
+
+using namespace tuccl;
+using tuccl::cli::kExitError;
+
+constexpr std::string_view kTool = "tuccl-synth";
+constexpr std::string_view kSketchSynthesiser = "sketch";
+
+enum class Format : uint8_t { Resccl, Msccl };
+
+struct Options {
+  std::string topo;
+  int32_t nodes = 0;  ///< 0: not given
+  std::optional<GpuFabric> gpuFabric;
+  std::string collective;
+  std::string sketch = "pruned";
+  std::string algorithm = std::string(kSketchSynthesiser);
+  bool heuristic = false;
+  std::string switchPolicy = "uc-min";
+  int32_t chunks = 0;  ///< 0: the generator's or synthesiser's default
+  int32_t root = 0;
+  bool inPlace = false;
+  double timeLimit = 60;
+  std::string output;
+  std::string format;  ///< "", resccl, msccl
+  std::string mscclRuntime = "executor";
+  bool force = false;
+  bool quiet = false;
+  bool pareto = false;
+  int32_t slack = -1;  ///< -1: the exact synthesiser's default
+  int32_t maxSteps = 0;
+  int32_t maxChunks = 0;
+};
+
+/// The topology of --topo and --nodes. --nodes composes copies of a one-node file (XML, local);
+/// for a preset it is its nodes= key, and a preset that names another count is refused.
+Expected<Topology> loadTopologyOption(const Options& options) {
+  std::string spec = options.topo;
+  LoadOptions load;
+  load.gpuFabric = options.gpuFabric;
+  if (options.nodes > 0) {
+    if (isPresetSpec(spec)) {
+      if (spec.find("nodes=") != std::string::npos) {
+        Expected<Topology> preset = [&]() -> Expected<Topology> {
+          Expected<LoadedTopology> loaded = loadTopology(spec, load);
+          if (!loaded) return loaded.status();
+          return std::move(loaded->topology);
+        }();
+        if (preset && preset->nNodes() != options.nodes)
+          return makeError(ErrorCode::InvalidArgument, "--nodes " + std::to_string(options.nodes) + " contradicts " +
+                                                           spec + " (" + std::to_string(preset->nNodes()) + " nodes)");
+      } else {
+        spec += (spec.find(':', 7) == std::string::npos ? ":" : ",") + ("nodes=" + std::to_string(options.nodes));
+      }
+    } else {
+      load.cluster.nodes = options.nodes;
+    }
+  }
+  Expected<LoadedTopology> loaded = loadTopology(spec, load);
+  if (!loaded) return loaded.status();
+  for (const std::string& note : loaded->notes) std::cerr << "note: " << note << "\n";
+  for (const Diagnostic& warning : loaded->warnings) cli::printDiagnostic(warning);
+  if (loaded->topology.empty()) return makeError(ErrorCode::InvalidInput, spec + ": the topology has no GPUs");
+  return std::move(loaded->topology);
+}
+
+/// The format of the file `path`: --format, else its extension; "-" prints ResCCLang.
+Expected<Format> outputFormat(const Options& options, const std::string& path) {
+  if (!options.format.empty()) return options.format == "msccl" ? Format::Msccl : Format::Resccl;
+  const std::string extension = std::filesystem::path(path).extension().string();
+  if (cli::isStandardOutput(path) || extension == ".resccl") return Format::Resccl;
+  if (extension == ".xml") return Format::Msccl;
+  return makeError(ErrorCode::InvalidArgument,
+                   "-o " + path + ": say the format with --format resccl|msccl (or name the file .resccl or .xml)");
+}
+
+/// The algorithm as text in `format`. MSCCL XML is a schedule: the algorithm is planned with the
+/// default request (HPDS) and lowered for --msccl-runtime, whose limits are reported as an error.
+Expected<std::string> renderAlgorithm(const Algorithm& algorithm, Format format, MscclRuntime runtime) {
+  if (format == Format::Resccl) return printResccl(algorithm);
+  Expected<Plan> plan = tryBuildPlan(algorithm, PlanRequest{});
+  if (!plan) return plan.status();
+  MscclExportOptions exportOptions;
+  exportOptions.runtime = runtime;
+  exportOptions.inPlace = algorithm.inPlace;
+  Expected<MscclAlgorithm> lowered = lowerToMsccl(*plan, exportOptions);
+  if (!lowered) return lowered.status();
+  const std::vector<MscclLimitViolation> violations = checkMscclLimits(*lowered, runtime);
+  if (!violations.empty()) {
+    std::string message = "the algorithm exceeds " + std::to_string(violations.size()) + " limit(s) of " +
+                          std::string(mscclRuntimeName(runtime)) + " (another --msccl-runtime may fit):";
+    for (const MscclLimitViolation& violation : violations) message += "\n  " + violation.message();
+    return makeError(ErrorCode::Unsupported, message);
+  }
+  return writeMscclXml(*lowered, runtime);
+}
+
+std::function<void(const std::string&)> progressPrinter(const Options& options) {
+  if (options.quiet) return {};
+  return [](const std::string& line) { std::cerr << kTool << ": " << line << "\n"; };
+}
+
+int writeAlgorithm(const Algorithm& algorithm, const Options& options, const std::string& path, const std::string& how) {
+  Expected<Format> format = outputFormat(options, path);
+  if (!format) return cli::reportError(kTool, format.status());
+  const std::optional<MscclRuntime> runtime = parseMscclRuntime(options.mscclRuntime);
+  Expected<std::string> text = renderAlgorithm(algorithm, *format, runtime.value_or(MscclRuntime::Executor));
+  if (!text) return cli::reportError(kTool, text.status());
+  if (Status status = cli::writeOutput(path, *text); !status) return cli::reportError(kTool, status);
+  if (!cli::isStandardOutput(path)) {
+    std::cout << "wrote " << path << " (" << (*format == Format::Resccl ? "ResCCLang" : "MSCCL XML") << ", "
+              << algorithm.ops.size() << " operations, " << algorithm.maxStep() + 1 << " steps; " << how
+              << "; verified: " << collectiveName(algorithm.collective) << " postcondition holds)\n";
+  }
+  return 0;
+}
+
+int runPareto(const Topology& topology, Collective collective, const Options& options) {
+  ExactSynthesisOptions exact;
+  exact.root = options.root;
+  if (options.slack >= 0) exact.slack = options.slack;
+  exact.maxSteps = options.maxSteps;
+  exact.maxChunks = options.maxChunks;
+  exact.timeLimitSeconds = options.timeLimit;
+  exact.progress = progressPrinter(options);
+  if (!options.output.empty()) {
+    if (Status status = cli::checkOutputFolder(options.output, {}, options.force); !status)
+      return cli::reportError(kTool, status);
+  }
+  Expected<ParetoFrontier> frontier = paretoSynthesize(topology, collective, exact);
+  if (!frontier) return cli::reportError(kTool, frontier.status());
+  for (const ParetoPoint& point : frontier->points) {
+    std::printf("C=%d S=%d R=%d time=%.3f\n", point.chunks, point.steps, point.rounds, point.seconds);
+    std::fflush(stdout);
+  }
+  if (!frontier->complete) std::cerr << kTool << ": the frontier is incomplete: " << frontier->note << "\n";
+  if (options.output.empty()) return 0;
+  const std::string extension = options.format == "msccl" ? ".xml" : ".resccl";
+  for (const ParetoPoint& point : frontier->points) {
+    const std::string name = toLowerCase(collectiveName(collective)) + "_c" + std::to_string(point.chunks) + "_s" +
+                             std::to_string(point.steps) + "_r" + std::to_string(point.rounds) + extension;
+    const std::string path = (std::filesystem::path(options.output) / name).string();
+    if (Status status = cli::checkOutputFree(path, options.force); !status) return cli::reportError(kTool, status);
+    if (int status = writeAlgorithm(point.algorithm, options, path, "exact synthesis (SMT)"); status != 0) return status;
+  }
+  return 0;
+}
+
+Expected<std::pair<Algorithm, std::string>> makeAlgorithm(const Topology& topology, Collective collective,
+                                                          const Sketch& sketch, const Options& options) {
+  const auto started = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  char timing[64];
+  if (options.algorithm == kSketchSynthesiser) {
+    SketchSynthesisOptions synthesis;
+    synthesis.root = options.root;
+    if (options.chunks > 0) synthesis.chunksPerRank = options.chunks;
+    synthesis.inPlace = options.inPlace;
+    synthesis.heuristicOnly = options.heuristic;
+    synthesis.hyperedgePolicy = parseHyperedgePolicy(options.switchPolicy).value_or(HyperedgePolicy::UcMin);
+    synthesis.timeLimitSeconds = options.timeLimit;
+    synthesis.progress = progressPrinter(options);
+    Expected<SketchSynthesisResult> result = synthesizeFromSketch(collective, topology, sketch, synthesis);
+    if (!result) return result.status();
+    for (const std::string& note : result->notes) std::cerr << "note: " << note << "\n";
+    std::snprintf(timing, sizeof timing, "%.2f s", result->seconds);
+    const std::string how = std::string("sketch-guided synthesis, ") +
+                            (result->method == SketchSynthesisMethod::Milp ? "MILP" : "heuristic") + ", " + timing;
+    return std::make_pair(std::move(result->algorithm), how);
+  }
+  GeneratorOptions generator;
+  generator.root = options.root;
+  generator.parts = options.chunks;
+  generator.inPlace = options.inPlace;
+  Expected<Algorithm> algorithm = generateAlgorithm(options.algorithm, collective, topology, sketch, generator);
+  if (!algorithm) return algorithm.status();
+  std::snprintf(timing, sizeof timing, "%.2f s", seconds());
+  return std::make_pair(std::move(*algorithm), "generator " + options.algorithm + ", " + timing);
+}
+
+int run(const Options& options) {
+  const std::optional<Collective> collective = parseCollective(options.collective);
+  if (!collective)
+    return cli::reportError(kTool, makeError(ErrorCode::InvalidArgument, "--collective: unknown collective '" +
+                                                                             options.collective + "'"));
+  if (!options.pareto && options.output.empty())
+    return cli::reportError(kTool, makeError(ErrorCode::InvalidArgument, "-o FILE is required (\"-o -\" prints)"));
+  if (!options.pareto) {
+    if (Expected<Format> format = outputFormat(options, options.output); !format) return cli::reportError(kTool, format.status());
+    if (Status status = cli::checkOutputFree(options.output, options.force); !status)
+      return cli::reportError(kTool, status);
+  }
+  Expected<Topology> topology = loadTopologyOption(options);
+  if (!topology) return cli::reportError(kTool, topology.status());
+  if (options.pareto) return runPareto(*topology, *collective, options);
+  const std::optional<SketchVariant> variant = parseSketchVariant(options.sketch);
+  const Sketch sketch = buildSketch(*topology, *variant);
+  Expected<std::pair<Algorithm, std::string>> made = makeAlgorithm(*topology, *collective, sketch, options);
+  if (!made) return cli::reportError(kTool, made.status());
+  return writeAlgorithm(made->first, options, options.output, made->second);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tuccl-synth: a proved algorithm for a topology, from a generator or a synthesiser"};
+  app.set_version_flag("--version", "tuccl-synth 0.1.0");
+  std::string presets;
+  for (const std::string& name : presetNames()) presets += (presets.empty() ? "" : ", ") + name;
+  std::string generators;
+  for (const std::string& name : generatorNames()) generators += (generators.empty() ? "" : ", ") + name;
+  app.footer("A TOPOLOGY is preset:NAME[:nodes=N,gpus=K,...], local, a TuCCL .json or an NCCL topology .xml file.\n"
+             "Presets: " + presets + "\n"
+             "Algorithms: sketch (the sketch-guided synthesiser, default), " + generators + "\n"
+             "Examples:\n"
+             "  tuccl-synth --topo preset:resccl-a100 --nodes 2 --collective allgather -o ag.resccl\n"
+             "  tuccl-synth --topo topo.xml --nodes 4 --collective allreduce --algorithm hm -o ar.xml\n"
+             "  tuccl-synth --topo preset:dgx1-v100 --collective allgather --pareto");
+  Options options;
+  app.add_option("--topo", options.topo, "the topology (see below)")->required();
+  app.add_option("--nodes", options.nodes, "nodes: copies of a one-node file, or a preset's nodes=")
+      ->check(CLI::PositiveNumber);
+  cli::addGpuFabricOption(app, options.gpuFabric);
+  app.add_option("--collective", options.collective,
+                 "allreduce, allgather, reducescatter, broadcast, reduce or alltoall")
+      ->required();
+  app.add_option("--sketch", options.sketch, "sketch variant: pruned (default), full-mesh or relay")
+      ->check(CLI::IsMember({"pruned", "full-mesh", "relay"}));
+  std::vector<std::string> algorithms = {std::string(kSketchSynthesiser)};
+  for (const std::string& name : generatorNames()) algorithms.push_back(name);
+  app.add_option("--algorithm", options.algorithm, "sketch (synthesise) or a generator")
+      ->check(CLI::IsMember(algorithms));
+  app.add_flag("--heuristic", options.heuristic, "sketch: route with the heuristic only, without the MILP");
+  app.add_option("--switch-policy", options.switchPolicy,
+                 "sketch: peers per GPU over a switch: uc-min (two neighbours, bandwidth; default) or uc-max "
+                 "(every peer, latency)")
+      ->check(CLI::IsMember({"uc-min", "uc-max"}));
+  app.add_option("--chunks", options.chunks,
+                 "chunks per rank (synthesisers) or parts (generators: ring's rings); default: the method's")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--root", options.root, "broadcast and reduce: the root rank")->check(CLI::NonNegativeNumber);
+  app.add_flag("--in-place", options.inPlace, "an in-place algorithm (NCCL's in-place layout)");
+  app.add_option("--time-limit", options.timeLimit, "seconds the synthesiser may take")
+      ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("-o,--output", options.output, "the algorithm file (.resccl or .xml; - prints); --pareto: a folder");
+  app.add_option("--format", options.format, "resccl or msccl (default: from -o's extension)")
+      ->check(CLI::IsMember({"resccl", "msccl"}));
+  app.add_option("--msccl-runtime", options.mscclRuntime, "MSCCL XML for msccl, executor (default) or rccl")
+      ->check(CLI::IsMember({"msccl", "executor", "rccl"}));
+  cli::addForceFlag(app, options.force);
+  app.add_flag("-q,--quiet", options.quiet, "no progress lines");
+  app.add_flag("--pareto", options.pareto,
+               "exact synthesis (one node of <= 8 GPUs): print the latency/bandwidth frontier");
+  app.add_option("--slack", options.slack, "--pareto: rounds may exceed steps by at most this (SCCL's k)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-steps", options.maxSteps, "--pareto: the largest step count tried")->check(CLI::PositiveNumber);
+  app.add_option("--max-chunks", options.maxChunks, "--pareto: the largest chunk count tried")
+      ->check(CLI::PositiveNumber);
+  if (std::optional<int> status = cli::parse(app, argc, argv)) return *status;
+  return run(options);
+}
