@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -354,6 +355,8 @@ std::vector<Candidate> candidatesAt(int32_t steps, int32_t slack, const WalkBoun
 }
 
 std::string formatRpc(RoundsPerChunk rpc) {
+  const int64_t divisor = std::gcd(rpc.rounds, rpc.chunks);
+  if (divisor > 1) rpc = {rpc.rounds / divisor, rpc.chunks / divisor};
   char text[64];
   std::snprintf(text, sizeof text, "%lld/%lld", static_cast<long long>(rpc.rounds), static_cast<long long>(rpc.chunks));
   return text;
