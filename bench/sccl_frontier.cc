@@ -42,20 +42,22 @@ std::string point(int32_t c, int32_t s, int32_t r) {
 }
 
 void printPoints(const Topology& topology, double timeLimit) {
-  std::printf("%-14s %-12s %10s %10s  %-20s %s\n", "collective", "(C,S,R)", "ours [s]", "SCCL [s]", "optimality",
-              "result");
+  std::printf("%-14s %-12s %10s %10s  %-20s %s\n", "collective", "(C,S,R)", "ours [s]", "SCCL [s]",
+              "optimality", "result");
   for (const Table4Row& row : kTable4) {
     ExactSynthesisOptions options;
     options.timeLimitSeconds = timeLimit;
-    Expected<ParetoPoint> result = synthesizeExact(topology, row.collective, row.chunks, row.steps, row.rounds, options);
+    Expected<ParetoPoint> result =
+        synthesizeExact(topology, row.collective, row.chunks, row.steps, row.rounds, options);
     const std::string name(collectiveName(row.collective));
     if (result.ok()) {
       std::printf("%-14s %-12s %10.2f %10.1f  %-20s sat, %zu operations, proved\n", name.c_str(),
-                  point(row.chunks, row.steps, row.rounds).c_str(), result->seconds, row.scclSeconds, row.optimality,
-                  result->algorithm.ops.size());
+                  point(row.chunks, row.steps, row.rounds).c_str(), result->seconds, row.scclSeconds,
+                  row.optimality, result->algorithm.ops.size());
     } else {
-      std::printf("%-14s %-12s %10s %10.1f  %-20s %s\n", name.c_str(), point(row.chunks, row.steps, row.rounds).c_str(),
-                  "-", row.scclSeconds, row.optimality, result.status().message().c_str());
+      std::printf("%-14s %-12s %10s %10.1f  %-20s %s\n", name.c_str(),
+                  point(row.chunks, row.steps, row.rounds).c_str(), "-", row.scclSeconds, row.optimality,
+                  result.status().message().c_str());
     }
     std::fflush(stdout);
   }
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--frontiers-only")) {
       points = false;
     } else {
-      std::fprintf(stderr, "usage: %s [--topology SPEC] [--time-limit SECONDS] [--points-only | --frontiers-only]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--topology SPEC] [--time-limit SECONDS] [--points-only | --frontiers-only]\n",
                    argv[0]);
       return 2;
     }

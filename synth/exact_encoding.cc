@@ -27,6 +27,7 @@ class ScheduleEncoding {
     declareSends(solver);
     addArrivals(solver);
     addBandwidth(solver);
+    breakChunkSymmetry(solver);
   }
 
   Schedule read(const z3::model& model) const {
@@ -58,7 +59,7 @@ class ScheduleEncoding {
   }
 
  private:
-  // k-synchronous (SCCL §3.3): every step takes r_s >= 1 rounds, R in all. r_s is one-hot over
+  // k-synchronous (SCCL): every step takes r_s >= 1 rounds, R in all. r_s is one-hot over
   // 1..R-S+1 (roundIs_[s][v-1]: r_{s+1} = v), so each bandwidth bound stays a pseudo-Boolean
   // constraint under an implication instead of a sum compared with a product of integers.
   void declareRounds(z3::solver& solver) {
@@ -79,8 +80,21 @@ class ScheduleEncoding {
     solver.add(z3::pbeq(all, weights.data(), rounds_));
   }
 
+  // Besides SCCL's domain 1..S (S+1 = never for GPUs outside post), two implied bounds that prune
+  // without losing a solution: a chunk reaches a GPU no sooner than its hop distance from the
+  // nearest pre GPU, and a GPU outside post that gets a chunk must be able to pass it on to post
+  // in time (else dropping that delivery leaves a solution that uses less bandwidth).
   void declareTimes(z3::solver& solver) {
     const int32_t n = topology_.nGpus;
+    const auto distances = hopDistances(topology_);
+    auto nearest = [&](const std::vector<int32_t>& gpus, int32_t gpu, bool towards) {
+      int32_t best = never_;
+      for (int32_t other : gpus) {
+        const int32_t d = towards ? distances[gpu][other] : distances[other][gpu];
+        if (d >= 0) best = std::min(best, d);
+      }
+      return best;
+    };
     for (size_t c = 0; c < demand_.chunks.size(); ++c) {
       const ChunkDemand& chunk = demand_.chunks[c];
       std::vector<z3::expr> times;
@@ -90,8 +104,13 @@ class ScheduleEncoding {
           continue;
         }
         z3::expr t = ctx_.int_const(("time_" + std::to_string(c) + "_" + std::to_string(gpu)).c_str());
-        solver.add(t >= 1);
-        solver.add(t <= (contains(chunk.post, gpu) ? steps_ : never_));
+        solver.add(t >= std::max(1, nearest(chunk.pre, gpu, /*towards=*/false)));
+        if (contains(chunk.post, gpu)) {
+          solver.add(t <= steps_);
+        } else {
+          solver.add(t <= never_);
+          solver.add(t <= steps_ - nearest(chunk.post, gpu, /*towards=*/true) || t == never_);
+        }
         times.push_back(t);
       }
       time_.push_back(std::move(times));
@@ -101,8 +120,8 @@ class ScheduleEncoding {
   // snd[src][c][dst] exists only where a link runs and dst does not start with the chunk.
   void declareSends(z3::solver& solver) {
     const int32_t n = topology_.nGpus;
-    sends_.assign(demand_.chunks.size(),
-                  std::vector<std::vector<std::optional<z3::expr>>>(n, std::vector<std::optional<z3::expr>>(n)));
+    sends_.assign(demand_.chunks.size(), std::vector<std::vector<std::optional<z3::expr>>>(
+                                             n, std::vector<std::optional<z3::expr>>(n)));
     for (size_t c = 0; c < demand_.chunks.size(); ++c) {
       for (int32_t src = 0; src < n; ++src) {
         for (int32_t dst = 0; dst < n; ++dst) {
@@ -179,6 +198,22 @@ class ScheduleEncoding {
     }
   }
 
+  // Chunks with the same pre and post are interchangeable: swapping two of them in a solution
+  // gives another. Ordering consecutive ones by their arrival at one GPU that needs them keeps one
+  // solution of each swap class, so UNSAT proofs need not try every permutation.
+  void breakChunkSymmetry(z3::solver& solver) {
+    for (size_t c = 0; c + 1 < demand_.chunks.size(); ++c) {
+      const ChunkDemand& a = demand_.chunks[c];
+      const ChunkDemand& b = demand_.chunks[c + 1];
+      if (a.pre != b.pre || a.post != b.post) continue;
+      for (int32_t gpu : a.post) {
+        if (contains(a.pre, gpu)) continue;
+        solver.add(time_[c][gpu] <= time_[c + 1][gpu]);
+        break;
+      }
+    }
+  }
+
   z3::context& ctx_;
   const ExactTopology& topology_;
   const Demand& demand_;
@@ -248,7 +283,8 @@ int32_t stepsLowerBound(const ExactTopology& topology, const Demand& demand) {
   return bound;
 }
 
-RoundsPerChunk roundsPerChunkLowerBound(const ExactTopology& topology, const Demand& demand, int32_t chunkUnits) {
+RoundsPerChunk roundsPerChunkLowerBound(const ExactTopology& topology, const Demand& demand,
+                                        int32_t chunkUnits) {
   RoundsPerChunk bound{0, 1};
   const uint32_t sets = 1u << topology.nGpus;
   for (uint32_t inside = 1; inside + 1 < sets; ++inside) {

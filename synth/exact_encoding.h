@@ -1,4 +1,4 @@
-// SCCL's k-synchronous SMT encoding (SCCL §3.3–3.5) on Z3: can chunks with given start and end
+// SCCL's k-synchronous SMT encoding (papers/002) on Z3: can chunks with given start and end
 // GPUs be routed over an ExactTopology in S steps and R rounds?
 //
 // In:  an ExactTopology, a Demand (per chunk: the GPUs holding it before, the GPUs needing it
@@ -6,7 +6,7 @@
 // Out: a Schedule (for every chunk, the step it reaches each GPU and from whom; the rounds of each
 //      step), or Unsat, or Unknown when Z3 gave up within the limit.
 //
-// Variables (SCCL §3.4): time[c][n] (int: the step at which chunk c is at GPU n; S+1 = never),
+// Variables (SCCL): time[c][n] (int: the step at which chunk c is at GPU n; S+1 = never),
 // snd[n][c][n'] (bool: n sends c to n', in step time[c][n']), and rounds r_s >= 1 per step with
 // sum r_s = R. Constraints: time = 0 where the chunk starts; time <= S where it must end; a GPU that
 // does not start with a chunk but gets it receives it from exactly one sender that held it strictly
@@ -45,9 +45,9 @@ enum class SolveOutcome : uint8_t { Sat, Unsat, Unknown };
 
 struct SolveResult {
   SolveOutcome outcome = SolveOutcome::Unknown;
-  Schedule schedule;    ///< when Sat
-  double seconds = 0;   ///< Z3's wall time
-  std::string reason;   ///< Z3's reason when Unknown
+  Schedule schedule;   ///< when Sat
+  double seconds = 0;  ///< Z3's wall time
+  std::string reason;  ///< Z3's reason when Unknown
 };
 
 /// Decides one (S, R) instance. Deterministic: Z3's random seeds are fixed.
@@ -59,6 +59,7 @@ int32_t stepsLowerBound(const ExactTopology& topology, const Demand& demand);
 /// Rounds per chunk unit: for every set of GPUs, the chunks that must enter it over what can enter
 /// it per round (the per-GPU bound for single GPUs, the bisection bound for halves), divided by
 /// `chunkUnits` (the C the demand was built for).
-RoundsPerChunk roundsPerChunkLowerBound(const ExactTopology& topology, const Demand& demand, int32_t chunkUnits);
+RoundsPerChunk roundsPerChunkLowerBound(const ExactTopology& topology, const Demand& demand,
+                                        int32_t chunkUnits);
 
 }  // namespace tuccl

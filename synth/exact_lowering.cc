@@ -6,7 +6,8 @@ namespace tuccl {
 
 namespace {
 
-Operation operation(int32_t srcRank, ChunkSlot src, int32_t dstRank, ChunkSlot dst, int32_t step, OpKind kind) {
+Operation operation(int32_t srcRank, ChunkSlot src, int32_t dstRank, ChunkSlot dst, int32_t step,
+                    OpKind kind) {
   Operation op;
   op.srcRank = srcRank;
   op.srcBuffer = src.buffer;
@@ -33,6 +34,23 @@ std::vector<std::vector<bool>> sendersOf(const Schedule& schedule) {
 }
 
 }  // namespace
+
+void dropDeadEnds(Schedule& schedule, const std::function<bool(int32_t chunk, int32_t gpu)>& needs) {
+  for (size_t c = 0; c < schedule.from.size(); ++c) {
+    auto& from = schedule.from[c];
+    for (bool dropped = true; dropped;) {
+      dropped = false;
+      for (size_t g = 0; g < from.size(); ++g) {
+        const auto gpu = static_cast<int32_t>(g);
+        if (from[g] < 0 || needs(static_cast<int32_t>(c), gpu)) continue;
+        if (std::find(from.begin(), from.end(), gpu) != from.end()) continue;  // passes it on
+        from[g] = -1;
+        schedule.time[c][g] = -1;
+        dropped = true;
+      }
+    }
+  }
+}
 
 ChunkSlot ExactAlgorithmBuilder::scratch(int32_t key, int32_t gpu) {
   if (scratchUsed_.empty()) scratchUsed_.assign(algorithm_.nRanks, 0);
@@ -89,8 +107,7 @@ int32_t ExactAlgorithmBuilder::addReducePhase(const Schedule& forward, const Slo
       const int32_t reversed = forward.steps + 1 - forward.time[c][g];
       const ChunkSlot src = combines[c][g] ? accumulator(chunk, gpu) : contribution(chunk, gpu);
       const ChunkSlot dst = accumulator(chunk, parent);
-      const int32_t order =
-          arrivals[{reversed, parent, static_cast<int32_t>(dst.buffer), dst.index}]++;
+      const int32_t order = arrivals[{reversed, parent, static_cast<int32_t>(dst.buffer), dst.index}]++;
       byStep[reversed].push_back({operation(gpu, src, parent, dst, 0, OpKind::Reduce), order});
     }
   }

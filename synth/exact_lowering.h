@@ -2,7 +2,7 @@
 //
 // In:  Schedules (synth/exact_encoding.h) and where each chunk lives on each GPU.
 // Out: Operations: a copy per send of a forward phase (AllGather, Broadcast, AllToAll), a reduce per
-//      send of an inverted phase (SCCL §3.6, combining collectives: the schedule of the
+//      send of an inverted phase (SCCL's combining collectives: the schedule of the
 //      non-combining collective on the reversed links, run backwards in time, each send becoming a
 //      reduce into the sender's parent).
 //
@@ -29,6 +29,10 @@ struct ChunkSlot {
 
 /// Where `gpu` keeps chunk `chunk` of a schedule (its start for a pre GPU).
 using SlotOf = std::function<ChunkSlot(int32_t chunk, int32_t gpu)>;
+
+/// Removes deliveries to GPUs that neither need the chunk nor pass it on (a model may route a
+/// chunk somewhere for nothing when bandwidth is left over), until none is left.
+void dropDeadEnds(Schedule& schedule, const std::function<bool(int32_t chunk, int32_t gpu)>& needs);
 
 class ExactAlgorithmBuilder {
  public:

@@ -20,7 +20,7 @@ constexpr const char* kProducer = "exact synthesis (SCCL)";
 
 // ---- Collectives as SCCL's base problems --------------------------------------------------------
 
-// How a collective maps onto the non-combining problem the SMT solves (SCCL §3.6): a base
+// How a collective maps onto the non-combining problem the SMT solves (SCCL's combining collectives): a base
 // collective (AllGather, Broadcast, AllToAll) run forward on the links, and/or inverted (its
 // schedule on the reversed links, run backwards with sends turned into reduces).
 struct Reduction {
@@ -81,7 +81,8 @@ Demand demandOf(Collective base, int32_t n, int32_t chunks, int32_t root) {
       for (int32_t j = 0; j < chunks; ++j) demand.chunks.push_back({{root}, all});
       break;
     default:  // AllToAll
-      for (const AllToAllChunk& chunk : allToAllChunks(n, chunks / n)) demand.chunks.push_back({{chunk.src}, {chunk.dst}});
+      for (const AllToAllChunk& chunk : allToAllChunks(n, chunks / n))
+        demand.chunks.push_back({{chunk.src}, {chunk.dst}});
       break;
   }
   return demand;
@@ -99,7 +100,8 @@ struct Problem {
   std::string topologyName;
 };
 
-Expected<Problem> problemOf(const Topology& topology, Collective collective, const ExactSynthesisOptions& options) {
+Expected<Problem> problemOf(const Topology& topology, Collective collective,
+                            const ExactSynthesisOptions& options) {
   Expected<ExactTopology> links = exactTopologyOf(topology);
   if (!links.ok()) return links.status();
   Problem problem;
@@ -112,8 +114,8 @@ Expected<Problem> problemOf(const Topology& topology, Collective collective, con
   }
   problem.reduction = *reduction;
   if (hasRoot(collective) && (options.root < 0 || options.root >= problem.n)) {
-    return makeError(ErrorCode::InvalidArgument, "root " + std::to_string(options.root) + " out of range [0, " +
-                                                     std::to_string(problem.n) + ")");
+    return makeError(ErrorCode::InvalidArgument, "root " + std::to_string(options.root) +
+                                                     " out of range [0, " + std::to_string(problem.n) + ")");
   }
   problem.root = hasRoot(collective) ? options.root : 0;
   problem.links = std::move(*links);
@@ -137,12 +139,13 @@ Status checkShape(const Problem& problem, int32_t chunks, int32_t steps, int32_t
   }
   const int32_t unit = r.chunkFactor * r.chunkUnit;
   if (chunks % unit != 0) {
-    return makeError(ErrorCode::InvalidArgument, shape + ": the chunks must be a multiple of " + std::to_string(unit) +
-                                                     " (the number of GPUs)");
+    return makeError(ErrorCode::InvalidArgument, shape + ": the chunks must be a multiple of " +
+                                                     std::to_string(unit) + " (the number of GPUs)");
   }
   if (steps % r.stepFactor != 0 || rounds % r.stepFactor != 0) {
-    return makeError(ErrorCode::InvalidArgument,
-                     shape + ": steps and rounds must be even (a ReduceScatter and an AllGather of equal length)");
+    return makeError(
+        ErrorCode::InvalidArgument,
+        shape + ": steps and rounds must be even (a ReduceScatter and an AllGather of equal length)");
   }
   return {};
 }
@@ -158,7 +161,8 @@ struct BaseSolution {
 };
 
 // The base problem at base shape (C, S, R), on the links each phase needs.
-BaseSolution solveBase(const Problem& problem, int32_t chunks, int32_t steps, int32_t rounds, double seconds) {
+BaseSolution solveBase(const Problem& problem, int32_t chunks, int32_t steps, int32_t rounds,
+                       double seconds) {
   const Reduction& r = problem.reduction;
   const Demand demand = demandOf(r.base, problem.n, chunks, problem.root);
   BaseSolution solution;
@@ -185,7 +189,8 @@ BaseSolution solveBase(const Problem& problem, int32_t chunks, int32_t steps, in
 
 Algorithm emptyAlgorithm(const Problem& problem, int32_t chunks, int32_t steps, int32_t rounds) {
   Algorithm algorithm;
-  algorithm.name = "sccl-" + std::to_string(chunks) + "c" + std::to_string(steps) + "s" + std::to_string(rounds) + "r";
+  algorithm.name =
+      "sccl-" + std::to_string(chunks) + "c" + std::to_string(steps) + "s" + std::to_string(rounds) + "r";
   algorithm.sourceName = problem.topologyName;
   algorithm.collective = problem.collective;
   algorithm.nRanks = problem.n;
@@ -206,25 +211,30 @@ void lowerAllGather(ExactAlgorithmBuilder& builder, const Schedule& schedule, in
   }
   builder.addCopyPhase(
       schedule,
-      [k](int32_t c, int32_t gpu) { return gpu == c / k ? at(BufferKind::Input, c % k) : at(BufferKind::Output, c); },
+      [k](int32_t c, int32_t gpu) {
+        return gpu == c / k ? at(BufferKind::Input, c % k) : at(BufferKind::Output, c);
+      },
       0);
 }
 
 void lowerBroadcast(ExactAlgorithmBuilder& builder, const Schedule& schedule, int32_t root, int32_t chunks) {
-  for (int32_t j = 0; j < chunks; ++j) builder.addLocalCopy(root, at(BufferKind::Input, j), at(BufferKind::Output, j), 0);
+  for (int32_t j = 0; j < chunks; ++j)
+    builder.addLocalCopy(root, at(BufferKind::Input, j), at(BufferKind::Output, j), 0);
   builder.addCopyPhase(
       schedule,
-      [root](int32_t c, int32_t gpu) { return at(gpu == root ? BufferKind::Input : BufferKind::Output, c); }, 0);
+      [root](int32_t c, int32_t gpu) { return at(gpu == root ? BufferKind::Input : BufferKind::Output, c); },
+      0);
 }
 
 // AllToAll: chunk (src, dst, m) starts in src's input dst·k+m and ends in dst's output src·k+m;
 // GPUs on the way keep it in scratch.
-void lowerAllToAll(ExactAlgorithmBuilder& builder, const Schedule& schedule, int32_t n, int32_t k) {
+void lowerAllToAll(ExactAlgorithmBuilder& builder, Schedule schedule, int32_t n, int32_t k) {
   for (int32_t g = 0; g < n; ++g) {
     for (int32_t m = 0; m < k; ++m)
       builder.addLocalCopy(g, at(BufferKind::Input, g * k + m), at(BufferKind::Output, g * k + m), 0);
   }
   const std::vector<AllToAllChunk> chunks = allToAllChunks(n, k);
+  dropDeadEnds(schedule, [&](int32_t c, int32_t gpu) { return gpu == chunks[c].dst; });
   builder.addCopyPhase(
       schedule,
       [&](int32_t c, int32_t gpu) {
@@ -241,13 +251,19 @@ void lowerAllToAll(ExactAlgorithmBuilder& builder, const Schedule& schedule, int
 void lowerReduceScatter(ExactAlgorithmBuilder& builder, const Schedule& inverse, int32_t k) {
   builder.addReducePhase(
       inverse, [](int32_t c, int32_t) { return at(BufferKind::Input, c); },
-      [&](int32_t c, int32_t gpu) { return gpu == c / k ? at(BufferKind::Output, c % k) : builder.scratch(c, gpu); }, 0);
+      [&](int32_t c, int32_t gpu) {
+        return gpu == c / k ? at(BufferKind::Output, c % k) : builder.scratch(c, gpu);
+      },
+      0);
 }
 
 void lowerReduce(ExactAlgorithmBuilder& builder, const Schedule& inverse, int32_t root) {
   builder.addReducePhase(
       inverse, [](int32_t c, int32_t) { return at(BufferKind::Input, c); },
-      [&](int32_t c, int32_t gpu) { return gpu == root ? at(BufferKind::Output, c) : builder.scratch(c, gpu); }, 0);
+      [&](int32_t c, int32_t gpu) {
+        return gpu == root ? at(BufferKind::Output, c) : builder.scratch(c, gpu);
+      },
+      0);
 }
 
 // AllReduce: ReduceScatter into output c (the owner's is the full sum), then AllGather of output c.
@@ -255,7 +271,8 @@ void lowerAllReduce(ExactAlgorithmBuilder& builder, const BaseSolution& solution
   const int32_t next = builder.addReducePhase(
       solution.inverse, [](int32_t c, int32_t) { return at(BufferKind::Input, c); },
       [](int32_t c, int32_t) { return at(BufferKind::Output, c); }, 0);
-  builder.addCopyPhase(solution.forward, [](int32_t c, int32_t) { return at(BufferKind::Output, c); }, next);
+  builder.addCopyPhase(
+      solution.forward, [](int32_t c, int32_t) { return at(BufferKind::Output, c); }, next);
 }
 
 Expected<Algorithm> lowerSolution(const Problem& problem, int32_t chunks, int32_t steps, int32_t rounds,
@@ -286,7 +303,8 @@ Expected<Algorithm> lowerSolution(const Problem& problem, int32_t chunks, int32_
 }
 
 // One query at the collective's shape, with `seconds` left.
-Expected<ParetoPoint> solvePoint(const Problem& problem, int32_t chunks, int32_t steps, int32_t rounds, double seconds) {
+Expected<ParetoPoint> solvePoint(const Problem& problem, int32_t chunks, int32_t steps, int32_t rounds,
+                                 double seconds) {
   const Reduction& r = problem.reduction;
   const BaseSolution solution =
       solveBase(problem, chunks / r.chunkFactor, steps / r.stepFactor, rounds / r.stepFactor, seconds);
@@ -294,7 +312,8 @@ Expected<ParetoPoint> solvePoint(const Problem& problem, int32_t chunks, int32_t
   char spent[32];
   std::snprintf(spent, sizeof spent, "%.2f s", solution.seconds);
   if (solution.outcome == SolveOutcome::Unknown) {
-    return makeError(ErrorCode::Timeout, "Z3 gave up on " + shape + " after " + spent + ": " + solution.reason);
+    return makeError(ErrorCode::Timeout,
+                     "Z3 gave up on " + shape + " after " + spent + ": " + solution.reason);
   }
   if (solution.outcome == SolveOutcome::Unsat) {
     return makeError(ErrorCode::NotFound, "no k-synchronous " + shape + " on " + problem.topologyName +
@@ -308,10 +327,10 @@ Expected<ParetoPoint> solvePoint(const Problem& problem, int32_t chunks, int32_t
 // ---- Pareto-Synthesize (SCCL Algorithm 1) -------------------------------------------------------
 
 struct WalkBounds {
-  int32_t minSteps = 0;        // base steps lower bound
-  int32_t maxSteps = 0;        // base steps
-  int32_t maxChunks = 0;       // base chunks
-  RoundsPerChunk bandwidth;    // base R/C lower bound
+  int32_t minSteps = 0;      // base steps lower bound
+  int32_t maxSteps = 0;      // base steps
+  int32_t maxChunks = 0;     // base chunks
+  RoundsPerChunk bandwidth;  // base R/C lower bound
 };
 
 WalkBounds walkBoundsOf(const Problem& problem, const ExactSynthesisOptions& options) {
@@ -358,24 +377,36 @@ std::string formatRpc(RoundsPerChunk rpc) {
   const int64_t divisor = std::gcd(rpc.rounds, rpc.chunks);
   if (divisor > 1) rpc = {rpc.rounds / divisor, rpc.chunks / divisor};
   char text[64];
-  std::snprintf(text, sizeof text, "%lld/%lld", static_cast<long long>(rpc.rounds), static_cast<long long>(rpc.chunks));
+  std::snprintf(text, sizeof text, "%lld/%lld", static_cast<long long>(rpc.rounds),
+                static_cast<long long>(rpc.chunks));
   return text;
 }
 
 class ParetoWalk {
  public:
   ParetoWalk(const Problem& problem, const ExactSynthesisOptions& options)
-      : problem_(problem), options_(options), bounds_(walkBoundsOf(problem, options)),
+      : problem_(problem),
+        options_(options),
+        bounds_(walkBoundsOf(problem, options)),
         start_(std::chrono::steady_clock::now()) {}
 
   ParetoFrontier run() {
     const Reduction& r = problem_.reduction;
-    const RoundsPerChunk bound{bounds_.bandwidth.rounds * r.stepFactor, bounds_.bandwidth.chunks * r.chunkFactor};
+    const RoundsPerChunk bound{bounds_.bandwidth.rounds * r.stepFactor,
+                               bounds_.bandwidth.chunks * r.chunkFactor};
     header_ = "steps >= " + std::to_string(bounds_.minSteps * r.stepFactor) + ", R/C >= " + formatRpc(bound) +
-              ", k = " + std::to_string(options_.slack) + ", S <= " + std::to_string(bounds_.maxSteps * r.stepFactor) +
+              ", k = " + std::to_string(options_.slack) +
+              ", S <= " + std::to_string(bounds_.maxSteps * r.stepFactor) +
               ", C <= " + std::to_string(bounds_.maxChunks * r.chunkFactor);
     report("bounds: " + header_);
     for (int32_t steps = bounds_.minSteps; steps <= bounds_.maxSteps; ++steps) {
+      // R >= S, so with C <= maxChunks no later point can beat the last one.
+      if (best_ && !(RoundsPerChunk{steps, bounds_.maxChunks} < *best_)) {
+        frontier_.complete = false;
+        return finish("stopped at S = " + std::to_string(steps * r.stepFactor) +
+                      ": with C <= " + std::to_string(bounds_.maxChunks * r.chunkFactor) +
+                      " no more steps can lower R/C before it reaches its lower bound");
+      }
       if (auto done = walkStep(steps)) return finish(*done);
     }
     frontier_.complete = false;

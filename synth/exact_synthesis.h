@@ -10,7 +10,7 @@
 // chunk unit k = C), the whole buffer for Broadcast, Reduce and AllReduce, and per GPU in total for
 // AllToAll (C/nGPUs to each destination, so C must be a multiple of nGPUs).
 //
-// Combining collectives (SCCL §3.6) are inverses: ReduceScatter is AllGather on the reversed links
+// Combining collectives (SCCL) are inverses: ReduceScatter is AllGather on the reversed links
 // run backwards with sends turned into reduces, Reduce is Broadcast inverted likewise, and AllReduce
 // is a ReduceScatter followed by an AllGather, each taking half the steps and rounds; its C counts
 // the whole buffer, nGPUs × the AllGather's per-GPU chunks, so AllReduce (8,4,4) on DGX-1 is

@@ -11,7 +11,7 @@ namespace {
 
 // Lanes between GPU pairs and from GPUs to each NVSwitch, read off the fabric links.
 struct FabricLanes {
-  std::vector<std::vector<int32_t>> direct;          // [a][b], symmetric (links are full duplex)
+  std::vector<std::vector<int32_t>> direct;             // [a][b], symmetric (links are full duplex)
   std::map<int32_t, std::vector<int32_t>> switchPorts;  // switch index -> lanes per GPU (0: none)
 };
 
@@ -49,13 +49,17 @@ int32_t commonLaneDivisor(const FabricLanes& lanes) {
 }
 
 // An NVSwitch joins every pair of its GPUs; what one GPU sends (receives) through it in a round is
-// bounded by its port, whoever the peers are (SCCL's switch groups; TACCL §4's NVSwitch model).
-void addSwitch(ExactTopology& exact, int32_t switchIndex, const std::vector<int32_t>& ports, int32_t divisor) {
+// bounded by its port, whoever the peers are (SCCL's switch groups; TACCL's switch hyperedges).
+void addSwitch(ExactTopology& exact, int32_t switchIndex, const std::vector<int32_t>& ports,
+               int32_t divisor) {
   const int32_t n = exact.nGpus;
   for (int32_t g = 0; g < n; ++g) {
     if (ports[g] == 0) continue;
-    BandwidthGroup out{{}, ports[g] / divisor, "gpu" + std::to_string(g) + " out to nvswitch" + std::to_string(switchIndex)};
-    BandwidthGroup in{{}, ports[g] / divisor, "gpu" + std::to_string(g) + " in from nvswitch" + std::to_string(switchIndex)};
+    BandwidthGroup out{
+        {}, ports[g] / divisor, "gpu" + std::to_string(g) + " out to nvswitch" + std::to_string(switchIndex)};
+    BandwidthGroup in{{},
+                      ports[g] / divisor,
+                      "gpu" + std::to_string(g) + " in from nvswitch" + std::to_string(switchIndex)};
     for (int32_t h = 0; h < n; ++h) {
       if (h == g || ports[h] == 0) continue;
       out.links.emplace_back(g, h);
@@ -74,8 +78,8 @@ Status checkConnected(const ExactTopology& exact) {
     for (int32_t b = 0; b < exact.nGpus; ++b) {
       if (distances[a][b] < 0) {
         return makeError(ErrorCode::InvalidArgument,
-                         "exact synthesis uses the GPU fabric (NVLink, xGMI) only, and GPU " + std::to_string(a) +
-                             " cannot reach GPU " + std::to_string(b) + " over it");
+                         "exact synthesis uses the GPU fabric (NVLink, xGMI) only, and GPU " +
+                             std::to_string(a) + " cannot reach GPU " + std::to_string(b) + " over it");
       }
     }
   }
@@ -85,7 +89,9 @@ Status checkConnected(const ExactTopology& exact) {
 // Chunks per round a GPU can take in (or send out): its links, capped by any group that holds
 // only links into (out of) it.
 int64_t portCapacity(const ExactTopology& topology, int32_t gpu, bool incoming) {
-  auto touches = [&](std::pair<int32_t, int32_t> link) { return incoming ? link.second == gpu : link.first == gpu; };
+  auto touches = [&](std::pair<int32_t, int32_t> link) {
+    return incoming ? link.second == gpu : link.first == gpu;
+  };
   int64_t total = 0;
   for (int32_t peer = 0; peer < topology.nGpus; ++peer)
     total += incoming ? topology.capacity[peer][gpu] : topology.capacity[gpu][peer];
@@ -110,13 +116,15 @@ Expected<ExactTopology> exactTopologyOf(const Topology& topology) {
   }
   if (topology.nRanks() < 2) {
     return makeError(ErrorCode::InvalidArgument, "exact synthesis needs at least 2 GPUs; topology '" +
-                                                     topology.name + "' has " + std::to_string(topology.nRanks()));
+                                                     topology.name + "' has " +
+                                                     std::to_string(topology.nRanks()));
   }
   const FabricLanes lanes = fabricLanesOf(topology);
   const int32_t divisor = commonLaneDivisor(lanes);
   if (divisor == 0) {
-    return makeError(ErrorCode::InvalidArgument, "exact synthesis uses the GPU fabric (NVLink, xGMI) only, and topology '" +
-                                                     topology.name + "' has no such links between its GPUs");
+    return makeError(ErrorCode::InvalidArgument,
+                     "exact synthesis uses the GPU fabric (NVLink, xGMI) only, and topology '" +
+                         topology.name + "' has no such links between its GPUs");
   }
   ExactTopology exact;
   exact.nGpus = topology.nRanks();

@@ -1,5 +1,5 @@
 // The link model of exact synthesis: one node's GPUs, the directed links between them and how many
-// chunks each carries per round (SCCL §3, "topology"), plus the lower bounds Pareto-Synthesize
+// chunks each carries per round (SCCL, papers/002), plus the lower bounds Pareto-Synthesize
 // starts from (SCCL Algorithm 1: steps >= the diameter, rounds per chunk >= the cut bound).
 //
 // In:  a Topology (topo/topology.h) of one node.
@@ -16,7 +16,8 @@
 
 namespace tuccl {
 
-/// SCCL's encoding grows with chunks × GPUs²; it is meant for one server (SCCL §5: DGX-1, Z52).
+/// SCCL's encoding grows with chunks × GPUs²; it is meant for one server (SCCL evaluates DGX-1 and Z52, 8
+/// GPUs each).
 inline constexpr int32_t kMaxExactGpus = 8;
 
 /// A bound shared by several links: per step, the chunks sent over all of them together are at
@@ -42,16 +43,20 @@ struct RoundsPerChunk {
   int64_t rounds = 0;
   int64_t chunks = 1;
   double value() const { return static_cast<double>(rounds) / static_cast<double>(chunks); }
-  friend bool operator<(RoundsPerChunk a, RoundsPerChunk b) { return a.rounds * b.chunks < b.rounds * a.chunks; }
+  friend bool operator<(RoundsPerChunk a, RoundsPerChunk b) {
+    return a.rounds * b.chunks < b.rounds * a.chunks;
+  }
   friend bool operator<=(RoundsPerChunk a, RoundsPerChunk b) { return !(b < a); }
-  friend bool operator==(RoundsPerChunk a, RoundsPerChunk b) { return a.rounds * b.chunks == b.rounds * a.chunks; }
+  friend bool operator==(RoundsPerChunk a, RoundsPerChunk b) {
+    return a.rounds * b.chunks == b.rounds * a.chunks;
+  }
 };
 
 /// The GPU-fabric links (NVLink, xGMI) of one node as chunks per round. Direct GPU links carry
 /// their lanes; GPUs on one NVSwitch may each reach every other, bounded per GPU by its port in
-/// both directions (a BandwidthGroup each way, SCCL's switch model; TACCL §4 models NVSwitch the
-/// same way). Lanes are divided by their greatest common divisor, so DGX-1's single and double
-/// NVLinks carry 1 and 2 chunks per round (SCCL's dgx1 link matrix) and an A100 NVSwitch port 1.
+/// both directions (a BandwidthGroup each way: SCCL's switch model, and TACCL's switch hyperedge,
+/// papers/004, bounds it the same way). Lanes are divided by their greatest common divisor, so DGX-1's single
+/// and double NVLinks carry 1 and 2 chunks per round (SCCL's dgx1 link matrix) and an A100 NVSwitch port 1.
 Expected<ExactTopology> exactTopologyOf(const Topology& topology);
 
 /// The same links reversed (what the inverse of a schedule runs on).

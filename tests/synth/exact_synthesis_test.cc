@@ -204,6 +204,19 @@ TEST(ParetoSynthesize, StepLimitLeavesTheFrontierIncomplete) {
   expectPareto(*frontier);
 }
 
+TEST(ParetoSynthesize, ChunkLimitEndsTheWalkWhenNoPointCanImprove) {
+  // Broadcast's bound (R/C >= 1/4 out of the root's 4 NVLinks) needs C = 4R; with C <= 8 no S >= 4
+  // beats (8,3,3).
+  ExactSynthesisOptions options;
+  options.maxChunks = 8;
+  Expected<ParetoFrontier> frontier =
+      paretoSynthesize(makePreset("preset:dgx1-v100:gpus=4"), Collective::Broadcast, options);
+  ASSERT_TRUE(frontier.ok()) << frontier.status().message();
+  EXPECT_FALSE(frontier->complete);
+  EXPECT_NE(frontier->note.find("stopped at S = 4"), std::string::npos) << frontier->note;
+  EXPECT_EQ(shapes(*frontier), (std::vector<std::vector<int32_t>>{{1, 1, 1}, {4, 2, 2}, {8, 3, 3}}));
+}
+
 TEST(ParetoSynthesize, ExhaustedTimeLimitCutsTheWalkShort) {
   ExactSynthesisOptions options;
   options.timeLimitSeconds = 0;
@@ -245,9 +258,9 @@ TEST(ExactSynthesisErrors, ShapesTheCollectiveCannotHaveAreRefused) {
     options.root = root;
     return synthesizeExact(dgx1(), collective, c, s, r, options).status().code();
   };
-  EXPECT_EQ(code(Collective::AllToAll, 3, 2, 3), ErrorCode::InvalidArgument);   // not a multiple of 8 GPUs
-  EXPECT_EQ(code(Collective::AllReduce, 8, 3, 3), ErrorCode::InvalidArgument);  // odd steps
-  EXPECT_EQ(code(Collective::AllGather, 1, 3, 2), ErrorCode::InvalidArgument);  // rounds below steps
+  EXPECT_EQ(code(Collective::AllToAll, 3, 2, 3), ErrorCode::InvalidArgument);      // not a multiple of 8 GPUs
+  EXPECT_EQ(code(Collective::AllReduce, 8, 3, 3), ErrorCode::InvalidArgument);     // odd steps
+  EXPECT_EQ(code(Collective::AllGather, 1, 3, 2), ErrorCode::InvalidArgument);     // rounds below steps
   EXPECT_EQ(code(Collective::Broadcast, 1, 2, 2, 8), ErrorCode::InvalidArgument);  // root out of range
 }
 
