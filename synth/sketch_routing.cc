@@ -1,0 +1,644 @@
+#include "synth/sketch_routing.h"
+
+#include <CbcModel.hpp>
+#include <CglGomory.hpp>
+#include <CglMixedIntegerRounding2.hpp>
+#include <CglProbing.hpp>
+#include <CoinPackedMatrix.hpp>
+#include <OsiClpSolverInterface.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+namespace tuccl::sketch_synth {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Beyond this many binaries CBC rarely improves on the heuristic within a minute on one core.
+constexpr size_t kMaxMilpBinaries = 40000;
+constexpr int kCbcSeed = 20231123;
+
+struct RankPlace {
+  std::vector<int32_t> node;
+  std::vector<int32_t> local;
+  std::vector<std::vector<int32_t>> ranksOfNodes;
+};
+
+RankPlace placeRanks(const Topology& topology) {
+  RankPlace place;
+  place.node.assign(topology.nRanks(), 0);
+  place.local.assign(topology.nRanks(), 0);
+  for (int32_t n = 0; n < topology.nNodes(); ++n) {
+    place.ranksOfNodes.push_back(ranksOfNode(topology, n));
+    const std::vector<int32_t>& ranks = place.ranksOfNodes.back();
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      place.node[ranks[i]] = n;
+      place.local[ranks[i]] = static_cast<int32_t>(i);
+    }
+  }
+  return place;
+}
+
+bool neighbours(int32_t a, int32_t b, int32_t size) {
+  return size <= 3 || (a + 1) % size == b || (b + 1) % size == a;
+}
+
+// Whether the sketch's pair (a, b) survives the hyperedge policy.
+bool keptByPolicy(const RankPlace& place, PathKind kind, int32_t a, int32_t b, int32_t nNodes,
+                  HyperedgePolicy policy) {
+  if (policy == HyperedgePolicy::UcMax) return true;
+  if (place.node[a] != place.node[b]) return neighbours(place.node[a], place.node[b], nNodes);
+  if (kind != PathKind::NVSwitch) return true;  // point-to-point links are not a hyperedge
+  int32_t size = static_cast<int32_t>(place.ranksOfNodes[place.node[a]].size());
+  return neighbours(place.local[a], place.local[b], size);
+}
+
+Status checkSketchFits(const Topology& topology, const Sketch& sketch) {
+  int32_t n = topology.nRanks();
+  auto bad = [](const std::string& what) {
+    return makeError(ErrorCode::InvalidArgument, "the sketch does not belong to the topology: " + what);
+  };
+  if (static_cast<int32_t>(sketch.nicOfRank.size()) != n) return bad("nicOfRank has the wrong size");
+  auto inRange = [n](int32_t r) { return r >= 0 && r < n; };
+  for (auto [a, b] : sketch.intraNodeLinks) {
+    if (!inRange(a) || !inRange(b) || topology.gpus[a].node != topology.gpus[b].node) {
+      return bad("intra-node link " + std::to_string(a) + "->" + std::to_string(b));
+    }
+  }
+  for (auto [a, b] : sketch.interNodePairs) {
+    if (!inRange(a) || !inRange(b) || topology.gpus[a].node == topology.gpus[b].node) {
+      return bad("inter-node pair " + std::to_string(a) + "->" + std::to_string(b));
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+int32_t LogicalGraph::edgeBetween(int32_t from, int32_t to) const {
+  const std::vector<int32_t>& out = outEdges[from];
+  auto it = std::lower_bound(out.begin(), out.end(), to,
+                             [this](int32_t e, int32_t rank) { return edges[e].to < rank; });
+  return it != out.end() && edges[*it].to == to ? *it : -1;
+}
+
+Expected<LogicalGraph> buildLogicalGraph(const Topology& topology, const Sketch& sketch,
+                                         HyperedgePolicy policy, double chunkBytes, bool transposed) {
+  if (Status fits = checkSketchFits(topology, sketch); !fits.ok()) return fits;
+  RankPlace place = placeRanks(topology);
+  Router router(topology);
+  std::vector<std::pair<int32_t, int32_t>> pairs = sketch.intraNodeLinks;
+  pairs.insert(pairs.end(), sketch.interNodePairs.begin(), sketch.interNodePairs.end());
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+
+  LogicalGraph graph;
+  graph.nRanks = topology.nRanks();
+  graph.nResources = static_cast<int32_t>(router.resources().size());
+  graph.outEdges.assign(graph.nRanks, {});
+  for (auto [a, b] : pairs) {
+    Path path;
+    try {
+      path = router.pathBetween(a, b);
+    } catch (const std::runtime_error& error) {
+      return makeError(ErrorCode::InvalidArgument, std::string("sketch edge not routable: ") + error.what());
+    }
+    if (!keptByPolicy(place, path.kind, a, b, topology.nNodes(), policy)) continue;
+    LogicalEdge edge{.from = transposed ? b : a, .to = transposed ? a : b};
+    edge.costUs = path.alphaUs + chunkBytes / (path.bandwidthGBps * 1e3);
+    for (ResourceId id : path.resources) {
+      edge.load.emplace_back(id, chunkBytes / (router.resources()[id].bandwidthGBps * 1e3));
+    }
+    graph.edges.push_back(std::move(edge));
+  }
+  std::sort(graph.edges.begin(), graph.edges.end(), [](const LogicalEdge& x, const LogicalEdge& y) {
+    return std::make_pair(x.from, x.to) < std::make_pair(y.from, y.to);
+  });
+  for (size_t e = 0; e < graph.edges.size(); ++e) graph.outEdges[graph.edges[e].from].push_back(static_cast<int32_t>(e));
+  return graph;
+}
+
+namespace {
+
+bool isAutomorphism(const LogicalGraph& graph, const Sketch& sketch, const RankPlace& place,
+                    const std::vector<int32_t>& perm) {
+  for (const LogicalEdge& edge : graph.edges) {
+    int32_t image = graph.edgeBetween(perm[edge.from], perm[edge.to]);
+    if (image < 0) return false;
+    double other = graph.edges[image].costUs;
+    if (std::abs(other - edge.costUs) > 1e-9 * std::max(1.0, edge.costUs)) return false;
+  }
+  for (const std::vector<int32_t>& ranks : place.ranksOfNodes) {
+    for (int32_t a : ranks) {
+      for (int32_t b : ranks) {
+        bool share = sketch.nicOfRank[a] == sketch.nicOfRank[b];
+        if (share != (sketch.nicOfRank[perm[a]] == sketch.nicOfRank[perm[b]])) return false;
+      }
+    }
+  }
+  return true;
+}
+
+std::vector<int32_t> rotation(const RankPlace& place, int32_t byNodes, int32_t byLocal) {
+  int32_t nNodes = static_cast<int32_t>(place.ranksOfNodes.size());
+  int32_t perNode = static_cast<int32_t>(place.ranksOfNodes[0].size());
+  std::vector<int32_t> perm(place.node.size());
+  for (size_t r = 0; r < perm.size(); ++r) {
+    int32_t node = (place.node[r] + byNodes) % nNodes;
+    perm[r] = place.ranksOfNodes[node][(place.local[r] + byLocal) % perNode];
+  }
+  return perm;
+}
+
+}  // namespace
+
+Symmetry trivialSymmetry(int32_t nRanks) {
+  Symmetry symmetry;
+  symmetry.perms.emplace_back(nRanks);
+  for (int32_t r = 0; r < nRanks; ++r) symmetry.perms[0][r] = r;
+  symmetry.description = "none";
+  return symmetry;
+}
+
+Symmetry findSymmetry(const Topology& topology, const Sketch& sketch, const LogicalGraph& graph) {
+  RankPlace place = placeRanks(topology);
+  int32_t nNodes = topology.nNodes();
+  if (nNodes == 0) return trivialSymmetry(graph.nRanks);
+  int32_t perNode = static_cast<int32_t>(place.ranksOfNodes[0].size());
+  for (const std::vector<int32_t>& ranks : place.ranksOfNodes) {
+    if (static_cast<int32_t>(ranks.size()) != perNode) return trivialSymmetry(graph.nRanks);
+  }
+  bool nodeTurns = nNodes > 1 && isAutomorphism(graph, sketch, place, rotation(place, 1, 0));
+  int32_t offset = perNode;
+  for (int32_t d = 1; d < perNode; ++d) {
+    if (perNode % d == 0 && isAutomorphism(graph, sketch, place, rotation(place, 0, d))) {
+      offset = d;
+      break;
+    }
+  }
+  Symmetry symmetry;
+  for (int32_t a = 0; a < (nodeTurns ? nNodes : 1); ++a) {
+    for (int32_t b = 0; b < perNode; b += offset) symmetry.perms.push_back(rotation(place, a, b));
+  }
+  symmetry.description = "rotations: " + std::string(nodeTurns ? "by node" : "no node rotation") +
+                         ", local offset " + (offset < perNode ? std::to_string(offset) : "none") + " (" +
+                         std::to_string(symmetry.perms.size()) + " images)";
+  return symmetry;
+}
+
+std::vector<int32_t> hopLevels(const LogicalGraph& graph, int32_t source) {
+  std::vector<int32_t> level(graph.nRanks, -1);
+  std::deque<int32_t> queue{source};
+  level[source] = 0;
+  while (!queue.empty()) {
+    int32_t u = queue.front();
+    queue.pop_front();
+    for (int32_t e : graph.outEdges[u]) {
+      int32_t v = graph.edges[e].to;
+      if (level[v] < 0) {
+        level[v] = level[u] + 1;
+        queue.push_back(v);
+      }
+    }
+  }
+  return level;
+}
+
+namespace {
+
+// Every representative edge's resource load summed over all its symmetric images, cached.
+class SymmetricLoads {
+ public:
+  explicit SymmetricLoads(const RoutingProblem& problem)
+      : problem_(problem), cache_(problem.graph->edges.size()) {}
+
+  const std::vector<std::pair<ResourceId, double>>& of(int32_t edge) {
+    std::optional<std::vector<std::pair<ResourceId, double>>>& slot = cache_[edge];
+    if (slot) return *slot;
+    const LogicalGraph& graph = *problem_.graph;
+    std::map<ResourceId, double> total;
+    for (const std::vector<int32_t>& perm : problem_.symmetry->perms) {
+      int32_t image = graph.edgeBetween(perm[graph.edges[edge].from], perm[graph.edges[edge].to]);
+      for (auto [id, us] : graph.edges[image].load) total[id] += us;
+    }
+    slot.emplace(total.begin(), total.end());
+    return *slot;
+  }
+
+ private:
+  const RoutingProblem& problem_;
+  std::vector<std::optional<std::vector<std::pair<ResourceId, double>>>> cache_;
+};
+
+std::vector<std::vector<int32_t>> inEdgesOf(const LogicalGraph& graph) {
+  std::vector<std::vector<int32_t>> in(graph.nRanks);
+  for (size_t e = 0; e < graph.edges.size(); ++e) in[graph.edges[e].to].push_back(static_cast<int32_t>(e));
+  return in;
+}
+
+// Ranks by (hop level, rank), the source first; unreachable ranks left out.
+std::vector<int32_t> levelOrder(const std::vector<int32_t>& level) {
+  std::vector<int32_t> order;
+  for (int32_t r = 0; r < static_cast<int32_t>(level.size()); ++r) {
+    if (level[r] >= 0) order.push_back(r);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return level[a] < level[b]; });
+  return order;
+}
+
+// Edges of the hop-shortest DAG from the commodity's source (a unicast: only those on a path to
+// its destination), in edge order.
+std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector<std::vector<int32_t>>& in,
+                                    const Commodity& commodity, const std::vector<int32_t>& level) {
+  std::vector<bool> useful(graph.nRanks, commodity.dest < 0);
+  if (commodity.dest >= 0) {
+    std::deque<int32_t> queue{commodity.dest};
+    useful[commodity.dest] = true;
+    while (!queue.empty()) {
+      int32_t v = queue.front();
+      queue.pop_front();
+      for (int32_t e : in[v]) {
+        int32_t u = graph.edges[e].from;
+        if (level[u] >= 0 && level[u] + 1 == level[v] && !useful[u]) {
+          useful[u] = true;
+          queue.push_back(u);
+        }
+      }
+    }
+  }
+  std::vector<int32_t> edges;
+  for (size_t e = 0; e < graph.edges.size(); ++e) {
+    const LogicalEdge& edge = graph.edges[e];
+    if (level[edge.from] >= 0 && level[edge.from] + 1 == level[edge.to] && useful[edge.from] &&
+        useful[edge.to]) {
+      edges.push_back(static_cast<int32_t>(e));
+    }
+  }
+  return edges;
+}
+
+class HeuristicRouter {
+ public:
+  explicit HeuristicRouter(const RoutingProblem& problem)
+      : problem_(problem), graph_(*problem.graph), in_(inEdgesOf(graph_)), loads_(problem),
+        resourceLoad_(graph_.nResources, 0.0) {}
+
+  Route route(const Commodity& commodity) {
+    std::vector<int32_t> level = hopLevels(graph_, commodity.source);
+    return commodity.dest < 0 ? growTree(commodity, level) : cheapestPath(commodity, level);
+  }
+
+ private:
+  double busiest(int32_t edge) const {
+    double most = 0;
+    for (auto [id, us] : graph_.edges[edge].load) most = std::max(most, resourceLoad_[id]);
+    return most;
+  }
+  void charge(int32_t edge) {
+    for (auto [id, us] : loads_.of(edge)) resourceLoad_[id] += us;
+  }
+
+  Route growTree(const Commodity& commodity, const std::vector<int32_t>& level) {
+    Route parent(graph_.nRanks, -1);
+    std::vector<double> arrival(graph_.nRanks, 0.0);
+    for (int32_t v : levelOrder(level)) {
+      if (v == commodity.source) continue;
+      int32_t best = -1;
+      double bestScore = kInf;
+      for (int32_t e : in_[v]) {
+        int32_t u = graph_.edges[e].from;
+        if (level[u] + 1 != level[v]) continue;
+        double score = arrival[u] + graph_.edges[e].costUs + busiest(e);
+        if (score < bestScore) {
+          bestScore = score;
+          best = e;
+        }
+      }
+      parent[v] = graph_.edges[best].from;
+      arrival[v] = arrival[parent[v]] + graph_.edges[best].costUs;
+      charge(best);
+    }
+    return parent;
+  }
+
+  Route cheapestPath(const Commodity& commodity, const std::vector<int32_t>& level) {
+    std::vector<double> distance(graph_.nRanks, kInf);
+    std::vector<int32_t> via(graph_.nRanks, -1);
+    distance[commodity.source] = 0;
+    for (int32_t u : levelOrder(level)) {
+      if (distance[u] == kInf || level[u] >= level[commodity.dest]) continue;
+      for (int32_t e : graph_.outEdges[u]) {
+        int32_t v = graph_.edges[e].to;
+        if (level[v] != level[u] + 1) continue;
+        double d = distance[u] + graph_.edges[e].costUs + busiest(e);
+        if (d < distance[v]) {
+          distance[v] = d;
+          via[v] = e;
+        }
+      }
+    }
+    Route parent(graph_.nRanks, -1);
+    for (int32_t v = commodity.dest; v != commodity.source; v = graph_.edges[via[v]].from) {
+      parent[v] = graph_.edges[via[v]].from;
+      charge(via[v]);
+    }
+    return parent;
+  }
+
+  const RoutingProblem& problem_;
+  const LogicalGraph& graph_;
+  std::vector<std::vector<int32_t>> in_;
+  SymmetricLoads loads_;
+  std::vector<double> resourceLoad_;
+};
+
+}  // namespace
+
+double modelTime(const RoutingProblem& problem, const std::vector<Route>& routes) {
+  const LogicalGraph& graph = *problem.graph;
+  SymmetricLoads loads(problem);
+  std::vector<double> resourceLoad(graph.nResources, 0.0);
+  double latest = 0;
+  for (size_t c = 0; c < routes.size(); ++c) {
+    const Commodity& commodity = problem.representatives[c];
+    const Route& parent = routes[c];
+    std::vector<int32_t> level = hopLevels(graph, commodity.source);
+    std::vector<double> arrival(graph.nRanks, 0.0);
+    for (int32_t v : levelOrder(level)) {
+      if (parent[v] < 0) continue;
+      int32_t e = graph.edgeBetween(parent[v], v);
+      arrival[v] = arrival[parent[v]] + graph.edges[e].costUs;
+      for (auto [id, us] : loads.of(e)) resourceLoad[id] += us;
+      if (commodity.dest < 0 || commodity.dest == v) latest = std::max(latest, arrival[v]);
+    }
+  }
+  double busiest = resourceLoad.empty() ? 0 : *std::max_element(resourceLoad.begin(), resourceLoad.end());
+  return std::max(latest, busiest);
+}
+
+RoutingOutcome routeHeuristic(const RoutingProblem& problem) {
+  RoutingOutcome outcome;
+  HeuristicRouter router(problem);
+  for (const Commodity& commodity : problem.representatives) outcome.routes.push_back(router.route(commodity));
+  outcome.method = SketchSynthesisMethod::Heuristic;
+  outcome.modelTimeUs = modelTime(problem, outcome.routes);
+  return outcome;
+}
+
+namespace {
+
+// The MILP, TACCL §5.1 with relaxed bandwidth (one representative per orbit of commodities):
+//   columns  x[c,e] in {0,1}   commodity c travels candidate edge e (hop-shortest DAG from its source)
+//            t[c,v] >= 0       when a broadcast commodity c reaches rank v
+//            T                 the modelled completion time, minimised
+//   rows     broadcast c:  sum_{e into v} x[c,e] = 1 for every rank v but the source;
+//                          t[c,v] >= t[c,u] + cost(e) - M_e (1 - x[c,e]) for e = (u,v);  T >= t[c,v]
+//            unicast c:    flow conservation from source to destination; T >= sum_e cost(e) x[c,e]
+//            resource r:   sum_{c,e} load_r(e) x[c,e] <= T, where load_r(e) sums the time one chunk
+//                          holds r over every symmetric image of e (the relaxed bandwidth constraint:
+//                          each link serialises what it carries, ignoring when)
+//   M_e = UB + cost(e), and t, T <= UB, where UB is the heuristic's modelled time: it cuts off
+//   nothing better than the heuristic, whose routing is CBC's starting incumbent.
+class MilpModel {
+ public:
+  MilpModel(const RoutingProblem& problem, double upperBound)
+      : problem_(problem), graph_(*problem.graph), in_(inEdgesOf(graph_)), loads_(problem),
+        upperBound_(upperBound) {
+    tColumn_ = addColumn(0, upperBound_, 1.0, false);
+    for (const Commodity& commodity : problem.representatives) addCommodity(commodity);
+    addResourceRows();
+  }
+
+  size_t binaries() const { return binaries_; }
+  size_t columns() const { return lower_.size(); }
+  size_t rows() const { return rowLower_.size(); }
+
+  std::vector<double> startingSolution(const std::vector<Route>& routes) const {
+    std::vector<double> x(columns(), 0.0);
+    x[tColumn_] = upperBound_;
+    for (size_t c = 0; c < routes.size(); ++c) {
+      const Commodity& commodity = problem_.representatives[c];
+      std::vector<double> arrival(graph_.nRanks, 0.0);
+      for (int32_t v : levelOrder(hopLevels(graph_, commodity.source))) {
+        if (routes[c][v] < 0) continue;
+        int32_t e = graph_.edgeBetween(routes[c][v], v);
+        arrival[v] = arrival[routes[c][v]] + graph_.edges[e].costUs;
+        x[edgeColumn_[c].at(e)] = 1.0;
+        if (arrivalColumn_[c][v] >= 0) x[arrivalColumn_[c][v]] = std::min(arrival[v], upperBound_);
+      }
+    }
+    return x;
+  }
+
+  std::vector<Route> routesOf(const double* solution) const {
+    std::vector<Route> routes;
+    for (size_t c = 0; c < problem_.representatives.size(); ++c) {
+      Route parent(graph_.nRanks, -1);
+      for (auto [e, column] : edgeColumn_[c]) {
+        if (solution[column] > 0.5) parent[graph_.edges[e].to] = graph_.edges[e].from;
+      }
+      routes.push_back(std::move(parent));
+    }
+    return routes;
+  }
+
+  OsiClpSolverInterface solver() const {
+    CoinPackedMatrix matrix(false, 0, 0);
+    matrix.setDimensions(0, static_cast<int>(columns()));
+    for (const auto& row : rowEntries_) {
+      std::vector<int> index;
+      std::vector<double> value;
+      for (auto [column, coefficient] : row) {
+        index.push_back(column);
+        value.push_back(coefficient);
+      }
+      matrix.appendRow(static_cast<int>(index.size()), index.data(), value.data());
+    }
+    OsiClpSolverInterface solver;
+    solver.loadProblem(matrix, lower_.data(), upper_.data(), objective_.data(), rowLower_.data(),
+                       rowUpper_.data());
+    for (size_t column = 0; column < columns(); ++column) {
+      if (integer_[column]) solver.setInteger(static_cast<int>(column));
+    }
+    solver.messageHandler()->setLogLevel(0);
+    return solver;
+  }
+
+ private:
+  int addColumn(double lower, double upper, double objective, bool integer) {
+    lower_.push_back(lower);
+    upper_.push_back(upper);
+    objective_.push_back(objective);
+    integer_.push_back(integer);
+    binaries_ += integer ? 1 : 0;
+    return static_cast<int>(lower_.size() - 1);
+  }
+  void addRow(std::vector<std::pair<int, double>> entries, double lower, double upper) {
+    rowEntries_.push_back(std::move(entries));
+    rowLower_.push_back(lower);
+    rowUpper_.push_back(upper);
+  }
+
+  void addCommodity(const Commodity& commodity) {
+    std::vector<int32_t> level = hopLevels(graph_, commodity.source);
+    std::map<int32_t, int> columns;
+    for (int32_t e : candidateEdges(graph_, in_, commodity, level)) columns[e] = addColumn(0, 1, 0, true);
+    std::vector<int> arrival(graph_.nRanks, -1);
+    if (commodity.dest < 0) {
+      addBroadcastRows(commodity, columns, arrival);
+    } else {
+      addUnicastRows(commodity, columns);
+    }
+    edgeColumn_.push_back(std::move(columns));
+    arrivalColumn_.push_back(std::move(arrival));
+  }
+
+  void addBroadcastRows(const Commodity& commodity, const std::map<int32_t, int>& columns,
+                        std::vector<int>& arrival) {
+    for (int32_t v = 0; v < graph_.nRanks; ++v) {
+      if (v != commodity.source) arrival[v] = addColumn(0, upperBound_, 0, false);
+    }
+    std::vector<std::vector<std::pair<int, double>>> into(graph_.nRanks);
+    for (auto [e, column] : columns) {
+      const LogicalEdge& edge = graph_.edges[e];
+      into[edge.to].emplace_back(column, 1.0);
+      double bigM = upperBound_ + edge.costUs;
+      std::vector<std::pair<int, double>> timing{{arrival[edge.to], 1.0}, {column, -bigM}};
+      if (edge.from != commodity.source) timing.emplace_back(arrival[edge.from], -1.0);
+      addRow(std::move(timing), edge.costUs - bigM, kInf);
+    }
+    for (int32_t v = 0; v < graph_.nRanks; ++v) {
+      if (v == commodity.source) continue;
+      addRow(std::move(into[v]), 1, 1);
+      addRow({{tColumn_, 1.0}, {arrival[v], -1.0}}, 0, kInf);
+    }
+  }
+
+  void addUnicastRows(const Commodity& commodity, const std::map<int32_t, int>& columns) {
+    std::map<int32_t, std::vector<std::pair<int, double>>> balance;
+    std::vector<std::pair<int, double>> length{{tColumn_, 1.0}};
+    for (auto [e, column] : columns) {
+      balance[graph_.edges[e].to].emplace_back(column, 1.0);
+      balance[graph_.edges[e].from].emplace_back(column, -1.0);
+      length.emplace_back(column, -graph_.edges[e].costUs);
+    }
+    for (auto& [rank, entries] : balance) {
+      double net = rank == commodity.dest ? 1 : rank == commodity.source ? -1 : 0;
+      addRow(std::move(entries), net, net);
+    }
+    addRow(std::move(length), 0, kInf);
+  }
+
+  void addResourceRows() {
+    std::vector<std::map<int, double>> perResource(graph_.nResources);
+    for (const std::map<int32_t, int>& columns : edgeColumn_) {
+      for (auto [e, column] : columns) {
+        for (auto [id, us] : loads_.of(e)) perResource[id][column] += us;
+      }
+    }
+    std::set<std::vector<std::pair<int, double>>> seen;  // symmetric resources give equal rows
+    for (const std::map<int, double>& entries : perResource) {
+      if (entries.empty()) continue;
+      std::vector<std::pair<int, double>> row(entries.begin(), entries.end());
+      if (!seen.insert(row).second) continue;
+      row.emplace_back(tColumn_, -1.0);
+      addRow(std::move(row), -kInf, 0);
+    }
+  }
+
+  const RoutingProblem& problem_;
+  const LogicalGraph& graph_;
+  std::vector<std::vector<int32_t>> in_;
+  SymmetricLoads loads_;
+  double upperBound_;
+  int tColumn_ = 0;
+  size_t binaries_ = 0;
+  std::vector<double> lower_, upper_, objective_;
+  std::vector<bool> integer_;
+  std::vector<std::vector<std::pair<int, double>>> rowEntries_;
+  std::vector<double> rowLower_, rowUpper_;
+  std::vector<std::map<int32_t, int>> edgeColumn_;  // per commodity: edge -> x column
+  std::vector<std::vector<int>> arrivalColumn_;      // per commodity: rank -> t column, -1 none
+};
+
+std::string fixed(double value, int digits = 2) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+}  // namespace
+
+RoutingOutcome routeMilp(const RoutingProblem& problem, std::chrono::steady_clock::time_point deadline,
+                         const std::function<void(const std::string&)>& progress) {
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  RoutingOutcome heuristic = routeHeuristic(problem);
+  say("heuristic routing: modelled " + fixed(heuristic.modelTimeUs) + " us");
+  double upperBound = heuristic.modelTimeUs * (1 + 1e-9) + 1e-9;
+  MilpModel model(problem, upperBound);
+  say("MILP: " + std::to_string(model.binaries()) + " binaries, " + std::to_string(model.columns()) +
+      " columns, " + std::to_string(model.rows()) + " rows");
+  if (model.binaries() > kMaxMilpBinaries) {
+    heuristic.notes.push_back("MILP skipped: " + std::to_string(model.binaries()) + " binaries exceed " +
+                              std::to_string(kMaxMilpBinaries) + "; heuristic routing used");
+    return heuristic;
+  }
+  double seconds = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+  if (seconds <= 0.01) {
+    heuristic.notes.push_back("time limit reached before the MILP could run; heuristic routing used");
+    return heuristic;
+  }
+  OsiClpSolverInterface solver = model.solver();
+  CbcModel cbc(solver);
+  cbc.setLogLevel(0);
+  cbc.messageHandler()->setLogLevel(0);
+  cbc.solver()->messageHandler()->setLogLevel(0);
+  cbc.setRandomSeed(kCbcSeed);
+  cbc.setNumberThreads(0);
+  cbc.setUseElapsedTime(true);
+  cbc.setMaximumSeconds(seconds);
+  CglProbing probing;
+  CglGomory gomory;
+  CglMixedIntegerRounding2 rounding;
+  cbc.addCutGenerator(&probing, -1, "probing");
+  cbc.addCutGenerator(&gomory, -1, "gomory");
+  cbc.addCutGenerator(&rounding, -1, "mir");
+  std::vector<double> start = model.startingSolution(heuristic.routes);
+  cbc.setBestSolution(start.data(), static_cast<int>(start.size()), upperBound, false);
+  cbc.branchAndBound();
+
+  bool optimal = cbc.isProvenOptimal();
+  bool timedOut = cbc.isSecondsLimitReached();
+  const double* best = cbc.bestSolution();
+  RoutingOutcome outcome;
+  if (best != nullptr) {
+    outcome.routes = model.routesOf(best);
+    outcome.modelTimeUs = modelTime(problem, outcome.routes);
+  }
+  bool improved = best != nullptr && outcome.modelTimeUs < heuristic.modelTimeUs * (1 - 1e-9);
+  if (!improved && !optimal) {
+    heuristic.notes.push_back(std::string(timedOut ? "CBC reached the time limit" : "CBC stopped") +
+                              " without improving on the heuristic; heuristic routing used");
+    return heuristic;
+  }
+  if (!improved) outcome = heuristic;  // proven optimal: the heuristic's routing is as good
+  outcome.method = SketchSynthesisMethod::Milp;
+  say("CBC: " + std::string(optimal ? "optimal" : "time limit") + ", modelled " + fixed(outcome.modelTimeUs) +
+      " us (heuristic " + fixed(heuristic.modelTimeUs) + " us)");
+  if (!optimal) {
+    outcome.notes.push_back("CBC reached the time limit; its best routing so far is used (not proven "
+                            "optimal, so the result depends on timing)");
+  }
+  return outcome;
+}
+
+}  // namespace tuccl::sketch_synth

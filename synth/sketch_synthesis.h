@@ -1,0 +1,86 @@
+// Sketch-guided synthesis (TACCL, NSDI'23 §4-5): a collective algorithm routed over a sketch's
+// logical topology, ordered on every link, and proved by the checker.
+//
+// In:  a collective, a Topology, its Sketch (topo/sketch.h) and options.
+// Out: an Algorithm in the IR, which method routed it (the MILP or the heuristic), the modelled
+//      time of its routing and notes on what happened (time limit, symmetry, model size).
+//
+// Pipeline (synth/sketch_routing.h, synth/sketch_schedule.h):
+//   1. logical graph   the sketch's intra-node links and inter-node pairs, thinned by the switch
+//                      hyperedge policy, each edge costed alpha + chunkBytes/beta from its path
+//                      (topo/paths.h) and charged to the path's resources;
+//   2. symmetry        rotations by whole nodes and of local indices that map the graph (with its
+//                      costs and NIC sharing) onto itself; only one source per orbit is routed;
+//   3. routing         a MILP on COIN-OR CBC (TACCL's routing with relaxed bandwidth) or a greedy
+//                      least-loaded shortest-path heuristic; either is replicated over the orbits;
+//   4. ordering        list scheduling, each link sends its most urgent chunk first (longest
+//                      remaining path), contiguous chunks of one link and step become one
+//                      operation (TACCL's chunk contiguity);
+//   5. lowering        AllGather, AllToAll and Broadcast directly; ReduceScatter and Reduce as the
+//                      reversed AllGather and Broadcast (copies become reduces); AllReduce as
+//                      ReduceScatter then AllGather.
+//
+// Switch hyperedges (TACCL's "uc-min"/"uc-max"): over an NVSwitch a GPU may send to every GPU of
+// its switch (UcMax: many connections, latency) or only to its two neighbours in local-index order
+// (UcMin: a bidirectional ring, few connections, bandwidth); over the network a GPU may send to
+// every sketch peer (UcMax) or only to its sketch peers on the previous and next node (UcMin).
+// Point-to-point links (NVLink meshes, PCIe) are never thinned.
+//
+// Deterministic: CBC runs single-threaded with a fixed seed; the only timing-dependent choice is
+// what happens when the time limit hits (the heuristic, or CBC's incumbent), and a note says so.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lang/algorithm.h"
+#include "support/status.h"
+#include "support/vocabulary.h"
+#include "topo/sketch.h"
+#include "topo/topology.h"
+
+namespace tuccl {
+
+enum class SketchSynthesisMethod : uint8_t { Milp, Heuristic };
+/// "milp", "heuristic".
+std::string_view sketchSynthesisMethodName(SketchSynthesisMethod method);
+
+/// How many peers a GPU talks to over a switch hyperedge (TACCL's switch_hyperedge_strategy).
+enum class HyperedgePolicy : uint8_t { UcMin, UcMax };
+/// "uc-min", "uc-max".
+std::string_view hyperedgePolicyName(HyperedgePolicy policy);
+std::optional<HyperedgePolicy> parseHyperedgePolicy(std::string_view name);
+
+struct SketchSynthesisOptions {
+  int32_t root = 0;
+  int32_t chunksPerRank = 1;        ///< TACCL's input chunkup
+  bool inPlace = false;
+  bool heuristicOnly = false;       ///< skip the MILP
+  double timeLimitSeconds = 60;     ///< whole synthesis; the MILP gets what remains after setup
+  std::function<void(const std::string&)> progress;  ///< may be empty
+  HyperedgePolicy hyperedgePolicy = HyperedgePolicy::UcMin;  ///< TACCL's default (tacclSketchJson)
+  double chunkBytes = 1 << 20;      ///< chunk size the alpha-beta model assumes
+};
+
+struct SketchSynthesisResult {
+  Algorithm algorithm;
+  SketchSynthesisMethod method = SketchSynthesisMethod::Heuristic;
+  double seconds = 0;
+  /// The routing's modelled completion time (µs): the latest arrival along the routes or the
+  /// busiest resource's serialised transfer time, whichever is larger (TACCL's relaxed model).
+  double modelTimeUs = 0;
+  std::vector<std::string> notes;
+};
+
+/// Synthesises `collective` over `sketch` on `topology`. InvalidArgument for a root out of range,
+/// chunksPerRank < 1, a non-positive time limit or chunk size, in-place AllToAll, or a sketch that
+/// does not belong to the topology or does not connect every rank pair the collective needs.
+Expected<SketchSynthesisResult> synthesizeFromSketch(Collective collective, const Topology& topology,
+                                                     const Sketch& sketch,
+                                                     const SketchSynthesisOptions& options = {});
+
+}  // namespace tuccl
