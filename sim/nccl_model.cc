@@ -136,7 +136,7 @@ class RingDfs {
     order = {0};
     std::vector<bool> used(search_.g, false);
     used[0] = true;
-    return extend(order, used, [&](int32_t last) { return take(last, 0); }, [&](int32_t last) { give(last, 0); });
+    return extend(order, used, [&](int32_t last) { return take(last, 0); });
   }
 
   /// A Hamiltonian path from `start` to a GPU of `ends` (several nodes), capacities taken.
@@ -147,26 +147,24 @@ class RingDfs {
     auto endsHere = [&](int32_t last) {
       return search_.g == 1 || ends.size() < 2 || std::find(ends.begin(), ends.end(), last) != ends.end();
     };
-    return extend(order, used, endsHere, [](int32_t) {});
+    return extend(order, used, endsHere);
   }
 
  private:
-  template <typename Close, typename Undo>
-  bool extend(std::vector<int32_t>& order, std::vector<bool>& used, Close&& close, Undo&& undo) {
+  /// `close(last)` says whether the ring may end at `last` (taking what closing it needs, or
+  /// nothing when it cannot).
+  template <typename Close>
+  bool extend(std::vector<int32_t>& order, std::vector<bool>& used, Close&& close) {
     if (++steps_ > kSearchSteps) return false;
     const int32_t last = order.back();
-    if (static_cast<int32_t>(order.size()) == search_.g) {
-      if (close(last)) return true;
-      undo(last);
-      return false;
-    }
+    if (static_cast<int32_t>(order.size()) == search_.g) return close(last);
     // NCCL tries the next GPU in index order first (rings 0→1→…→g-1 on an NVSwitch).
     for (int32_t k = 1; k < search_.g; ++k) {
       const int32_t next = (last + k) % search_.g;
       if (used[next] || !take(last, next)) continue;
       used[next] = true;
       order.push_back(next);
-      if (extend(order, used, close, undo)) return true;
+      if (extend(order, used, close)) return true;
       order.pop_back();
       used[next] = false;
       give(last, next);
