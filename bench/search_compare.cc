@@ -8,11 +8,13 @@
 //
 //   1. methods: the noiseless time of the configuration each method returns, as the gap to the
 //      grid optimum, and the profiling cost it spent (sum of r), averaged over seeds.
-//   2. dimensions: speed-up over the default (NCCL's ring at NCCL's defaults: Simple, 512
-//      threads, 512 KiB chunks, the program's channels) of the best configuration of
+//   2. dimensions: speed-up over what NCCL would do (sim/nccl_model.h: NCCL's own algorithm,
+//      protocol and channels on the topology, timed by its cost model) of the best configuration of
 //        config-only  the ring program, backend configuration searched (AutoCCL-style)
 //        sketch-only  every sketch's admissible programs, each at the default configuration
-//        joint        everything (MRACO's find in the joint space, and the joint optimum).
+//        joint        everything (MRACO's find in the joint space, and the joint optimum);
+//      beside it, the rank-order ring at NCCL's defaults (Simple, 512 threads, 512 KiB chunks, the
+//      program's channels) simulated, the baseline these tables used before the NCCL model.
 //
 //   bench_search_compare [--topos a;b;c] [--sizes 1M,16M,128M,1G] [--seeds 3] [--budget 0.1]
 //                        [--schedulers hpds] [--sigma 0.05] [--max-slices 64] [--csv]
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "sim/metrics.h"
+#include "sim/nccl_model.h"
 #include "sim/network_topology.h"
 #include "support/text_values.h"
 #include "topo/load.h"
@@ -76,8 +79,8 @@ struct CaseRow {
   double optimum = 0;
   std::map<std::string, MethodStats> methods;
   // dimensions
-  double defaultUs = 0, configOnlyUs = 0, sketchOnlyUs = 0, jointUs = 0, jointMracoUs = 0, configMracoUs = 0;
-  std::string sketchOnlyPick, jointPick;
+  double ncclUs = 0, ringDefaultUs = 0, configOnlyUs = 0, sketchOnlyUs = 0, jointUs = 0, jointMracoUs = 0, configMracoUs = 0;
+  std::string ncclPick, sketchOnlyPick, jointPick;
 };
 
 }  // namespace
@@ -126,6 +129,7 @@ int main(int argc, char** argv) {
   for (const std::string& topo : tuccl::splitList(topos, ';')) {
     const Topology topology = loadTopology(topo).value().topology;
     const Network network = makeNetwork(topology);
+    const NcclGraph ncclGraph = searchNcclGraph(topology);
     for (const std::string& coll : tuccl::splitList(collectivesText, ',')) {
       const Collective kind = *parseCollective(coll);
       const std::vector<AlgorithmCandidate> candidates = algorithmCandidates(topology, kind, examples);
@@ -144,6 +148,9 @@ int main(int argc, char** argv) {
         row.topo = topo;
         row.collective = coll;
         row.bytes = bytes;
+        const NcclChoice nccl = ncclModelChoice(ncclGraph, kind, static_cast<uint64_t>(bytes));
+        row.ncclUs = nccl.timeUs;
+        row.ncclPick = describeNcclChoice(nccl);
         const auto levels = chunkLevelsFor(base.dimension(base.dimensionIndex(kDimChunkBytes)).levels, bytes,
                                            topology.nRanks(), maxSlices);
         const SearchSpace joint = searchSpaceFromJson(
@@ -215,7 +222,7 @@ int main(int argc, char** argv) {
         // Default configuration per program: Simple, 512 threads, 512 KiB chunks, the program's
         // channel hint, HPDS (its own one-point space and profiler).
         row.sketchOnlyUs = INFINITY;
-        row.defaultUs = INFINITY;
+        row.ringDefaultUs = INFINITY;
         for (const AlgorithmCandidate& c : candidates) {
           const int64_t channels = std::max<int32_t>(1, c.algorithm.nChannels);
           const SearchSpace point = searchSpaceFromJson(
@@ -229,7 +236,7 @@ int main(int argc, char** argv) {
               joint);
           SimProfiler one(network, algorithms, simOptions);
           const double t = one.simulatedTime(point, point.enumerateValid().at(0));
-          if (c.ncclRing) row.defaultUs = t;
+          if (c.ncclRing) row.ringDefaultUs = t;
           if (t < row.sketchOnlyUs) row.sketchOnlyUs = t, row.sketchOnlyPick = c.name + "@" + c.sketch();
         }
         std::fprintf(stderr, "  %s %s %s: %zu configurations, optimum %.1f us (%s) [%.0f s]\n", topo.c_str(),
@@ -283,16 +290,19 @@ int main(int argc, char** argv) {
                   m.c_str(), w[0], w[1], w[2], cases);
 
   // ---- 2. dimensions
-  std::printf("\n## Joint vs single-dimension optimisation (TuCCL Figures 6-7): speed-up over the default "
-              "(ring, Simple, 512 threads, 512K chunks)\n");
-  std::printf("%-38s %-9s %5s %11s | %11s %11s | %11s %-18s | %11s %11s %-14s\n", "topology", "coll", "size",
-              "default(us)", "cfg-only", "cfg(MRACO)", "sketch-only", "(pick)", "joint", "joint(MRACO)", "(pick)");
+  std::printf("\n## Joint vs single-dimension optimisation (TuCCL Figures 6-7): speed-up over what NCCL would do "
+              "(the NCCL model: its algorithm, protocol and channels); ring-dflt: the ring at NCCL's defaults "
+              "(Simple, 512 threads, 512K chunks) simulated\n");
+  std::printf("%-38s %-9s %5s %10s %-17s %9s | %11s %11s | %11s %-18s | %11s %11s %-14s\n", "topology", "coll",
+              "size", "nccl(us)", "(NCCL's choice)", "ring-dflt", "cfg-only", "cfg(MRACO)", "sketch-only", "(pick)",
+              "joint", "joint(MRACO)", "(pick)");
   int jointBeatsBoth = 0;
   for (const CaseRow& r : rows) {
-    std::printf("%-38s %-9s %5s %11.1f | %10.2fx %10.2fx | %10.2fx %-18s | %10.2fx %11.2fx %-14s\n", r.topo.c_str(),
-                r.collective.c_str(), formatByteSize(r.bytes).c_str(), r.defaultUs, r.defaultUs / r.configOnlyUs,
-                r.defaultUs / r.configMracoUs, r.defaultUs / r.sketchOnlyUs, r.sketchOnlyPick.c_str(),
-                r.defaultUs / r.jointUs, r.defaultUs / r.jointMracoUs, r.jointPick.c_str());
+    std::printf("%-38s %-9s %5s %10.1f %-17s %8.2fx | %10.2fx %10.2fx | %10.2fx %-18s | %10.2fx %11.2fx %-14s\n",
+                r.topo.c_str(), r.collective.c_str(), formatByteSize(r.bytes).c_str(), r.ncclUs, r.ncclPick.c_str(),
+                r.ncclUs / r.ringDefaultUs, r.ncclUs / r.configOnlyUs, r.ncclUs / r.configMracoUs,
+                r.ncclUs / r.sketchOnlyUs, r.sketchOnlyPick.c_str(), r.ncclUs / r.jointUs, r.ncclUs / r.jointMracoUs,
+                r.jointPick.c_str());
     if (r.jointMracoUs < r.configOnlyUs * (1 - 1e-9) && r.jointMracoUs < r.sketchOnlyUs * (1 - 1e-9)) ++jointBeatsBoth;
   }
   std::printf("joint (MRACO's find) beats both single-dimension optima: %d of %zu cases\n", jointBeatsBoth, rows.size());
@@ -300,7 +310,8 @@ int main(int argc, char** argv) {
   if (csv) {
     std::printf("\ntopology,collective,bytes,grid,optimum_us");
     for (const std::string& m : methods) std::printf(",%s_gap_mean,%s_gap_max,%s_cost_pct", m.c_str(), m.c_str(), m.c_str());
-    std::printf(",default_us,config_only_us,config_mraco_us,sketch_only_us,joint_us,joint_mraco_us\n");
+    std::printf(",nccl_model_us,nccl_model_choice,ring_default_us,config_only_us,config_mraco_us,sketch_only_us,joint_us,"
+                "joint_mraco_us\n");
     for (const CaseRow& r : rows) {
       std::printf("\"%s\",%s,%lld,%zu,%.3f", r.topo.c_str(), r.collective.c_str(), static_cast<long long>(r.bytes),
                   r.gridSize, r.optimum);
@@ -308,8 +319,8 @@ int main(int argc, char** argv) {
         const MethodStats& s = r.methods.at(m);
         std::printf(",%.4f,%.4f,%.3f", s.gapSum / s.runs, s.gapMax, s.costSum / s.runs);
       }
-      std::printf(",%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", r.defaultUs, r.configOnlyUs, r.configMracoUs, r.sketchOnlyUs,
-                  r.jointUs, r.jointMracoUs);
+      std::printf(",%.3f,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", r.ncclUs, r.ncclPick.c_str(), r.ringDefaultUs,
+                  r.configOnlyUs, r.configMracoUs, r.sketchOnlyUs, r.jointUs, r.jointMracoUs);
     }
   }
   std::fprintf(stderr, "done in %.0f s\n",

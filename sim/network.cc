@@ -181,28 +181,24 @@ Network makeNetwork(const Topology& topology) {
   return Network(network);
 }
 
-namespace {
-
 // makeNetwork refuses an invalid topology with std::invalid_argument; it stops here.
-Expected<Network> networkOf(const Topology& topology, const std::string& where) {
+Expected<Network> networkFromTopology(const Topology& topology, std::string_view where) {
   try {
     return makeNetwork(topology);
   } catch (const std::invalid_argument& error) {
-    return makeError(ErrorCode::InvalidInput, where, SourceLoc{}, error.what());
+    return makeError(ErrorCode::InvalidInput, std::string(where), SourceLoc{}, error.what());
   }
 }
-
-}  // namespace
 
 Expected<Network> loadNetwork(std::string_view spec, const LoadOptions& options) {
   Expected<LoadedTopology> loaded = loadTopology(spec, options);
   if (!loaded) return loaded.status();
-  return networkOf(loaded->topology, std::string(spec));
+  return networkFromTopology(loaded->topology, spec);
 }
 
 Expected<Network> networkFromTopologyJson(const SourceText& source) {
   try {
-    return networkOf(readTopologyJson(source), source.name());
+    return networkFromTopology(readTopologyJson(source), source.name());
   } catch (const DiagnosticError& error) {
     return statusFromDiagnostic(error);
   }

@@ -4,8 +4,9 @@
 //
 // Why a separate view: the event engine needs only capacities and paths, as flat arrays indexed
 // by resource id, not the topology's device graph. Everything in sim/ that reads a Plan sees the
-// topology through this header only; network.cc is the one file that reads the Topology (through
-// topo/paths.h's Router).
+// topology through this header only; network.cc is the one such file that reads the Topology
+// (through topo/paths.h's Router). The NCCL model (nccl_model.h) reads no plan: it takes the
+// Topology itself.
 #pragma once
 
 #include <cstdint>

@@ -11,5 +11,7 @@ namespace tuccl {
 
 /// The simulator's view of `topology` (routes through topo/paths.h's Router).
 Network makeNetwork(const Topology& topology);
+/// makeNetwork, with an invalid topology as InvalidInput naming `where` (the spec or file it came from).
+Expected<Network> networkFromTopology(const Topology& topology, std::string_view where);
 
 }  // namespace tuccl

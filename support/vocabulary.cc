@@ -46,6 +46,8 @@ std::optional<Enum> lookUp(std::string_view text, const std::array<std::string_v
 constexpr std::array<std::string_view, kCollectives> kCollectiveNames = {
     "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "AllToAll"};
 constexpr std::array<std::string_view, kProtocols> kProtocolNames = {"LL", "LL128", "Simple"};
+constexpr std::array<std::string_view, kNcclAlgorithms> kNcclAlgorithmNames = {
+    "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
 constexpr std::array<std::string_view, kDataTypes> kDataTypeNames = {"float32", "float16", "bfloat16", "float64",
                                                                      "int32",   "int64",   "uint8"};
 constexpr std::array<int32_t, kDataTypes> kDataTypeSizes = {4, 2, 2, 8, 4, 8, 1};
@@ -82,6 +84,11 @@ bool isReduction(Collective collective) {
 std::string_view protocolName(Protocol protocol) { return nameIn(kProtocolNames, protocol); }
 std::optional<Protocol> parseProtocol(std::string_view name) {
   return lookUp<Protocol>(name, kProtocolNames, kNoAliases, true);
+}
+
+std::string_view ncclAlgorithmName(NcclAlgorithm algorithm) { return nameIn(kNcclAlgorithmNames, algorithm); }
+std::optional<NcclAlgorithm> parseNcclAlgorithm(std::string_view text) {
+  return lookUp<NcclAlgorithm>(text, kNcclAlgorithmNames, kNoAliases, true);
 }
 
 std::string_view dataTypeName(DataType type) { return nameIn(kDataTypeNames, type); }

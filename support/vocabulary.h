@@ -23,6 +23,10 @@ inline constexpr int kTunerCollectives = 5;
 enum class Protocol : uint8_t { LL = 0, LL128 = 1, Simple = 2 };
 inline constexpr int kProtocols = 3;
 
+/// NCCL's algorithms, numbered as the first index of the tuner's cost table (nccl-tuner-abi.md).
+enum class NcclAlgorithm : uint8_t { Tree = 0, Ring, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat };
+inline constexpr int kNcclAlgorithms = 7;
+
 /// Element types of collective calls.
 enum class DataType : uint8_t { Float32, Float16, BFloat16, Float64, Int32, Int64, Uint8 };
 inline constexpr int kDataTypes = 7;
@@ -71,6 +75,11 @@ bool isReduction(Collective collective);
 std::string_view protocolName(Protocol protocol);
 /// Case-insensitive: "LL", "ll128", "SIMPLE", "simple", ...
 std::optional<Protocol> parseProtocol(std::string_view name);
+
+/// "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT" (NCCL's spelling).
+std::string_view ncclAlgorithmName(NcclAlgorithm algorithm);
+/// The names above, case-insensitively.
+std::optional<NcclAlgorithm> parseNcclAlgorithm(std::string_view text);
 
 /// "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8".
 std::string_view dataTypeName(DataType type);

@@ -34,14 +34,7 @@ inline constexpr int kMaxChoices = 8;
 inline constexpr int kMaxPipeOpsValues = 16;
 inline constexpr int kMaxChannels = 64;
 
-/// NCCL's algorithms, numbered as the first index of the tuner's cost table (nccl-tuner-abi.md).
-enum class NcclAlgorithm : uint8_t { Tree = 0, Ring, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat };
-inline constexpr int kNcclAlgorithms = 7;
-
-/// "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT" (NCCL's spelling).
-std::string_view ncclAlgorithmName(NcclAlgorithm algorithm);
-/// The names above, case-insensitively.
-std::optional<NcclAlgorithm> parseNcclAlgorithm(std::string_view text);
+// NcclAlgorithm, ncclAlgorithmName and parseNcclAlgorithm are in support/vocabulary.h.
 /// The algorithm of cost-table index `index`; nullopt outside [0, kNcclAlgorithms).
 std::optional<NcclAlgorithm> ncclAlgorithmAt(int index);
 /// The protocol of cost-table index `index` (NCCL_PROTO_LL / LL128 / SIMPLE); nullopt otherwise.

@@ -300,6 +300,7 @@ inline bool sameOutputFile(const std::string& a, const std::string& b) {
 // ---- Topology options every tool that takes a topology shares ------------------------------------
 
 #include "topo/gpu_fabric.h"
+#include "topo/load.h"
 
 namespace tuccl::cli {
 
@@ -312,6 +313,24 @@ inline CLI::Option* addGpuFabricOption(CLI::App& app, std::optional<GpuFabric>& 
           "the GPUs' fabric when the topology cannot show it (vendor files without NVLink, local): "
           "nvswitch, hybrid-cube-mesh (8 GPUs, DGX-1) or pcie")
       ->check(CLI::IsMember(gpuFabricNames()));
+}
+
+/// Adds what a topology source may be composed with (topo/load.h), stored in `options`:
+/// --nodes N (copies of a one-node source: an XML or one-node JSON file, local, or a preset, which
+/// gets nodes=N), and for files and local how the copies are wired: --fabric switch|clos,
+/// --oversub R (Clos uplink oversubscription), --rack K (Clos: nodes per ToR switch).
+inline void addClusterOptions(CLI::App& app, LoadOptions& options) {
+  app.add_option("--nodes", options.cluster.nodes,
+                 "copies of a one-node topology (an .xml or one-node .json file, local; a preset gets nodes=N)")
+      ->check(CLI::PositiveNumber);
+  app.add_option_function<std::string>(
+         "--fabric", [&options](const std::string& name) {
+           options.cluster.fabric = name == "clos" ? Fabric::Clos : Fabric::Switch;
+         },
+         "network for --nodes (files, local): switch or clos")
+      ->check(CLI::IsMember({"switch", "clos"}));
+  app.add_option("--oversub", options.cluster.oversubscription, "Clos uplink oversubscription (>= 1)");
+  app.add_option("--rack", options.cluster.nodesPerTor, "Clos: nodes per ToR switch")->check(CLI::PositiveNumber);
 }
 
 }  // namespace tuccl::cli

@@ -1,13 +1,15 @@
 // tuccl-sim: simulate a plan (plan.json) or an algorithm (a ResCCLang program or an MSCCL XML file)
 // on a topology over a range of sizes and print an nccl-tests-shaped table, with the lower bound
 // and the efficiency against it; --compare puts several schedulers side by side (as-written: an
-// XML file's own thread blocks and channels).
+// XML file's own thread blocks and channels); --vs-nccl adds what NCCL would do (sim/nccl_model.h)
+// and the speed-up over it.
 //
 // Exit status: 0 success, 2 for any error in the inputs or on the command line.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +20,8 @@
 #include "sim/lower_bound.h"
 #include "sim/metrics.h"
 #include "sim/network.h"
+#include "sim/network_topology.h"
+#include "sim/nccl_model.h"
 #include "plan/plan_json.h"
 #include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
@@ -56,6 +60,22 @@ tuccl::LoadedAlgorithm loadAlgorithm(const std::string& input, const tuccl::Netw
   return valueOrThrow(tuccl::loadProvedAlgorithm(std::move(source), {{"nRanks", n}, {"GPUPerNode", g}}));
 }
 
+/// The --vs-nccl header cells: the NCCL model's time, its choice, and the speed-up over it.
+std::string ncclColumns(const char* time, const char* speedup) {
+  char text[96];
+  std::snprintf(text, sizeof text, " %10s %-18s %7s", time, "", speedup);
+  return text;
+}
+
+/// The --vs-nccl cells of one row: NCCL model time, "RING/Simple/12ch", and its time over `timeUs`
+/// (the first plan's).
+std::string ncclCells(const tuccl::NcclChoice& nccl, double timeUs) {
+  char text[96];
+  std::snprintf(text, sizeof text, " %10.1f %-18s %6.2fx", nccl.timeUs, tuccl::describeNcclChoice(nccl).c_str(),
+                nccl.timeUs / timeUs);
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,20 +83,22 @@ int main(int argc, char** argv) {
       "tuccl-sim: simulate a collective on a topology (discrete events, alpha-beta with fair sharing).\n"
       "  tuccl-sim plan.json --topo preset:resccl-a100:nodes=2 --sizes 1K:4G\n"
       "  tuccl-sim hm_allreduce.resccl --topo preset:resccl-a100:nodes=2,gpus=4 --compare hpds,rr,algorithm,stage\n"
-      "  tuccl-sim ring.xml --topo preset:dgx-a100:nodes=1 --compare hpds,as-written"};
+      "  tuccl-sim ring.xml --topo preset:dgx-a100:nodes=1 --compare hpds,as-written\n"
+      "  tuccl-sim ring_allreduce.resccl --topo node.xml --nodes 2 --vs-nccl"};
   app.set_version_flag("--version", "tuccl-sim 0.1.0");
   std::string input, topo = "preset:resccl-a100:nodes=2", sizes = "1K:4G", compare, scheduler = "hpds";
   std::string costFile, trace, tbAlloc = "auto", protocol = "Simple";
   double factor = 2;
   int32_t stages = 4, threads = 512, channels = 0, ranks = 0, perNode = 0;
   int64_t chunkSize = 1 << 20;
-  bool report = false, dumpCost = false;
+  bool report = false, dumpCost = false, vsNccl = false;
   app.add_option("INPUT", input,
                  "a plan (.json, from tuccl-compile -o), a ResCCLang program (.resccl) or an MSCCL XML file (.xml)");
   app.add_option("--topo", topo, "topology: preset:NAME[:nodes=N,gpus=K,...], a .json or .xml file, local")
       ->capture_default_str();
   tuccl::LoadOptions topoOptions;
   tuccl::cli::addGpuFabricOption(app, topoOptions.gpuFabric);
+  tuccl::cli::addClusterOptions(app, topoOptions);
   app.add_option("--sizes", sizes, "size range MIN:MAX in bytes (K, M, G suffixes)")->capture_default_str();
   app.add_option("-f,--factor", factor, "multiply the size by this between rows")
       ->transform(tuccl::cli::numberIn(1.01, 1024))
@@ -112,6 +134,9 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   bool force = false;
   tuccl::cli::addForceFlag(app, force);
+  app.add_flag("--vs-nccl", vsNccl,
+               "add what NCCL would do (its algorithm, protocol and channels by its own cost model) and xNCCL: "
+               "the NCCL model's time over this one's");
   app.add_flag("--report", report, "print the metrics of the largest size (bound, TBs, links, bubbles)");
   if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
 
@@ -124,7 +149,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (input.empty()) throw std::invalid_argument("no INPUT (a plan .json, a .resccl program or an MSCCL .xml); see --help");
-    const tuccl::Network network = valueOrThrow(tuccl::loadNetwork(topo, topoOptions));
+    // --nodes without --topo composes the default preset's node.
+    if (app.count("--topo") == 0 && app.count("--nodes") > 0) topo = "preset:resccl-a100";
+    const tuccl::Topology topology = valueOrThrow(tuccl::loadTopology(topo, topoOptions)).topology;
+    const tuccl::Network network = valueOrThrow(tuccl::networkFromTopology(topology, topo));
     const tuccl::Expected<std::vector<int64_t>> grid = tuccl::parseSizeGrid(sizes, factor);
     if (!grid) throw std::invalid_argument("--sizes: " + grid.status().message());
     const std::vector<int64_t>& sizeList = *grid;
@@ -168,17 +196,20 @@ int main(int argc, char** argv) {
                 network.nRanks(), network.nNodes(), std::string(tuccl::protocolName(first.config.protocol)).c_str(),
                 first.config.nThreads, tuccl::formatByteSize(first.config.chunkSize).c_str(), first.config.nChannels);
     const bool single = plans.size() == 1;
+    const std::optional<tuccl::NcclGraph> ncclGraph =
+        vsNccl ? std::optional<tuccl::NcclGraph>(tuccl::searchNcclGraph(topology)) : std::nullopt;
     if (single) {
       std::printf("# scheduler %s (%s level, %s)\n", std::string(tuccl::schedulerName(first.scheduler)).c_str(),
                   std::string(tuccl::executionLevelName(first.executionLevel)).c_str(),
                   std::string(tuccl::tbPolicyName(first.tbAllocation)).c_str());
-      std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s\n", "size", "count", "type", "redop", "time", "algbw",
-                  "busbw", "bound", "eff");
-      std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)",
-                  "(GB/s)", "(us)", "(%)");
+      std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s%s\n", "size", "count", "type", "redop", "time", "algbw",
+                  "busbw", "bound", "eff", vsNccl ? ncclColumns("nccl", "xNCCL").c_str() : "");
+      std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s%s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)",
+                  "(GB/s)", "(us)", "(%)", vsNccl ? ncclColumns("(us)", "").c_str() : "");
     } else {
       std::printf("#%11s %13s %10s", "size", "count", "bound(us)");
       for (const std::string& label : labels) std::printf(" %10s %8s %6s", (label + "(us)").c_str(), "busbw", "eff%");
+      if (vsNccl) std::printf("%s", ncclColumns("nccl(us)", "xNCCL").c_str());
       std::printf(" %s\n", ("speedup " + labels[0] + " vs others").c_str());
     }
     double busSum = 0;
@@ -197,18 +228,23 @@ int main(int argc, char** argv) {
         if (p == 0 && i + 1 == sizeList.size()) last = std::move(result);
       }
       const double factorBus = tuccl::busBandwidthFactor(collective, first.nRanks);
+      std::string ncclText;
+      if (ncclGraph) {
+        const tuccl::NcclChoice nccl = tuccl::ncclModelChoice(*ncclGraph, collective, static_cast<uint64_t>(bytes));
+        ncclText = ncclCells(nccl, times[0]);
+      }
       const char* redop = tuccl::isReduction(collective) ? "sum" : "none";
       if (single) {
         const double algbw = bytes / (times[0] * 1e3);
         busSum += algbw * factorBus;
-        std::printf(" %11lld %13lld %6s %6s %10.1f %8.2f %8.2f %10.1f %6.1f\n", static_cast<long long>(bytes),
+        std::printf(" %11lld %13lld %6s %6s %10.1f %8.2f %8.2f %10.1f %6.1f%s\n", static_cast<long long>(bytes),
                     static_cast<long long>(bytes / kElementBytes), "float", redop, times[0], algbw, algbw * factorBus,
-                    bound.timeUs, 100 * bound.timeUs / times[0]);
+                    bound.timeUs, 100 * bound.timeUs / times[0], ncclText.c_str());
       } else {
         std::printf(" %11lld %13lld %10.1f", static_cast<long long>(bytes), static_cast<long long>(bytes / kElementBytes),
                     bound.timeUs);
         for (double t : times) std::printf(" %10.1f %8.2f %6.1f", t, bytes / (t * 1e3) * factorBus, 100 * bound.timeUs / t);
-        std::printf("  ");
+        std::printf("%s  ", ncclText.c_str());
         for (size_t p = 1; p < times.size(); ++p) std::printf(" %.2fx", times[p] / times[0]);
         std::printf("\n");
       }

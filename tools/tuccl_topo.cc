@@ -29,12 +29,7 @@ using namespace tuccl;
 
 struct Common {
   std::string spec;
-  int32_t nodes = 1;
-  std::string fabric = "switch";
-  double oversub = 1.0;
-  int32_t rack = 1;
-  std::string sysfsRoot = "/sys";
-  std::optional<GpuFabric> gpuFabric;
+  LoadOptions options;
 };
 
 void addCommon(CLI::App* command, Common& common) {
@@ -42,25 +37,13 @@ void addCommon(CLI::App* command, Common& common) {
       ->add_option("topology", common.spec,
                    "preset:NAME[:nodes=N,...], local, a .json (TuCCL) or .xml (NCCL) file")
       ->required();
-  command->add_option("--nodes", common.nodes, "copies of a one-node source (XML, local)")
-      ->check(CLI::PositiveNumber);
-  command->add_option("--fabric", common.fabric, "network for --nodes: switch or clos")
-      ->check(CLI::IsMember({"switch", "clos"}));
-  command->add_option("--oversub", common.oversub, "Clos uplink oversubscription (>= 1)");
-  command->add_option("--rack", common.rack, "Clos: nodes per ToR switch")->check(CLI::PositiveNumber);
-  command->add_option("--sysfs-root", common.sysfsRoot, "sysfs root for 'local' (tests use a fake tree)");
-  tuccl::cli::addGpuFabricOption(*command, common.gpuFabric);
+  tuccl::cli::addClusterOptions(*command, common.options);
+  command->add_option("--sysfs-root", common.options.sysfsRoot, "sysfs root for 'local' (tests use a fake tree)");
+  tuccl::cli::addGpuFabricOption(*command, common.options.gpuFabric);
 }
 
 LoadedTopology load(const Common& common, bool requireGpus = true) {
-  LoadOptions options;
-  options.cluster.nodes = common.nodes;
-  options.cluster.fabric = common.fabric == "clos" ? Fabric::Clos : Fabric::Switch;
-  options.cluster.oversubscription = common.oversub;
-  options.cluster.nodesPerTor = common.rack;
-  options.sysfsRoot = common.sysfsRoot;
-  options.gpuFabric = common.gpuFabric;
-  Expected<LoadedTopology> result = loadTopology(common.spec, options);
+  Expected<LoadedTopology> result = loadTopology(common.spec, common.options);
   throwIfError(result.status());
   LoadedTopology loaded = std::move(result).value();
   for (const std::string& note : loaded.notes) std::cerr << "note: " << note << "\n";

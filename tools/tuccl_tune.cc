@@ -37,7 +37,7 @@ constexpr const char* kVersion = "tuccl-tune 0.1.0";
 /// The command line as given.
 struct Options {
   std::string topo = "preset:resccl-a100:nodes=2";
-  std::optional<GpuFabric> gpuFabric;
+  LoadOptions topologyOptions;
   std::string collectives = "allreduce,allgather";
   std::string sizes = "1K:1G";
   double factor = 2;
@@ -68,7 +68,8 @@ void addOptions(CLI::App& app, Options& o) {
   app.set_version_flag("--version", kVersion);
   app.add_option("--topo", o.topo, "topology: preset:NAME[:nodes=N,gpus=K], a .json or .xml file, local")
       ->capture_default_str();
-  cli::addGpuFabricOption(app, o.gpuFabric);
+  cli::addGpuFabricOption(app, o.topologyOptions.gpuFabric);
+  cli::addClusterOptions(app, o.topologyOptions);
   app.add_option("--collectives", o.collectives,
                  "comma-separated; sim: allreduce, allgather; command: also broadcast, reduce, reducescatter; "
                  "tuccl: allreduce, allgather, broadcast, reduce, reducescatter")
@@ -138,7 +139,7 @@ void defaultOutputPaths(Options& o) {
 Expected<TuningRequest> requestFromOptions(const Options& o) {
   TuningRequest request;
   request.topology = o.topo;
-  request.gpuFabric = o.gpuFabric;
+  request.topologyOptions = o.topologyOptions;
   request.collectives.clear();
   for (const std::string& name : splitList(o.collectives)) {
     const std::optional<Collective> collective = parseCollective(name);
@@ -275,18 +276,21 @@ void printSummary(const TuningResult& result, const LookupTable& table) {
   std::printf("# %s: %d ranks on %d nodes, signature %s; %s, profiler %s, seed %llu\n",
               request.topology.c_str(), result.nRanks, result.nNodes, result.signature.c_str(),
               request.method.c_str(), profiler.c_str(), static_cast<unsigned long long>(request.seed));
-  std::printf("# %-10s %-22s %-10s %-8s %-10s %-6s %3s %4s %6s %10s %9s %7s\n", "collective", "bytes",
-              "algorithm", "sketch", "scheduler", "proto", "ch", "thr", "chunk", "time(us)", "trials",
-              "cost");
+  std::printf("# %-10s %-22s %-10s %-8s %-10s %-6s %3s %4s %6s %10s %9s %7s %10s %-18s %7s\n", "collective",
+              "bytes", "algorithm", "sketch", "scheduler", "proto", "ch", "thr", "chunk", "time(us)", "trials",
+              "cost", "nccl(us)", "(NCCL's choice)", "xNCCL");
   for (const TunedRange& r : result.ranges) {
     const std::string range =
         formatByteSize(r.sizes.minBytes) + ".." +
         (r.sizes.maxBytes == UINT64_MAX ? std::string("inf") : formatByteSize(r.sizes.maxBytes));
     const std::string protocol = r.protocol ? std::string(protocolName(*r.protocol)) : std::string("-");
-    std::printf("  %-10s %-22s %-10s %-8s %-10s %-6s %3d %4d %6s %10.1f %9zu %7.0f\n",
+    // The speed-up over what NCCL would do (sim/nccl_model.h) at the range's first size.
+    const NcclChoice& nccl = result.workloads[r.workload].nccl;
+    std::printf("  %-10s %-22s %-10s %-8s %-10s %-6s %3d %4d %6s %10.1f %9zu %7.0f %10.1f %-18s %6.2fx\n",
                 collectiveLabel(r.collective).c_str(), range.c_str(), r.algorithm.c_str(), r.sketch.c_str(),
                 r.scheduler.c_str(), protocol.c_str(), r.nChannels, static_cast<int>(r.nThreads),
-                formatByteSize(r.chunkBytes).c_str(), r.timeUs, r.trials, r.cost);
+                formatByteSize(r.chunkBytes).c_str(), r.timeUs, r.trials, r.cost, nccl.timeUs,
+                describeNcclChoice(nccl).c_str(), nccl.timeUs / r.timeUs);
   }
   for (const EnvRecommendation& env : table.environment) {
     for (const auto& [name, value] : env.settings)
@@ -328,6 +332,8 @@ int main(int argc, char** argv) {
   addOptions(app, options);
   if (auto status = cli::parse(app, argc, argv)) return *status;
   defaultOutputPaths(options);
+  // --nodes without --topo composes the default preset's node.
+  if (app.count("--topo") == 0 && app.count("--nodes") > 0) options.topo = "preset:resccl-a100";
   if (options.profiler == "command" && app.count("--topo") == 0) {
     // The table is keyed by the topology's nodes and ranks: the default preset's would not match
     // the job the command measures.

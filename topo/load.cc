@@ -69,12 +69,35 @@ TopologyFileFormat topologyFileFormat(const SourceText& source) {
   throw DiagnosticError(Diagnostic{Severity::Error, source.name(), source.locationOf(first), std::move(message)});
 }
 
+/// A preset spec with --nodes applied: "preset:NAME[:...]" gains nodes=N; a spec that already
+/// says another node count is refused (which of the two was meant?).
+std::string presetWithNodes(std::string_view spec, int32_t nodes) {
+  if (nodes <= 1) return std::string(spec);
+  Expected<PresetSpec> parsed = parsePresetSpec(spec);
+  if (!parsed) throw std::invalid_argument(parsed.status().message());
+  if (parsed->cluster.nodes == nodes) return std::string(spec);
+  if (parsed->cluster.nodes > 1) {
+    throw std::invalid_argument("--nodes " + std::to_string(nodes) + " and nodes=" +
+                                std::to_string(parsed->cluster.nodes) + " in " + std::string(spec) +
+                                " disagree; give the node count once");
+  }
+  const bool hasOptions = spec.substr(7).find(':') != std::string_view::npos;
+  return std::string(spec) + (hasOptions ? "," : ":") + "nodes=" + std::to_string(nodes);
+}
+
+/// Whether the topology already has a network (ToR or aggregation switches).
+bool hasNetworkSwitches(const Topology& topology) {
+  for (const Switch& sw : topology.switches)
+    if (isNetworkSwitch(sw.kind)) return true;
+  return false;
+}
+
 // The readers below unwind with DiagnosticError (files) or std::invalid_argument (specs, options);
 // loadTopology turns them into a Status.
 LoadedTopology loadSource(std::string_view spec, const LoadOptions& options) {
   LoadedTopology loaded;
   if (isPresetSpec(spec)) {
-    loaded.topology = makePreset(spec);
+    loaded.topology = makePreset(presetWithNodes(spec, options.cluster.nodes));
     return loaded;
   }
   Topology single;
@@ -92,12 +115,19 @@ LoadedTopology loadSource(std::string_view spec, const LoadOptions& options) {
     SourceText source = readSourceFile(std::string(spec));
     if (topologyFileFormat(source) == TopologyFileFormat::TucclJson) {
       loaded.topology = readTopologyJson(source);
-      return loaded;
+      if (options.cluster.nodes <= 1) return loaded;
+      if (loaded.topology.nNodes() != 1 || hasNetworkSwitches(loaded.topology)) {
+        throw std::invalid_argument(source.name() + " already describes " + std::to_string(loaded.topology.nNodes()) +
+                                    " nodes and their network; --nodes composes copies of a one-node topology");
+      }
+      single = std::move(loaded.topology);
+      loaded = LoadedTopology{};
+    } else {
+      NcclXmlImport imported = importNcclXml(source);
+      loaded.warnings = std::move(imported.warnings);
+      single = std::move(imported.topology);
+      single.name = std::filesystem::path(std::string(spec)).stem().string();
     }
-    NcclXmlImport imported = importNcclXml(source);
-    loaded.warnings = std::move(imported.warnings);
-    single = std::move(imported.topology);
-    single.name = std::filesystem::path(std::string(spec)).stem().string();
   }
   std::string name = single.name;
   loaded.topology = composeCluster(single, options.cluster);

@@ -219,9 +219,9 @@ std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const Search
   const std::string protocol = space.valueOf(config, kDimProtocol);
   if (!protocol.empty()) env.emplace_back("NCCL_PROTO", protocol);
   const std::string algorithm = space.valueOf(config, kDimAlgorithm);
-  static const std::set<std::string> kNcclAlgorithms = {"ring", "tree", "collnet_direct", "collnet_chain",
+  static const std::set<std::string> kNcclAlgorithmSettings = {"ring", "tree", "collnet_direct", "collnet_chain",
                                                         "nvls", "nvls_tree", "pat", "collnet"};
-  if (kNcclAlgorithms.count(lower(algorithm))) env.emplace_back("NCCL_ALGO", algorithm);
+  if (kNcclAlgorithmSettings.count(lower(algorithm))) env.emplace_back("NCCL_ALGO", algorithm);
   if (space.dimensionIndex(kDimChannels) != SearchSpace::npos) {
     const std::string c = space.valueOf(config, kDimChannels);
     env.emplace_back("NCCL_MIN_NCHANNELS", c);

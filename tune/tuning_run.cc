@@ -474,9 +474,7 @@ void warnAboutProgramsNcclDoesNotRun(const TuningResult& result, TuningObserver&
 TuningResult runSearches(const TuningRequest& request, TuningObserver& observer) {
   checkRequest(request);
   const std::optional<nlohmann::json> spaceJson = readSpaceFile(request.spaceFile);
-  LoadOptions loadOptions;
-  loadOptions.gpuFabric = request.gpuFabric;
-  Expected<LoadedTopology> loaded = loadTopology(request.topology, loadOptions);
+  Expected<LoadedTopology> loaded = loadTopology(request.topology, request.topologyOptions);
   throwIfError(loaded.status());
   const Topology topology = std::move(loaded)->topology;
   const Network network = makeNetwork(topology);
@@ -497,9 +495,12 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
   std::unique_ptr<Searcher> searcher = makeSearcher(request.method);
   const SearchContext ctx{
       request, network, result.nRanks, *searcher, *log, observer, plans.size() * request.sizes.size()};
+  const NcclGraph ncclGraph = searchNcclGraph(topology);
   for (const CollectivePlan& plan : plans) {
-    for (int64_t bytes : request.sizes)
+    for (int64_t bytes : request.sizes) {
       result.workloads.push_back(searchWorkload(ctx, plan, bytes, result.workloads.size()));
+      result.workloads.back().nccl = ncclModelChoice(ncclGraph, plan.collective, static_cast<uint64_t>(bytes));
+    }
   }
   result.ranges = mergeRanges(plans, result.workloads, request.sizes);
   if (request.profiler == ProfilerKind::Sim) warnAboutProgramsNcclDoesNotRun(result, observer);

@@ -36,7 +36,8 @@
 #include "support/status.h"
 #include "support/vocabulary.h"
 #include "table/lookup_table.h"
-#include "topo/gpu_fabric.h"
+#include "sim/nccl_model.h"
+#include "topo/load.h"
 #include "tune/searcher.h"
 #include "tune/size_grid.h"
 #include "tune/sketch_candidates.h"
@@ -60,7 +61,7 @@ std::vector<Collective> tunableCollectives(ProfilerKind kind);
 struct TuningRequest {
   // ---- what to tune
   std::string topology = "preset:resccl-a100:nodes=2";  ///< a spec topo/load.h loadTopology accepts
-  std::optional<GpuFabric> gpuFabric;  ///< --gpu-fabric: replaces the topology's GPU fabric (LoadOptions)
+  LoadOptions topologyOptions;  ///< --gpu-fabric, --nodes and how the nodes are wired (topo/load.h)
   std::vector<Collective> collectives = {Collective::AllReduce, Collective::AllGather};
   std::vector<int64_t> sizes;  ///< message bytes, strictly ascending (tune/size_grid.h sizeGrid)
   // ---- the search
@@ -100,6 +101,7 @@ struct TunedWorkload {
   SearchSpace space;
   SearchResult result;  ///< result.best is set (runTuning fails otherwise)
   double exactUs = 0;   ///< the winner's noiseless simulated time (sim), else its measurement
+  NcclChoice nccl;      ///< what NCCL would do at this size (sim/nccl_model.h): speed-ups are over it
   size_t replayed = 0;  ///< trials answered from the log
 };
 

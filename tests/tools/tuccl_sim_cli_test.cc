@@ -182,4 +182,56 @@ TEST(TucclSim, RefusesRescclParametersForXmlAndAsWrittenForResccl) {
   EXPECT_NE(asWritten.output.find("as-written needs an MSCCL XML input"), std::string::npos) << asWritten.output;
 }
 
+
+TEST(TucclSim, VsNcclAddsTheNcclModelAndTheSpeedUpOverIt) {
+  const std::string args = example("ring_allreduce.resccl") + " --topo preset:dgx-a100 --sizes 1K:1G -f 1024";
+  ToolRun plain = runSim(args);
+  ToolRun vs = runSim(args + " --vs-nccl");
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  ASSERT_EQ(vs.status, 0) << vs.output;
+  EXPECT_EQ(plain.output.find("xNCCL"), std::string::npos) << plain.output;  // unchanged without the flag
+  EXPECT_NE(vs.output.find("xNCCL"), std::string::npos) << vs.output;
+  const auto plainRows = rows(plain.output), vsRows = rows(vs.output);
+  ASSERT_EQ(vsRows.size(), 3u) << vs.output;  // 1K, 1M, 1G
+  ASSERT_EQ(plainRows.size(), vsRows.size());
+  for (size_t i = 0; i < vsRows.size(); ++i) {
+    ASSERT_EQ(vsRows[i].size(), 12u) << vs.output;  // the nine columns, nccl(us), choice, xNCCL
+    for (size_t c = 0; c < 9; ++c) EXPECT_EQ(vsRows[i][c], plainRows[i][c]);
+    const double time = std::stod(vsRows[i][4]), ncclTime = std::stod(vsRows[i][9]);
+    const std::string speedup = vsRows[i][11];
+    ASSERT_EQ(speedup.back(), 'x');
+    EXPECT_NEAR(std::stod(speedup), ncclTime / time, 0.01 + 0.01 * ncclTime / time) << vs.output;
+  }
+  EXPECT_EQ(vsRows[0][10].rfind("RING/LL/", 0), 0u) << vs.output;      // NCCL: LL at 1 KiB
+  EXPECT_EQ(vsRows[2][10].rfind("RING/Simple/", 0), 0u) << vs.output;  // Simple at 1 GiB
+
+  ToolRun compare = runSim(example("ring_allreduce.resccl") +
+                           " --topo preset:dgx-a100:nodes=2 --sizes 1M:1M --compare hpds,rr --vs-nccl");
+  ASSERT_EQ(compare.status, 0) << compare.output;
+  EXPECT_NE(compare.output.find("nccl(us)"), std::string::npos) << compare.output;
+  EXPECT_NE(compare.output.find("xNCCL"), std::string::npos) << compare.output;
+}
+
+TEST(TucclSim, NodesComposesCopiesOfOneNode) {
+  const std::string xml = std::string(TUCCL_SOURCE_DIR) + "/tests/data/topo/nccl/a100-nvswitch-full.xml";
+  ToolRun two = runSim(example("ring_allgather.resccl") + " --topo " + xml + " --nodes 2 --sizes 1M:1M");
+  ASSERT_EQ(two.status, 0) << two.output;
+  EXPECT_NE(two.output.find("16 ranks, 2 nodes"), std::string::npos) << two.output;
+  // A preset gets nodes=N: the same table as the spec saying it.
+  ToolRun preset = runSim(example("ring_allgather.resccl") + " --topo preset:dgx-a100 --nodes 2 --sizes 1M:4M");
+  ToolRun spec = runSim(example("ring_allgather.resccl") + " --topo preset:dgx-a100:nodes=2 --sizes 1M:4M");
+  ASSERT_EQ(preset.status, 0) << preset.output;
+  EXPECT_EQ(rows(preset.output), rows(spec.output));
+  EXPECT_NE(preset.output.find("16 ranks, 2 nodes"), std::string::npos) << preset.output;
+  // Without --topo, the default preset's node.
+  ToolRun fallback = runSim(example("ring_allgather.resccl") + " --nodes 3 --sizes 1M:1M");
+  ASSERT_EQ(fallback.status, 0) << fallback.output;
+  EXPECT_NE(fallback.output.find("24 ranks, 3 nodes"), std::string::npos) << fallback.output;
+  // Two node counts that disagree, and a count that is not one, are refused.
+  ToolRun conflict = runSim(example("ring_allgather.resccl") + " --topo preset:dgx-a100:nodes=2 --nodes 4");
+  EXPECT_EQ(conflict.status, 2) << conflict.output;
+  EXPECT_NE(conflict.output.find("disagree"), std::string::npos) << conflict.output;
+  EXPECT_EQ(runSim(example("ring_allgather.resccl") + " --topo " + xml + " --nodes 0").status, 2);
+}
+
 }  // namespace

@@ -383,4 +383,37 @@ TEST(TucclTune, ADirectoryOfProgramsAddsRescclAndXmlCandidates) {
   EXPECT_NE(command.output.find("--profiler sim only"), std::string::npos) << command.output;
 }
 
+
+TEST(TucclTune, NodesComposesTheTopologyAndSpeedUpsAreOverTheNcclModel) {
+  const auto dir = freshDir("tuccl_tune_nodes");
+  const std::string quick = " --collectives allreduce --sizes 64K:128K --schedulers hpds --budget 1000 --seed 3 -q";
+  ToolRun viaOption = tune("--topo preset:resccl-a100:gpus=4 --nodes 2" + quick + " -o " + (dir / "a.json").string());
+  ToolRun viaSpec = tune("--topo preset:resccl-a100:nodes=2,gpus=4" + quick + " -o " + (dir / "b.json").string());
+  ASSERT_EQ(viaOption.status, 0) << viaOption.output;
+  ASSERT_EQ(viaSpec.status, 0) << viaSpec.output;
+  EXPECT_NE(viaOption.output.find("8 ranks on 2 nodes"), std::string::npos) << viaOption.output;
+  EXPECT_EQ(readAll(dir / "a.csv").substr(readAll(dir / "a.csv").find('\n')),
+            readAll(dir / "b.csv").substr(readAll(dir / "b.csv").find('\n')));
+  // Every row says what NCCL would do and the speed-up over it: time(us) and nccl(us) give xNCCL.
+  EXPECT_NE(viaOption.output.find("xNCCL"), std::string::npos) << viaOption.output;
+  std::istringstream lines(viaOption.output);
+  std::string line;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("  allreduce", 0) != 0) continue;
+    std::istringstream words(line);
+    std::vector<std::string> f;
+    for (std::string w; words >> w;) f.push_back(w);
+    ASSERT_EQ(f.size(), 15u) << line;
+    const double time = std::stod(f[9]), nccl = std::stod(f[12]);
+    EXPECT_NEAR(std::stod(f[14]), nccl / time, 0.01 + 0.01 * nccl / time) << line;
+    EXPECT_NE(f[13].find("/"), std::string::npos) << line;  // "TREE/LL128/4ch"
+    ++rows;
+  }
+  EXPECT_GE(rows, 1) << viaOption.output;
+  ToolRun conflict = tune("--topo preset:resccl-a100:nodes=2 --nodes 3" + quick + " -o " + (dir / "c.json").string());
+  EXPECT_EQ(conflict.status, 2) << conflict.output;
+  EXPECT_NE(conflict.output.find("disagree"), std::string::npos) << conflict.output;
+}
+
 }  // namespace
