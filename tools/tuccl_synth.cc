@@ -46,8 +46,7 @@ enum class Format : uint8_t { Resccl, Msccl };
 
 struct Options {
   std::string topo;
-  int32_t nodes = 0;  ///< 0: not given
-  std::optional<GpuFabric> gpuFabric;
+  LoadOptions topologyOptions;  ///< --gpu-fabric, --nodes and how the nodes are wired
   std::string collective;
   std::string sketch = "pruned";
   std::string algorithm = std::string(kSketchSynthesiser);
@@ -68,35 +67,14 @@ struct Options {
   int32_t maxChunks = 0;
 };
 
-/// The topology of --topo and --nodes. --nodes composes copies of a one-node file (XML, local);
-/// for a preset it is its nodes= key, and a preset that names another count is refused.
+/// The topology of --topo and the cluster options (--nodes composes copies of a one-node source;
+/// a preset gets nodes=N).
 Expected<Topology> loadTopologyOption(const Options& options) {
-  std::string spec = options.topo;
-  LoadOptions load;
-  load.gpuFabric = options.gpuFabric;
-  if (options.nodes > 0) {
-    if (isPresetSpec(spec)) {
-      if (spec.find("nodes=") != std::string::npos) {
-        Expected<Topology> preset = [&]() -> Expected<Topology> {
-          Expected<LoadedTopology> loaded = loadTopology(spec, load);
-          if (!loaded) return loaded.status();
-          return std::move(loaded->topology);
-        }();
-        if (preset && preset->nNodes() != options.nodes)
-          return makeError(ErrorCode::InvalidArgument, "--nodes " + std::to_string(options.nodes) + " contradicts " +
-                                                           spec + " (" + std::to_string(preset->nNodes()) + " nodes)");
-      } else {
-        spec += (spec.find(':', 7) == std::string::npos ? ":" : ",") + ("nodes=" + std::to_string(options.nodes));
-      }
-    } else {
-      load.cluster.nodes = options.nodes;
-    }
-  }
-  Expected<LoadedTopology> loaded = loadTopology(spec, load);
+  Expected<LoadedTopology> loaded = loadTopology(options.topo, options.topologyOptions);
   if (!loaded) return loaded.status();
+  // The loader has logged its warnings (topo's logger); discovery's notes are ours to print.
   for (const std::string& note : loaded->notes) std::cerr << "note: " << note << "\n";
-  for (const Diagnostic& warning : loaded->warnings) cli::printDiagnostic(warning);
-  if (loaded->topology.empty()) return makeError(ErrorCode::InvalidInput, spec + ": the topology has no GPUs");
+  if (loaded->topology.empty()) return makeError(ErrorCode::InvalidInput, options.topo + ": the topology has no GPUs");
   return std::move(loaded->topology);
 }
 
@@ -256,9 +234,8 @@ int main(int argc, char** argv) {
              "  tuccl-synth --topo preset:dgx1-v100 --collective allgather --pareto");
   Options options;
   app.add_option("--topo", options.topo, "the topology (see below)")->required();
-  app.add_option("--nodes", options.nodes, "nodes: copies of a one-node file, or a preset's nodes=")
-      ->check(CLI::PositiveNumber);
-  cli::addGpuFabricOption(app, options.gpuFabric);
+  cli::addGpuFabricOption(app, options.topologyOptions.gpuFabric);
+  cli::addClusterOptions(app, options.topologyOptions);
   app.add_option("--collective", options.collective,
                  "allreduce, allgather, reducescatter, broadcast, reduce or alltoall")
       ->required();

@@ -393,6 +393,14 @@ TunedWorkload searchWorkload(const SearchContext& ctx, const CollectivePlan& pla
   return w;
 }
 
+/// Whether NCCL's own choice (sim/nccl_model.h) is faster than the best simulated candidate at
+/// `w`'s size: then the table keeps NCCL's algorithm, protocol and channels, so a tuned entry is
+/// never slower than what NCCL would do. Only the simulator's searches compare: a command or
+/// libtuccl measures the real thing.
+bool ncclWins(const CollectivePlan& plan, const TunedWorkload& w) {
+  return !plan.candidates.empty() && w.nccl.timeUs > 0 && w.nccl.timeUs < w.exactUs;
+}
+
 /// The winner of `w` as a table range over `sizes`.
 TunedRange describeRange(const CollectivePlan& plan, const TunedWorkload& w, const SizeRange& sizes,
                          size_t workload) {
@@ -402,6 +410,15 @@ TunedRange describeRange(const CollectivePlan& plan, const TunedWorkload& w, con
   r.collective = plan.collective;
   r.sizes = sizes;
   r.workload = workload;
+  if (ncclWins(plan, w)) {
+    r.algorithm = std::string(kNcclOwnChoice);
+    r.ncclAlgorithm = w.nccl.algorithm;
+    r.ncclRuns = true;
+    r.protocol = w.nccl.protocol;
+    r.nChannels = w.nccl.nChannels;
+    r.timeUs = w.nccl.timeUs;
+    return r;
+  }
   r.algorithm = s.valueOf(best, kDimAlgorithm);
   const AlgorithmCandidate* candidate = nullptr;
   for (const AlgorithmCandidate& c : plan.candidates)
@@ -436,7 +453,8 @@ std::vector<TunedRange> mergeRanges(const std::vector<CollectivePlan>& plans,
     for (size_t i = 0; i < workloads.size(); ++i) {
       if (workloads[i].collective != plan.collective) continue;
       mine.push_back(i);
-      keys.push_back(workloads[i].space.describe(*workloads[i].result.best));
+      keys.push_back(ncclWins(plan, workloads[i]) ? std::string(kNcclOwnChoice) + " " + describeNcclChoice(workloads[i].nccl)
+                                                  : workloads[i].space.describe(*workloads[i].result.best));
     }
     for (const SizeRange& sizeRange : mergeSizeRanges(sizes, keys)) {
       TunedRange r = describeRange(plan, workloads[mine[sizeRange.first]], sizeRange, mine[sizeRange.first]);

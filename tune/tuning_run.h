@@ -106,12 +106,15 @@ struct TunedWorkload {
 };
 
 /// One byte range of the table: adjacent grid sizes of one collective with the same winner.
+/// TunedRange::algorithm of a range where NCCL's own choice (the NCCL model) beat every candidate.
+inline constexpr std::string_view kNcclOwnChoice = "nccl";
+
 struct TunedRange {
   Collective collective = Collective::AllReduce;
   SizeRange sizes;      ///< grid indices and bytes
   size_t workload = 0;  ///< TuningResult::workloads index of the range's first size (its winner)
   // ---- the winner
-  std::string algorithm;  ///< the "algorithm" value ("hm", "ring", ...); empty: none in the space
+  std::string algorithm;  ///< the "algorithm" value ("hm", "ring", ...), kNcclOwnChoice; empty: none in the space
   std::string program;    ///< sim: the example program ("hm_allreduce"); empty otherwise
   std::string sketch;     ///< sim: the sparsest sketch admitting it; empty otherwise
   std::string scheduler;  ///< empty: none in the space

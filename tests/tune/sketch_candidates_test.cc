@@ -1,6 +1,9 @@
 // Compiled to an empty test program when the simulator (and so topo/) is not built.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "lang/semantic_check.h"
 #include "topo/presets.h"
 #include "tune/sketch_candidates.h"
@@ -49,6 +52,41 @@ TEST(SketchCandidates, OneNodeAdmitsEverythingAndNeedsNoRailRing) {
   const auto cs = algorithmCandidates(t, Collective::AllGather, kExamples);
   EXPECT_EQ(find(cs, "ring-rail"), nullptr);
   for (const AlgorithmCandidate& c : cs) EXPECT_EQ(c.sketch(), "relay") << c.name;
+}
+
+TEST(SketchCandidates, GeneratorsAndTheSynthesiserGiveCandidatesForEveryCollective) {
+  const Topology t = makePreset("preset:resccl-a100:nodes=2,gpus=4");
+  for (Collective collective : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                                Collective::Broadcast, Collective::Reduce}) {
+    std::vector<std::string> notes;
+    const auto cs = algorithmCandidates(t, collective, kExamples, &notes);
+    std::set<std::string> names;
+    bool synthesised = false;
+    for (const AlgorithmCandidate& c : cs) {
+      EXPECT_TRUE(names.insert(c.name).second) << c.name << " twice";
+      EXPECT_EQ(c.algorithm.collective, collective) << c.name;
+      EXPECT_TRUE(checkAlgorithm(c.algorithm).ok()) << c.name;
+      ASSERT_FALSE(c.sketches.empty()) << c.name;
+      // A generated candidate is named after the sketch it was built on, which admits it.
+      if (const size_t at = c.name.find('@'); at != std::string::npos) {
+        const std::string variant = c.name.substr(at + 1);
+        EXPECT_NE(std::find(c.sketches.begin(), c.sketches.end(), variant), c.sketches.end()) << c.name;
+        synthesised = synthesised || c.name.starts_with("synth@");
+      }
+    }
+    EXPECT_TRUE(synthesised) << collectiveName(collective);
+    EXPECT_GE(cs.size(), 3u) << collectiveName(collective);
+  }
+}
+
+TEST(SketchCandidates, OnlyTheNamedCandidatesAreMade) {
+  const Topology t = makePreset("preset:resccl-a100:nodes=2,gpus=4");
+  CandidateOptions options;
+  options.only = {"hm", "synth@relay"};
+  const auto cs = algorithmCandidates(t, Collective::AllGather, kExamples, nullptr, options);
+  for (const AlgorithmCandidate& c : cs)
+    EXPECT_TRUE(c.name == "hm" || c.name.starts_with("hm@") || c.name.starts_with("synth@")) << c.name;
+  ASSERT_TRUE(find(cs, "hm"));
 }
 
 TEST(SketchCandidates, RingOrderFollowsTheSketch) {
