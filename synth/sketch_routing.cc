@@ -310,7 +310,7 @@ std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector
 class HeuristicRouter {
  public:
   explicit HeuristicRouter(const RoutingProblem& problem)
-      : problem_(problem), graph_(*problem.graph), in_(inEdgesOf(graph_)), loads_(problem),
+      : graph_(*problem.graph), in_(inEdgesOf(graph_)), loads_(problem),
         resourceLoad_(graph_.nResources, 0.0) {}
 
   Route route(const Commodity& commodity) {
@@ -378,7 +378,6 @@ class HeuristicRouter {
     return parent;
   }
 
-  const RoutingProblem& problem_;
   const LogicalGraph& graph_;
   std::vector<std::vector<int32_t>> in_;
   SymmetricLoads loads_;
