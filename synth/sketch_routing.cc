@@ -24,6 +24,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Beyond this many binaries CBC rarely improves on the heuristic within a minute on one core.
 constexpr size_t kMaxMilpBinaries = 40000;
 constexpr int kCbcSeed = 20231123;
+// Branch-and-bound nodes CBC may explore: an effort limit that, unlike the time limit, stops it at
+// the same point on every run (the big-M arrival times keep the bound weak, so proving optimality
+// of a broadcast tree with intra-node forwarding can take far longer than finding it).
+constexpr int kCbcNodeLimit = 2000;
 
 struct RankPlace {
   std::vector<int32_t> node;
@@ -211,7 +215,27 @@ std::vector<int32_t> hopLevels(const LogicalGraph& graph, int32_t source) {
   return level;
 }
 
+std::vector<int32_t> treeOrder(const Route& parent, int32_t source) {
+  std::vector<std::vector<int32_t>> children(parent.size());
+  for (size_t v = 0; v < parent.size(); ++v) {
+    if (parent[v] >= 0) children[parent[v]].push_back(static_cast<int32_t>(v));
+  }
+  std::vector<int32_t> order{source};
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (int32_t child : children[order[i]]) order.push_back(child);
+  }
+  return order;
+}
+
 namespace {
+
+// Whether edge e may carry a commodity whose ranks lie at the given hop levels: an edge of the
+// hop-shortest DAG. (Letting broadcasts also use intra-node edges inside one level, to relay over
+// NVLink in a full-mesh sketch, made CBC's big-M model too weak to finish within a minute on
+// 16-rank topologies; the sketch's pruning is what makes relays.)
+bool candidate(const LogicalEdge& edge, const std::vector<int32_t>& level, bool /*broadcast*/) {
+  return level[edge.from] >= 0 && level[edge.from] + 1 == level[edge.to];
+}
 
 // Every representative edge's resource load summed over all its symmetric images, cached.
 class SymmetricLoads {
@@ -276,8 +300,7 @@ std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector
   std::vector<int32_t> edges;
   for (size_t e = 0; e < graph.edges.size(); ++e) {
     const LogicalEdge& edge = graph.edges[e];
-    if (level[edge.from] >= 0 && level[edge.from] + 1 == level[edge.to] && useful[edge.from] &&
-        useful[edge.to]) {
+    if (candidate(edge, level, commodity.dest < 0) && useful[edge.from] && useful[edge.to]) {
       edges.push_back(static_cast<int32_t>(e));
     }
   }
@@ -287,7 +310,7 @@ std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector
 class HeuristicRouter {
  public:
   explicit HeuristicRouter(const RoutingProblem& problem)
-      : problem_(problem), graph_(*problem.graph), in_(inEdgesOf(graph_)), loads_(problem),
+      : graph_(*problem.graph), in_(inEdgesOf(graph_)), loads_(problem),
         resourceLoad_(graph_.nResources, 0.0) {}
 
   Route route(const Commodity& commodity) {
@@ -308,13 +331,15 @@ class HeuristicRouter {
   Route growTree(const Commodity& commodity, const std::vector<int32_t>& level) {
     Route parent(graph_.nRanks, -1);
     std::vector<double> arrival(graph_.nRanks, 0.0);
+    std::vector<bool> onTree(graph_.nRanks, false);
+    onTree[commodity.source] = true;
     for (int32_t v : levelOrder(level)) {
       if (v == commodity.source) continue;
       int32_t best = -1;
       double bestScore = kInf;
       for (int32_t e : in_[v]) {
         int32_t u = graph_.edges[e].from;
-        if (level[u] + 1 != level[v]) continue;
+        if (!onTree[u] || !candidate(graph_.edges[e], level, true)) continue;
         double score = arrival[u] + graph_.edges[e].costUs + busiest(e);
         if (score < bestScore) {
           bestScore = score;
@@ -323,6 +348,7 @@ class HeuristicRouter {
       }
       parent[v] = graph_.edges[best].from;
       arrival[v] = arrival[parent[v]] + graph_.edges[best].costUs;
+      onTree[v] = true;
       charge(best);
     }
     return parent;
@@ -352,7 +378,6 @@ class HeuristicRouter {
     return parent;
   }
 
-  const RoutingProblem& problem_;
   const LogicalGraph& graph_;
   std::vector<std::vector<int32_t>> in_;
   SymmetricLoads loads_;
@@ -369,9 +394,8 @@ double modelTime(const RoutingProblem& problem, const std::vector<Route>& routes
   for (size_t c = 0; c < routes.size(); ++c) {
     const Commodity& commodity = problem.representatives[c];
     const Route& parent = routes[c];
-    std::vector<int32_t> level = hopLevels(graph, commodity.source);
     std::vector<double> arrival(graph.nRanks, 0.0);
-    for (int32_t v : levelOrder(level)) {
+    for (int32_t v : treeOrder(parent, commodity.source)) {
       if (parent[v] < 0) continue;
       int32_t e = graph.edgeBetween(parent[v], v);
       arrival[v] = arrival[parent[v]] + graph.edges[e].costUs;
@@ -426,7 +450,7 @@ class MilpModel {
     for (size_t c = 0; c < routes.size(); ++c) {
       const Commodity& commodity = problem_.representatives[c];
       std::vector<double> arrival(graph_.nRanks, 0.0);
-      for (int32_t v : levelOrder(hopLevels(graph_, commodity.source))) {
+      for (int32_t v : treeOrder(routes[c], commodity.source)) {
         if (routes[c][v] < 0) continue;
         int32_t e = graph_.edgeBetween(routes[c][v], v);
         arrival[v] = arrival[routes[c][v]] + graph_.edges[e].costUs;
@@ -606,6 +630,7 @@ RoutingOutcome routeMilp(const RoutingProblem& problem, std::chrono::steady_cloc
   cbc.setNumberThreads(0);
   cbc.setUseElapsedTime(true);
   cbc.setMaximumSeconds(seconds);
+  cbc.setMaximumNodes(kCbcNodeLimit);
   CglProbing probing;
   CglGomory gomory;
   CglMixedIntegerRounding2 rounding;
@@ -618,6 +643,7 @@ RoutingOutcome routeMilp(const RoutingProblem& problem, std::chrono::steady_cloc
 
   bool optimal = cbc.isProvenOptimal();
   bool timedOut = cbc.isSecondsLimitReached();
+  bool nodeLimited = !optimal && !timedOut && cbc.isNodeLimitReached();
   const double* best = cbc.bestSolution();
   RoutingOutcome outcome;
   if (best != nullptr) {
@@ -626,15 +652,20 @@ RoutingOutcome routeMilp(const RoutingProblem& problem, std::chrono::steady_cloc
   }
   bool improved = best != nullptr && outcome.modelTimeUs < heuristic.modelTimeUs * (1 - 1e-9);
   if (!improved && !optimal) {
-    heuristic.notes.push_back(std::string(timedOut ? "CBC reached the time limit" : "CBC stopped") +
+    heuristic.notes.push_back(std::string(timedOut      ? "CBC reached the time limit"
+                                          : nodeLimited ? "CBC reached its node limit"
+                                                        : "CBC stopped") +
                               " without improving on the heuristic; heuristic routing used");
     return heuristic;
   }
   if (!improved) outcome = heuristic;  // proven optimal: the heuristic's routing is as good
   outcome.method = SketchSynthesisMethod::Milp;
-  say("CBC: " + std::string(optimal ? "optimal" : "time limit") + ", modelled " + fixed(outcome.modelTimeUs) +
+  say("CBC: " + std::string(optimal ? "optimal" : timedOut ? "time limit" : "node limit") + ", modelled " + fixed(outcome.modelTimeUs) +
       " us (heuristic " + fixed(heuristic.modelTimeUs) + " us)");
-  if (!optimal) {
+  if (nodeLimited) {
+    outcome.notes.push_back("CBC reached its node limit (" + std::to_string(kCbcNodeLimit) +
+                            "); its best routing is used, not proven optimal");
+  } else if (!optimal) {
     outcome.notes.push_back("CBC reached the time limit; its best routing so far is used (not proven "
                             "optimal, so the result depends on timing)");
   }

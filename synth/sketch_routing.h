@@ -76,8 +76,12 @@ struct RoutingOutcome {
   std::vector<std::string> notes;
 };
 
-/// Greedy least-loaded routing: commodities in order; a broadcast tree grows level by level of the
-/// hop-shortest DAG from its source, each rank taking the parent that minimises its arrival time
+/// Candidate edges of a commodity: those of the hop-shortest DAG from its source (so a relay is
+/// chosen only where the sketch leaves no direct edge: the sketch's pruning decides relaying, the
+/// routing decides which relay and which path).
+///
+/// Greedy least-loaded routing: commodities in order; a broadcast tree grows level by level,
+/// each rank taking the candidate parent already on the tree that minimises its arrival time
 /// plus the busiest resource on the edge; a unicast takes the cheapest hop-shortest path with each
 /// edge weighted by its cost plus its busiest resource. Loads count every symmetric image.
 RoutingOutcome routeHeuristic(const RoutingProblem& problem);
@@ -91,7 +95,9 @@ RoutingOutcome routeMilp(const RoutingProblem& problem, std::chrono::steady_cloc
 /// The modelled time of routes: max(latest arrival, busiest resource), loads over all images.
 double modelTime(const RoutingProblem& problem, const std::vector<Route>& routes);
 
-/// Ranks in hop order from `source` (BFS level), -1 where unreachable.
+/// Hop distance of every rank from `source` (BFS level), -1 where unreachable.
 std::vector<int32_t> hopLevels(const LogicalGraph& graph, int32_t source);
+/// The ranks of a route, every parent before its children (breadth first from the source).
+std::vector<int32_t> treeOrder(const Route& parent, int32_t source);
 
 }  // namespace tuccl::sketch_synth

@@ -17,16 +17,12 @@ struct Pending {
 
 // Costliest path below every rank of one commodity's tree.
 std::vector<double> remainingBelow(const LogicalGraph& graph, const Route& parent, int32_t source) {
-  std::vector<int32_t> level = hopLevels(graph, source);
-  std::vector<int32_t> order;
-  for (int32_t r = 0; r < graph.nRanks; ++r) {
-    if (parent[r] >= 0) order.push_back(r);
-  }
-  // Deepest first: a rank's children sit one level further from the source than it.
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return level[a] > level[b]; });
+  std::vector<int32_t> order = treeOrder(parent, source);
   std::vector<double> below(graph.nRanks, 0.0);
-  for (int32_t v : order) {
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // children before their parents
+    int32_t v = *it;
     int32_t u = parent[v];
+    if (u < 0) continue;
     double through = graph.edges[graph.edgeBetween(u, v)].costUs + below[v];
     below[u] = std::max(below[u], through);
   }

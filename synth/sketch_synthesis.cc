@@ -382,10 +382,10 @@ Clock::time_point halfwayTo(Clock::time_point deadline) {
 Expected<SketchSynthesisResult> synthesizeFromSketch(Collective collective, const Topology& topology,
                                                      const Sketch& sketch, const SketchSynthesisOptions& options) {
   Clock::time_point start = Clock::now();
+  if (Status valid = checkOptions(collective, topology, options); !valid.ok()) return valid;
   Clock::time_point deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                   std::min(options.timeLimitSeconds, 1e7)));
-  if (Status valid = checkOptions(collective, topology, options); !valid.ok()) return valid;
   bool gathers = collective == Collective::ReduceScatter || collective == Collective::Reduce ||
                  collective == Collective::AllReduce;
   bool spreads = collective != Collective::ReduceScatter && collective != Collective::Reduce;
