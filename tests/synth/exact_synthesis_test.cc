@@ -217,6 +217,17 @@ TEST(ParetoSynthesize, ChunkLimitEndsTheWalkWhenNoPointCanImprove) {
   EXPECT_EQ(shapes(*frontier), (std::vector<std::vector<int32_t>>{{1, 1, 1}, {4, 2, 2}, {8, 3, 3}}));
 }
 
+TEST(ParetoSynthesize, ChunkCapBelowTheBoundLeavesTheFrontierIncomplete) {
+  // The quad's bound R/C = 3/4 takes C = 4 at S = 3; with C <= 2 the walk cannot get there.
+  ExactSynthesisOptions options;
+  options.maxChunks = 2;
+  Expected<ParetoFrontier> frontier =
+      paretoSynthesize(makePreset("preset:dgx1-v100:gpus=4"), Collective::AllGather, options);
+  ASSERT_TRUE(frontier.ok()) << frontier.status().message();
+  EXPECT_FALSE(frontier->complete) << frontier->note;
+  EXPECT_EQ(shapes(*frontier), (std::vector<std::vector<int32_t>>{{1, 1, 1}}));
+}
+
 TEST(ParetoSynthesize, ExhaustedTimeLimitCutsTheWalkShort) {
   ExactSynthesisOptions options;
   options.timeLimitSeconds = 0;
