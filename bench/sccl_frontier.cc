@@ -89,7 +89,7 @@ void printFrontier(const Topology& topology, Collective collective, int32_t slac
 
 int main(int argc, char** argv) {
   std::string spec = "preset:dgx1-v100";
-  double timeLimit = 600;
+  double timeLimit = 300;
   bool points = true, frontiers = true;
   std::optional<Collective> only;
   for (int i = 1; i < argc; ++i) {
