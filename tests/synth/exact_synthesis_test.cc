@@ -74,7 +74,7 @@ TEST(ExactTopology, NvSwitchBoundsEachGpuPortBothWays) {
     EXPECT_EQ(group.chunksPerRound, 1);
     EXPECT_EQ(group.links.size(), 7u);
   }
-  // Eight GPUs can take in at most one chunk per round each from outside.
+  // Each port takes in one chunk per round: one GPU one chunk, four GPUs four.
   EXPECT_EQ(cutCapacity(links, 0b1u), 1);
   EXPECT_EQ(cutCapacity(links, 0b1111u), 4);
 }
