@@ -417,6 +417,7 @@ class ParetoWalk {
   // The best point at `steps`; a reason to stop when the walk is over.
   std::optional<std::string> walkStep(int32_t steps) {
     const Reduction& r = problem_.reduction;
+    noteChunkCap(steps);
     for (const Candidate& candidate : candidatesAt(steps, options_.slack, bounds_, r.chunkUnit, best_)) {
       const double left = options_.timeLimitSeconds - elapsed();
       const int32_t chunks = candidate.chunks * r.chunkFactor;
@@ -441,10 +442,30 @@ class ParetoWalk {
       report(shape + line);
       frontier_.points.push_back(std::move(*point));
       best_ = candidate.rpc();
-      if (candidate.rpc() == bounds_.bandwidth) return std::string("R/C reached its lower bound");
+      if (candidate.rpc() == bounds_.bandwidth) {
+        if (capped_.empty()) return std::string("R/C reached its lower bound");
+        frontier_.complete = false;
+        return "R/C reached its lower bound, but " + capped_;
+      }
       break;
     }
     return std::nullopt;
+  }
+
+  // Whether C <= maxChunks hides candidates at `steps` (R/C within the bounds with more chunks):
+  // the walk then cannot claim the frontier complete.
+  void noteChunkCap(int32_t steps) {
+    const Reduction& r = problem_.reduction;
+    if (!capped_.empty() || bounds_.bandwidth.rounds == 0) return;
+    for (int32_t rounds = steps; rounds <= steps + options_.slack; ++rounds) {
+      // The most chunks R/C >= the bound allows at these rounds, in whole units.
+      const int64_t most =
+          rounds * bounds_.bandwidth.chunks / bounds_.bandwidth.rounds / r.chunkUnit * r.chunkUnit;
+      if (most <= bounds_.maxChunks || (best_ && !(RoundsPerChunk{rounds, most} < *best_))) continue;
+      capped_ = "C <= " + std::to_string(bounds_.maxChunks * r.chunkFactor) +
+                " left out candidates at S = " + std::to_string(steps * r.stepFactor);
+      return;
+    }
   }
 
   ParetoFrontier finish(const std::string& why) {
@@ -467,6 +488,7 @@ class ParetoWalk {
   const std::chrono::steady_clock::time_point start_;
   std::optional<RoundsPerChunk> best_;
   std::string header_;
+  std::string capped_;  // set once C <= maxChunks hid a candidate
   ParetoFrontier frontier_;
 };
 

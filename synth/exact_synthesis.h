@@ -4,7 +4,8 @@
 // In:  a Topology of one node (its GPU fabric: NVLink, xGMI, NVSwitch; synth/exact_topology.h),
 //      a collective, and bounds.
 // Out: proved Algorithms (synth/proved.h), each labelled with SCCL's (chunks C, steps S, rounds R):
-//      its cost in the alpha-beta model is S·alpha + (R/C)·L·beta.
+//      its cost in the alpha-beta model is S·alpha + (R/C)·L·beta. An inverted phase may take more
+//      IR steps than S: reduces into one slot in one SMT step are serialised (exact_lowering.h).
 //
 // Chunks C count the collective's own unit: per GPU for AllGather and ReduceScatter (the IR's
 // chunk unit k = C), the whole buffer for Broadcast, Reduce and AllReduce, and per GPU in total for

@@ -74,7 +74,7 @@ TEST(ExactTopology, NvSwitchBoundsEachGpuPortBothWays) {
     EXPECT_EQ(group.chunksPerRound, 1);
     EXPECT_EQ(group.links.size(), 7u);
   }
-  // Eight GPUs can take in at most one chunk per round each from outside.
+  // Each port takes in one chunk per round: one GPU one chunk, four GPUs four.
   EXPECT_EQ(cutCapacity(links, 0b1u), 1);
   EXPECT_EQ(cutCapacity(links, 0b1111u), 4);
 }
@@ -215,6 +215,17 @@ TEST(ParetoSynthesize, ChunkLimitEndsTheWalkWhenNoPointCanImprove) {
   EXPECT_FALSE(frontier->complete);
   EXPECT_NE(frontier->note.find("stopped at S = 4"), std::string::npos) << frontier->note;
   EXPECT_EQ(shapes(*frontier), (std::vector<std::vector<int32_t>>{{1, 1, 1}, {4, 2, 2}, {8, 3, 3}}));
+}
+
+TEST(ParetoSynthesize, ChunkCapBelowTheBoundLeavesTheFrontierIncomplete) {
+  // The quad's bound R/C = 3/4 takes C = 4 at S = 3; with C <= 2 the walk cannot get there.
+  ExactSynthesisOptions options;
+  options.maxChunks = 2;
+  Expected<ParetoFrontier> frontier =
+      paretoSynthesize(makePreset("preset:dgx1-v100:gpus=4"), Collective::AllGather, options);
+  ASSERT_TRUE(frontier.ok()) << frontier.status().message();
+  EXPECT_FALSE(frontier->complete) << frontier->note;
+  EXPECT_EQ(shapes(*frontier), (std::vector<std::vector<int32_t>>{{1, 1, 1}}));
 }
 
 TEST(ParetoSynthesize, ExhaustedTimeLimitCutsTheWalkShort) {
