@@ -59,6 +59,7 @@ struct Options {
   std::string csv;
   std::string log;
   bool resume = false;
+  bool candidatesOnly = false;
   bool force = false;
   bool signature = false;
   bool quiet = false;
@@ -71,8 +72,7 @@ void addOptions(CLI::App& app, Options& o) {
   cli::addGpuFabricOption(app, o.topologyOptions.gpuFabric);
   cli::addClusterOptions(app, o.topologyOptions);
   app.add_option("--collectives", o.collectives,
-                 "comma-separated; sim: allreduce, allgather; command: also broadcast, reduce, reducescatter; "
-                 "tuccl: allreduce, allgather, broadcast, reduce, reducescatter")
+                 "comma-separated: allreduce, allgather, broadcast, reduce, reducescatter")
       ->capture_default_str();
   app.add_option("--sizes", o.sizes,
                  "size range MIN:MAX (K, M, G suffixes), message bytes as nccl-tests counts them")
@@ -94,6 +94,9 @@ void addOptions(CLI::App& app, Options& o) {
       "command profiler: NCCL algorithms to search (ring,tree,...); tuccl: built-in algorithms (ring,direct); sim: "
       "restrict the candidate programs, and an item naming a directory adds its .resccl and .xml (MSCCL) files "
       "as candidates");
+  app.add_flag("--candidates-only", o.candidatesOnly,
+               "sim: keep the best candidate at every size even where NCCL's own choice (the NCCL model) is "
+               "faster (by default the table keeps NCCL's choice there)");
   app.add_option("--method", o.method, "mraco, grid, random, tpe, coordinate")
       ->check(CLI::IsMember(searcherNames()))
       ->capture_default_str();
@@ -154,6 +157,7 @@ Expected<TuningRequest> requestFromOptions(const Options& o) {
   request.method = o.method;
   request.budget = o.budget;
   request.budgetFraction = o.budgetFraction;
+  request.ncclChoice = !o.candidatesOnly;
   request.maxResource = o.maxResource;
   request.maxSlices = o.maxSlices;
   request.seed = o.seed;

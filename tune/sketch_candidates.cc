@@ -235,7 +235,7 @@ std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Co
   std::vector<AlgorithmCandidate> out;
   if (options.programs) programCandidates(topology, collective, examplesDir, sketches, options, out, notes);
   if (options.generated || options.synthesised) synthesisCandidates(topology, collective, sketches, options, out, notes);
-  if (out.empty()) throw std::runtime_error("no candidate algorithm fits the topology");
+  if (out.empty() && options.only.empty()) throw std::runtime_error("no candidate algorithm fits the topology");
   return out;
 }
 

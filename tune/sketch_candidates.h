@@ -78,7 +78,7 @@ struct CandidateOptions {
 ///                reshape appears once, under the sparsest sketch;
 ///   synthesised  "synth@<sketch>": the sketch-guided synthesiser under each sketch.
 /// What does not fit the shape or the sketch is left out and named in `notes`. Throws
-/// std::runtime_error when nothing fits.
+/// std::runtime_error when nothing fits (and nothing was left out by `only`).
 std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Collective collective,
                                                     const std::string& examplesDir,
                                                     std::vector<std::string>* notes = nullptr,

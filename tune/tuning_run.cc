@@ -7,6 +7,7 @@
 #include <limits>
 #include <cstdio>
 #include <filesystem>
+#include <iomanip>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -397,20 +398,20 @@ TunedWorkload searchWorkload(const SearchContext& ctx, const CollectivePlan& pla
 /// `w`'s size: then the table keeps NCCL's algorithm, protocol and channels, so a tuned entry is
 /// never slower than what NCCL would do. Only the simulator's searches compare: a command or
 /// libtuccl measures the real thing.
-bool ncclWins(const CollectivePlan& plan, const TunedWorkload& w) {
-  return !plan.candidates.empty() && w.nccl.timeUs > 0 && w.nccl.timeUs < w.exactUs;
+bool ncclWins(const TuningRequest& request, const CollectivePlan& plan, const TunedWorkload& w) {
+  return request.ncclChoice && !plan.candidates.empty() && w.nccl.timeUs > 0 && w.nccl.timeUs < w.exactUs;
 }
 
 /// The winner of `w` as a table range over `sizes`.
-TunedRange describeRange(const CollectivePlan& plan, const TunedWorkload& w, const SizeRange& sizes,
-                         size_t workload) {
+TunedRange describeRange(const TuningRequest& request, const CollectivePlan& plan, const TunedWorkload& w,
+                         const SizeRange& sizes, size_t workload) {
   const SearchSpace& s = w.space;
   const Configuration& best = *w.result.best;
   TunedRange r;
   r.collective = plan.collective;
   r.sizes = sizes;
   r.workload = workload;
-  if (ncclWins(plan, w)) {
+  if (ncclWins(request, plan, w)) {
     r.algorithm = std::string(kNcclOwnChoice);
     r.ncclAlgorithm = w.nccl.algorithm;
     r.ncclRuns = true;
@@ -443,7 +444,7 @@ TunedRange describeRange(const CollectivePlan& plan, const TunedWorkload& w, con
 }
 
 /// Per collective, adjacent sizes with the same winner merged into one range.
-std::vector<TunedRange> mergeRanges(const std::vector<CollectivePlan>& plans,
+std::vector<TunedRange> mergeRanges(const TuningRequest& request, const std::vector<CollectivePlan>& plans,
                                     const std::vector<TunedWorkload>& workloads,
                                     const std::vector<int64_t>& sizes) {
   std::vector<TunedRange> ranges;
@@ -453,11 +454,12 @@ std::vector<TunedRange> mergeRanges(const std::vector<CollectivePlan>& plans,
     for (size_t i = 0; i < workloads.size(); ++i) {
       if (workloads[i].collective != plan.collective) continue;
       mine.push_back(i);
-      keys.push_back(ncclWins(plan, workloads[i]) ? std::string(kNcclOwnChoice) + " " + describeNcclChoice(workloads[i].nccl)
+      keys.push_back(ncclWins(request, plan, workloads[i]) ? std::string(kNcclOwnChoice) + " " + describeNcclChoice(workloads[i].nccl)
                                                   : workloads[i].space.describe(*workloads[i].result.best));
     }
     for (const SizeRange& sizeRange : mergeSizeRanges(sizes, keys)) {
-      TunedRange r = describeRange(plan, workloads[mine[sizeRange.first]], sizeRange, mine[sizeRange.first]);
+      TunedRange r =
+          describeRange(request, plan, workloads[mine[sizeRange.first]], sizeRange, mine[sizeRange.first]);
       for (size_t i = sizeRange.first; i <= sizeRange.last; ++i) {
         r.trials += workloads[mine[i]].result.trials.size();
         r.cost += workloads[mine[i]].result.cost;
@@ -520,7 +522,7 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
       result.workloads.back().nccl = ncclModelChoice(ncclGraph, plan.collective, static_cast<uint64_t>(bytes));
     }
   }
-  result.ranges = mergeRanges(plans, result.workloads, request.sizes);
+  result.ranges = mergeRanges(request, plans, result.workloads, request.sizes);
   if (request.profiler == ProfilerKind::Sim) warnAboutProgramsNcclDoesNotRun(result, observer);
   return result;
 }
@@ -541,13 +543,22 @@ std::string rangeComment(const TuningResult& result, const TunedRange& r) {
   std::ostringstream comment;
   comment << "tuccl: " << (r.algorithm.empty() ? "-" : r.algorithm);
   if (!r.program.empty()) comment << " (" << r.program << ", sketch " << r.sketch << ")";
-  comment << "; " << w.space.describe(*w.result.best) << "; tuned at";
+  if (r.algorithm == kNcclOwnChoice) {
+    comment << " (NCCL's own choice " << describeNcclChoice(w.nccl) << ", by the NCCL model, beats the best candidate "
+            << w.space.describe(*w.result.best) << " at " << std::fixed << std::setprecision(1) << w.exactUs
+            << " us); tuned at";
+    comment.unsetf(std::ios::fixed);
+  } else {
+    comment << "; " << w.space.describe(*w.result.best) << "; tuned at";
+  }
   for (size_t i = r.sizes.first; i <= r.sizes.last; ++i)
     comment << " " << formatByteSize(static_cast<uint64_t>(result.request.sizes[i]));
   char numbers[160];
-  std::snprintf(numbers, sizeof numbers, "; %.1f us at %s (%s)", w.exactUs,
+  std::snprintf(numbers, sizeof numbers, "; %.1f us at %s (%s)", r.timeUs,
                 formatByteSize(static_cast<uint64_t>(w.bytes)).c_str(),
-                result.request.profiler == ProfilerKind::Sim ? "simulated, noiseless" : "measured");
+                r.algorithm == kNcclOwnChoice              ? "the NCCL model"
+                : result.request.profiler == ProfilerKind::Sim ? "simulated, noiseless"
+                                                               : "measured");
   comment << numbers;
   return comment.str();
 }
@@ -564,7 +575,8 @@ nlohmann::ordered_json rangeMetadata(const TuningResult& result, const TunedRang
           {"scheduler", r.scheduler},
           {"config", w.space.configurationToJson(*w.result.best)},
           {"sizes", std::vector<int64_t>(first, last)},
-          {"timeUs", w.exactUs}};
+          {"timeUs", r.timeUs},
+          {"bestCandidateUs", w.exactUs}};
 }
 
 }  // namespace

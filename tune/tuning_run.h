@@ -64,6 +64,10 @@ struct TuningRequest {
   LoadOptions topologyOptions;  ///< --gpu-fabric, --nodes and how the nodes are wired (topo/load.h)
   std::vector<Collective> collectives = {Collective::AllReduce, Collective::AllGather};
   std::vector<int64_t> sizes;  ///< message bytes, strictly ascending (tune/size_grid.h sizeGrid)
+  /// The simulator's searches keep NCCL's own choice (sim/nccl_model.h) for a size where it is
+  /// faster than every candidate, so no table entry is slower than what NCCL would do; false
+  /// keeps the best candidate (--candidates-only).
+  bool ncclChoice = true;
   // ---- the search
   std::string method = "mraco";  ///< a makeSearcher name
   double budget = 0;             ///< per workload, in iterations; 0: budgetFraction of the grid's cost

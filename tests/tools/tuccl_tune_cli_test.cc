@@ -50,7 +50,7 @@ std::filesystem::path freshDir(const std::string& name) {
 // Small and quick: 8 ranks on 2 nodes, 3 sizes, one scheduler, a fixed budget.
 const std::string kRun =
     "--topo preset:resccl-a100:nodes=2,gpus=4 --collectives allreduce,allgather --sizes 64K:256K "
-    "--schedulers hpds --budget 3000 --seed 3 -q";
+    "--schedulers hpds --budget 3000 --seed 3 -q --candidates-only";
 
 TEST(TucclTune, WritesATableThePluginLoadsAndExplains) {
   const auto dir = freshDir("tuccl_tune_table");
@@ -258,7 +258,7 @@ TEST(TucclTune, WarnsWhenNcclDoesNotRunTheProgramTheTableWasTunedOn) {
   const std::string json = (dir / "t.json").string();
   // HM wins on two nodes; NCCL has no HM.
   ToolRun r = tune("--topo preset:resccl-a100:nodes=2,gpus=4 --collectives allreduce --algorithms hm --sizes 64K:64K "
-                   "--schedulers hpds --budget 500 --seed 3 -q -o " + json);
+                   "--schedulers hpds --budget 500 --seed 3 -q --candidates-only -o " + json);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("warning: 1 of 1 table entries were won by TuCCL programs NCCL does not run"),
             std::string::npos) << r.output;
@@ -386,7 +386,8 @@ TEST(TucclTune, ADirectoryOfProgramsAddsRescclAndXmlCandidates) {
 
 TEST(TucclTune, NodesComposesTheTopologyAndSpeedUpsAreOverTheNcclModel) {
   const auto dir = freshDir("tuccl_tune_nodes");
-  const std::string quick = " --collectives allreduce --sizes 64K:128K --schedulers hpds --budget 1000 --seed 3 -q";
+  const std::string quick =
+      " --collectives allreduce --sizes 64K:128K --schedulers hpds --budget 1000 --seed 3 -q --candidates-only";
   ToolRun viaOption = tune("--topo preset:resccl-a100:gpus=4 --nodes 2" + quick + " -o " + (dir / "a.json").string());
   ToolRun viaSpec = tune("--topo preset:resccl-a100:nodes=2,gpus=4" + quick + " -o " + (dir / "b.json").string());
   ASSERT_EQ(viaOption.status, 0) << viaOption.output;

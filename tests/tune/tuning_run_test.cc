@@ -35,6 +35,7 @@ TuningRequest smallRequest(const fs::path& dir) {
   request.seed = 3;
   request.examplesDir = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms";
   request.logPath = (dir / "run.trials.jsonl").string();
+  request.ncclChoice = false;  // the candidates' own results; NCCL's choice is tested on its own
   return request;
 }
 
@@ -65,6 +66,38 @@ struct CountingObserver : TuningObserver {
     ++done;
   }
 };
+
+TEST(TuningRun, NoEntryIsSlowerThanWhatNcclWouldDo) {
+  const fs::path dir = freshDir("nccl_choice");
+  TuningRequest request = smallRequest(dir);
+  request.ncclChoice = true;
+  request.sizes = *parseSizeGrid("1K:64M", 16);
+  Expected<TuningResult> result = runTuning(request);
+  ASSERT_TRUE(result) << result.status().toString();
+  const LookupTable table = tableFromResult(*result);
+  ASSERT_EQ(table.entries.size(), result->ranges.size());
+  for (size_t i = 0; i < result->ranges.size(); ++i) {
+    const TunedRange& r = result->ranges[i];
+    const TunedWorkload& w = result->workloads[r.workload];
+    EXPECT_LE(r.timeUs, w.nccl.timeUs) << r.algorithm << " at " << w.bytes;
+    EXPECT_LE(r.timeUs, w.exactUs) << r.algorithm << " at " << w.bytes;
+    if (r.algorithm != kNcclOwnChoice) continue;
+    // NCCL's own choice is what the plugin hands NCCL: its algorithm, protocol and channels.
+    EXPECT_DOUBLE_EQ(r.timeUs, w.nccl.timeUs);
+    const TableEntry& e = table.entries[i];
+    ASSERT_EQ(e.choices.size(), 1u);
+    EXPECT_EQ(e.choices[0].algorithm, w.nccl.algorithm);
+    EXPECT_EQ(e.choices[0].protocol, w.nccl.protocol);
+    EXPECT_EQ(e.nChannels, w.nccl.nChannels);
+    EXPECT_NE(e.comment.find("NCCL's own choice"), std::string::npos) << e.comment;
+  }
+  // Without it, every entry is a candidate's.
+  request.ncclChoice = false;
+  request.logPath = (dir / "candidates.trials.jsonl").string();
+  Expected<TuningResult> candidates = runTuning(request);
+  ASSERT_TRUE(candidates) << candidates.status().toString();
+  for (const TunedRange& r : candidates->ranges) EXPECT_NE(r.algorithm, kNcclOwnChoice);
+}
 
 TEST(TuningRun, RequestToResultToTable) {
   const fs::path dir = freshDir("table");
