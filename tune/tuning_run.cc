@@ -576,7 +576,9 @@ nlohmann::ordered_json rangeMetadata(const TuningResult& result, const TunedRang
           {"config", w.space.configurationToJson(*w.result.best)},
           {"sizes", std::vector<int64_t>(first, last)},
           {"timeUs", r.timeUs},
-          {"bestCandidateUs", w.exactUs}};
+          {"bestCandidateUs", w.exactUs},
+          {"ncclUs", w.nccl.timeUs},
+          {"ncclChoice", describeNcclChoice(w.nccl)}};
 }
 
 }  // namespace
