@@ -27,7 +27,8 @@ Topology reduceNodeGpus(const Topology& node, int32_t gpus) {
     return false;
   };
   // 1. switches a kept GPU hangs from; 2. root complexes above kept PCIe switches; 3. NICs on kept
-  // PCIe switches.
+  // PCIe switches and root complexes (a node whose one NIC sits on the CPU's root complex, as
+  // NDv2's, keeps it).
   for (const Link& link : node.links) {
     for (auto [gpu, other] : {std::pair{link.a, link.b}, std::pair{link.b, link.a}}) {
       if (gpu.kind == DeviceKind::Gpu && keepGpu[gpu.index] && other.kind == DeviceKind::Switch)
@@ -44,8 +45,10 @@ Topology reduceNodeGpus(const Topology& node, int32_t gpus) {
   }
   for (const Link& link : node.links) {
     for (auto [sw, other] : {std::pair{link.a, link.b}, std::pair{link.b, link.a}}) {
-      if (sw.kind == DeviceKind::Switch && keepSwitch[sw.index] == 1 &&
-          node.switches[sw.index].kind == SwitchKind::PCIeSwitch && other.kind == DeviceKind::Nic)
+      if (sw.kind == DeviceKind::Switch && keepSwitch[sw.index] != 0 &&
+          (node.switches[sw.index].kind == SwitchKind::PCIeSwitch ||
+           node.switches[sw.index].kind == SwitchKind::RootComplex) &&
+          other.kind == DeviceKind::Nic)
         keepNic[other.index] = 1;
     }
   }

@@ -186,6 +186,16 @@ TEST(Presets, FourGpuVariantOfTheResCclNode) {
   EXPECT_THROW(reduceNodeGpus(cluster, 2), std::invalid_argument) << "one node only";
 }
 
+TEST(Presets, FewerGpusKeepTheNicOnTheCpuRootComplex) {
+  // NDv2's one NIC hangs off the first socket, not a PCIe switch: its GPUs still reach the network.
+  const Topology node = reduceNodeGpus(presetNode("ndv2"), 4);
+  ASSERT_EQ(node.nics.size(), 1u);
+  EXPECT_FALSE(validateTopology(node).has_value());
+  const Topology cluster = makePreset("preset:ndv2:nodes=2,gpus=4");
+  EXPECT_EQ(cluster.nics.size(), 2u);
+  for (int32_t n = 0; n < cluster.nNodes(); ++n) EXPECT_EQ(nicsOfNode(cluster, n).size(), 1u);
+}
+
 TEST(Presets, SpecsParseIntoTheirOptions) {
   Expected<PresetSpec> spec =
       parsePresetSpec("preset:dgx-a100:nodes=4,gpus=2,fabric=clos,oversub=2.5,rack=2");
