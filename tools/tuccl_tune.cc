@@ -280,7 +280,7 @@ void printSummary(const TuningResult& result, const LookupTable& table) {
   std::printf("# %s: %d ranks on %d nodes, signature %s; %s, profiler %s, seed %llu\n",
               request.topology.c_str(), result.nRanks, result.nNodes, result.signature.c_str(),
               request.method.c_str(), profiler.c_str(), static_cast<unsigned long long>(request.seed));
-  std::printf("# %-10s %-22s %-10s %-8s %-10s %-6s %3s %4s %6s %10s %9s %7s %10s %-18s %7s\n", "collective",
+  std::printf("# %-13s %-22s %-18s %-9s %-10s %-6s %3s %4s %6s %10s %9s %7s %10s %-18s %7s\n", "collective",
               "bytes", "algorithm", "sketch", "scheduler", "proto", "ch", "thr", "chunk", "time(us)", "trials",
               "cost", "nccl(us)", "(NCCL's choice)", "xNCCL");
   for (const TunedRange& r : result.ranges) {
@@ -290,7 +290,7 @@ void printSummary(const TuningResult& result, const LookupTable& table) {
     const std::string protocol = r.protocol ? std::string(protocolName(*r.protocol)) : std::string("-");
     // The speed-up over what NCCL would do (sim/nccl_model.h) at the range's first size.
     const NcclChoice& nccl = result.workloads[r.workload].nccl;
-    std::printf("  %-10s %-22s %-10s %-8s %-10s %-6s %3d %4d %6s %10.1f %9zu %7.0f %10.1f %-18s %6.2fx\n",
+    std::printf("  %-13s %-22s %-18s %-9s %-10s %-6s %3d %4d %6s %10.1f %9zu %7.0f %10.1f %-18s %6.2fx\n",
                 collectiveLabel(r.collective).c_str(), range.c_str(), r.algorithm.c_str(), r.sketch.c_str(),
                 r.scheduler.c_str(), protocol.c_str(), r.nChannels, static_cast<int>(r.nThreads),
                 formatByteSize(r.chunkBytes).c_str(), r.timeUs, r.trials, r.cost, nccl.timeUs,
