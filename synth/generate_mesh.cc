@@ -132,14 +132,12 @@ Algorithm hmAllGather(const GeneratorShape& shape) {
   return builder.take();
 }
 
-// Intra-node full-mesh RS, then the inter-node ring RS of equal local indices; partial sums wait
-// in scratch, the own block in the output.
-Algorithm hmReduceScatter(const GeneratorShape& shape) {
-  const Grid grid{shape};
+// The intra-node phase both two-level ReduceScatters share: every GPU keeps its own block in the
+// output and the other nodes' blocks of its local index in scratch (step 0), then the node's GPUs
+// reduce-scatter them by local index into those accumulators (steps 1 .. G-1).
+void reduceScatterWithinNodes(AlgorithmBuilder& builder, const Grid& grid, int32_t P) {
   const int32_t N = grid.nodes();
   const int32_t G = grid.gpus();
-  const int32_t P = shape.parts();
-  AlgorithmBuilder builder(std::string(kHm), Collective::ReduceScatter, shape, P, N * P);
   for (int32_t m = 0; m < N; ++m) {
     for (int32_t l = 0; l < G; ++l) {
       builder.copyOwnInputToOutput(0, grid.rank(m, l));
@@ -153,6 +151,17 @@ Algorithm hmReduceScatter(const GeneratorShape& shape) {
   intraNodeReduceScatter(builder, grid, P, 1, chunk, [&](int32_t m, int32_t j, int32_t, int32_t q) {
     return rsAccumulator(m, j, P, q);
   });
+}
+
+// Intra-node full-mesh RS, then the inter-node ring RS of equal local indices; partial sums wait
+// in scratch, the own block in the output.
+Algorithm hmReduceScatter(const GeneratorShape& shape) {
+  const Grid grid{shape};
+  const int32_t N = grid.nodes();
+  const int32_t G = grid.gpus();
+  const int32_t P = shape.parts();
+  AlgorithmBuilder builder(std::string(kHm), Collective::ReduceScatter, shape, P, N * P);
+  reduceScatterWithinNodes(builder, grid, P);
   for (int32_t s = 0; s + 1 < N; ++s) {
     for (int32_t m = 0; m < N; ++m) {
       const int32_t next = (m + 1) % N;
@@ -179,19 +188,7 @@ Algorithm hierarchicalReduceScatter(const GeneratorShape& shape) {
   const int32_t G = grid.gpus();
   const int32_t P = shape.parts();
   AlgorithmBuilder builder(std::string(kHierarchical), Collective::ReduceScatter, shape, P, N * P);
-  for (int32_t m = 0; m < N; ++m) {
-    for (int32_t l = 0; l < G; ++l) {
-      builder.copyOwnInputToOutput(0, grid.rank(m, l));
-      for (int32_t j = 0; j < N; ++j) {
-        if (j != m) builder.copy(0, grid.rank(m, l), BufferKind::Input, grid.block(j, l) * P, grid.rank(m, l),
-                                 BufferKind::Scratch, j * P, P);
-      }
-    }
-  }
-  auto chunk = [&](int32_t j, int32_t l, int32_t q) { return grid.block(j, l) * P + q; };
-  intraNodeReduceScatter(builder, grid, P, 1, chunk, [&](int32_t m, int32_t j, int32_t, int32_t q) {
-    return rsAccumulator(m, j, P, q);
-  });
+  reduceScatterWithinNodes(builder, grid, P);
   for (int32_t s = 1; s < N; ++s) {
     for (int32_t m = 0; m < N; ++m) {
       const int32_t owner = (m + s) % N;
