@@ -85,6 +85,7 @@ Status requirePowerOfTwoRanks(std::string_view generator, Collective collective,
 Expected<Algorithm> generateRing(Collective collective, const GeneratorShape& shape);
 Expected<Algorithm> generateHm(Collective collective, const GeneratorShape& shape);
 Expected<Algorithm> generateHierarchical(Collective collective, const GeneratorShape& shape);
+Expected<Algorithm> generateHmLeaders(Collective collective, const GeneratorShape& shape);
 Expected<Algorithm> generateDirect(Collective collective, const GeneratorShape& shape);
 Expected<Algorithm> generatePairwise(Collective collective, const GeneratorShape& shape);
 Expected<Algorithm> generateRecursiveDoubling(Collective collective, const GeneratorShape& shape);

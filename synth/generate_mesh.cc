@@ -3,9 +3,12 @@
 // inter-node phase between GPUs of equal local index, final intra-node phase).
 //
 // Rank (m, l) is GPU l of node m. Blocks are the collective's per-rank blocks of P chunks.
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "synth/generate_common.h"
+#include "topo/binding.h"
 
 namespace tuccl {
 
@@ -13,6 +16,7 @@ namespace {
 
 constexpr std::string_view kHm = "hm";
 constexpr std::string_view kHierarchical = "hierarchical";
+constexpr std::string_view kHmLeaders = "hm-leaders";
 
 struct Grid {
   const GeneratorShape& shape;
@@ -171,6 +175,125 @@ Algorithm hmReduceScatter(const GeneratorShape& shape) {
           const RsAccumulator from = rsAccumulator(m, j, P, q);
           const RsAccumulator to = rsAccumulator(next, j, P, q);
           builder.reduce(G + s, grid.rank(m, l), from.buffer, from.index, grid.rank(next, l), to.buffer, to.index);
+        }
+      }
+    }
+  }
+  return builder.take();
+}
+
+// ---- hm-leaders ---------------------------------------------------------------------------------
+
+// The leaders of a node by local index, and the leader that owns each local index. Per NIC of
+// node 0 (nodes are equal), the `perNic` GPUs bound to it that sit closest to it in the host
+// fabric (lowest local index on ties) lead; every other GPU bound to the NIC is owned by its
+// leaders in turn, so its data stays under its own NIC. GPUs bound to no NIC go to the leaders
+// of the first NIC in turn.
+struct Leaders {
+  std::vector<int32_t> locals;   ///< local indices of the leaders
+  std::vector<int32_t> ownerOf;  ///< local index -> local index of its leader
+};
+Leaders chooseLeaders(const GeneratorShape& shape, int32_t perNic) {
+  const Topology& topology = *shape.topology;
+  const std::vector<int32_t>& ranks = shape.nodeRanks[0];
+  const std::vector<int32_t> nicOfRank = shape.sketch != nullptr ? shape.sketch->nicOfRank : bindGpusToNics(topology);
+  Leaders leaders;
+  leaders.ownerOf.assign(ranks.size(), -1);
+  std::vector<int32_t> unbound;
+  for (int32_t nic : nicsOfNode(topology, 0)) {
+    std::vector<int32_t> bound;  // local indices
+    for (size_t l = 0; l < ranks.size(); ++l) {
+      if (nicOfRank[ranks[l]] == nic) bound.push_back(static_cast<int32_t>(l));
+    }
+    if (bound.empty()) continue;
+    const std::vector<int32_t> distance = hostFabricDistances(topology, nicRef(nic));
+    auto hops = [&](int32_t l) {
+      const int32_t d = distance[ranks[l]];  // GPUs come first in the flat device order
+      return d < 0 ? std::numeric_limits<int32_t>::max() : d;
+    };
+    std::stable_sort(bound.begin(), bound.end(), [&](int32_t a, int32_t b) { return hops(a) < hops(b); });
+    const size_t lead = std::min(bound.size(), static_cast<size_t>(perNic));
+    for (size_t i = 0; i < bound.size(); ++i) {
+      const int32_t l = bound[i];
+      if (i < lead) leaders.locals.push_back(l);
+      leaders.ownerOf[l] = bound[i % lead];
+    }
+  }
+  if (leaders.locals.empty()) return leaders;  // no NIC: the caller refuses
+  size_t turn = 0;
+  for (size_t l = 0; l < ranks.size(); ++l) {
+    if (leaders.ownerOf[l] < 0) leaders.ownerOf[l] = leaders.locals[turn++ % leaders.locals.size()];
+  }
+  std::sort(leaders.locals.begin(), leaders.locals.end());
+  return leaders;
+}
+
+// Hierarchical mesh whose inter-node phase runs on a few leader GPUs per NIC: every GPU reduces
+// its contributions to the blocks a leader owns straight into that leader (offset o = distance
+// in local index, so each leader slot takes one reduction per step), the leaders of equal local
+// index run the ring ReduceScatter and AllGather across nodes, and each leader sends its blocks
+// to the node's other GPUs. The NIC carries the same bytes as hm, from fewer concurrent senders;
+// on nodes with one NIC for many GPUs fewer, longer flows keep it busier (ResCCL Figure 4: a few
+// TBs fill a NIC, more contend).
+Expected<Algorithm> hmLeadersAllReduce(const GeneratorShape& shape) {
+  const Grid grid{shape};
+  const int32_t N = grid.nodes();
+  const int32_t G = grid.gpus();
+  const int32_t P = shape.parts();
+  const int32_t perNic = shape.options.leaders > 0 ? shape.options.leaders : kDefaultLeadersPerNic;
+  const Leaders leaders = chooseLeaders(shape, perNic);
+  if (leaders.locals.empty()) return unsupported(kHmLeaders, Collective::AllReduce, "the nodes have no NIC");
+  if (static_cast<int32_t>(leaders.locals.size()) == G) {
+    return unsupported(kHmLeaders, Collective::AllReduce,
+                       "with " + std::to_string(perNic) + " leader(s) per NIC every GPU leads, which is hm");
+  }
+  AlgorithmBuilder builder(std::string(kHmLeaders), Collective::AllReduce, shape, shape.nRanks * P);
+  for (int32_t r = 0; r < shape.nRanks; ++r) builder.copyOwnInputToOutput(0, r);
+  auto chunk = [&](int32_t j, int32_t l, int32_t q) { return grid.block(j, l) * P + q; };
+  for (int32_t m = 0; m < N; ++m) {
+    for (int32_t l = 0; l < G; ++l) {
+      const int32_t owner = leaders.ownerOf[l];
+      for (int32_t from = 0; from < G; ++from) {
+        if (from == owner) continue;
+        const int32_t offset = (from - owner + G) % G;
+        for (int32_t j = 0; j < N; ++j) {
+          for (int32_t q = 0; q < P; ++q) {
+            builder.reduce(offset, grid.rank(m, from), BufferKind::Input, chunk(j, l, q), grid.rank(m, owner),
+                           BufferKind::Output, chunk(j, l, q));
+          }
+        }
+      }
+    }
+  }
+  const int32_t ringStart = G;
+  for (int32_t s = 0; s + 1 < N; ++s) {
+    for (int32_t m = 0; m < N; ++m) {
+      for (int32_t l = 0; l < G; ++l) {
+        const int32_t owner = leaders.ownerOf[l];
+        const int32_t from = grid.rank(m, owner);
+        const int32_t to = grid.rank((m + 1) % N, owner);
+        const int32_t reduced = (m - s - 1 + N) % N;
+        const int32_t gathered = (m - s + N) % N;
+        for (int32_t q = 0; q < P; ++q) {
+          builder.reduce(ringStart + s, from, BufferKind::Output, chunk(reduced, l, q), to, BufferKind::Output,
+                         chunk(reduced, l, q));
+          builder.copy(ringStart + N - 1 + s, from, BufferKind::Output, chunk(gathered, l, q), to, BufferKind::Output,
+                       chunk(gathered, l, q));
+        }
+      }
+    }
+  }
+  const int32_t spreadStep = ringStart + 2 * (N - 1);
+  for (int32_t m = 0; m < N; ++m) {
+    for (int32_t l = 0; l < G; ++l) {
+      const int32_t owner = leaders.ownerOf[l];
+      for (int32_t to = 0; to < G; ++to) {
+        if (to == owner) continue;
+        for (int32_t j = 0; j < N; ++j) {
+          for (int32_t q = 0; q < P; ++q) {
+            builder.copy(spreadStep, grid.rank(m, owner), BufferKind::Output, chunk(j, l, q), grid.rank(m, to),
+                         BufferKind::Output, chunk(j, l, q));
+          }
         }
       }
     }
@@ -358,6 +481,12 @@ Expected<Algorithm> generateHm(Collective collective, const GeneratorShape& shap
       break;
   }
   return unsupported(kHm, collective, "only AllReduce, AllGather and ReduceScatter");
+}
+
+Expected<Algorithm> generateHmLeaders(Collective collective, const GeneratorShape& shape) {
+  if (Status bad = requireEqualNodes(kHmLeaders, collective, shape); !bad.ok()) return bad;
+  if (collective == Collective::AllReduce) return hmLeadersAllReduce(shape);
+  return unsupported(kHmLeaders, collective, "only AllReduce");
 }
 
 Expected<Algorithm> generateHierarchical(Collective collective, const GeneratorShape& shape) {

@@ -23,10 +23,11 @@ constexpr bool B = true;   // makes it
 constexpr bool o = false;  // does not
 
 // Columns in Collective order: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce, AllToAll.
-const std::array<GeneratorEntry, 8>& registry() {
-  static const std::array<GeneratorEntry, 8> entries{{
+const std::array<GeneratorEntry, 9>& registry() {
+  static const std::array<GeneratorEntry, 9> entries{{
       {"ring", &generateRing, {B, B, B, B, B, o}},
       {"hm", &generateHm, {o, o, B, B, B, o}},
+      {"hm-leaders", &generateHmLeaders, {o, o, o, o, B, o}},
       {"direct", &generateDirect, {B, B, B, B, B, B}},
       {"recursive-doubling", &generateRecursiveDoubling, {o, o, B, o, B, o}},
       {"recursive-halving", &generateRecursiveHalving, {o, o, o, B, B, o}},
@@ -90,6 +91,9 @@ Status checkInputs(Collective collective, const Topology& topology, const Sketch
     return makeError(ErrorCode::InvalidArgument, std::string(collectiveName(collective)) + " root " +
                                                      std::to_string(options.root) + " out of range [0, " +
                                                      std::to_string(n) + ")");
+  }
+  if (options.leaders < 0) {
+    return makeError(ErrorCode::InvalidArgument, "leaders " + std::to_string(options.leaders) + " is negative");
   }
   if (options.parts < 0) {
     return makeError(ErrorCode::InvalidArgument, "parts " + std::to_string(options.parts) + " is negative");

@@ -21,6 +21,9 @@
 //                       Broadcast, Reduce (pipelined chain from / to the root) [P].
 //   hm                  hierarchical mesh (ResCCL Appendix A): intra-node full mesh, inter-node
 //                       rings of equal local index: AllReduce [P·n], AllGather, ReduceScatter [P].
+//   hm-leaders          hm whose inter-node rings run on `leaders` GPUs per NIC (the bound GPUs
+//                       closest to it); the others reduce into and receive from their leader:
+//                       AllReduce [P·n]. For nodes with fewer NICs than GPUs.
 //   direct              all pairs in one round (reductions into one slot serialised over steps):
 //                       AllGather, ReduceScatter, AllToAll, Broadcast, Reduce [P], AllReduce [P·n].
 //   recursive-doubling  AllGather, AllReduce [P]; power-of-two rank counts.
@@ -56,9 +59,15 @@ struct GeneratorOptions {
   /// generator's default (ring: one ring per rail; the others: 1).
   int32_t parts = 0;
   bool inPlace = false;
+  /// hm-leaders: GPUs per NIC that carry the node's inter-node traffic; 0: kDefaultLeadersPerNic.
+  int32_t leaders = 0;
 };
 
-/// The generator names, in a fixed order: ring, hm, direct, recursive-doubling, recursive-halving,
+/// hm-leaders' default: two GPUs per NIC (on NDv2's one NIC for eight GPUs, two leaders beat one
+/// and four in the simulator; `tuccl-tune` tries 1, 2 and 4).
+inline constexpr int32_t kDefaultLeadersPerNic = 2;
+
+/// The generator names, in a fixed order: ring, hm, hm-leaders, direct, recursive-doubling, recursive-halving,
 /// double-binary-tree, pairwise, hierarchical.
 const std::vector<std::string>& generatorNames();
 

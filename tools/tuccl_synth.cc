@@ -54,6 +54,7 @@ struct Options {
   std::string switchPolicy = "uc-min";
   int32_t chunks = 0;  ///< 0: the generator's or synthesiser's default
   int32_t root = 0;
+  int32_t leaders = 0;  ///< hm-leaders: 0 = its default
   bool inPlace = false;
   double timeLimit = 60;
   std::string output;
@@ -187,6 +188,7 @@ Expected<std::pair<Algorithm, std::string>> makeAlgorithm(const Topology& topolo
   GeneratorOptions generator;
   generator.root = options.root;
   generator.parts = options.chunks;
+  generator.leaders = options.leaders;
   generator.inPlace = options.inPlace;
   Expected<Algorithm> algorithm = generateAlgorithm(options.algorithm, collective, topology, sketch, generator);
   if (!algorithm) return algorithm.status();
@@ -252,6 +254,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"uc-min", "uc-max"}));
   app.add_option("--chunks", options.chunks,
                  "chunks per rank (synthesisers) or parts (generators: ring's rings); default: the method's")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--leaders", options.leaders,
+                 "hm-leaders: GPUs per NIC that carry the inter-node traffic (default " +
+                     std::to_string(kDefaultLeadersPerNic) + ")")
       ->check(CLI::Range(1, 64));
   app.add_option("--root", options.root, "broadcast and reduce: the root rank")->check(CLI::NonNegativeNumber);
   app.add_flag("--in-place", options.inPlace, "an in-place algorithm (NCCL's in-place layout)");

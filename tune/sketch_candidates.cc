@@ -177,6 +177,23 @@ void programCandidates(const Topology& topology, Collective collective, const st
   }
 }
 
+/// A generator's settings the tuner tries as separate candidates: hm-leaders with 1, 2 and 4
+/// leaders per NIC ("hm-leaders-<n>"), every other generator with its defaults (its own name).
+struct GeneratorVariant {
+  std::string name;
+  GeneratorOptions options;
+};
+std::vector<GeneratorVariant> generatorVariants(const std::string& generator) {
+  if (generator != "hm-leaders") return {{generator, {}}};
+  std::vector<GeneratorVariant> variants;
+  for (int32_t leaders : {1, 2, 4}) {
+    GeneratorOptions options;
+    options.leaders = leaders;
+    variants.push_back({generator + "-" + std::to_string(leaders), options});
+  }
+  return variants;
+}
+
 /// Adds `algorithm` as "<family>@<sketch>" unless an equal algorithm is already a candidate.
 void addGenerated(std::string family, std::string program, const Sketch& sketch, Algorithm algorithm,
                   const Topology& topology, const std::vector<Sketch>& sketches,
@@ -201,13 +218,17 @@ void synthesisCandidates(const Topology& topology, Collective collective, const 
     if (options.generated) {
       for (const std::string& generator : generatorNames()) {
         if (!generatorSupports(generator, collective) || !wanted(options.only, generator)) continue;
-        Expected<Algorithm> made = generateAlgorithm(generator, collective, topology, sketch);
-        if (!made) {
-          if (made.status().code() == ErrorCode::Internal) throw std::logic_error(made.status().message());
-          if (notes != nullptr) notes->push_back(generator + " under the " + variant + " sketch: " + made.status().message());
-          continue;
+        std::string why;
+        for (const GeneratorVariant& v : generatorVariants(generator)) {
+          Expected<Algorithm> made = generateAlgorithm(generator, collective, topology, sketch, v.options);
+          if (!made) {
+            if (made.status().code() == ErrorCode::Internal) throw std::logic_error(made.status().message());
+            if (why.empty()) why = made.status().message();
+            continue;
+          }
+          addGenerated(v.name, "generator " + v.name, sketch, std::move(*made), topology, sketches, out);
         }
-        addGenerated(generator, "generator " + generator, sketch, std::move(*made), topology, sketches, out);
+        if (!why.empty() && notes != nullptr) notes->push_back(generator + " under the " + variant + " sketch: " + why);
       }
     }
     if (options.synthesised && wanted(options.only, "synth")) {

@@ -74,6 +74,7 @@ void expectWellFormed(const Algorithm& algorithm, const std::string& generator, 
 bool mustSucceed(const std::string& generator, const Shape& shape, SketchVariant variant) {
   const int32_t n = shape.nodes * shape.gpus;
   if ((generator == "recursive-doubling" || generator == "recursive-halving") && !isPowerOfTwo(n)) return false;
+  if (generator == "hm-leaders") return false;  // declines where every GPU would lead (its own test below)
   if (generator == "ring" || shape.nodes == 1 || variant == SketchVariant::FullMesh) return true;
   if (generator == "direct" || generator == "pairwise") return false;
   // Equal local indices are sketch edges under Pruned; under Relay only where a NIC serves one GPU.
@@ -124,7 +125,8 @@ TEST(Generators, RootsAndPartsAreHonoured) {
       for (int32_t root : {0, 5}) {
         if (!hasRoot(collective) && root != 0) continue;
         for (bool inPlace : {false, true}) {
-          GeneratorOptions options{.root = root, .parts = 3, .inPlace = inPlace};
+          // One leader per NIC: resccl-a100's NICs serve two GPUs each.
+          GeneratorOptions options{.root = root, .parts = 3, .inPlace = inPlace, .leaders = 1};
           Expected<Algorithm> algorithm = generateAlgorithm(generator, collective, topology, sketch, options);
           SCOPED_TRACE(generator + " " + std::string(collectiveName(collective)) + " root " + std::to_string(root));
           if (generator == "direct" || generator == "pairwise") {
@@ -247,11 +249,56 @@ TEST(Generators, GenerateAllListsTheGeneratorsInOrderAndNotesTheOthers) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"ring", "hm", "recursive-doubling", "recursive-halving",
                                              "double-binary-tree"}));
-  ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0].rfind("direct ", 0), 0u) << notes[0];
-  EXPECT_EQ(generatorNames(), (std::vector<std::string>{"ring", "hm", "direct", "recursive-doubling",
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0].rfind("hm-leaders ", 0), 0u) << notes[0];  // two GPUs per NIC: both would lead
+  EXPECT_EQ(notes[1].rfind("direct ", 0), 0u) << notes[1];
+  EXPECT_EQ(generatorNames(), (std::vector<std::string>{"ring", "hm", "hm-leaders", "direct", "recursive-doubling",
                                                         "recursive-halving", "double-binary-tree", "pairwise",
                                                         "hierarchical"}));
+}
+
+// hm-leaders on NDv2 (one NIC, on CPU 0's root complex, for eight GPUs): only the leaders cross
+// nodes, they are the GPUs nearest the NIC (0..3 under CPU 0 before 4..7 under CPU 1), and each
+// leader count gives a proved algorithm; where every GPU would lead it declines.
+TEST(Generators, HmLeadersCarryTheInterNodeTrafficOnTheGpusNearestTheNic) {
+  for (int32_t nodes : {2, 4}) {
+    const Topology topology = makePreset("preset:ndv2:nodes=" + std::to_string(nodes));
+    for (SketchVariant variant : {SketchVariant::Pruned, SketchVariant::FullMesh}) {
+      const Sketch sketch = buildSketch(topology, variant);
+      for (int32_t leaders : {1, 2, 4}) {
+        for (bool inPlace : {false, true}) {
+          GeneratorOptions options;
+          options.leaders = leaders;
+          options.inPlace = inPlace;
+          SCOPED_TRACE(std::to_string(nodes) + " nodes, " + std::to_string(leaders) + " leaders");
+          Expected<Algorithm> algorithm = generateAlgorithm("hm-leaders", Collective::AllReduce, topology, sketch, options);
+          ASSERT_TRUE(algorithm.ok()) << algorithm.status().message();
+          expectWellFormed(*algorithm, "hm-leaders", Collective::AllReduce, topology, sketch, options);
+          std::set<int32_t> crossing;
+          for (const Operation& op : algorithm->ops) {
+            if (topology.gpus[op.srcRank].node == topology.gpus[op.dstRank].node) continue;
+            crossing.insert(op.srcRank % 8);
+            crossing.insert(op.dstRank % 8);
+          }
+          ASSERT_EQ(static_cast<int32_t>(crossing.size()), leaders);
+          EXPECT_LT(*crossing.rbegin(), 4) << "a leader under CPU 1, away from the NIC";
+        }
+      }
+      GeneratorOptions everyGpu;
+      everyGpu.leaders = 8;
+      Expected<Algorithm> hm = generateAlgorithm("hm-leaders", Collective::AllReduce, topology, sketch, everyGpu);
+      ASSERT_FALSE(hm.ok());
+      EXPECT_EQ(hm.status().code(), ErrorCode::Unsupported);
+      EXPECT_NE(hm.status().message().find("which is hm"), std::string::npos) << hm.status().message();
+    }
+  }
+  GeneratorOptions negative;
+  negative.leaders = -1;
+  const Topology ndv2 = makePreset("preset:ndv2:nodes=2");
+  EXPECT_EQ(generateAlgorithm("hm-leaders", Collective::AllReduce, ndv2, buildSketch(ndv2, SketchVariant::Pruned), negative)
+                .status()
+                .code(),
+            ErrorCode::InvalidArgument);
 }
 
 TEST(Generators, PrintedProgramsCompileBackToEquivalentAlgorithms) {
