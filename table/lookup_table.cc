@@ -16,4 +16,18 @@ std::optional<Protocol> protocolAt(int index) {
 
 bool isTunerCollective(Collective collective) { return static_cast<int>(collective) < kTunerCollectives; }
 
+std::vector<ConfigGroup> entryGroups(const TableEntry& entry) {
+  std::vector<ConfigGroup> groups;
+  groups.reserve(entry.groups.size() + 1);
+  ConfigGroup own;
+  if (!entry.choices.empty()) own.choice = entry.choices.front();
+  own.nChannels = entry.nChannels;
+  own.chunkSize = entry.chunkSize;
+  own.tucclAlgorithm = entry.tucclAlgorithm;
+  own.timeUs = entry.timeUs;
+  groups.push_back(std::move(own));
+  groups.insert(groups.end(), entry.groups.begin(), entry.groups.end());
+  return groups;
+}
+
 }  // namespace tuccl

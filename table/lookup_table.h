@@ -49,6 +49,20 @@ struct Choice {
   friend bool operator==(const Choice&, const Choice&) = default;
 };
 
+/// One configuration group: a decision as one unit the runtime phase can switch to (TuCCL §III-A:
+/// "select the configuration group with the shortest recent completion time"). An entry's own
+/// decision is its group 0; TableEntry::groups holds the next best, as tuccl-tune measured them.
+struct ConfigGroup {
+  Choice choice;                ///< algorithm and protocol (no fallbacks); empty sides: any
+  int32_t nChannels = 0;        ///< 0: keep NCCL's
+  uint64_t chunkSize = 0;       ///< 0: keep NCCL's
+  std::string tucclAlgorithm;   ///< libtuccl's algorithm; empty: from the NCCL algorithm
+  double timeUs = -1;           ///< profiled time at the entry's first size; < 0: not known
+  friend bool operator==(const ConfigGroup&, const ConfigGroup&) = default;
+};
+/// Groups per entry, the entry's own included.
+inline constexpr int kMaxGroups = 8;
+
 /// One table entry: a key (what it matches) and a decision (what it sets).
 struct TableEntry {
   // ---- key
@@ -67,12 +81,20 @@ struct TableEntry {
   /// libtuccl only (the tuner ignores it): a built-in algorithm ("ring", "chain", "binomial",
   /// "direct") or the path of a ResCCLang program; empty: chosen from the NCCL algorithm.
   std::string tucclAlgorithm;
+  double timeUs = -1;  ///< the decision's profiled time at minBytes; < 0: not known
+  /// Alternative configuration groups, fastest first (groups 1, 2, ...; at most kMaxGroups - 1).
+  /// The tuner serves group 0 only; adaptive runtimes switch among all of them.
+  std::vector<ConfigGroup> groups;
   // ---- provenance
   std::string comment;  ///< JSON "comment" (free text); empty: none
   uint32_t origin = 0;  ///< JSON: index in "entries"; CSV: 1-based line
 
   friend bool operator==(const TableEntry&, const TableEntry&) = default;
 };
+
+/// The entry's configuration groups: its own decision (group 0: the first choice, channels,
+/// chunk size, libtuccl algorithm, time), then `entry.groups`.
+std::vector<ConfigGroup> entryGroups(const TableEntry& entry);
 
 /// Settings a tuner cannot change, recommended as environment variables for a communicator size.
 struct EnvRecommendation {

@@ -299,6 +299,7 @@ Expected<CsvTable> writeTableCsv(const LookupTable& table, bool lossy) {
       lose(name + ": " + std::to_string(entry.choices.size() - 1) + " fallback(s)");
     if (entry.chunkSize > 0) lose(name + ": chunkSize");
     if (!entry.tucclAlgorithm.empty()) lose(name + ": tucclAlgorithm");
+    if (!entry.groups.empty()) lose(name + ": " + std::to_string(entry.groups.size()) + " alternative group(s)");
     const Choice choice = entry.choices.empty() ? Choice{} : entry.choices[0];
     out += toLowerCase(collectiveName(entry.collective)) + "," + std::to_string(entry.minBytes) + "," +
            (entry.maxBytes == UINT64_MAX ? std::string("-1") : std::to_string(entry.maxBytes)) + "," +

@@ -121,10 +121,34 @@ void readKeyCommon(const Json& object, const std::string& path, int32_t& nNodes,
   }
 }
 
+// What an entry and each of its configuration groups set besides the choice.
+void readGroupSettings(const Json& object, const std::string& path, int32_t& nChannels, uint64_t& chunkSize,
+                       std::string& tucclAlgorithm, double& timeUs) {
+  if (auto it = object.find("nChannels"); it != object.end()) {
+    int64_t channels = readInt(*it, path + ".nChannels");
+    if (channels != -1 && channels != 0) nChannels = readIntIn(*it, path + ".nChannels", 1, kMaxChannels, false);
+  }
+  if (auto it = object.find("chunkSize"); it != object.end()) {
+    chunkSize = readBytes(*it, path + ".chunkSize");
+    if (chunkSize == 0) fail(path + ".chunkSize", "the chunk size must be positive (omit it to keep NCCL's)");
+  }
+  if (auto it = object.find("tucclAlgorithm"); it != object.end()) {
+    tucclAlgorithm = readString(*it, path + ".tucclAlgorithm");
+    if (tucclAlgorithm.empty())
+      fail(path + ".tucclAlgorithm", "expected a built-in algorithm name or a ResCCLang file, got \"\"");
+  }
+  if (auto it = object.find("timeUs"); it != object.end()) {
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+      fail(path + ".timeUs", "expected a non-negative number of microseconds, got " + describe(*it));
+    timeUs = it->get<double>();
+  }
+}
+
 TableEntry readEntry(const Json& object, const std::string& path, uint32_t index) {
   checkKeys(object, path,
             {"collective", "minBytes", "maxBytes", "nNodes", "nRanks", "topology", "numPipeOps", "regBuff",
-             "algorithm", "protocol", "fallback", "nChannels", "chunkSize", "tucclAlgorithm", "comment"});
+             "algorithm", "protocol", "fallback", "nChannels", "chunkSize", "tucclAlgorithm", "timeUs", "groups",
+             "comment"});
   TableEntry entry;
   entry.origin = index;
   auto coll = object.find("collective");
@@ -167,20 +191,20 @@ TableEntry readEntry(const Json& object, const std::string& path, uint32_t index
       fail(path + ".fallback", "at most " + std::to_string(kMaxChoices - 1) + " fallbacks per entry");
     }
   }
-  if (auto it = object.find("nChannels"); it != object.end()) {
-    int64_t channels = readInt(*it, path + ".nChannels");
-    if (channels != -1 && channels != 0)
-      entry.nChannels = readIntIn(*it, path + ".nChannels", 1, kMaxChannels, false);
-  }
-  if (auto it = object.find("chunkSize"); it != object.end()) {
-    entry.chunkSize = readBytes(*it, path + ".chunkSize");
-    if (entry.chunkSize == 0)
-      fail(path + ".chunkSize", "the chunk size must be positive (omit it to keep NCCL's)");
-  }
-  if (auto it = object.find("tucclAlgorithm"); it != object.end()) {
-    entry.tucclAlgorithm = readString(*it, path + ".tucclAlgorithm");
-    if (entry.tucclAlgorithm.empty())
-      fail(path + ".tucclAlgorithm", "expected a built-in algorithm name or a ResCCLang file, got \"\"");
+  readGroupSettings(object, path, entry.nChannels, entry.chunkSize, entry.tucclAlgorithm, entry.timeUs);
+  if (auto it = object.find("groups"); it != object.end()) {
+    if (!it->is_array()) fail(path + ".groups", "expected an array of configuration groups");
+    if (it->size() > static_cast<size_t>(kMaxGroups - 1))
+      fail(path + ".groups", "at most " + std::to_string(kMaxGroups - 1) + " alternative groups per entry");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string itemPath = path + ".groups[" + std::to_string(i) + "]";
+      const Json& item = (*it)[i];
+      checkKeys(item, itemPath, {"algorithm", "protocol", "nChannels", "chunkSize", "tucclAlgorithm", "timeUs"});
+      ConfigGroup group;
+      group.choice = readChoice(item, itemPath);
+      readGroupSettings(item, itemPath, group.nChannels, group.chunkSize, group.tucclAlgorithm, group.timeUs);
+      entry.groups.push_back(std::move(group));
+    }
   }
   if (auto it = object.find("comment"); it != object.end())
     entry.comment = readString(*it, path + ".comment");
@@ -328,6 +352,14 @@ void writeChoice(OrderedJson& object, const Choice& choice) {
   if (!choice.algorithm && !choice.protocol) object["algorithm"] = "any";
 }
 
+void writeGroupSettings(OrderedJson& e, int32_t nChannels, uint64_t chunkSize, const std::string& tucclAlgorithm,
+                        double timeUs) {
+  if (nChannels > 0) e["nChannels"] = nChannels;
+  if (chunkSize > 0) e["chunkSize"] = byteSizeJson(chunkSize);
+  if (!tucclAlgorithm.empty()) e["tucclAlgorithm"] = tucclAlgorithm;
+  if (timeUs >= 0) e["timeUs"] = timeUs;
+}
+
 }  // namespace
 
 Expected<LookupTable> readTableJson(std::string_view text, std::string_view file) {
@@ -379,9 +411,17 @@ std::string writeTableJson(const LookupTable& table) {
       }
       e["fallback"] = std::move(fallback);
     }
-    if (entry.nChannels > 0) e["nChannels"] = entry.nChannels;
-    if (entry.chunkSize > 0) e["chunkSize"] = byteSizeJson(entry.chunkSize);
-    if (!entry.tucclAlgorithm.empty()) e["tucclAlgorithm"] = entry.tucclAlgorithm;
+    writeGroupSettings(e, entry.nChannels, entry.chunkSize, entry.tucclAlgorithm, entry.timeUs);
+    if (!entry.groups.empty()) {
+      OrderedJson groups = OrderedJson::array();
+      for (const ConfigGroup& group : entry.groups) {
+        OrderedJson g = OrderedJson::object();
+        writeChoice(g, group.choice);
+        writeGroupSettings(g, group.nChannels, group.chunkSize, group.tucclAlgorithm, group.timeUs);
+        groups.push_back(std::move(g));
+      }
+      e["groups"] = std::move(groups);
+    }
     if (!entry.comment.empty()) e["comment"] = entry.comment;
     entries.push_back(std::move(e));
   }

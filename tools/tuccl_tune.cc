@@ -54,6 +54,7 @@ struct Options {
   std::string schedulers = "hpds,rr,algorithm,stage";
   int64_t maxSlices = 64;
   std::string spaceFile;
+  int32_t groups = 3;
   std::string examplesDir = (cli::bundledDataDir() / "examples" / "algorithms").string();
   std::string output;
   std::string csv;
@@ -97,6 +98,11 @@ void addOptions(CLI::App& app, Options& o) {
   app.add_flag("--candidates-only", o.candidatesOnly,
                "sim: keep the best candidate at every size even where NCCL's own choice (the NCCL model) is "
                "faster (by default the table keeps NCCL's choice there)");
+  app.add_option("--groups", o.groups,
+                 "configuration groups kept per table entry, the winner included (the runtime phase switches "
+                 "among them; 1: the winner only)")
+      ->check(CLI::Range(1, kMaxGroups))
+      ->capture_default_str();
   app.add_option("--method", o.method, "mraco, grid, random, tpe, coordinate")
       ->check(CLI::IsMember(searcherNames()))
       ->capture_default_str();
@@ -177,6 +183,7 @@ Expected<TuningRequest> requestFromOptions(const Options& o) {
   request.logPath = o.log;
   request.resume = o.resume;
   request.keyBySignature = o.signature;
+  request.groups = o.groups;
   return request;
 }
 

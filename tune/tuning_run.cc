@@ -402,6 +402,60 @@ bool ncclWins(const TuningRequest& request, const CollectivePlan& plan, const Tu
   return request.ncclChoice && !plan.candidates.empty() && w.nccl.timeUs > 0 && w.nccl.timeUs < w.exactUs;
 }
 
+/// The table's view of configuration `config` of `space` (what an entry or a group sets): the
+/// NCCL algorithm where NCCL runs the candidate (see describeRange), the protocol, channels and
+/// chunk size, and (libtuccl's profiler) the algorithm libtuccl ran.
+ConfigGroup groupOf(const TuningRequest& request, const CollectivePlan& plan, const SearchSpace& s,
+                    const Configuration& config, double timeUs) {
+  ConfigGroup g;
+  const std::string algorithm = s.valueOf(config, kDimAlgorithm);
+  const AlgorithmCandidate* candidate = nullptr;
+  for (const AlgorithmCandidate& c : plan.candidates)
+    if (c.name == algorithm) candidate = &c;
+  if (candidate != nullptr ? candidate->ncclRing : !algorithm.empty()) g.choice.algorithm = parseNcclAlgorithm(algorithm);
+  g.choice.protocol = protocolOf(s, config);
+  g.nChannels = static_cast<int32_t>(s.levelOf(config, kDimChannels, 0));
+  g.chunkSize = static_cast<uint64_t>(s.levelOf(config, kDimChunkBytes, 0));
+  if (request.profiler == ProfilerKind::Tuccl) g.tucclAlgorithm = algorithm;
+  g.timeUs = timeUs;
+  return g;
+}
+
+bool sameDecision(const ConfigGroup& a, const ConfigGroup& b) {
+  return a.choice == b.choice && a.nChannels == b.nChannels && a.chunkSize == b.chunkSize &&
+         a.tucclAlgorithm == b.tucclAlgorithm;
+}
+
+/// The next best groups of `w` after `winner`: every configuration the search measured, by its
+/// measurement at the largest resource it got (the most accurate), fastest first (ties by the
+/// configuration's description, so the order is deterministic), as the table would set it, each
+/// decision once and none equal to the winner's; at most request.groups - 1.
+std::vector<ConfigGroup> alternativesOf(const TuningRequest& request, const CollectivePlan& plan,
+                                        const TunedWorkload& w, const ConfigGroup& winner) {
+  std::vector<ConfigGroup> out;
+  if (request.groups <= 1) return out;
+  std::map<std::string, const Trial*> latest;
+  for (const Trial& t : w.result.trials) {
+    if (!t.measurement.ok || !std::isfinite(t.measurement.timeUs)) continue;
+    const Trial*& kept = latest[w.space.describe(t.config)];
+    if (kept == nullptr || t.resource > kept->resource ||
+        (t.resource == kept->resource && t.measurement.timeUs < kept->measurement.timeUs))
+      kept = &t;
+  }
+  std::vector<std::pair<std::string, const Trial*>> order(latest.begin(), latest.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second->measurement.timeUs < b.second->measurement.timeUs;
+  });
+  for (const auto& [key, trial] : order) {
+    ConfigGroup g = groupOf(request, plan, w.space, trial->config, trial->measurement.timeUs);
+    if (sameDecision(g, winner)) continue;
+    if (std::any_of(out.begin(), out.end(), [&](const ConfigGroup& o) { return sameDecision(o, g); })) continue;
+    out.push_back(std::move(g));
+    if (static_cast<int32_t>(out.size()) + 1 >= request.groups) break;
+  }
+  return out;
+}
+
 /// The winner of `w` as a table range over `sizes`.
 TunedRange describeRange(const TuningRequest& request, const CollectivePlan& plan, const TunedWorkload& w,
                          const SizeRange& sizes, size_t workload) {
@@ -418,6 +472,10 @@ TunedRange describeRange(const TuningRequest& request, const CollectivePlan& pla
     r.protocol = w.nccl.protocol;
     r.nChannels = w.nccl.nChannels;
     r.timeUs = w.nccl.timeUs;
+    ConfigGroup nccl;
+    nccl.choice = {r.ncclAlgorithm, r.protocol};
+    nccl.nChannels = r.nChannels;
+    r.alternatives = alternativesOf(request, plan, w, nccl);
     return r;
   }
   r.algorithm = s.valueOf(best, kDimAlgorithm);
@@ -440,6 +498,7 @@ TunedRange describeRange(const TuningRequest& request, const CollectivePlan& pla
   r.nThreads = s.levelOf(best, kDimThreads, 0);
   r.chunkBytes = static_cast<uint64_t>(s.levelOf(best, kDimChunkBytes, 0));
   r.timeUs = w.exactUs;
+  r.alternatives = alternativesOf(request, plan, w, groupOf(request, plan, s, best, w.exactUs));
   return r;
 }
 
@@ -657,6 +716,8 @@ LookupTable tableFromResult(const TuningResult& result) {
     e.nChannels = r.nChannels;
     e.chunkSize = r.chunkBytes;
     if (request.profiler == ProfilerKind::Tuccl) e.tucclAlgorithm = r.algorithm;  // what libtuccl ran
+    e.timeUs = r.timeUs;
+    e.groups = r.alternatives;
     e.comment = rangeComment(result, r);
     table.entries.push_back(std::move(e));
     entries.push_back(rangeMetadata(result, r));

@@ -35,8 +35,8 @@
 
 #include "support/status.h"
 #include "support/vocabulary.h"
-#include "table/lookup_table.h"
 #include "sim/nccl_model.h"
+#include "table/lookup_table.h"
 #include "topo/load.h"
 #include "tune/searcher.h"
 #include "tune/size_grid.h"
@@ -96,6 +96,9 @@ struct TuningRequest {
   bool resume = false;
   // ---- the table
   bool keyBySignature = false;  ///< key entries by the topology signature too
+  /// Configuration groups kept per entry, the winner included (table ConfigGroup): the runtime
+  /// phase switches among them. 1: the winner only.
+  int32_t groups = 3;
 };
 
 /// One (collective, size) and what its search found.
@@ -131,6 +134,9 @@ struct TunedRange {
   int64_t nThreads = 0;
   uint64_t chunkBytes = 0;
   double timeUs = 0;  ///< TunedWorkload::exactUs of the first size
+  /// The next best configuration groups at the first size, fastest first, each as the table
+  /// gives it (distinct from the winner's and each other's): TuningRequest::groups - 1 at most.
+  std::vector<ConfigGroup> alternatives;
   // ---- what it cost, over the range's sizes
   size_t trials = 0;
   double cost = 0;

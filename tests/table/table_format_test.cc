@@ -229,6 +229,52 @@ TEST(TableJson, LibtucclAlgorithmRoundTripsAndCsvCannotHoldIt) {
   EXPECT_EQ(lossy->dropped.size(), 2u);
 }
 
+// Configuration groups: the entry's own decision is group 0, "groups" the alternatives with their
+// profiled times; they round-trip, errors name the group and key, and the CSV cannot hold them.
+TEST(TableJson, ConfigurationGroupsRoundTripAndAreChecked) {
+  LookupTable t = parseJson(
+      "{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"algorithm\": \"ring\", "
+      "\"protocol\": \"simple\", \"nChannels\": 8, \"chunkSize\": \"512K\", \"timeUs\": 120.5, "
+      "\"groups\": [{\"algorithm\": \"tree\", \"protocol\": \"ll128\", \"nChannels\": 16, \"timeUs\": 130}, "
+      "{\"protocol\": \"simple\", \"tucclAlgorithm\": \"direct\", \"chunkSize\": 65536}]}]}");
+  ASSERT_EQ(t.entries.size(), 1u);
+  const std::vector<ConfigGroup> groups = entryGroups(t.entries[0]);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].choice, (Choice{A::Ring, P::Simple}));
+  EXPECT_EQ(groups[0].nChannels, 8);
+  EXPECT_EQ(groups[0].chunkSize, 512u << 10);
+  EXPECT_DOUBLE_EQ(groups[0].timeUs, 120.5);
+  EXPECT_EQ(groups[1].choice, (Choice{A::Tree, P::LL128}));
+  EXPECT_EQ(groups[1].nChannels, 16);
+  EXPECT_DOUBLE_EQ(groups[1].timeUs, 130);
+  EXPECT_EQ(groups[2].choice, (Choice{kAny, P::Simple}));
+  EXPECT_EQ(groups[2].tucclAlgorithm, "direct");
+  EXPECT_EQ(groups[2].chunkSize, 65536u);
+  EXPECT_LT(groups[2].timeUs, 0) << "no time given";
+  EXPECT_EQ(parseJson(writeTableJson(t)), t);
+
+  const std::string head = "{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", ";
+  EXPECT_EQ(jsonError(head + "\"groups\": {}}]}"), "t.json: entries[0].groups: expected an array of configuration groups");
+  EXPECT_EQ(jsonError(head + "\"groups\": [{\"nChannels\": 4}, {\"chanels\": 4}]}]}"),
+            "t.json: entries[0].groups[1].chanels: unknown key \"chanels\"");
+  EXPECT_EQ(jsonError(head + "\"groups\": [{\"fallback\": []}]}]}"),
+            "t.json: entries[0].groups[0].fallback: unknown key \"fallback\"");
+  EXPECT_NE(jsonError(head + "\"timeUs\": -1}]}").find("entries[0].timeUs: expected a non-negative number"),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"groups\": [{\"timeUs\": \"fast\"}]}]}").find("entries[0].groups[0].timeUs"),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"groups\": [{\"protocol\": \"ll256\"}]}]}").find("entries[0].groups[0].protocol"),
+            std::string::npos);
+  std::string eight = head + "\"groups\": [";
+  for (int i = 0; i < kMaxGroups; ++i) eight += std::string(i ? ", " : "") + "{\"nChannels\": " + std::to_string(i + 1) + "}";
+  EXPECT_EQ(jsonError(eight + "]}]}"), "t.json: entries[0].groups: at most 7 alternative groups per entry");
+
+  Expected<CsvTable> refused = writeTableCsv(t, false);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("entries[0]: 2 alternative group(s)"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(TableJson, SyntaxErrorHasLineAndColumn) {
   Expected<LookupTable> result = readTableJson("{\n  \"version\": 1,\n  \"entries\": [,]\n}\n", "t.json");
   ASSERT_FALSE(result.ok());

@@ -143,6 +143,26 @@ TEST(TuningRun, RequestToResultToTable) {
     EXPECT_EQ(e.choices[0].algorithm.has_value(), r.algorithm == "ring");
     EXPECT_EQ(e.chunkSize, r.chunkBytes);
     EXPECT_NE(e.comment.find("sketch " + r.sketch), std::string::npos) << e.comment;
+    // The next best configuration groups (TuningRequest::groups = 3 by default), fastest first,
+    // each a decision of its own.
+    EXPECT_DOUBLE_EQ(e.timeUs, r.timeUs);
+    EXPECT_EQ(e.groups, r.alternatives);
+    EXPECT_FALSE(e.groups.empty()) << "the search measured more than one configuration";
+    EXPECT_LE(e.groups.size(), 2u);
+    const std::vector<ConfigGroup> groups = entryGroups(e);
+    for (size_t a = 0; a < groups.size(); ++a) {
+      if (a > 0) {
+        EXPECT_GT(groups[a].timeUs, 0);
+        if (a > 1) {
+          EXPECT_LE(groups[a - 1].timeUs, groups[a].timeUs);
+        }
+      }
+      for (size_t b = 0; b < a; ++b) {
+        EXPECT_FALSE(groups[a].choice == groups[b].choice && groups[a].nChannels == groups[b].nChannels &&
+                     groups[a].chunkSize == groups[b].chunkSize && groups[a].tucclAlgorithm == groups[b].tucclAlgorithm)
+            << "groups " << b << " and " << a << " of entry " << i << " decide the same";
+      }
+    }
   }
   ASSERT_EQ(table.environment.size(), 1u);
   EXPECT_NE(table.description.find("8 ranks on 2 nodes"), std::string::npos);
@@ -182,6 +202,15 @@ TEST(TuningRun, SameSeedSameTableAndResumeFromACutLog) {
   EXPECT_GT(resumed->workloads.front().replayed, 0u);
   EXPECT_EQ(writeTableJson(tableFromResult(*resumed)), writeTableJson(tableFromResult(*a)));
   EXPECT_EQ(readAll(cut.logPath), log);
+}
+
+TEST(TuningRun, OneGroupKeepsOnlyTheWinner) {
+  const fs::path dir = freshDir("one-group");
+  TuningRequest request = smallRequest(dir);
+  request.groups = 1;
+  Expected<TuningResult> result = runTuning(request);
+  ASSERT_TRUE(result) << result.status().toString();
+  for (const TableEntry& e : tableFromResult(*result).entries) EXPECT_TRUE(e.groups.empty());
 }
 
 TEST(TuningRun, SignatureKeysTheEntries) {
