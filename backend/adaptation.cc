@@ -23,12 +23,26 @@ AdaptivePolicy::AdaptivePolicy(int32_t groups, AdaptationOptions options)
   options_.probeEvery = std::max(2, options_.probeEvery);
   options_.window = std::max(1, options_.window);
   agreed_.assign(static_cast<size_t>(groups_), -1.0);
+  excluded_.assign(static_cast<size_t>(groups_), false);
   recent_.resize(static_cast<size_t>(groups_));
 }
 
 int32_t AdaptivePolicy::groupFor(uint64_t k) const {
+  const int32_t group = candidateFor(k);
+  return excluded_[static_cast<size_t>(group)] ? best_ : group;
+}
+
+void AdaptivePolicy::exclude(int32_t group) {
+  if (group <= 0 || group >= groups_) return;  // the static choice always runs
+  excluded_[static_cast<size_t>(group)] = true;
+  agreed_[static_cast<size_t>(group)] = -1;
+  if (best_ == group) best_ = 0;
+}
+
+int32_t AdaptivePolicy::candidateFor(uint64_t k) const {
   if (groups_ == 1) return 0;
-  const uint64_t explore = static_cast<uint64_t>(groups_) * static_cast<uint64_t>(options_.samplesPerGroup);
+  const uint64_t explore =
+      restored_ ? 0 : static_cast<uint64_t>(groups_) * static_cast<uint64_t>(options_.samplesPerGroup);
   if (k < explore) return static_cast<int32_t>(k % static_cast<uint64_t>(groups_));
   const uint64_t since = k - explore;
   const auto every = static_cast<uint64_t>(options_.probeEvery);
@@ -73,7 +87,7 @@ Status AdaptivePolicy::agree(const std::vector<std::string>& summaries) {
     for (int32_t g = 0; g < groups_; ++g) {
       GroupSummary entry;
       std::memcpy(&entry, summary.data() + static_cast<size_t>(g) * sizeof(entry), sizeof(entry));
-      if (entry.samples == 0 || !(entry.meanSeconds >= 0)) continue;
+      if (entry.samples == 0 || !(entry.meanSeconds >= 0) || excluded_[static_cast<size_t>(g)]) continue;
       agreed[static_cast<size_t>(g)] = std::max(agreed[static_cast<size_t>(g)], entry.meanSeconds);
     }
   }
@@ -89,6 +103,16 @@ Status AdaptivePolicy::agree(const std::vector<std::string>& summaries) {
   const double current = agreed_[static_cast<size_t>(best_)];
   if (current < 0 || agreed_[static_cast<size_t>(fastest)] < current * (1 - options_.switchMargin)) best_ = fastest;
   return {};
+}
+
+void AdaptivePolicy::restore(int32_t best, const std::vector<double>& agreedSeconds) {
+  if (best < 0 || best >= groups_ || agreedSeconds.size() != static_cast<size_t>(groups_)) return;
+  best_ = best;
+  agreed_ = agreedSeconds;
+  for (double& seconds : agreed_) {
+    if (!(seconds >= 0)) seconds = -1;
+  }
+  restored_ = true;
 }
 
 std::optional<double> AdaptivePolicy::agreedSeconds(int32_t group) const {

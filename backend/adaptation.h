@@ -53,6 +53,12 @@ class AdaptivePolicy {
   /// Every rank's summary (by rank): updates the agreed times and the current choice.
   /// InvalidArgument when a summary is malformed (then nothing changes).
   Status agree(const std::vector<std::string>& summaries);
+  /// Starts from what an earlier run agreed (the learned table): `best` and the agreed times
+  /// (seconds; < 0 unknown, one per group). The first exploration round is skipped; probes go on.
+  void restore(int32_t best, const std::vector<double>& agreedSeconds);
+  /// Group `group` cannot run here (its plan does not fit, say): no call runs it again. Every
+  /// rank must exclude it at the same call (the caller's reason must be the same on every rank).
+  void exclude(int32_t group);
   /// The group the policy exploits now (the static choice until agreement says otherwise).
   int32_t best() const { return best_; }
   /// Agreed time of `group` (nullopt while no rank has a sample).
@@ -64,6 +70,9 @@ class AdaptivePolicy {
   int32_t groups_;
   AdaptationOptions options_;
   int32_t best_ = 0;
+  bool restored_ = false;       // restore(): no first exploration round
+  std::vector<bool> excluded_;  // exclude(): never run
+  int32_t candidateFor(uint64_t k) const;  // groupFor before exclusions
   std::vector<double> agreed_;  // seconds; < 0: unknown
 
   mutable std::mutex mutex_;                 // the local samples

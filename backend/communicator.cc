@@ -24,7 +24,9 @@
 #include "backend/net_plugin.h"
 #include "backend/net_proxy.h"
 #include "backend/plan_cache.h"
+#include "backend/plan_selection.h"
 #include "backend/staging_layout.h"
+#include "support/hash.h"
 #include "support/text_values.h"
 
 namespace tuccl::backend {
@@ -76,7 +78,18 @@ struct InitReport {
   int64_t stagingBytes = 0;
   int32_t deviceKind = 0;
   int32_t ok = 1;  ///< this rank's local setup succeeded
+  uint64_t adaptHash = 0;  ///< the runtime phase's settings (adaptRuleHash): every rank must agree on them
 };
+
+// What every rank must share for the runtime phase to stay in step: whether it runs and when its
+// agreements fall.
+uint64_t adaptRuleHash(const AdaptSettings& adapt) {
+  if (!adapt.enabled) return 0;
+  const AdaptationOptions& rule = adapt.rule;
+  return fnv1a64(std::to_string(rule.samplesPerGroup) + "/" + std::to_string(rule.syncEvery) + "/" +
+                 std::to_string(rule.probeEvery) + "/" + std::to_string(rule.window) + "/" +
+                 std::to_string(rule.switchMargin));
+}
 
 std::string bytesOf(const InitReport& report) {
   return std::string(reinterpret_cast<const char*>(&report), sizeof(report));
@@ -142,6 +155,9 @@ Expected<CommOptions> commOptionsFromEnvironment() {
     options.stagingSlots = static_cast<int32_t>(slots);
   }
   options.cacheDir = defaultCacheDir();
+  Expected<AdaptSettings> adapt = adaptSettingsFromEnvironment(options.cacheDir);
+  if (!adapt) return adapt.status();
+  options.adapt = std::move(*adapt);
   return options;
 }
 
@@ -154,6 +170,7 @@ struct Communicator::Impl {
   std::unique_ptr<PlanCache> plans;
   std::vector<int32_t> hostOf;      ///< by rank: its host, numbered by the host's first rank
   std::unique_ptr<NetProxy> proxy;  ///< ranks on several hosts: carries their rings (after `device`)
+  std::shared_ptr<AdaptiveRuntime> adapt;  ///< the runtime phase; null when off (calls still queued hold it)
 
   std::mutex mutex;  // placement, sequence
   std::unique_ptr<StagingAllocator> allocator;
@@ -196,6 +213,12 @@ struct Communicator::Impl {
 
   Status setup(const UniqueIdBytes& id, int cudaDevice);
   Status startProxy(const UniqueIdBytes& id);
+  Status startAdaptation(int32_t nHosts);
+  /// The runtime phase's exchange: every rank's bytes, over the bootstrap (one exchange at a time).
+  Expected<std::vector<std::string>> exchange(const std::string& bytes) {
+    std::lock_guard lock(mutex);
+    return bootstrap->allGather(bytes);
+  }
   Expected<std::unique_ptr<Device>> chooseDevice(PlanCacheOptions& planOptions, int cudaDevice);
   Expected<const PlanPlacement*> placementFor(const CompiledPlan& compiled);
 };
@@ -266,6 +289,7 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   mine.stagingBytes = options.stagingBytes;
   mine.deviceKind = device ? static_cast<int32_t>(device->kind()) : -1;
   mine.ok = local ? 1 : 0;
+  mine.adaptHash = adaptRuleHash(options.adapt);
   Expected<std::vector<std::string>> reports = bootstrap->allGather(bytesOf(mine));
   if (!reports) return reports.status();
   if (!local) return local;
@@ -284,6 +308,9 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
     }
     if (theirs.deviceKind != mine.deviceKind) return mismatch("chose another device (TUCCL_DEVICE differs)");
     if (theirs.stagingBytes != mine.stagingBytes) return mismatch("has another TUCCL_STAGING_BYTES");
+    if (theirs.adaptHash != mine.adaptHash) {
+      return mismatch("adapts otherwise (TUCCL_ADAPT, TUCCL_ADAPT_SYNC or TUCCL_ADAPT_PROBE differs)");
+    }
   }
 
   // Hosts: the ranks of one host hash share memory; the others are reached through the network.
@@ -345,6 +372,12 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   if (hosts.size() > 1) {
     if (Status started = startProxy(id); !started) return started;
   }
+  if (options.adapt.enabled && device->kind() == DeviceKind::Cuda) {
+    // The CUDA device does not time its calls yet: exploring without learning would only cost.
+    logLine(LogLevel::Info, rank, "TuCCL adapt: off on the CUDA device (its calls are not timed)");
+  } else if (options.adapt.enabled) {
+    if (Status started = startAdaptation(static_cast<int32_t>(hosts.size())); !started) return started;
+  }
   startWatchdog();
   logLine(LogLevel::Info, rank,
           "communicator of " + std::to_string(nRanks) + " ranks" +
@@ -356,6 +389,17 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
               formatSeconds(options.timeoutSeconds) + ", " +
               (mine.tableHash == 0 ? std::string("no table") : "table hash " + std::to_string(mine.tableHash)));
   return {};
+}
+
+// The runtime phase (adaptive_runtime.h): the topology signature from every rank's description,
+// then the learned table rank 0 reads. Collective; every rank runs it (TUCCL_ADAPT agrees, see
+// InitReport).
+Status Communicator::Impl::startAdaptation(int32_t nHosts) {
+  Expected<std::vector<std::string>> descriptions = bootstrap->allGather(localTopologyDescription());
+  if (!descriptions) return descriptions.status();
+  const uint64_t signature = topologySignatureOf(*descriptions, nHosts);
+  adapt = std::make_shared<AdaptiveRuntime>(options.adapt, rank, nRanks, signature, plans->tableHash());
+  return adapt->loadLearned([this](const std::string& bytes) { return bootstrap->allGather(bytes); });
 }
 
 // The inter-node proxy (net_proxy.h) over the plugin TUCCL_NET_PLUGIN / NCCL_NET_PLUGIN names;
@@ -481,27 +525,70 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
   query.count = count;
   query.dataType = type;
   query.root = args.collective == Collective::Broadcast || args.collective == Collective::Reduce ? args.root : -1;
-  Expected<std::shared_ptr<const CompiledPlan>> compiled = s.plans->planFor(query);
+  // The runtime phase: which configuration group this call runs (the same on every rank).
+  int32_t group = 0;
+  AdaptKey key;
+  if (s.adapt) {
+    const std::vector<ConfigGroup> groups = s.plans->groupsFor(query);
+    key = AdaptKey{args.collective, sizeBucket(tunerBytes(query, s.nRanks)), s.plans->entryFor(query)};
+    Expected<int32_t> chosen =
+        s.adapt->choose(key, static_cast<int32_t>(groups.size()), tunerBytes(query, s.nRanks),
+                        [&s](const std::string& bytes) { return s.exchange(bytes); });
+    if (!chosen) {
+      s.fail(chosen.status());
+      return chosen.status();
+    }
+    group = *chosen;
+  }
+  // A group other than the static choice that cannot run here (its plan does not build, or does
+  // not fit the staging with the plans used so far) is dropped for the key and the call runs
+  // group 0. Both reasons are the same on every rank: the same table, query and plan sequence.
+  auto dropGroup = [&](const Status& why) {
+    s.adapt->exclude(key, group, why.message());
+    group = 0;
+  };
+  Expected<std::shared_ptr<const CompiledPlan>> compiled = s.plans->planFor(query, group);
+  if (!compiled && group > 0) {
+    dropGroup(compiled.status());
+    compiled = s.plans->planFor(query, group);
+  }
   if (!compiled) return compiled.status();
 
   KernelCall call;
-  call.plan = *compiled;
   call.call = CollectiveCall{args.collective, s.nRanks, query.root, type,
                              usesOp(args.collective) ? *reduceOpOf(args.op) : ReduceOp::Sum, count, inPlace};
   call.rank = s.rank;
   call.sendbuff = args.sendbuff;
   call.recvbuff = args.recvbuff;
-  call.sliceElems = std::max<int64_t>(1, (*compiled)->plan.config.chunkSize / static_cast<int64_t>(elementSize));
   call.timeoutSeconds = s.options.timeoutSeconds;
   {
     std::lock_guard lock(s.mutex);
     Expected<const PlanPlacement*> placement = s.placementFor(**compiled);
+    if (!placement && group > 0) {
+      dropGroup(placement.status());
+      compiled = s.plans->planFor(query, group);
+      if (!compiled) return compiled.status();
+      placement = s.placementFor(**compiled);
+    }
+    if (!placement && s.adapt) {
+      return makeError(placement.status().code(),
+                       placement.status().message() +
+                           " (under TUCCL_ADAPT=1 the plans of other configuration groups hold staging too: raise "
+                           "TUCCL_STAGING_BYTES, or set TUCCL_ADAPT=0)");
+    }
     if (!placement) return placement.status();
+    call.plan = *compiled;
+    call.sliceElems = std::max<int64_t>(1, (*compiled)->plan.config.chunkSize / static_cast<int64_t>(elementSize));
     call.placement = *placement;
     call.sequence = s.nextSequence++;
     if (logEnabled(LogLevel::Info) && s.logged.insert((*compiled)->key).second) {
       logLine(LogLevel::Info, s.rank, (*compiled)->description);
     }
+  }
+  // The device times the call (its turn to its end) for the runtime phase, on any stream.
+  if (s.adapt) {
+    call.testDelayMicros = s.adapt->testDelayMicros(group);
+    call.completed = [adapt = s.adapt, key, group](double seconds) { adapt->record(key, group, seconds); };
   }
   Status launched = s.device->launch(call, stream);
   if (!launched && launched.code() != ErrorCode::Timeout && launched.code() != ErrorCode::Aborted) {
@@ -537,6 +624,8 @@ Status Communicator::finalize() {
   Status drained = s.device ? s.device->drain(s.options.timeoutSeconds) : Status();
   // Nobody closes its sockets or unmaps staging while a peer may still be running a call.
   Status parted = asyncError() && drained ? s.bootstrap->barrier() : Status();
+  // What the runtime phase learnt, for the next run (rank 0; a failed write is logged, not fatal).
+  if (s.adapt && parted) (void)s.adapt->persist();
   // Every rank's calls are done: peers may now close their connections without it being a failure.
   if (s.proxy && parted) s.proxy->stop();
   if (!drained) return drained;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/adaptive_runtime.h"
 #include "backend/bootstrap.h"
 #include "backend/device.h"
 #include "support/status.h"
@@ -32,6 +33,7 @@ struct CommOptions {
   std::string algorithm;                 ///< TUCCL_ALGO: a built-in algorithm or a .resccl file (beats the table)
   int32_t channels = 0;                  ///< TUCCL_NCHANNELS (beats the table); 0: the table's or 1
   std::string cacheDir;                  ///< TUCCL_CACHE_DIR (defaultCacheDir())
+  AdaptSettings adapt;                   ///< TUCCL_ADAPT, TUCCL_ADAPT_FILE, ... (adaptive_runtime.h)
 };
 Expected<CommOptions> commOptionsFromEnvironment();
 

@@ -205,10 +205,15 @@ Status State::execute(const KernelCall& call) {
     return turnError;
   }
   Status status;
+  const auto started = std::chrono::steady_clock::now();
+  if (call.testDelayMicros > 0) std::this_thread::sleep_for(std::chrono::microseconds(call.testDelayMicros));
   try {
     status = runKernel(call);
   } catch (const std::exception& error) {
     status = makeError(ErrorCode::Internal, std::string("CPU device: ") + error.what());
+  }
+  if (status && call.completed) {
+    call.completed(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
   endTurn();
   return status;

@@ -158,9 +158,9 @@ struct PlanCache::Impl {
   std::map<std::string, std::shared_future<PlanResult>> plans;  ///< by key: built once
   std::map<std::string, PlanPointer> described;                ///< by key and description
   /// What a call was served last: by (collective, root, matching entry, or -1 / -2 for the
-  /// default of the size class, and whether it runs in one TB per rank). The selection depends
-  /// on nothing else, so later calls skip selecting, describing and hashing.
-  std::map<std::tuple<Collective, int32_t, int64_t, bool>, PlanPointer> served;
+  /// default of the size class, whether it runs in one TB per rank, configuration group). The
+  /// selection depends on nothing else, so later calls skip selecting, describing and hashing.
+  std::map<std::tuple<Collective, int32_t, int64_t, bool, int32_t>, PlanPointer> served;
   std::map<std::string, Expected<std::string>> programFiles;    ///< by resolved path, read once
 
   struct Counters {
@@ -448,7 +448,20 @@ PlanCache::PlanCache(std::optional<LookupTable> table, PlanCacheOptions options)
 
 uint64_t PlanCache::tableHash() const { return impl_->tableHash; }
 
-Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const PlanQuery& query) {
+std::vector<ConfigGroup> PlanCache::groupsFor(const PlanQuery& query) const {
+  const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
+  const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
+  return candidateGroups(query, table, index, impl_->options);
+}
+
+int32_t PlanCache::entryFor(const PlanQuery& query) const {
+  const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
+  const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
+  const TableEntry* entry = matchingEntry(query, table, index, impl_->options);
+  return entry == nullptr ? -1 : static_cast<int32_t>(entry - table->entries.data());
+}
+
+Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const PlanQuery& query, int32_t group) {
   const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
   const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
   if (Status status = checkPlanQuery(query, impl_->options); !status) return status;
@@ -458,12 +471,12 @@ Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const PlanQuery
                            : defaultFamily(query, impl_->options) == defaultAlgorithmFamily(query.collective) ? -1
                                                                                                                : -2;
   const auto served = std::make_tuple(query.collective, hasRoot(query.collective) ? query.root : -1, entryKey,
-                                      singleTbPolicy(query, impl_->options).has_value());
+                                      singleTbPolicy(query, impl_->options).has_value(), group);
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     if (auto it = impl_->served.find(served); it != impl_->served.end()) return it->second;
   }
-  Expected<PlanSelection> selection = selectPlan(query, table, index, impl_->options);
+  Expected<PlanSelection> selection = selectPlan(query, table, index, impl_->options, group);
   if (!selection) return selection.status();
   PlanResult plan = impl_->planOf(*selection);
   if (plan) {

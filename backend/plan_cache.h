@@ -85,11 +85,16 @@ class PlanCache {
 
   /// A hash of the table's content (0 without a table); the ranks compare it at init.
   uint64_t tableHash() const;
-  /// The plan for `query`; the same on every rank for the same table and query. Thread-safe:
+  /// The plan for `query` run as configuration group `group` (0: the static choice); the same on
+  /// every rank for the same table, query and group. Thread-safe:
   /// concurrent calls for one plan build it once. nRanks 1 is InvalidArgument (the communicator
   /// copies locally); a table entry whose algorithm does not load or prove is an error naming the
   /// table and the entry, never another plan.
-  Expected<std::shared_ptr<const CompiledPlan>> planFor(const PlanQuery& query);
+  Expected<std::shared_ptr<const CompiledPlan>> planFor(const PlanQuery& query, int32_t group = 0);
+  /// The configuration groups `query` may run (plan_selection.h candidateGroups), group 0 first.
+  std::vector<ConfigGroup> groupsFor(const PlanQuery& query) const;
+  /// Which table entry decides `query`: its index in the table, -1 for none.
+  int32_t entryFor(const PlanQuery& query) const;
 
   PlanCacheStats stats() const;
 

@@ -1,5 +1,6 @@
 #include "backend/plan_selection.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "support/text_values.h"
@@ -139,9 +140,44 @@ uint64_t tunerBytes(const PlanQuery& query, int32_t nRanks) {
 
 namespace {
 
+// `entry` deciding as its configuration group `group` (its own decision for group 0).
+TableEntry entryAsGroup(const TableEntry& entry, int32_t group) {
+  if (group <= 0 || static_cast<size_t>(group) > entry.groups.size()) return entry;
+  const ConfigGroup& g = entry.groups[static_cast<size_t>(group) - 1];
+  TableEntry as = entry;
+  as.choices = {g.choice};
+  as.nChannels = g.nChannels;
+  as.chunkSize = g.chunkSize;
+  as.tucclAlgorithm = g.tucclAlgorithm;
+  as.timeUs = g.timeUs;
+  return as;
+}
+
+// The built-in alternative to `family` for the runtime phase's second group: another family of
+// the collective where there is one, else the same family on half the slice.
+constexpr int64_t kMinAlternativeChunk = 4 << 10;
+ConfigGroup defaultAlternative(const PlanQuery& query, std::string_view family, const PlanCacheOptions& options) {
+  ConfigGroup alternative;
+  const auto other = [&](std::string_view name) { return findBuiltinAlgorithm(name, query.collective) != nullptr; };
+  if ((family == "hm" || family == "direct") && other("ring")) {
+    alternative.tucclAlgorithm = "ring";
+  } else if (family == "ring" && other("direct")) {
+    alternative.tucclAlgorithm = "direct";
+  } else if (family == "chain" && other("binomial")) {
+    alternative.tucclAlgorithm = "binomial";
+  } else if (family == "binomial" && other("chain")) {
+    alternative.tucclAlgorithm = "chain";
+  } else {
+    // The only family: the same on half the slice (more pipelining, half the staging).
+    alternative.tucclAlgorithm = std::string(family);
+    alternative.chunkSize = static_cast<uint64_t>(std::max<int64_t>(kMinAlternativeChunk, options.defaultChunkSize / 2));
+  }
+  return alternative;
+}
+
 // The table's (or the default) choice, before the environment's overrides.
 Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
-                                       const PlanCacheOptions& options) {
+                                       const PlanCacheOptions& options, int32_t group) {
   PlanSelection selection;
   selection.collective = query.collective;
   selection.shape = {options.nRanks, options.nNodes, hasRoot(query.collective) ? query.root : -1,
@@ -150,8 +186,8 @@ Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTabl
   std::string why;
   std::optional<std::string_view> family;
   if (const TableEntry* matched = matchingEntry(query, table, index, options); matched != nullptr) {
-    const TableEntry& entry = *matched;
-    selection.entry = &entry;
+    const TableEntry entry = entryAsGroup(*matched, group);
+    selection.entry = matched;
     selection.reason = entrySummary(entry);
     if (entry.nChannels > 0) selection.shape.nChannels = entry.nChannels;
     if (entry.chunkSize > 0) {
@@ -172,17 +208,43 @@ Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTabl
   if (!why.empty()) selection.reason += ": " + why;
   selection.algorithm = family ? std::string(*family) : std::string(defaultFamily(query, options));
   selection.builtin = true;
+  if (group > 0 && selection.entry == nullptr) {
+    const ConfigGroup alternative = defaultAlternative(query, selection.algorithm, options);
+    selection.algorithm = alternative.tucclAlgorithm;
+    if (alternative.chunkSize > 0) selection.chunkSize = static_cast<int64_t>(alternative.chunkSize);
+  }
   return selection;
 }
 
 }  // namespace
 
+bool environmentFixesTheChoice(const PlanCacheOptions& options) {
+  return !options.forcedAlgorithm.empty() || options.forcedChannels > 0 || options.forcedChunkSize > 0;
+}
+
+std::vector<ConfigGroup> candidateGroups(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
+                                         const PlanCacheOptions& options) {
+  if (const TableEntry* entry = matchingEntry(query, table, index, options); entry != nullptr) {
+    std::vector<ConfigGroup> groups = entryGroups(*entry);
+    if (environmentFixesTheChoice(options)) groups.resize(1);
+    return groups;
+  }
+  ConfigGroup own;
+  own.tucclAlgorithm = std::string(defaultFamily(query, options));
+  if (environmentFixesTheChoice(options)) return {own};
+  return {own, defaultAlternative(query, own.tucclAlgorithm, options)};
+}
+
 Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
-                                   const PlanCacheOptions& options) {
+                                   const PlanCacheOptions& options, int32_t group) {
   if (Status status = checkPlanQuery(query, options); !status) return status;
-  Expected<PlanSelection> selected = selectFromTable(query, table, index, options);
+  if (group < 0 || (group > 0 && static_cast<size_t>(group) >= candidateGroups(query, table, index, options).size())) {
+    return makeError(ErrorCode::InvalidArgument, "configuration group " + std::to_string(group) + " does not exist");
+  }
+  Expected<PlanSelection> selected = selectFromTable(query, table, index, options, group);
   if (!selected) return selected;
   PlanSelection& selection = *selected;
+  if (group > 0) selection.reason += "; configuration group " + std::to_string(group);
   if (!options.forcedAlgorithm.empty()) {
     selection.builtin = isBuiltinFamily(options.forcedAlgorithm);
     selection.algorithm = selection.builtin ? toLowerCase(options.forcedAlgorithm) : options.forcedAlgorithm;

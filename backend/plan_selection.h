@@ -68,10 +68,21 @@ Status checkPlanQuery(const PlanQuery& query, const PlanCacheOptions& options);
 const TableEntry* matchingEntry(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
                                 const PlanCacheOptions& options);
 
-/// Checks the query (checkPlanQuery) and selects. `table` and `index` are both set or both null. Errors name `options.tablePath` and the
-/// entry ("entries[3].tucclAlgorithm: there is no built-in binomial AllReduce ...").
+/// The configuration groups libtuccl may run for `query`, group 0 (the static choice) first — the
+/// runtime phase (backend/adaptive_runtime.h) switches among them: the matching table entry's
+/// (table/lookup_table.h entryGroups); without one, the built-in default family and an
+/// alternative (ring for hm and direct, direct for ring, binomial for chain and back; else the
+/// same family on half the default slice, at least 4 KiB). One group when the environment fixes the choice
+/// (TUCCL_ALGO, TUCCL_NCHANNELS or TUCCL_CHUNK_SIZE).
+std::vector<ConfigGroup> candidateGroups(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
+                                         const PlanCacheOptions& options);
+
+/// Checks the query (checkPlanQuery) and selects configuration group `group` of candidateGroups
+/// (0: the static choice). `table` and `index` are both set or both null. Errors name
+/// `options.tablePath` and the entry ("entries[3].tucclAlgorithm: there is no built-in binomial
+/// AllReduce ..."); a group that does not exist is InvalidArgument.
 Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
-                                   const PlanCacheOptions& options);
+                                   const PlanCacheOptions& options, int32_t group = 0);
 
 /// The table as errors name it: PlanCacheOptions::tablePath, else "the tuning table".
 std::string tableDisplayName(const PlanCacheOptions& options);

@@ -5,6 +5,9 @@
 //       every collective x datatype x op x in/out of place x count; every element of the output
 //       compared with the reference (kernelgen/collective_reference.h), out-of-place inputs
 //       checked unchanged; ALLOPS_TYPE runs every op for that type. Exit 0 when all matched.
+//   collectives_rank repeat CALLS COUNT
+//       AllReduce (sum) of COUNT floats CALLS times, every element of every call checked (rank r
+//       sends (r + 1) * (i % 7 + 1) + call); exit 0 when all matched.
 //   collectives_rank loop
 //       AllReduce of 4 MiB in a loop, printing "ready" after the first; exits 0 when a call fails
 //       with an error code (the fault tests kill a peer), 1 if it never fails.
@@ -215,6 +218,37 @@ int runLoop() {
   }
 }
 
+int runRepeat(int calls, size_t count) {
+  tucclComm_t comm = initFromEnv();
+  int rank = 0, nRanks = 0;
+  tucclCommUserRank(comm, &rank);
+  tucclCommCount(comm, &nRanks);
+  std::vector<float> send(count), recv(count);
+  int status = 0;
+  for (int call = 0; call < calls && status == 0; ++call) {
+    for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 7 + 1) + call);
+    const tucclResult_t result = tucclAllReduce(send.data(), recv.data(), count, tucclFloat32, tucclSum, comm, nullptr);
+    if (result != tucclSuccess) {
+      std::fprintf(stderr, "call %d failed: %s\n", call, tucclGetLastError(comm));
+      status = 1;
+      break;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const float expected = static_cast<float>(nRanks * (nRanks + 1) / 2 * static_cast<int>(i % 7 + 1) + nRanks * call);
+      if (recv[i] != expected) {
+        std::fprintf(stderr, "call %d element %zu: %g, expected %g\n", call, i, recv[i], expected);
+        status = 1;
+        break;
+      }
+    }
+  }
+  if (tucclCommDestroy(comm) != tucclSuccess) {
+    std::fprintf(stderr, "destroy failed: %s\n", tucclGetLastError(nullptr));
+    return 1;
+  }
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -224,6 +258,7 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   if (mode == "loop") return runLoop();
+  if (mode == "repeat" && argc == 4) return runRepeat(std::atoi(argv[2]), static_cast<size_t>(std::atoll(argv[3])));
   if (mode == "matrix" && argc == 6) {
     Matrix matrix;
     matrix.counts = parseList<int64_t>(argv[2], [](const std::string& s) { return std::stoll(s); });

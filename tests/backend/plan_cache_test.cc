@@ -331,6 +331,71 @@ TEST(PlanCacheSelection, TableEntriesChooseAlgorithmAndConfiguration) {
   EXPECT_NE(alltoall->description.find("tables hold no AllToAll entries"), std::string::npos);
 }
 
+// The runtime phase's configuration groups: every collective and size has at least two without
+// a table; an entry's groups are its own decision then its "groups"; the environment fixes one.
+TEST(PlanCacheSelection, ConfigurationGroupsFromTheDefaultsTheTableAndTheEnvironment) {
+  PlanCacheOptions options = memoryOnly(4);
+  PlanCache defaults(std::nullopt, options);
+  struct Case {
+    Collective collective;
+    int32_t root;
+    const char* first;
+    const char* second;
+  };
+  const Case cases[] = {
+      {Collective::AllReduce, -1, "builtin/ring_allreduce.resccl", "builtin/direct_allreduce.resccl"},
+      {Collective::AllGather, -1, "builtin/ring_allgather.resccl", "builtin/direct_allgather.resccl"},
+      {Collective::ReduceScatter, -1, "builtin/ring_reducescatter.resccl", "builtin/ring_reducescatter.resccl"},
+      {Collective::Broadcast, 1, "builtin/chain_broadcast.resccl", "builtin/binomial_broadcast.resccl"},
+      {Collective::Reduce, 2, "builtin/chain_reduce.resccl", "builtin/binomial_reduce.resccl"},
+      {Collective::AllToAll, -1, "builtin/direct_alltoall.resccl", "builtin/direct_alltoall.resccl"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(collectiveName(c.collective)));
+    const PlanQuery q = query(c.collective, 1 << 20, c.root);
+    ASSERT_EQ(defaults.groupsFor(q).size(), 2u);
+    auto first = defaults.planFor(q, 0);
+    auto second = defaults.planFor(q, 1);
+    ASSERT_TRUE(first && second);
+    EXPECT_EQ((*first)->plan.sourceName, c.first);
+    EXPECT_EQ((*second)->plan.sourceName, c.second);
+    EXPECT_NE((*first)->key, (*second)->key) << "the alternative is another plan";
+    if (std::string(c.first) == c.second) {
+      EXPECT_EQ((*second)->plan.config.chunkSize, (*first)->plan.config.chunkSize / 2) << "half the slice";
+    }
+    EXPECT_NE((*second)->description.find("configuration group 1"), std::string::npos) << (*second)->description;
+    Expected<std::shared_ptr<const CompiledPlan>> none = defaults.planFor(q, 2);
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.status().code(), ErrorCode::InvalidArgument);
+  }
+  // Small AllReduce defaults to direct; its alternative is the ring.
+  EXPECT_EQ((*defaults.planFor(query(Collective::AllReduce, 100), 1))->plan.sourceName, "builtin/ring_allreduce.resccl");
+
+  // A table entry's groups, in order; the entry's own decision is group 0.
+  const char* grouped = R"({"version": 1, "entries": [{"collective": "allreduce", "algorithm": "ring",
+      "nChannels": 2, "chunkSize": "64K", "groups": [{"tucclAlgorithm": "direct", "chunkSize": "32K"},
+      {"algorithm": "ring", "nChannels": 4}]}]})";
+  PlanCache table(parseTable(grouped), options);
+  const PlanQuery q = query(Collective::AllReduce, 1 << 20);
+  ASSERT_EQ(table.groupsFor(q).size(), 3u);
+  EXPECT_EQ(table.entryFor(q), 0);
+  auto own = table.planFor(q, 0), direct = table.planFor(q, 1), wide = table.planFor(q, 2);
+  ASSERT_TRUE(own && direct && wide);
+  EXPECT_EQ((*own)->plan.sourceName, "builtin/ring_allreduce.resccl");
+  EXPECT_EQ((*own)->plan.config.nChannels, 2);
+  EXPECT_EQ((*direct)->plan.sourceName, "builtin/direct_allreduce.resccl");
+  EXPECT_EQ((*direct)->plan.config.chunkSize, 32 << 10);
+  EXPECT_EQ((*wide)->plan.sourceName, "builtin/ring_allreduce.resccl");
+  EXPECT_EQ((*wide)->plan.config.nChannels, 4);
+
+  // TUCCL_ALGO (or TUCCL_NCHANNELS, TUCCL_CHUNK_SIZE) fixes the choice: one group.
+  PlanCacheOptions forced = options;
+  forced.forcedAlgorithm = "ring";
+  PlanCache fixed(parseTable(grouped), forced);
+  EXPECT_EQ(fixed.groupsFor(q).size(), 1u);
+  EXPECT_FALSE(fixed.planFor(q, 1));
+}
+
 TEST(PlanCacheSelection, EntriesFollowTheCommunicatorSize) {
   // The 4-rank entry does not apply to 8 ranks on 2 nodes: entries[1] does, with its chunk size.
   PlanCache cache(parseTable(kSelectionTable), memoryOnly(8, 2));

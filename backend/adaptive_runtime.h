@@ -1,0 +1,125 @@
+// The runtime phase in a communicator (TuCCL §III-A): before each call, the configuration group
+// with the shortest recent completion time; after it, the measured time; the choice the same on
+// every rank; what was learnt kept for the next run.
+//
+// In:  per call, its key (collective, size bucket, table entry) and how many configuration groups
+//      it may run (plan_selection.h candidateGroups); the call's measured time; a way to
+//      all-gather bytes over the communicator's ranks (its bootstrap).
+// Out: the group each call runs; "TuCCL adapt: ..." lines when a key's choice changes; the
+//      learned table file (rank 0 writes it, atomically).
+//
+// Agreement: each key has an AdaptivePolicy (adaptation.h). Calls are counted per key; when the
+// policy says an agreement is due, every rank all-gathers its summary at that same call (every
+// rank makes the same calls in the same order) and applies every rank's summary, so every rank
+// holds the same state and runs the same group. Local timings alone never move a choice.
+//
+// The learned table (TUCCL_ADAPT_FILE) holds, per key, the agreed times and the chosen group,
+// with the topology signature, the rank count and the tuning table's hash it was learnt under.
+// At init rank 0 reads it and all-gathers its bytes, so every rank starts from the same state
+// (even without a shared file system); a file learnt under another signature, rank count or
+// table is ignored (its keys re-initialise) and replaced at the next write.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backend/adaptation.h"
+#include "support/status.h"
+#include "support/vocabulary.h"
+
+namespace tuccl::backend {
+
+/// Settings from the environment (README "Environment"); an error names the variable.
+struct AdaptSettings {
+  /// TUCCL_ADAPT: 1 or 0 (default). Off by default: the other groups' plans hold staging too
+  /// (libtuccl's staging is placed per plan and never reused), which a job sized to its static
+  /// plans may not have.
+  bool enabled = false;
+  /// TUCCL_ADAPT_FILE; default <cache dir>/adaptation-n<ranks>-t<table hash>.json (the runtime
+  /// completes the name); empty with no cache dir: nothing is kept.
+  std::string file;
+  bool fileFromDefault = false;  ///< `file` is the cache directory, to be completed
+  int32_t delayGroup = -1;       ///< TUCCL_TEST_DELAY_GROUP=<g>:<us>: test hook, off when -1
+  int64_t delayMicros = 0;
+  AdaptationOptions rule;        ///< TUCCL_ADAPT_SYNC (calls between agreements), TUCCL_ADAPT_PROBE
+};
+Expected<AdaptSettings> adaptSettingsFromEnvironment(const std::string& cacheDir);
+
+/// A call's key: its collective, power-of-two size bucket (floor(log2 bytes)) and the table entry
+/// deciding it (-1: the built-in defaults).
+struct AdaptKey {
+  Collective collective = Collective::AllReduce;
+  int32_t bucket = 0;
+  int32_t entry = -1;
+  friend auto operator<=>(const AdaptKey&, const AdaptKey&) = default;
+};
+int32_t sizeBucket(uint64_t bytes);
+
+class AdaptiveRuntime {
+ public:
+  using AllGather = std::function<Expected<std::vector<std::string>>(const std::string&)>;
+
+  /// `signature`: the topology signature of the communicator (the same on every rank);
+  /// `tableHash`: the tuning table's (0: none).
+  AdaptiveRuntime(AdaptSettings settings, int32_t rank, int32_t nRanks, uint64_t signature, uint64_t tableHash);
+
+  /// Init, on every rank: rank 0 reads the learned table and every rank takes its bytes.
+  Status loadLearned(const AllGather& allGather);
+  /// The group call `call` of `key` runs (0-based per key; the runtime counts them), agreeing
+  /// first when due. `groups` is what the key may run; `bytes` is for the log line.
+  Expected<int32_t> choose(const AdaptKey& key, int32_t groups, uint64_t bytes, const AllGather& allGather);
+  /// The call that ran `group` of `key` took `seconds` here.
+  void record(const AdaptKey& key, int32_t group, double seconds);
+  /// `group` of `key` cannot run (its plan does not fit the staging): it is dropped for the key,
+  /// said once. The reason must hold on every rank alike (plan placement does).
+  void exclude(const AdaptKey& key, int32_t group, const std::string& why);
+  /// TUCCL_TEST_DELAY_GROUP: the microseconds a call of `group` is delayed (0: none).
+  int64_t testDelayMicros(int32_t group) const;
+  /// Rank 0 writes the learned table (temporary file + rename); the others do nothing. A write
+  /// that fails is logged once and returned.
+  Status persist();
+
+  /// The group a key exploits now (tests and logs); -1 for a key not seen.
+  int32_t best(const AdaptKey& key) const;
+  /// Calls of `key` so far.
+  uint64_t calls(const AdaptKey& key) const;
+  const std::string& learnedFile() const { return settings_.file; }
+
+ private:
+  struct KeyState {
+    std::shared_ptr<AdaptivePolicy> policy;
+    uint64_t calls = 0;
+    int32_t announced = -1;  ///< the choice last logged
+  };
+  struct Learned {
+    int32_t groups = 0;
+    int32_t best = 0;
+    std::vector<double> agreedSeconds;
+  };
+  KeyState& stateOf(const AdaptKey& key, int32_t groups);
+  std::string learnedText() const;
+
+  AdaptSettings settings_;
+  int32_t rank_;
+  int32_t nRanks_;
+  uint64_t signature_;
+  uint64_t tableHash_;
+  mutable std::mutex mutex_;
+  std::map<AdaptKey, KeyState> keys_;
+  std::map<AdaptKey, Learned> learned_;  ///< from the file, until the key is first called
+};
+
+/// The communicator's topology signature: fnv1a64 over every rank's description (rank order),
+/// each the TUCCL_TOPOLOGY_SIGNATURE it was given or else its host's network devices
+/// (/sys/class/net without lo, /sys/class/infiniband), with the rank and host counts. A NIC that
+/// disappears from a host changes it.
+std::string localTopologyDescription();
+uint64_t topologySignatureOf(const std::vector<std::string>& descriptions, int32_t nHosts);
+
+}  // namespace tuccl::backend

@@ -1,0 +1,193 @@
+// The runtime phase of libtuccl across processes (backend/adaptive_runtime.h): a configuration
+// group made slow on purpose (TUCCL_TEST_DELAY_GROUP) is left by every rank at the same call,
+// every call's result is checked, the learned table is written and the next run starts from it,
+// and a changed topology signature makes it start afresh. Also the runtime's pieces in process.
+#include "backend/adaptive_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+
+#include "rank_processes.h"
+
+namespace tuccl::testing {
+namespace {
+
+using backend::AdaptKey;
+using backend::AdaptiveRuntime;
+using backend::AdaptSettings;
+
+const std::string kRank = TUCCL_COLLECTIVES_RANK;
+
+std::string scratchDir(const std::string& name) {
+  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/runs/adaptation/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string logsOf(const RankProcesses& ranks) {
+  std::string text;
+  for (size_t r = 0; r < ranks.logs.size(); ++r) text += "---- rank " + std::to_string(r) + "\n" + readLog(ranks.logs[r]);
+  return text;
+}
+
+// What one rank's log says the runtime phase did: its switches (call -> group) and, per call,
+// the group it ran.
+struct RankAdaptation {
+  std::map<int, int> switches;
+  std::map<int, int> ran;
+  bool startedFromFile = false;
+};
+RankAdaptation parseLog(const std::string& text, int rank) {
+  RankAdaptation parsed;
+  static const std::regex kSwitch(R"(TuCCL adapt: rank=(\d+) call=(\d+) coll=allreduce bytes=\d+ group=(\d+))");
+  static const std::regex kRan(R"(TuCCL adapt trace: rank=(\d+) call=(\d+) coll=allreduce bytes=\d+ runs group=(\d+))");
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, kSwitch)) {
+      EXPECT_EQ(std::stoi(m[1]), rank) << line;
+      parsed.switches[std::stoi(m[2])] = std::stoi(m[3]);
+    } else if (std::regex_search(line, m, kRan)) {
+      EXPECT_EQ(std::stoi(m[1]), rank) << line;
+      parsed.ran[std::stoi(m[2])] = std::stoi(m[3]);
+    }
+    if (line.find("TuCCL adapt: starting from") != std::string::npos) parsed.startedFromFile = true;
+  }
+  return parsed;
+}
+
+constexpr int kRanks = 4;
+constexpr int kCalls = 60;
+constexpr const char* kCount = "4096";  // 16 KiB AllReduce: built-in direct, alternative ring
+
+std::vector<RankAdaptation> runRanks(const std::string& dir, const std::vector<std::string>& extra) {
+  std::vector<std::string> env = {"TUCCL_CACHE_DIR=" + std::string(TUCCL_BINARY_DIR) + "/tests/tuccl-cache",
+                                  "TUCCL_DEVICE=cpu", "TUCCL_TIMEOUT_S=60", "TUCCL_DEBUG=TRACE", "TUCCL_ADAPT=1",
+                                  "TUCCL_ADAPT_FILE=" + dir + "/../learned.json",
+                                  "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"};
+  env.insert(env.end(), extra.begin(), extra.end());
+  RankProcesses ranks = startRanks(kRanks, {kRank, "repeat", std::to_string(kCalls), kCount}, env, dir);
+  EXPECT_TRUE(waitRanks(ranks, 300)) << "the ranks did not finish\n" << logsOf(ranks);
+  std::vector<RankAdaptation> parsed;
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0) << "rank " << r << "\n" << logsOf(ranks);
+    parsed.push_back(parseLog(readLog(ranks.logs[r]), r));
+  }
+  return parsed;
+}
+
+TEST(AdaptiveRuntime, EveryRankLeavesASlowGroupAtTheSameCallAndTheNextRunStartsThere) {
+  const std::string base = scratchDir("slow-group");
+  const std::string learned = base + "/learned.json";
+  // Group 0 (the built-in default) is slowed by 20 ms a call; agreements every 8 calls.
+  const std::vector<std::string> slow = {"TUCCL_TEST_DELAY_GROUP=0:20000", "TUCCL_ADAPT_SYNC=8"};
+  std::filesystem::create_directories(base + "/first");
+  const std::vector<RankAdaptation> first = runRanks(base + "/first", slow);
+  ASSERT_EQ(first.size(), static_cast<size_t>(kRanks));
+  // Every rank ran the same group at every call, and switched to group 1 at the same call.
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(first[r].ran.size(), static_cast<size_t>(kCalls)) << "rank " << r;
+    EXPECT_EQ(first[r].ran, first[0].ran) << "rank " << r << " ran other groups than rank 0";
+    EXPECT_EQ(first[r].switches, first[0].switches) << "rank " << r;
+  }
+  ASSERT_EQ(first[0].switches.size(), 1u);
+  const auto [switchCall, switchedTo] = *first[0].switches.begin();
+  EXPECT_EQ(switchedTo, 1);
+  EXPECT_LE(switchCall, 16) << "within two agreements";
+  // After the switch group 0 runs only as a probe (one call in TUCCL_ADAPT_PROBE's 32).
+  int slowCalls = 0;
+  for (const auto& [call, group] : first[0].ran) slowCalls += call > switchCall && group == 0;
+  EXPECT_LE(slowCalls, (kCalls - switchCall) / 32 + 1);
+
+  // The learned table names the key and its choice; the next run starts from it.
+  ASSERT_TRUE(std::filesystem::exists(learned));
+  std::ifstream in(learned);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"format\": \"tuccl-adaptation\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"best\": 1"), std::string::npos) << text;
+  std::filesystem::create_directories(base + "/second");
+  const std::vector<RankAdaptation> second = runRanks(base + "/second", slow);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_TRUE(second[r].startedFromFile || r != 0) << "rank 0 says where it started from";
+    EXPECT_TRUE(second[r].switches.empty()) << "rank " << r << " switched though it started from the choice";
+    EXPECT_EQ(second[r].ran, second[0].ran);
+  }
+  ASSERT_FALSE(second[0].ran.empty());
+  EXPECT_EQ(second[0].ran.at(0), 1) << "the first call already runs the learned group";
+
+  // Another topology signature: the learned entries start afresh (group 0 first, then the switch).
+  std::filesystem::create_directories(base + "/third");
+  std::vector<std::string> moved = slow;
+  moved.push_back("TUCCL_TOPOLOGY_SIGNATURE=another-cluster");
+  const std::vector<RankAdaptation> third = runRanks(base + "/third", moved);
+  EXPECT_FALSE(third[0].startedFromFile);
+  ASSERT_FALSE(third[0].ran.empty());
+  EXPECT_EQ(third[0].ran.at(0), 0) << "a new topology explores from the static choice";
+  EXPECT_EQ(third[0].switches.size(), 1u);
+}
+
+TEST(AdaptiveRuntime, OffAndBadSettingsAreRefusedByName) {
+  setenv("TUCCL_ADAPT", "maybe", 1);
+  Expected<AdaptSettings> bad = backend::adaptSettingsFromEnvironment("");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("TUCCL_ADAPT=maybe"), std::string::npos);
+  unsetenv("TUCCL_ADAPT");
+  Expected<AdaptSettings> unset = backend::adaptSettingsFromEnvironment("");
+  ASSERT_TRUE(unset);
+  EXPECT_FALSE(unset->enabled) << "off unless asked for";
+  EXPECT_TRUE(unset->file.empty()) << "no cache directory, no learned table";
+  setenv("TUCCL_ADAPT", "0", 1);
+  setenv("TUCCL_TEST_DELAY_GROUP", "1-5", 1);
+  Expected<AdaptSettings> delay = backend::adaptSettingsFromEnvironment("");
+  ASSERT_FALSE(delay);
+  EXPECT_NE(delay.status().message().find("TUCCL_TEST_DELAY_GROUP=1-5: expected <group>:<microseconds>"),
+            std::string::npos);
+  setenv("TUCCL_TEST_DELAY_GROUP", "1:5", 1);
+  Expected<AdaptSettings> off = backend::adaptSettingsFromEnvironment("/tmp/cache");
+  ASSERT_TRUE(off);
+  EXPECT_FALSE(off->enabled);
+  EXPECT_EQ(off->delayGroup, 1);
+  EXPECT_EQ(off->delayMicros, 5);
+  EXPECT_TRUE(off->fileFromDefault);
+  unsetenv("TUCCL_ADAPT");
+  unsetenv("TUCCL_TEST_DELAY_GROUP");
+}
+
+// One rank's runtime (its all-gather hands back its own summary): the fastest group takes over at
+// an agreement, and a group that cannot run is never chosen again.
+TEST(AdaptiveRuntime, AgreedTimesChooseAndExcludedGroupsNeverRun) {
+  AdaptSettings settings;
+  settings.rule.syncEvery = 4;
+  settings.rule.probeEvery = 4;
+  AdaptiveRuntime runtime(settings, 0, 1, 7, 0);
+  const AdaptKey key{Collective::AllReduce, backend::sizeBucket(1 << 20), -1};
+  auto self = [](const std::string& bytes) -> Expected<std::vector<std::string>> {
+    return std::vector<std::string>{bytes};
+  };
+  for (int call = 0; call < 16; ++call) {
+    const int32_t group = *runtime.choose(key, 3, 1 << 20, self);
+    runtime.record(key, group, group == 2 ? 0.001 : 0.004);
+  }
+  EXPECT_EQ(runtime.best(key), 2);
+  EXPECT_EQ(runtime.calls(key), 16u);
+  runtime.exclude(key, 2, "its plan does not fit");
+  EXPECT_EQ(runtime.best(key), 0) << "an excluded best falls back to the static choice";
+  for (int call = 0; call < 16; ++call) {
+    const int32_t group = *runtime.choose(key, 3, 1 << 20, self);
+    EXPECT_NE(group, 2) << "call " << call;
+    runtime.record(key, group, group == 1 ? 0.002 : 0.004);
+  }
+  EXPECT_EQ(runtime.best(key), 1);
+  EXPECT_EQ(backend::sizeBucket(0), 0);
+  EXPECT_EQ(backend::sizeBucket(1), 0);
+  EXPECT_EQ(backend::sizeBucket(4096), 12);
+  EXPECT_EQ(backend::sizeBucket(8191), 12);
+}
+
+}  // namespace
+}  // namespace tuccl::testing
