@@ -30,13 +30,24 @@ namespace {
 constexpr double kBytesPerUsPerGBps = 1e3;
 constexpr double kTimeToleranceUs = 1e-7;
 
-struct Entry {
-  int64_t depBegin = 0;
+/// A FIFO of waiting TBs, linked through Engine::nextWaiter_.
+struct WaitList {
+  int32_t head = -1;
+  int32_t tail = -1;
+};
+
+/// Everything the engine reads and writes per entry, in one cache line.
+struct alignas(64) Entry {
+  int64_t depBegin = 0;  // into Engine::deps_
   int32_t depCount = 0;
-  int32_t tb = 0;      // global TB index
-  int32_t pair = -1;   // send <-> its receive (global entry ids)
+  int32_t tb = 0;        // global TB index
+  int32_t pair = -1;     // send <-> its receive (global entry ids)
   int32_t connection = -1;
   int32_t count = 1;
+  int32_t completed = 0;  // micro-batches done
+  int32_t arrived = 0;    // receive: micro-batches whose data arrived
+  WaitList completionWaiters;
+  WaitList arrivalWaiters;
   PrimitiveKind kind = PrimitiveKind::Send;
 };
 
@@ -44,12 +55,6 @@ struct PathInfo {
   std::vector<int32_t> resources;
   double latencyUs = 0;
   double capGBps = 0;
-};
-
-/// A FIFO of waiting TBs, linked through Engine::nextWaiter_.
-struct WaitList {
-  int32_t head = -1;
-  int32_t tail = -1;
 };
 
 struct Connection {  // (send TB, receive TB): its staging credits and its route
@@ -144,10 +149,6 @@ class Engine {
   std::vector<int32_t> tbOffset_;  // (replica, rank) -> first global TB
   std::vector<PathInfo> paths_;
   std::vector<Connection> connections_;
-  std::vector<int32_t> completed_;
-  std::vector<int32_t> arrived_;
-  std::vector<WaitList> waitOnEntry_;
-  std::vector<WaitList> waitOnArrival_;
   std::vector<int32_t> nextWaiter_;
   std::vector<int32_t> pending_;
   std::vector<int32_t> batch_;
@@ -223,10 +224,6 @@ void Engine::build() {
   buildTbs(simulated);
   buildDependencies(simulated);
   pairSendsAndReceives();
-  completed_.assign(entries_.size(), 0);
-  arrived_.assign(entries_.size(), 0);
-  waitOnEntry_.resize(entries_.size());
-  waitOnArrival_.resize(entries_.size());
   nextWaiter_.assign(tbs_.size(), -1);
   connectionIds_ = {};
   pathIds_ = {};
@@ -412,17 +409,18 @@ void Engine::tryRun(int32_t tbIndex) {
   Tb& tb = tbs_[tbIndex];
   if (tb.busy || tb.done) return;
   const int32_t id = tb.entry();
-  const Entry& entry = entries_[id];
+  Entry& entry = entries_[id];
   const int32_t slice = tb.slice;
   const int32_t* dep = deps_.data() + entry.depBegin;
   for (const int32_t* end = dep + entry.depCount; dep != end; ++dep) {
-    if (completed_[*dep] <= slice) {
-      wait(waitOnEntry_[*dep], tbIndex);
+    Entry& waited = entries_[*dep];
+    if (waited.completed <= slice) {
+      wait(waited.completionWaiters, tbIndex);
       return;
     }
   }
-  if (isReceive(entry.kind) && arrived_[id] <= slice) {
-    wait(waitOnArrival_[id], tbIndex);
+  if (isReceive(entry.kind) && entry.arrived <= slice) {
+    wait(entry.arrivalWaiters, tbIndex);
     return;
   }
   if (entry.kind == PrimitiveKind::Send) {
@@ -468,7 +466,7 @@ void Engine::startFlow(int32_t tbIndex) {
 void Engine::finishActivity(int32_t tbIndex) {
   Tb& tb = tbs_[tbIndex];
   const int32_t id = tb.entry();
-  const Entry& entry = entries_[id];
+  Entry& entry = entries_[id];
   SimTb& stats = result_.tbs[tbIndex];
   stats.busyUs += nowUs_ - tb.activityStartUs;
   stats.lastUs = nowUs_;
@@ -481,8 +479,8 @@ void Engine::finishActivity(int32_t tbIndex) {
       result_.traceTruncated = true;
     }
   }
-  ++completed_[id];
-  wake(waitOnEntry_[id]);
+  ++entry.completed;
+  wake(entry.completionWaiters);
   if (entry.kind == PrimitiveKind::Send) {
     push(nowUs_ + paths_[connections_[entry.connection].path].latencyUs, EventKind::Arrival, entry.pair);
   } else if (isReceive(entry.kind)) {
@@ -591,8 +589,8 @@ SimResult Engine::run() {
           break;
         }
         case EventKind::Arrival:
-          ++arrived_[event.a];
-          wake(waitOnArrival_[event.a]);
+          ++entries_[event.a].arrived;
+          wake(entries_[event.a].arrivalWaiters);
           break;
         case EventKind::ActivityDone:
           finishActivity(event.a);
