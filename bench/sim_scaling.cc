@@ -13,6 +13,7 @@
 // MiB` is the part above the resident size before the simulation.
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +40,7 @@ struct Row {
   double planPeakMiB = 0;  // the child's peak while loading the algorithm and building the plan
   double simUs = 0;
   double wallSeconds = 0;
+  double cpuSeconds = 0;  // user + system: what a loaded machine's wall seconds overstate
   double peakMiB = 0;
   double simMiB = 0;
 };
@@ -65,6 +67,13 @@ double statusMiB(const char* field) {
 void resetPeak() {
   std::ofstream clear("/proc/self/clear_refs");
   clear << "5";
+}
+
+double cpuSeconds() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
@@ -97,10 +106,12 @@ int measure(int out, tuccl::Collective collective, int32_t ranks, int32_t perNod
     const double before = statusMiB("VmRSS");
     resetPeak();
     if (reference && limitSeconds > 0) alarm(static_cast<unsigned>(limitSeconds));
+    const double cpuStart = cpuSeconds();
     start = std::chrono::steady_clock::now();
     const tuccl::Expected<tuccl::SimResult> result =
         reference ? tuccl::simulatePlanReference(plan, network, options) : tuccl::simulatePlan(plan, network, options);
     row.wallSeconds = secondsSince(start);
+    row.cpuSeconds = cpuSeconds() - cpuStart;
     alarm(0);
     if (!result) {
       std::fprintf(stderr, "bench_sim_scaling: %s\n", result.status().message().c_str());
@@ -194,17 +205,17 @@ int run(int argc, char** argv) {
     rankCounts.push_back(static_cast<int32_t>(*ranks));
   }
 
-  std::printf("# resccl-a100, %lld GPUs per node, HPDS, program channels, 1 MiB micro-batches; wall seconds and\n"
-              "# peak resident MiB of the simulation (child process, plan resident; sim = above the plan);\n"
+  std::printf("# resccl-a100, %lld GPUs per node, HPDS, program channels, 1 MiB micro-batches; wall and CPU seconds\n"
+              "# and peak resident MiB of the simulation (child process, plan resident; sim = above the plan);\n"
               "# plan: loading the algorithm and building the plan (its seconds and the peak until then);\n"
               "# reference: simulatePlanReference, stopped after %lld s\n",
               static_cast<long long>(perNode), static_cast<long long>(limit));
   for (const tuccl::Collective collective : kinds) {
     std::printf("\n## %s (%s.resccl)\n", std::string(tuccl::collectiveName(collective)).c_str(),
                 programs().at(collective));
-    std::printf("%6s %5s %6s %8s %9s | %12s %8s %8s %8s | %12s %8s %8s %8s | %8s\n", "ranks", "nodes", "size", "plan_s",
-                "plan_MiB",
-                "time_us", "wall_s", "peak_MiB", "sim_MiB", "ref_time_us", "wall_s", "peak_MiB", "sim_MiB", "diff_%");
+    std::printf("%6s %5s %6s %7s %8s | %12s %7s %7s %8s %7s | %12s %7s %7s %8s %7s | %9s\n", "ranks", "nodes", "size",
+                "plan_s", "plan_MiB", "time_us", "wall_s", "cpu_s", "peak_MiB", "sim_MiB", "ref_time_us", "wall_s", "cpu_s",
+                "peak_MiB", "sim_MiB", "diff_%");
     bool referenceGaveUp = noReference;
     for (const int32_t ranks : rankCounts) {
       const std::vector<Row> rows = inChild(collective, ranks, static_cast<int32_t>(perNode), sizes, false, 0);
@@ -219,15 +230,15 @@ int run(int argc, char** argv) {
           continue;
         }
         const Row& row = rows[i];
-        std::printf(" %8.2f %9.1f | %12.1f %8.3f %8.1f %8.1f |", row.planSeconds, row.planPeakMiB, row.simUs,
-                    row.wallSeconds, row.peakMiB, row.simMiB);
+        std::printf(" %7.2f %8.1f | %12.1f %7.3f %7.3f %8.1f %7.1f |", row.planSeconds, row.planPeakMiB, row.simUs,
+                    row.wallSeconds, row.cpuSeconds, row.peakMiB, row.simMiB);
         if (i < reference.size()) {
           const Row& ref = reference[i];
-          std::printf(" %12.1f %8.3f %8.1f %8.1f | %8.5f\n", ref.simUs, ref.wallSeconds, ref.peakMiB, ref.simMiB,
-                      100.0 * (row.simUs - ref.simUs) / ref.simUs);
+          std::printf(" %12.1f %7.3f %7.3f %8.1f %7.1f | %9.6f\n", ref.simUs, ref.wallSeconds, ref.cpuSeconds,
+                      ref.peakMiB, ref.simMiB, 100.0 * (row.simUs - ref.simUs) / ref.simUs);
         } else {
-          std::printf(" %12s %8s %8s %8s | %8s\n", noReference ? "-" : ("> " + std::to_string(limit) + " s").c_str(),
-                      "", "", "", "");
+          std::printf(" %12s %7s %7s %8s %7s | %9s\n", noReference ? "-" : ("> " + std::to_string(limit) + " s").c_str(),
+                      "", "", "", "", "");
         }
       }
       std::fflush(stdout);

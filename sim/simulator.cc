@@ -6,11 +6,12 @@
 //     its flows stands for nChannels identical flows (FlowNetwork copies): nChannels times fewer
 //     entries, events and flows. (A trace records every replica's spans, so with recordTrace every
 //     replica is simulated.)
-//   - state lives in flat arrays indexed by entry, TB and connection; a TB waits on at most one
-//     thing, so the waiters of an entry, an arrival or a connection are an intrusive FIFO list
-//     through the TBs (the reference keeps a vector per entry); nothing is allocated per event;
-//   - the plan is paired (send -> receive by op), connected and routed with sorting and per-TB
-//     lists instead of ordered maps.
+//   - state lives in flat arrays indexed by entry, TB and connection, an entry's in one cache
+//     line; a TB waits on at most one thing, so the waiters of an entry, an arrival or a
+//     connection are an intrusive FIFO list through the TBs (the reference keeps a vector per
+//     entry); nothing is allocated per event;
+//   - sends meet their receives through a counting sort by op, connections and routes through
+//     hash maps, instead of ordered maps.
 #include "sim/simulator.h"
 
 #include <algorithm>
@@ -44,6 +45,7 @@ struct alignas(64) Entry {
   int32_t pair = -1;     // send <-> its receive (global entry ids)
   int32_t connection = -1;
   int32_t count = 1;
+  int32_t groupEnd = 0;   // exclusive end of the group of entries replayed per micro-batch with it
   int32_t completed = 0;  // micro-batches done
   int32_t arrived = 0;    // receive: micro-batches whose data arrived
   WaitList completionWaiters;
@@ -60,15 +62,13 @@ struct PathInfo {
 struct Connection {  // (send TB, receive TB): its staging credits and its route
   int32_t inflight = 0;
   int32_t path = -1;
+  double latencyUs = 0;  // the route's
   WaitList waiters;
 };
 
 struct Tb {
   int32_t entryBegin = 0;
   int32_t entryEnd = 0;
-  int32_t groupsBegin = 0;  // into Engine::groupEnd_
-  int32_t groupsEnd = 0;
-  int32_t group = 0;        // absolute index into Engine::groupEnd_
   int32_t groupBegin = 0;
   int32_t slice = 0;
   int32_t offset = 0;
@@ -144,7 +144,6 @@ class Engine {
 
   std::vector<Entry> entries_;
   std::vector<int32_t> deps_;
-  std::vector<int32_t> groupEnd_;  // per TB, the exclusive ends of its groups of entries
   std::vector<Tb> tbs_;
   std::vector<int32_t> tbOffset_;  // (replica, rank) -> first global TB
   std::vector<PathInfo> paths_;
@@ -263,17 +262,18 @@ void Engine::buildTbs(int32_t simulated) {
           entries_.push_back(entry);
         }
         tb.entryEnd = static_cast<int32_t>(entries_.size());
-        tb.groupsBegin = static_cast<int32_t>(groupEnd_.size());
+        int32_t groupFirst = tb.entryBegin;
         for (size_t e = 0; e < planTb.entries.size(); ++e) {
           const bool last = e + 1 == planTb.entries.size();
           bool cut = true;
           if (!last && plan_.executionLevel == ExecutionLevel::Algorithm) cut = false;
           if (!last && plan_.executionLevel == ExecutionLevel::Stage)
             cut = planTb.entries[e].subPipeline != planTb.entries[e + 1].subPipeline;
-          if (cut) groupEnd_.push_back(tb.entryBegin + static_cast<int32_t>(e) + 1);
+          if (!cut) continue;
+          const int32_t groupEnd = tb.entryBegin + static_cast<int32_t>(e) + 1;
+          for (int32_t id = groupFirst; id < groupEnd; ++id) entries_[id].groupEnd = groupEnd;
+          groupFirst = groupEnd;
         }
-        tb.groupsEnd = static_cast<int32_t>(groupEnd_.size());
-        tb.group = tb.groupsBegin;
         tb.groupBegin = tb.entryBegin;
         if (tb.entryBegin == tb.entryEnd) tb.done = true;
         tbs_.push_back(tb);
@@ -401,6 +401,7 @@ int32_t Engine::connectionOf(int32_t sendTb, int32_t recvTb, int32_t rank, int32
     info.capGBps = std::min(tbCapGBps(options_.cost, protocol_, plan_.config.nThreads, path.network), narrowest);
     paths_.push_back(std::move(info));
   }
+  connection.latencyUs = paths_[connection.path].latencyUs;
   connections_.push_back(connection);
   return it->second;
 }
@@ -482,7 +483,7 @@ void Engine::finishActivity(int32_t tbIndex) {
   ++entry.completed;
   wake(entry.completionWaiters);
   if (entry.kind == PrimitiveKind::Send) {
-    push(nowUs_ + paths_[connections_[entry.connection].path].latencyUs, EventKind::Arrival, entry.pair);
+    push(nowUs_ + connections_[entry.connection].latencyUs, EventKind::Arrival, entry.pair);
   } else if (isReceive(entry.kind)) {
     Connection& connection = connections_[entry.connection];
     --connection.inflight;
@@ -490,7 +491,7 @@ void Engine::finishActivity(int32_t tbIndex) {
   }
   // Next position: the next entry of the group, then the next micro-batch, then the next group.
   tb.busy = false;
-  const int32_t groupEnd = groupEnd_[tb.group];
+  const int32_t groupEnd = entry.groupEnd;
   if (tb.groupBegin + tb.offset + 1 < groupEnd) {
     ++tb.offset;
   } else {
@@ -498,7 +499,7 @@ void Engine::finishActivity(int32_t tbIndex) {
     if (++tb.slice == result_.slices) {
       tb.slice = 0;
       tb.groupBegin = groupEnd;
-      if (++tb.group == tb.groupsEnd) {
+      if (groupEnd == tb.entryEnd) {
         tb.done = true;
         ++tbsDone_;
         result_.rankEndUs[stats.rank] = std::max(result_.rankEndUs[stats.rank], nowUs_);
