@@ -51,25 +51,30 @@ Expected<Plan> tryBuildPlan(const Algorithm& algorithm, const PlanRequest& reque
     if (plan) throwIfInvalid(*plan);
     return plan;
   }
-  const Dag dag = buildDependencyDag(algorithm);
-  const Pipeline pipeline = schedule(algorithm, dag, request);
-  TbRequest tbs = request.tbAllocation;
-  if (!tbs.policy) {
-    const bool taskLevel = pipeline.level == ExecutionLevel::Task;
-    tbs = TbRequest{taskLevel ? TbPolicy::StateBased : TbPolicy::ConnectionBased, !taskLevel};
-  }
-  TbAllocationOptions options;
-  options.policy = *tbs.policy;
-  if (tbs.forwardingChannels) options.channelOfTask = channelsByForwarding(algorithm, dag);
-  const TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline, options);
-  PlanConfig config = request.config;
-  if (config.nChannels <= 0) config.nChannels = algorithm.nChannels > 0 ? algorithm.nChannels : 1;
-  Plan plan = lowerToPlan(algorithm, dag, pipeline, allocation, config);
-  if (plan.config.sendAhead > 0 && !checkPlanDeadlockFree(plan)) {
-    // The rings are too shallow for the buffered order: the pipeline's order needs none.
-    config.sendAhead = 0;
-    plan = lowerToPlan(algorithm, dag, pipeline, allocation, config);
-  }
+  // The DAG, pipeline and TB allocation are dropped before the plan is validated (at 1,024 ranks
+  // they hold hundreds of MiB that validation need not share the peak with).
+  Plan plan = [&] {
+    const Dag dag = buildDependencyDag(algorithm);
+    const Pipeline pipeline = schedule(algorithm, dag, request);
+    TbRequest tbs = request.tbAllocation;
+    if (!tbs.policy) {
+      const bool taskLevel = pipeline.level == ExecutionLevel::Task;
+      tbs = TbRequest{taskLevel ? TbPolicy::StateBased : TbPolicy::ConnectionBased, !taskLevel};
+    }
+    TbAllocationOptions options;
+    options.policy = *tbs.policy;
+    if (tbs.forwardingChannels) options.channelOfTask = channelsByForwarding(algorithm, dag);
+    const TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline, options);
+    PlanConfig config = request.config;
+    if (config.nChannels <= 0) config.nChannels = algorithm.nChannels > 0 ? algorithm.nChannels : 1;
+    Plan lowered = lowerToPlan(algorithm, dag, pipeline, allocation, config);
+    if (lowered.config.sendAhead > 0 && !checkPlanDeadlockFree(lowered)) {
+      // The rings are too shallow for the buffered order: the pipeline's order needs none.
+      config.sendAhead = 0;
+      lowered = lowerToPlan(algorithm, dag, pipeline, allocation, config);
+    }
+    return lowered;
+  }();
   throwIfInvalid(plan);
   return plan;
 }

@@ -44,8 +44,10 @@ void FlowNetwork::advance(Flow& flow, double nowUs) {
   }
 }
 
-int32_t FlowNetwork::start(double nowUs, std::span<const int32_t> resources, double bytes, double capGBps) {
+int32_t FlowNetwork::start(double nowUs, std::span<const int32_t> resources, double bytes, double capGBps,
+                           int32_t copies) {
   if (!(capGBps > 0)) throw std::invalid_argument("FlowNetwork: a flow's cap must be positive");
+  if (copies < 1) throw std::invalid_argument("FlowNetwork: a flow stands for at least one copy");
   int32_t id;
   if (!freeIds_.empty()) {
     id = freeIds_.back();
@@ -62,6 +64,7 @@ int32_t FlowNetwork::start(double nowUs, std::span<const int32_t> resources, dou
   flow.cap = capGBps;
   flow.rate = 0;
   flow.lastUs = nowUs;
+  flow.copies = copies;
   flow.alive = true;
   flow.fresh = true;
   for (size_t i = 0; i < resources.size(); ++i) {
@@ -74,7 +77,8 @@ int32_t FlowNetwork::start(double nowUs, std::span<const int32_t> resources, dou
     }
     flow.slot[i] = static_cast<int32_t>(resource.flows.size());
     resource.flows.push_back(id);
-    resource.capSum += capGBps;
+    resource.copies += copies;
+    resource.capSum += capGBps * copies;
   }
   freshFlows_.push_back(id);
   ++active_;
@@ -101,14 +105,15 @@ void FlowNetwork::finish(int32_t id, double nowUs) {
         }
       }
     }
-    resource.capSum -= flow.cap;
+    resource.capSum -= flow.cap * flow.copies;
+    resource.copies -= flow.copies;
     if (resource.flows.empty()) {
       resource.capSum = 0;  // no drift
       stats_[r].busyUs += nowUs - resource.busySince;
       stats_[r].lastUs = nowUs;
       if (onBusyInterval) onBusyInterval(r, resource.busySince, nowUs);
     }
-    stats_[r].bytes += flow.total;
+    stats_[r].bytes += flow.total * flow.copies;
   }
   flow.alive = false;
   flow.fresh = false;
@@ -117,16 +122,15 @@ void FlowNetwork::finish(int32_t id, double nowUs) {
 }
 
 void FlowNetwork::collectComponent(std::vector<int32_t>& flows, std::vector<int32_t>& resources) {
-  // Breadth-first over resource -> flows -> resources, from every dirty resource.
-  std::vector<int32_t> queue;
+  // Breadth-first over resource -> flows -> resources, from every dirty resource; `resources`
+  // doubles as the queue (a resource is appended once, when first visited).
   for (int32_t r : dirty_) {
     if (resources_[r].visited) continue;
     resources_[r].visited = true;
-    queue.push_back(r);
-  }
-  for (size_t head = 0; head < queue.size(); ++head) {
-    const int32_t r = queue[head];
     resources.push_back(r);
+  }
+  for (size_t head = 0; head < resources.size(); ++head) {
+    const int32_t r = resources[head];
     for (int32_t f : resources_[r].flows) {
       if (flowMark_[f]) continue;
       flowMark_[f] = 1;
@@ -134,7 +138,7 @@ void FlowNetwork::collectComponent(std::vector<int32_t>& flows, std::vector<int3
       for (int32_t other : flows_[f].resources) {
         if (resources_[other].visited) continue;
         resources_[other].visited = true;
-        queue.push_back(other);
+        resources.push_back(other);
       }
     }
   }
@@ -143,33 +147,32 @@ void FlowNetwork::collectComponent(std::vector<int32_t>& flows, std::vector<int3
 
 void FlowNetwork::fill(const std::vector<int32_t>& flows, const std::vector<int32_t>& resources) {
   // Progressive filling: every unfrozen flow sits at the same level; raise it until a flow's cap or
-  // a resource's remaining capacity (shared by its unfrozen flows) stops it.
-  struct Scratch {
-    double remaining;
-    int32_t unfrozen;
-    bool saturated;
-  };
-  std::vector<Scratch> scratch(resources.size());
+  // a resource's remaining capacity (shared by its unfrozen copies) stops it.
+  std::vector<Scratch>& scratch = scratch_;
+  scratch.resize(resources.size());
   for (size_t i = 0; i < resources.size(); ++i) {
     Resource& resource = resources_[resources[i]];
     const double z = resource.capSum / resource.capacity;
-    scratch[i] = {resource.capacity * contention_(z), static_cast<int32_t>(resource.flows.size()), false};
+    scratch[i] = {resource.capacity * contention_(z), resource.copies, false};
     resource.position = static_cast<int32_t>(i);
   }
   auto position = [&](int32_t r) { return static_cast<size_t>(resources_[r].position); };
-  std::vector<int32_t> unfrozen(flows);
+  std::vector<int32_t>& unfrozen = unfrozen_;
+  unfrozen.assign(flows.begin(), flows.end());
   for (int32_t f : flows) flows_[f].frozen = false;
-  std::vector<int32_t> next;
+  std::vector<int32_t>& next = next_;
+  std::vector<int32_t>& frozenNow = frozenNow_;
   while (!unfrozen.empty()) {
     double level = std::numeric_limits<double>::infinity();
     for (const Scratch& s : scratch) {
-      if (s.unfrozen > 0) level = std::min(level, std::max(0.0, s.remaining) / s.unfrozen);
+      if (s.unfrozen > 0) level = std::min(level, std::max(0.0, s.remaining) / static_cast<double>(s.unfrozen));
     }
     for (int32_t f : unfrozen) level = std::min(level, flows_[f].cap);
     const double threshold = level * (1 + 1e-9);
-    for (Scratch& s : scratch) s.saturated = s.unfrozen > 0 && std::max(0.0, s.remaining) / s.unfrozen <= threshold;
+    for (Scratch& s : scratch)
+      s.saturated = s.unfrozen > 0 && std::max(0.0, s.remaining) / static_cast<double>(s.unfrozen) <= threshold;
     next.clear();
-    std::vector<int32_t> frozenNow;
+    frozenNow.clear();
     for (int32_t f : unfrozen) {
       Flow& flow = flows_[f];
       bool stop = flow.cap <= threshold;
@@ -183,18 +186,22 @@ void FlowNetwork::fill(const std::vector<int32_t>& flows, const std::vector<int3
       }
     }
     for (int32_t f : frozenNow) {
-      for (int32_t r : flows_[f].resources) {
+      const Flow& flow = flows_[f];
+      // One copy subtracts `level` exactly as a lone flow does; k copies take k shares.
+      const double taken = flow.copies == 1 ? level : level * flow.copies;
+      for (int32_t r : flow.resources) {
         Scratch& s = scratch[position(r)];
-        s.remaining -= level;
-        --s.unfrozen;
+        s.remaining -= taken;
+        s.unfrozen -= flow.copies;
       }
     }
     unfrozen.swap(next);
   }
 }
 
-std::vector<FlowNetwork::Change> FlowNetwork::settle(double nowUs) {
-  std::vector<Change> changes;
+const std::vector<FlowNetwork::Change>& FlowNetwork::settle(double nowUs) {
+  std::vector<Change>& changes = changes_;
+  changes.clear();
   if (dirty_.empty() && freshFlows_.empty()) return changes;
   bool fast = true;
   for (int32_t r : dirty_) {
@@ -214,10 +221,13 @@ std::vector<FlowNetwork::Change> FlowNetwork::settle(double nowUs) {
       changes.push_back({f, nowUs + flow.remaining / (flow.rate * kBytesPerUsPerGBps)});
     }
   } else {
-    std::vector<int32_t> flows;
-    std::vector<int32_t> resources;
+    std::vector<int32_t>& flows = componentFlows_;
+    std::vector<int32_t>& resources = componentResources_;
+    flows.clear();
+    resources.clear();
     collectComponent(flows, resources);
-    std::vector<double> before(flows.size());
+    std::vector<double>& before = before_;
+    before.resize(flows.size());
     for (size_t i = 0; i < flows.size(); ++i) {
       Flow& flow = flows_[flows[i]];
       advance(flow, nowUs);

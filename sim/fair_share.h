@@ -44,12 +44,15 @@ class FlowNetwork {
 
   /// Starts a flow of `bytes` over `resources` (deduplicated by the caller) at `nowUs`, capped at
   /// `capGBps`. Its rate is set by the next settle(). Returns its id (ids are reused).
-  int32_t start(double nowUs, std::span<const int32_t> resources, double bytes, double capGBps);
+  /// `copies` > 1 stands for that many identical flows (same resources, bytes, cap, start): they
+  /// always get the same rate, so one flow of multiplicity k takes k shares of each resource, k
+  /// caps in Eq. 1's z and carries k times its bytes. With copies 1 the arithmetic is that of one flow.
+  int32_t start(double nowUs, std::span<const int32_t> resources, double bytes, double capGBps, int32_t copies = 1);
   /// Removes a finished flow (its bytes are credited to its resources).
   void finish(int32_t flow, double nowUs);
   /// Recomputes the rates changed since the last call; returns the flows whose finish time changed
-  /// (including every flow started since), with their new finish times.
-  std::vector<Change> settle(double nowUs);
+  /// (including every flow started since), with their new finish times (valid until the next call).
+  const std::vector<Change>& settle(double nowUs);
 
   double rateGBps(int32_t flow) const { return flows_[flow].rate; }
   int32_t activeFlows() const { return active_; }
@@ -74,6 +77,7 @@ class FlowNetwork {
     double cap = 0;             // GB/s
     double rate = 0;            // GB/s
     double lastUs = 0;
+    int32_t copies = 1;         // identical flows this one stands for
     bool alive = false;
     bool fresh = false;
     bool frozen = false;
@@ -82,6 +86,7 @@ class FlowNetwork {
   struct Resource {
     double capacity = 0;
     std::vector<int32_t> flows;
+    int64_t copies = 0;  // sum of the flows' copies
     double capSum = 0;
     double busySince = -1;
     DirtyState dirty = kClean;
@@ -103,6 +108,20 @@ class FlowNetwork {
   std::vector<int32_t> freshFlows_;  // flows started since the last settle
   std::vector<char> flowMark_;
   int32_t active_ = 0;
+  // Scratch of settle() and fill(), kept to avoid an allocation per event.
+  struct Scratch {
+    double remaining;
+    int64_t unfrozen;
+    bool saturated;
+  };
+  std::vector<Change> changes_;
+  std::vector<int32_t> componentFlows_;
+  std::vector<int32_t> componentResources_;
+  std::vector<double> before_;
+  std::vector<Scratch> scratch_;
+  std::vector<int32_t> unfrozen_;
+  std::vector<int32_t> next_;
+  std::vector<int32_t> frozenNow_;
 };
 
 }  // namespace tuccl

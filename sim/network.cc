@@ -89,17 +89,14 @@ void Network::Impl::computeBounds() const {
     if (resource.kind == LinkKind::Network && to.kind == DeviceKind::Nic && from.kind == DeviceKind::Switch)
       nicRx[topology.nics[to.index].node] += resource.bandwidthGBps;
   }
+  // The fastest path into each rank: every pair's alpha, without building (or caching) each route.
   double minNetwork = std::numeric_limits<double>::infinity();
-  for (int32_t r = 0; r < n; ++r) {
-    double alpha = std::numeric_limits<double>::infinity();
-    for (int32_t src = 0; src < n; ++src) {
-      if (src == r) continue;
-      const NetworkPath& p = path(src, r);
-      alpha = std::min(alpha, p.alphaUs);
-      if (p.network) minNetwork = std::min(minNetwork, p.alphaUs);
-    }
-    alphaInto[r] = std::isfinite(alpha) ? alpha : 0;
-  }
+  std::vector<double> alphaMin(n, std::numeric_limits<double>::infinity());
+  router.forEachPathAlpha([&](int32_t, int32_t dst, double alphaUs, bool network) {
+    alphaMin[dst] = std::min(alphaMin[dst], alphaUs);
+    if (network) minNetwork = std::min(minNetwork, alphaUs);
+  });
+  for (int32_t r = 0; r < n; ++r) alphaInto[r] = std::isfinite(alphaMin[r]) ? alphaMin[r] : 0;
   // Bisection: nodes [0, m/2) against the rest.
   const int32_t m = topology.nNodes();
   const int32_t mA = m / 2;

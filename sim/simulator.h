@@ -19,6 +19,11 @@
 //     path's resources, max-min fair, sim/fair_share.h); the data arrives the path latency later;
 //   - a receive costs the sync overhead (the sender wrote the final slot); recvReduceCopy, copy
 //     and reduce also move their bytes at the TB's local rate.
+//
+// The engine simulates one replica for all nChannels (they run in lock step) unless a trace is
+// recorded, and gives the results of the straightforward engine (sim/reference_simulator.h);
+// docs/simulator.md, "The engine at scale", says what is bitwise equal and what may differ in the
+// last bits.
 #pragma once
 
 #include <cstdint>
@@ -75,8 +80,8 @@ struct SimResult {
   double sliceBytes = 0;
   int32_t stagingSlots = 0;
   double launchUs = 0;
-  int64_t transfers = 0;  ///< (send entry, micro-batch) flows
-  int64_t events = 0;
+  int64_t transfers = 0;  ///< (send entry, micro-batch) flows, every replica's
+  int64_t events = 0;     ///< events the engine processed (replicas simulated as one count once)
   std::vector<SimTb> tbs;
   std::vector<double> rankEndUs;                        ///< per rank: its kernel's last activity
   std::vector<FlowNetwork::ResourceStats> resources;  ///< indexed by Network resource id

@@ -104,7 +104,7 @@ int32_t Router::directLink(DeviceRef a, DeviceRef b, LinkKind kind) const {
 // Breadth-first search, fewest hops, ties to the lowest link index (links are scanned in order).
 // Host routes use PCIe and CPU-interconnect links through PCIe switches and root complexes;
 // network routes use network links through ToR and aggregation switches.
-std::vector<Router::Hop> Router::route(DeviceRef from, DeviceRef to, bool network) const {
+std::vector<int32_t> Router::search(DeviceRef from, int32_t toVertex, bool network) const {
   auto usable = [&](const Link& link) {
     return network ? link.kind == LinkKind::Network
                    : (link.kind == LinkKind::PCIe || link.kind == LinkKind::Smp);
@@ -118,12 +118,13 @@ std::vector<Router::Hop> Router::route(DeviceRef from, DeviceRef to, bool networ
   std::vector<int32_t> viaLink(adjacency_.size(), -2);
   std::deque<DeviceRef> queue{from};
   viaLink[vertexOf(from)] = -1;
+  std::vector<int32_t> incident;
   while (!queue.empty()) {
     DeviceRef here = queue.front();
     queue.pop_front();
-    if (here == to) break;
+    if (vertexOf(here) == toVertex) break;
     if (here != from && !transit(here)) continue;
-    std::vector<int32_t> incident = adjacency_[vertexOf(here)];
+    incident = adjacency_[vertexOf(here)];
     std::sort(incident.begin(), incident.end());
     for (int32_t link : incident) {
       const Link& l = topology_.links[link];
@@ -134,6 +135,10 @@ std::vector<Router::Hop> Router::route(DeviceRef from, DeviceRef to, bool networ
       queue.push_back(next);
     }
   }
+  return viaLink;
+}
+
+std::vector<Router::Hop> Router::walkBack(const std::vector<int32_t>& viaLink, DeviceRef from, DeviceRef to) const {
   if (viaLink[vertexOf(to)] == -2) return {};
   std::vector<Hop> hops;
   for (DeviceRef here = to; here != from;) {
@@ -145,6 +150,10 @@ std::vector<Router::Hop> Router::route(DeviceRef from, DeviceRef to, bool networ
   }
   std::reverse(hops.begin(), hops.end());
   return hops;
+}
+
+std::vector<Router::Hop> Router::route(DeviceRef from, DeviceRef to, bool network) const {
+  return walkBack(search(from, vertexOf(to), network), from, to);
 }
 
 // A host route between a GPU and a NIC; without GPUDirect RDMA the data bounces through host
@@ -267,6 +276,68 @@ Path Router::pathBetween(int32_t src, int32_t dst) const {
   hops.insert(hops.end(), across.begin(), across.end());
   hops.insert(hops.end(), down.begin(), down.end());
   return makePath(PathKind::Network, hops);
+}
+
+void Router::forEachPathAlpha(const std::function<void(int32_t, int32_t, double, bool)>& visit) const {
+  const int32_t n = topology_.nRanks();
+  auto alphaOf = [&](const Hop& hop) { return resources_[2 * hop.link + (hop.reverse ? 1 : 0)].alphaUs; };
+  // Node-local pairs: pathBetween itself (a node holds few GPUs).
+  std::vector<std::vector<int32_t>> ranksOf(topology_.nNodes());
+  for (int32_t r = 0; r < n; ++r) ranksOf[topology_.gpus[r].node].push_back(r);
+  for (const std::vector<int32_t>& ranks : ranksOf) {
+    for (int32_t src : ranks) {
+      for (int32_t dst : ranks) {
+        if (src != dst) visit(src, dst, pathBetween(src, dst).alphaUs, false);
+      }
+    }
+  }
+  // Inter-node pairs: up (GPU to its NIC), across (NIC to NIC), down (NIC to GPU), as pathBetween
+  // joins them. A rank without a NIC or a route: pathBetween says why.
+  auto firstOtherNode = [&](int32_t rank) {
+    for (int32_t r = 0; r < n; ++r) {
+      if (topology_.gpus[r].node != topology_.gpus[rank].node) return r;
+    }
+    return rank;
+  };
+  std::vector<std::vector<double>> up(n), down(n);
+  for (int32_t r = 0; r < n; ++r) {
+    if (ranksOf[topology_.gpus[r].node].size() == static_cast<size_t>(n)) return;  // one node holds every rank
+    const int32_t nic = nicOfRank_[r];
+    std::vector<Hop> hops = nic < 0 ? std::vector<Hop>{} : hostRoute(gpuRef(r), nicRef(nic));
+    if (hops.empty()) {
+      const int32_t other = firstOtherNode(r);
+      pathBetween(r, other);  // throws: no NIC, or no PCIe path to it
+      pathBetween(other, r);
+      throw std::runtime_error("no route from rank " + std::to_string(r) + " to its NIC");
+    }
+    for (const Hop& hop : hops) up[r].push_back(alphaOf(hop));
+    down[r].assign(up[r].rbegin(), up[r].rend());  // the same links, walked the other way
+  }
+  std::vector<std::vector<int32_t>> ranksOfNic(topology_.nics.size());
+  for (int32_t r = 0; r < n; ++r) ranksOfNic[nicOfRank_[r]].push_back(r);
+  std::vector<std::vector<double>> across(topology_.nics.size());
+  for (size_t srcNic = 0; srcNic < topology_.nics.size(); ++srcNic) {
+    if (ranksOfNic[srcNic].empty()) continue;
+    const DeviceRef from = nicRef(static_cast<int32_t>(srcNic));
+    const std::vector<int32_t> viaLink = search(from, -1, true);
+    for (size_t dstNic = 0; dstNic < topology_.nics.size(); ++dstNic) {
+      across[dstNic].clear();
+      if (ranksOfNic[dstNic].empty() || topology_.nics[dstNic].node == topology_.nics[srcNic].node) continue;
+      const std::vector<Hop> hops = walkBack(viaLink, from, nicRef(static_cast<int32_t>(dstNic)));
+      if (hops.empty()) pathBetween(ranksOfNic[srcNic].front(), ranksOfNic[dstNic].front());  // throws
+      for (const Hop& hop : hops) across[dstNic].push_back(alphaOf(hop));
+    }
+    for (int32_t src : ranksOfNic[srcNic]) {
+      for (int32_t dst = 0; dst < n; ++dst) {
+        if (topology_.gpus[dst].node == topology_.gpus[src].node) continue;
+        double alpha = 0;
+        for (double a : up[src]) alpha += a;
+        for (double a : across[nicOfRank_[dst]]) alpha += a;
+        for (double a : down[dst]) alpha += a;
+        visit(src, dst, alpha, true);
+      }
+    }
+  }
 }
 
 Path pathBetween(const Topology& topology, int32_t src, int32_t dst) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,12 @@ class Router {
   /// The path of a transfer from rank `src` to rank `dst`; throws std::runtime_error when the
   /// topology does not connect them.
   Path pathBetween(int32_t src, int32_t dst) const;
+  /// pathBetween(src, dst).alphaUs (and whether it is a network path) for every ordered pair of
+  /// distinct ranks, src-major, without routing each pair: node-local pairs as pathBetween,
+  /// inter-node pairs from every rank's route to its NIC (once per rank) and one breadth-first
+  /// search per source NIC (the tree pathBetween's own searches walk), the hop alphas summed in
+  /// pathBetween's order, so every alpha is bitwise the same. Throws where pathBetween throws.
+  void forEachPathAlpha(const std::function<void(int32_t src, int32_t dst, double alphaUs, bool network)>& visit) const;
 
  private:
   struct Hop {
@@ -71,6 +78,10 @@ class Router {
   int32_t vertexOf(DeviceRef device) const;
   DeviceRef deviceOf(int32_t vertex) const;
   std::vector<Hop> route(DeviceRef from, DeviceRef to, bool network) const;
+  /// route's breadth-first search: the link each vertex was reached by (-1 the start, -2 never),
+  /// stopping once `to` is taken from the queue (never, for a vertex index of -1).
+  std::vector<int32_t> search(DeviceRef from, int32_t toVertex, bool network) const;
+  std::vector<Hop> walkBack(const std::vector<int32_t>& viaLink, DeviceRef from, DeviceRef to) const;
   std::vector<Hop> hostRoute(DeviceRef from, DeviceRef to) const;
   int32_t directLink(DeviceRef a, DeviceRef b, LinkKind kind) const;
   Path makePath(PathKind kind, const std::vector<Hop>& hops) const;

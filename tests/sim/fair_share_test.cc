@@ -96,5 +96,43 @@ TEST(FairShare, FinishTimesAndStats) {
   EXPECT_EQ(network.activeFlows(), 0);
 }
 
+// A flow of k copies gets the rate each of k identical flows gets beside the same others, and
+// carries k times the bytes; Eq. 1's z counts its k caps.
+TEST(FairShare, CopiesActAsIdenticalFlows) {
+  std::mt19937 random(11);
+  const std::vector<double> capacities = {10, 20, 5, 40};
+  const auto contention = [](double z) { return z > 1 ? 1 / (1 + 0.15 * (z - 1)) : 1.0; };
+  for (int trial = 0; trial < 50; ++trial) {
+    FlowNetwork folded(capacities, contention);
+    FlowNetwork separate(capacities, contention);
+    std::vector<int32_t> foldedIds;
+    std::vector<std::vector<int32_t>> separateIds;
+    const int flows = 1 + static_cast<int>(random() % 5);
+    for (int f = 0; f < flows; ++f) {
+      std::vector<int32_t> resources;
+      for (int32_t r = 0; r < static_cast<int32_t>(capacities.size()); ++r)
+        if (random() % 2 == 0) resources.push_back(r);
+      if (resources.empty()) resources.push_back(0);
+      const double cap = 1.0 + random() % 12;
+      const int32_t copies = 1 + static_cast<int32_t>(random() % 4);
+      foldedIds.push_back(folded.start(0, resources, 1e6, cap, copies));
+      separateIds.emplace_back();
+      for (int32_t c = 0; c < copies; ++c) separateIds.back().push_back(separate.start(0, resources, 1e6, cap));
+    }
+    folded.settle(0);
+    separate.settle(0);
+    for (int f = 0; f < flows; ++f) {
+      for (int32_t id : separateIds[f])
+        ASSERT_NEAR(folded.rateGBps(foldedIds[f]), separate.rateGBps(id), 1e-9 * separate.rateGBps(id)) << trial;
+    }
+    for (int f = 0; f < flows; ++f) {
+      folded.finish(foldedIds[f], 1.0);
+      for (int32_t id : separateIds[f]) separate.finish(id, 1.0);
+    }
+    for (size_t r = 0; r < capacities.size(); ++r)
+      EXPECT_NEAR(folded.stats()[r].bytes, separate.stats()[r].bytes, 1e-6) << trial << " resource " << r;
+  }
+}
+
 }  // namespace
 }  // namespace tuccl

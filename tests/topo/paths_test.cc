@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "topo/presets.h"
 
@@ -136,6 +138,33 @@ TEST(Router, ARankOutsideTheTopologySaysWhichRanksExist) {
     FAIL() << "expected an error";
   } catch (const std::out_of_range& error) {
     EXPECT_EQ(std::string(error.what()), "no path from rank 0 to rank 99: the topology has ranks 0 to 7");
+  }
+}
+
+// forEachPathAlpha gives every ordered pair's pathBetween alpha, bitwise, and whether it crosses
+// the network, on every preset shape (switch and Clos fabrics, racks, NICs without GPUDirect).
+TEST(Paths, EveryPairsAlphaMatchesPathBetween) {
+  std::vector<std::string> specs = {"preset:resccl-a100:nodes=3",
+                                    "preset:resccl-a100:nodes=4,rack=2,oversub=2",
+                                    "preset:resccl-a100:nodes=2,fabric=switch,gpus=4",
+                                    "preset:dgx1-v100",
+                                    "preset:dgx-a100"};
+  for (const std::string& name : presetNames()) specs.push_back("preset:" + name + ":nodes=2");
+  for (const std::string& spec : specs) {
+    SCOPED_TRACE(spec);
+    Router router(makePreset(spec));
+    const int32_t n = router.topology().nRanks();
+    std::vector<int> seen(static_cast<size_t>(n) * n, 0);
+    router.forEachPathAlpha([&](int32_t src, int32_t dst, double alphaUs, bool network) {
+      ASSERT_NE(src, dst);
+      ++seen[static_cast<size_t>(src) * n + dst];
+      const Path path = router.pathBetween(src, dst);
+      EXPECT_EQ(alphaUs, path.alphaUs) << src << " -> " << dst;
+      EXPECT_EQ(network, path.kind == PathKind::Network) << src << " -> " << dst;
+    });
+    for (int32_t src = 0; src < n; ++src) {
+      for (int32_t dst = 0; dst < n; ++dst) EXPECT_EQ(seen[static_cast<size_t>(src) * n + dst], src == dst ? 0 : 1);
+    }
   }
 }
 
