@@ -171,6 +171,11 @@ TUCCL_DEVICE_INLINE bool readLLPiece(const KernelArgs& args, TbReport& report, i
 
 // ---- LL128: 128-byte lines, 120 data bytes + an 8-byte flag ----------------------------------
 
+/// A line's flag word (its last 8 bytes).
+TUCCL_DEVICE_INLINE uint64_t* ll128FlagWord(const char* line) {
+  return reinterpret_cast<uint64_t*>(const_cast<char*>(line + kLL128LineData));
+}
+
 #if defined(TUCCL_DEVICE_COMPILE)
 /// The 16 bytes of part `part` (0..7) of line `line` of a slice: data, and the flag in part 7's
 /// upper half.
@@ -180,19 +185,40 @@ TUCCL_DEVICE_INLINE void ll128Part(const char* src, int64_t bytes, int64_t line,
   lo = readWord(src + at, clampBytes(bytes - at, 8));
   hi = part == 7 ? flag : readWord(src + at + 8, clampBytes(bytes - at - 8, 8));
 }
+TUCCL_DEVICE_INLINE void store16(char* at, uint64_t lo, uint64_t hi) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(at), "l"(lo), "l"(hi) : "memory");
+}
+TUCCL_DEVICE_INLINE void load16(const char* at, uint64_t& lo, uint64_t& hi) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(at) : "memory");
+}
+/// Threads of the TB's whole warps: the ones that move LL128 lines 8 lanes to a line (NCCL's
+/// thread counts are multiples of 32; a TB of fewer threads moves whole lines per thread).
+TUCCL_DEVICE_INLINE int64_t warpThreads() { return static_cast<int64_t>(blockDim.x & ~31u); }
 #endif
 
-/// Writes a slice of `bytes` as LL128 lines into `slot`. Device: 8 consecutive threads store a
-/// line, 16 bytes each, so a warp's store covers 4 whole lines (blockDim.x is a multiple of 32,
-/// as NCCL's thread counts are). Host: the data, then the flag with release.
+/// Writes a slice of `bytes` as LL128 lines into `slot`. Device: 8 consecutive lanes store a
+/// line, 16 bytes each, so a warp's store covers 4 whole lines. Host (and a TB smaller than a
+/// warp): the data, then the flag with release (after a fence).
 TUCCL_DEVICE_INLINE void writeLL128Slice(char* slot, const char* src, int64_t bytes, uint64_t k) {
   const uint64_t flag = ll128Flag(k);
   const int64_t lines = ll128Lines(bytes);
 #if defined(TUCCL_DEVICE_COMPILE)
-  for (int64_t i = threadIdx.x; i < lines * 8; i += blockDim.x) {
-    uint64_t lo, hi;
-    ll128Part(src, bytes, i / 8, static_cast<int32_t>(i % 8), flag, lo, hi);
-    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(slot + i * 16), "l"(lo), "l"(hi) : "memory");
+  const int64_t lanes = warpThreads();
+  if (lanes > 0) {
+    for (int64_t i = threadIdx.x; threadIdx.x < lanes && i < lines * 8; i += lanes) {
+      uint64_t lo, hi;
+      ll128Part(src, bytes, i / 8, static_cast<int32_t>(i % 8), flag, lo, hi);
+      store16(slot + i * 16, lo, hi);
+    }
+    return;
+  }
+  for (int64_t line = threadIdx.x; line < lines; line += blockDim.x) {
+    for (int32_t part = 0; part < 8; ++part) {
+      uint64_t lo, hi;
+      ll128Part(src, bytes, line, part, flag, lo, hi);
+      if (part == 7) __threadfence_system();
+      store16(slot + line * kLL128LineBytes + part * 16, lo, hi);
+    }
   }
 #else
   for (int64_t line = threadIdx.x; line < lines; line += blockDim.x) {
@@ -200,12 +226,40 @@ TUCCL_DEVICE_INLINE void writeLL128Slice(char* slot, const char* src, int64_t by
     const int64_t n = clampBytes(bytes - line * kLL128LineData, kLL128LineData);
     if (n > 0) std::memcpy(at, src + line * kLL128LineData, static_cast<size_t>(n));
 #if defined(TUCCL_CUDA_COMPILER)
-    *reinterpret_cast<volatile uint64_t*>(at + kLL128LineData) = flag;
+    *reinterpret_cast<volatile uint64_t*>(ll128FlagWord(at)) = flag;
 #else
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(at + kLL128LineData)).store(flag, std::memory_order_release);
+    std::atomic_ref<uint64_t>(*ll128FlagWord(at)).store(flag, std::memory_order_release);
 #endif
   }
 #endif
+}
+
+/// One thread waits for a whole line's flag, then reads its data (acquire, then the data): the
+/// host's form, and the device's in a TB smaller than a warp.
+TUCCL_DEVICE_INLINE bool readLL128LineAlone(const KernelArgs& args, TbReport& report, const char* at, uint64_t flag,
+                                            char* out, int64_t n, WaitSite site) {
+  uint64_t* flagWord = ll128FlagWord(at);
+  const bool ok = spinUntil(
+      args, report,
+      [&](uint64_t& seen) {
+#if defined(TUCCL_CUDA_COMPILER)
+        seen = *reinterpret_cast<volatile uint64_t*>(flagWord);
+#else
+        seen = std::atomic_ref<uint64_t>(*flagWord).load(std::memory_order_acquire);
+#endif
+        return seen == flag;
+      },
+      flag, site);
+  if (!ok || n <= 0) return ok;
+#if defined(TUCCL_DEVICE_COMPILE)
+  __threadfence_system();
+  for (int64_t word = 0; word * 8 < n; ++word) {
+    writeWord(out + word * 8, *reinterpret_cast<const volatile uint64_t*>(at + word * 8), clampBytes(n - word * 8, 8));
+  }
+#else
+  std::memcpy(out, at, static_cast<size_t>(n));
+#endif
+  return true;
 }
 
 /// Waits for the LL128 lines of payload bytes [begin, begin + n) (begin a multiple of 120) of a
@@ -218,57 +272,49 @@ TUCCL_DEVICE_INLINE bool readLL128Piece(const KernelArgs& args, TbReport& report
   const WaitSite site{kWaitLine, ring, -1, -1};
   bool ok = true;
 #if defined(TUCCL_DEVICE_COMPILE)
-  // Every lane of a warp runs the same iterations (the shuffles need the whole warp); a lane
-  // loads its 16 bytes of a line and the line is complete when lane 7 of its group of 8 saw the
-  // flag — the line arrived whole, so the other lanes' loads of it are new too.
-  const int64_t parts = (end - first) * 8;
-  const int32_t lane = static_cast<int32_t>(threadIdx.x & 31u);
-  for (int64_t base = 0; base < parts; base += blockDim.x) {
-    const int64_t i = base + threadIdx.x;
-    const bool active = ok && i < parts;
-    const char* at = slot + (first * 8 + i) * 16;
-    uint64_t lo = 0, hi = 0;
-    bool ready = false;
-    const long long start = waitStart();
-    for (uint64_t spins = 0;; ++spins) {
-      if (active) {
-        asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(at) : "memory");
+  const int64_t lanes = warpThreads();
+  if (lanes > 0 && threadIdx.x < lanes) {
+    // Every lane of a whole warp runs the same iterations (the shuffles need the whole warp); a
+    // lane loads its 16 bytes of a line and the line is complete when lane 7 of its group of 8
+    // saw the flag — the line arrived whole, so the other lanes' loads of it are new too.
+    const int64_t parts = (end - first) * 8;
+    const int32_t lane = static_cast<int32_t>(threadIdx.x & 31u);
+    for (int64_t base = 0; base < parts; base += lanes) {
+      const int64_t i = base + threadIdx.x;
+      const bool active = ok && i < parts;
+      const char* at = slot + (first * 8 + i) * 16;
+      uint64_t lo = 0, hi = 0;
+      const long long start = waitStart();
+      for (uint64_t spins = 0;; ++spins) {
+        if (active) load16(at, lo, hi);
+        const int mine = (!active || (i % 8) != 7 || hi == flag) ? 1 : 0;
+        const bool ready = __shfl_sync(0xffffffffu, mine, (lane & ~7) | 7) != 0;
+        if (__all_sync(0xffffffffu, ready)) break;
+        const bool expired = (spins & 255u) == 255u && waitExpired(args, start);
+        if (__any_sync(0xffffffffu, expired)) {
+          if (active && !ready && (i % 8) == 7) giveUp(args, report, flag, hi, site);
+          if (active) ok = false;
+          break;
+        }
       }
-      const int mine = (!active || (i % 8) != 7 || hi == flag) ? 1 : 0;
-      ready = __shfl_sync(0xffffffffu, mine, (lane & ~7) | 7) != 0;
-      if (__all_sync(0xffffffffu, ready)) break;
-      const bool expired = (spins & 255u) == 255u && waitExpired(args, start);
-      if (__any_sync(0xffffffffu, expired)) {
-        if (active && !ready && (i % 8) == 7) giveUp(args, report, flag, hi, site);
-        if (active) ok = false;
-        break;
+      if (active && ok) {
+        const int64_t at0 = (first + i / 8) * kLL128LineData + (i % 8) * 16 - begin;
+        writeWord(out + at0, lo, clampBytes(n - at0, 8));
+        if (i % 8 != 7) writeWord(out + at0 + 8, hi, clampBytes(n - at0 - 8, 8));
       }
     }
-    if (active && ok) {
-      const int64_t line = first + i / 8;
-      const int64_t at0 = line * kLL128LineData + (i % 8) * 16 - begin;
-      writeWord(out + at0, lo, clampBytes(n - at0, 8));
-      if (i % 8 != 7) writeWord(out + at0 + 8, hi, clampBytes(n - at0 - 8, 8));
+  } else if (lanes == 0) {
+    for (int64_t line = first + threadIdx.x; ok && line < end; line += blockDim.x) {
+      const int64_t offset = line * kLL128LineData - begin;
+      ok = readLL128LineAlone(args, report, slot + line * kLL128LineBytes, flag, out + offset,
+                              clampBytes(n - offset, kLL128LineData), site);
     }
   }
 #else
   for (int64_t line = first + threadIdx.x; ok && line < end; line += blockDim.x) {
-    const char* at = slot + line * kLL128LineBytes;
-    uint64_t* flagWord = reinterpret_cast<uint64_t*>(const_cast<char*>(at + kLL128LineData));
-    ok = spinUntil(
-        args, report,
-        [&](uint64_t& seen) {
-#if defined(TUCCL_CUDA_COMPILER)
-          seen = *reinterpret_cast<volatile uint64_t*>(flagWord);
-#else
-          seen = std::atomic_ref<uint64_t>(*flagWord).load(std::memory_order_acquire);
-#endif
-          return seen == flag;
-        },
-        flag, site);
     const int64_t offset = line * kLL128LineData - begin;
-    const int64_t m = clampBytes(n - offset, kLL128LineData);
-    if (ok && m > 0) std::memcpy(out + offset, at, static_cast<size_t>(m));
+    ok = readLL128LineAlone(args, report, slot + line * kLL128LineBytes, flag, out + offset,
+                            clampBytes(n - offset, kLL128LineData), site);
   }
 #endif
   return tbAll(ok);
