@@ -127,8 +127,8 @@ INSTANTIATE_TEST_SUITE_P(Protocols, CpuDeviceProtocol,
 
 // A placement of Simple-sized slots cannot carry an LL plan's slices: the call is refused.
 TEST(CpuDevice, SlotsMustFitTheProtocol) {
-  const auto simple = ringAllReduce(2);
-  Ranks ranks = openRanks(2, *simple);  // 1024-byte slots
+  const auto simple = ringAllReduce(4);  // the plan (and host build) of the test above
+  Ranks ranks = openRanks(4, *simple);    // 1024-byte slots
   std::vector<float> data(100, 1.0f);
   auto ll = inProtocol(simple, Protocol::LL);
   Status status = checkKernelCall(allReduceCall(ll, ranks.placement, 0, data.data(), data.data(), 100, 0));
