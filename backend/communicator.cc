@@ -26,6 +26,7 @@
 #include "backend/plan_cache.h"
 #include "backend/plan_selection.h"
 #include "backend/staging_layout.h"
+#include "kernelgen/datatype.h"
 #include "support/hash.h"
 #include "support/text_values.h"
 
@@ -425,7 +426,7 @@ Status Communicator::Impl::startProxy(const UniqueIdBytes& id) {
 Expected<const PlanPlacement*> Communicator::Impl::placementFor(const CompiledPlan& compiled) {
   auto it = placements.find(compiled.key);
   if (it != placements.end()) return it->second.get();
-  const int64_t slotBytes = (compiled.plan.config.chunkSize + 15) / 16 * 16;
+  const int64_t slotBytes = stagingSlotBytes(compiled.plan.config.protocol, compiled.plan.config.chunkSize);
   Expected<PlanPlacement> placed = allocator->place(compiled.layout, slotBytes, options.stagingSlots);
   if (!placed) return placed.status();
   auto& slot = placements[compiled.key];

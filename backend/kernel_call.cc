@@ -17,16 +17,19 @@ Status checkPlacement(const KernelCall& call) {
     return invalid("the placement has " + std::to_string(call.placement->rings.size()) + " rings, the plan " +
                    std::to_string(compiled.layout.rings.size()));
   }
+  const Protocol protocol = compiled.plan.config.protocol;
   const int64_t sliceBytes = call.sliceElems * dataTypeSize(call.call.dataType);
+  const int64_t slotBytes = stagingSlotBytes(protocol, sliceBytes);
   for (size_t i = 0; i < call.placement->rings.size(); ++i) {
     const RingPlacement& ring = call.placement->rings[i];
     const RingInfo& info = compiled.layout.rings[i];
     if (ring.srcRank != info.srcRank || ring.dstRank != info.dstRank || ring.nSlots < 1) {
       return invalid("ring " + std::to_string(i) + " of the placement is not the plan's");
     }
-    if (ring.slotBytes < sliceBytes) {
-      return invalid("a slice of " + std::to_string(sliceBytes) + " bytes does not fit the " +
-                     std::to_string(ring.slotBytes) + "-byte slots of ring " + std::to_string(i));
+    if (ring.slotBytes < slotBytes) {
+      return invalid("a slice of " + std::to_string(sliceBytes) + " bytes (" + std::to_string(slotBytes) + " in " +
+                     std::string(protocolName(protocol)) + ") does not fit the " + std::to_string(ring.slotBytes) +
+                     "-byte slots of ring " + std::to_string(i));
     }
   }
   return {};
@@ -66,6 +69,7 @@ dev::KernelArgs callKernelArgs(const KernelCall& call, const CallBuffers& buffer
   a.nRanks = compiled.plan.nRanks;
   a.chunksPerUnit = compiled.layout.chunksPerUnit;
   a.inPlaceCall = buffers.inPlaceCall ? 1 : 0;
+  a.protocol = deviceProtocol(compiled.plan.config.protocol);
   return a;
 }
 

@@ -212,7 +212,8 @@ std::string CpuVerifyReport::summary() const {
     return out.str();
   }
   out << (ok ? "ok" : hang ? "HANG" : orderMismatch ? "ORDER MISMATCH" : "MISMATCH") << " (seed " << seed << ", "
-      << microBatches << " micro-batches, " << stagingSlots << " staging slots, " << runSeconds << " s)\n";
+      << microBatches << " micro-batches, " << stagingSlots << " staging slots, protocol " << protocolName(protocol)
+      << ", " << runSeconds << " s)\n";
   for (const std::string& line : blocked) out << "  " << line << "\n";
   for (const RankVerifyReport& rank : ranks) {
     out << "  rank " << rank.rank << ": " << (rank.ok ? "ok" : rank.mismatches == 0 ? "did not complete" : "FAILED");
@@ -241,8 +242,10 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
   Expected<RankOutputs> expected = referenceOutputs(call, inputs);
   if (!expected) return refusedReport(expected.status());
   VerifyBuffers buffers = allocateBuffers(plan, *layout, call, inputs);
-  HostStaging staging(*layout, callGeometry(plan, *layout, call, options.chunkSize, options.stagingSlots));
+  HostStaging staging(*layout,
+                      callGeometry(plan, *layout, call, options.chunkSize, options.stagingSlots, options.protocol));
   report.microBatches = staging.geometry().microBatches;
+  report.protocol = staging.geometry().protocol;
   report.stagingSlots = staging.geometry().stagingSlots;
   // A buffered order (config.sendAhead) deadlocks on rings shallower than it needs: refused.
   if (int64_t{plan.config.sendAhead} * report.microBatches > report.stagingSlots) {

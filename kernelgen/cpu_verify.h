@@ -44,6 +44,9 @@ struct VerifyOptions {
   /// Run validatePlan and checkPlanRaceFree first (off only to test the run-time detection of
   /// wrong plans: order mismatches and hangs).
   bool staticChecks = true;
+  /// The protocol the kernels run; nullopt: the plan's config.protocol. The kernels read it at
+  /// run time (KernelArgs::protocol), so one host build runs every protocol.
+  std::optional<Protocol> protocol;
 };
 
 struct RankVerifyReport {
@@ -64,6 +67,7 @@ struct CpuVerifyReport {
   uint64_t seed = 0;
   int64_t microBatches = 0;
   int32_t stagingSlots = 0;
+  Protocol protocol = Protocol::Simple;  ///< the protocol run
   double runSeconds = 0;
   bool buildCached = false;
 

@@ -5,6 +5,11 @@
 
 namespace tuccl {
 
+// One vocabulary: the kernels number protocols as support/vocabulary.h (and NCCL) do.
+static_assert(dev::kProtoLL == static_cast<int32_t>(Protocol::LL));
+static_assert(dev::kProtoLL128 == static_cast<int32_t>(Protocol::LL128));
+static_assert(dev::kProtoSimple == static_cast<int32_t>(Protocol::Simple));
+
 int32_t deviceDataType(DataType type) {
   switch (type) {
     case DataType::Float32: return dev::kFloat32;
@@ -27,6 +32,12 @@ int32_t deviceReduceOp(ReduceOp op) {
     case ReduceOp::Avg: return dev::kAvg;
   }
   return dev::kSum;
+}
+
+int32_t deviceProtocol(Protocol protocol) { return static_cast<int32_t>(protocol); }
+
+int64_t stagingSlotBytes(Protocol protocol, int64_t sliceBytes) {
+  return dev::stagingSlotBytes(deviceProtocol(protocol), sliceBytes);
 }
 
 }  // namespace tuccl

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -61,6 +62,11 @@ Status checkRequest(const HostKernels& kernels, const Plan& plan, const KernelLa
       geometry.microBatches != microBatchesOf(call.count, layout.chunksPerUnit, geometry.sliceElems)) {
     return invalid("the staging was made for another layout or count");
   }
+  if (geometry.slotBytes < stagingSlotBytes(geometry.protocol, geometry.sliceElems * dataTypeSize(call.dataType))) {
+    return invalid("the staging's " + std::to_string(geometry.slotBytes) + "-byte slots cannot hold a slice of " +
+                   std::to_string(geometry.sliceElems) + " " + std::string(dataTypeName(call.dataType)) + " elements in " +
+                   std::string(protocolName(geometry.protocol)));
+  }
   const RankBufferElements needed = planBufferElements(plan, layout, call.count);
   for (int32_t r : ranks) {
     const RankBuffers& b = buffers[r];
@@ -105,6 +111,7 @@ std::vector<RankState> rankStates(const Plan& plan, const KernelLayout& layout, 
     a.reports = state.reports.data();
     a.abort = staging.abortFlag();
     a.deadlineNs = deadlineNs;
+    a.protocol = deviceProtocol(staging.geometry().protocol);
   }
   return states;
 }
@@ -153,14 +160,15 @@ Expected<bool> runThreads(const HostKernels& kernels, const Plan& plan, const st
 }  // namespace
 
 CallGeometry callGeometry(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call, int64_t chunkSize,
-                          int32_t stagingSlots) {
+                          int32_t stagingSlots, std::optional<Protocol> protocol) {
   const int64_t elementSize = dataTypeSize(call.dataType);
   CallGeometry geometry;
   geometry.sliceElems = std::max<int64_t>(1, (chunkSize > 0 ? chunkSize : plan.config.chunkSize) / elementSize);
   geometry.microBatches = microBatchesOf(call.count, layout.chunksPerUnit, geometry.sliceElems);
   geometry.stagingSlots =
       static_cast<int32_t>(std::clamp<int64_t>(std::min<int64_t>(stagingSlots, geometry.microBatches), 1, 64));
-  geometry.slotBytes = (geometry.sliceElems * elementSize + 15) / 16 * 16;
+  geometry.protocol = protocol.value_or(plan.config.protocol);
+  geometry.slotBytes = stagingSlotBytes(geometry.protocol, geometry.sliceElems * elementSize);
   return geometry;
 }
 
@@ -179,6 +187,7 @@ HostStaging::HostStaging(const KernelLayout& layout, const CallGeometry& geometr
   rings_.resize(nRings);
   for (size_t i = 0; i < nRings; ++i) {
     slots_.emplace_back(static_cast<size_t>(geometry.slotBytes * geometry.stagingSlots));
+    if (geometry.protocol != Protocol::Simple) std::memset(slots_.back().data(), 0, slots_.back().bytes());
     tags_[i].assign(2 * static_cast<size_t>(geometry.stagingSlots), ~uint64_t{0});  // tags, then slice sizes
     dev::RingDevice& ring = rings_[i];
     ring.staging = reinterpret_cast<char*>(slots_.back().data());

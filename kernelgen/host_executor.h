@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,14 +36,17 @@ struct CallGeometry {
   int64_t sliceElems = 1;    ///< elements of one micro-batch slice of a chunk
   int64_t microBatches = 1;  ///< micro-batches of every entry
   int32_t stagingSlots = 1;  ///< slots per staging ring
-  int64_t slotBytes = 16;    ///< bytes of a slot: a slice rounded up to 16
+  int64_t slotBytes = 16;    ///< bytes of a slot: stagingSlotBytes(protocol, a slice's bytes)
+  Protocol protocol = Protocol::Simple;  ///< the plan's (config.protocol): how slices sit in slots
   friend bool operator==(const CallGeometry&, const CallGeometry&) = default;
 };
 
 /// The geometry of `call` run by `plan`: slices of `chunkSize` bytes (0: the plan's
-/// config.chunkSize), `stagingSlots` clamped to [1, min(micro-batches, 64)].
+/// config.chunkSize), `stagingSlots` clamped to [1, min(micro-batches, 64)], slots sized for
+/// `protocol` (nullopt: the plan's config.protocol). The run uses the geometry's protocol: the
+/// kernels read it at run time, so one build of a plan runs every protocol.
 CallGeometry callGeometry(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call, int64_t chunkSize,
-                          int32_t stagingSlots);
+                          int32_t stagingSlots, std::optional<Protocol> protocol = std::nullopt);
 
 /// Elements of the buffers a rank needs for `plan` at `count` (unit blocks of the plan's chunks).
 struct RankBufferElements {
@@ -60,7 +64,8 @@ struct RankBuffers {
 };
 
 /// The staging memory of one call: per ring of the layout `stagingSlots` slots of `slotBytes`
-/// (each ring's slots followed by a canary), their tags and flags, and the abort flag every TB
+/// (each ring's slots followed by a canary; poisoned for Simple, zeroed for LL and LL128, whose
+/// line flags start at 0, the flag of no slice), their tags and flags, and the abort flag every TB
 /// watches. The runs of all ranks of one call share it; it serves that one call.
 class HostStaging {
  public:

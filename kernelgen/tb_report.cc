@@ -55,6 +55,10 @@ std::string waitText(const KernelLayout& layout, const dev::TbReport& report) {
             << ", needs " << report.expected;
       }
       break;
+    case dev::kWaitLine:
+      out << ", waiting for a line of data on " << ringText(layout, report.ring) << ": its flag is " << report.seen
+          << ", needs " << report.expected;
+      break;
     case dev::kWaitCredit:
       out << ", waiting for a credit on " << ringText(layout, report.ring) << ": consumed flag is " << report.seen
           << ", needs " << report.expected;

@@ -42,6 +42,23 @@ TUCCL_DEVICE_INLINE void storeRelease(uint64_t* flag, uint64_t value) {
 #endif
 }
 
+/// Orders this thread's earlier writes before its later ones for every observer (device); the
+/// host's release stores order themselves.
+TUCCL_DEVICE_INLINE void fenceSystem() {
+#if defined(TUCCL_DEVICE_COMPILE)
+  __threadfence_system();
+#endif
+}
+
+/// Reads a word another rank wrote before a flag this thread already acquired.
+TUCCL_DEVICE_INLINE uint64_t loadPlain(const uint64_t* word) {
+#if defined(TUCCL_DEVICE_COMPILE)
+  return *reinterpret_cast<const volatile uint64_t*>(word);
+#else
+  return *word;
+#endif
+}
+
 /// Adds one to a counter shared by the TBs of a rank; returns the new value.
 TUCCL_DEVICE_INLINE uint64_t arrive(uint64_t* counter) {
 #if defined(TUCCL_DEVICE_COMPILE)
@@ -83,49 +100,100 @@ struct WaitSite {
   int32_t depEntry = -1;
 };
 
+/// Claims the TB's report for the first thread that gives up (LL and LL128 waits run on every
+/// thread of a TB; thread-0 waits find it unclaimed).
+TUCCL_DEVICE_INLINE bool claimReport(TbReport& report, int32_t state) {
+#if defined(TUCCL_DEVICE_COMPILE)
+  return atomicCAS(&report.state, static_cast<int32_t>(kTbRunning), state) == kTbRunning;
+#else
+  if (report.state != kTbRunning) return false;
+  report.state = state;
+  return true;
+#endif
+}
+
+/// Whether a bounded wait has run out: another TB gave up, the spin limit (device) or the
+/// deadline (host) passed.
+TUCCL_DEVICE_INLINE bool waitExpired(const KernelArgs& args, long long start) {
+  bool expired = aborted(args);
+#if defined(TUCCL_DEVICE_COMPILE)
+  expired = expired || (args.spinLimit > 0 && clock64() - start > args.spinLimit);
+#elif !defined(TUCCL_CUDA_COMPILER)
+  (void)start;
+  expired = expired || std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                               .count() > args.deadlineNs;
+#else
+  (void)start;
+#endif
+  return expired;
+}
+
+TUCCL_DEVICE_INLINE long long waitStart() {
+#if defined(TUCCL_DEVICE_COMPILE)
+  return clock64();
+#else
+  return 0;
+#endif
+}
+
+/// Records why a wait gave up (if this thread is the TB's first to) and stops every TB.
+TUCCL_DEVICE_NOINLINE void giveUp(const KernelArgs& args, TbReport& report, uint64_t expected, uint64_t seen,
+                                  WaitSite site) {
+  if (claimReport(report, aborted(args) ? kTbAborted : kTbTimedOut)) {
+    report.wait = site.wait;
+    report.ring = site.ring;
+    report.depTb = site.depTb;
+    report.depEntry = site.depEntry;
+    report.expected = expected;
+    report.seen = seen;
+  }
+  raiseAbort(args);
+}
+
+/// Lets a spinning host thread give its core away: yield at first, then sleep a little, so a
+/// waiter whose peer is descheduled lets it run (many TB threads and ranks share few cores).
+TUCCL_DEVICE_INLINE void backOff(uint64_t spins) {
+#if !defined(TUCCL_CUDA_COMPILER)
+  if (spins < 4096) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(spins < 65536 ? 20 : 200));
+  }
+#else
+  (void)spins;
+#endif
+}
+
+/// Spins until `ready(seen)` holds. Returns false, with the report filled (expected and the
+/// value last seen), when the bound is hit or another TB aborted.
+template <typename Ready>
+TUCCL_DEVICE_INLINE bool spinUntil(const KernelArgs& args, TbReport& report, Ready ready, uint64_t expected,
+                                   WaitSite site) {
+  uint64_t seen = 0;
+  if (ready(seen)) return true;
+  const long long start = waitStart();
+  for (uint64_t spins = 1;; ++spins) {
+    if (ready(seen)) return true;
+    if ((spins & 255u) == 0 && waitExpired(args, start)) {
+      giveUp(args, report, expected, seen, site);
+      return false;
+    }
+    backOff(spins);
+  }
+}
+
 /// Spins (thread 0 only) until *flag >= expected. Returns false, with the report filled, when the
 /// bound is hit or another TB aborted.
 TUCCL_DEVICE_NOINLINE bool spinUntilAtLeast(const KernelArgs& args, TbReport& report, uint64_t* flag,
-                                          uint64_t expected, WaitSite site) {
-  uint64_t seen = loadAcquire(flag);
-  if (seen >= expected) return true;
-#if defined(TUCCL_DEVICE_COMPILE)
-  const long long start = clock64();
-#endif
-  for (uint64_t spins = 1;; ++spins) {
-    seen = loadAcquire(flag);
-    if (seen >= expected) return true;
-    if ((spins & 255u) == 0) {
-      bool expired = aborted(args);
-#if defined(TUCCL_DEVICE_COMPILE)
-      expired = expired || (args.spinLimit > 0 && clock64() - start > args.spinLimit);
-#elif !defined(TUCCL_CUDA_COMPILER)
-      expired = expired || std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                         .count() > args.deadlineNs;
-#endif
-      if (expired) {
-        report.state = aborted(args) ? kTbAborted : kTbTimedOut;
-        report.wait = site.wait;
-        report.ring = site.ring;
-        report.depTb = site.depTb;
-        report.depEntry = site.depEntry;
-        report.expected = expected;
-        report.seen = seen;
-        raiseAbort(args);
-        return false;
-      }
-    }
-#if !defined(TUCCL_CUDA_COMPILER)
-    // Many TB threads (and ranks) share few cores: yield at first, then sleep a little, so a
-    // waiter whose peer is descheduled lets it run instead of taking its core.
-    if (spins < 4096) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(spins < 65536 ? 20 : 200));
-    }
-#endif
-  }
+                                            uint64_t expected, WaitSite site) {
+  return spinUntil(
+      args, report,
+      [&](uint64_t& seen) {
+        seen = loadAcquire(flag);
+        return seen >= expected;
+      },
+      expected, site);
 }
 
 /// The TB-wide form: thread 0 waits, every thread learns the verdict.

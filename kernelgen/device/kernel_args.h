@@ -13,11 +13,32 @@ enum DataType : int32_t { kInt8Unused = 0, kUint8 = 1, kInt32 = 2, kInt64 = 4, k
                           kFloat64 = 8, kBFloat16 = 9 };
 enum RedOp : int32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
 
+/// The protocols, numbered like support/vocabulary.h's Protocol (and NCCL's NCCL_PROTO_*);
+/// kernelgen/datatype.cc checks the two agree.
+enum ProtocolId : int32_t { kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2 };
+
+/// Bytes of one staging slot that carries slices of up to `sliceBytes` payload bytes
+/// (docs/kernels.md, "Protocols"). The one definition: the host executor, libtuccl's staging
+/// placement and the kernels all size slots with it.
+///   Simple: the payload, rounded up to 16 bytes.
+///   LL:     8-byte lines of 4 data bytes + a 4-byte flag: twice the payload rounded up to 16.
+///   LL128:  128-byte lines of 120 data bytes + an 8-byte flag.
+/// LL and LL128 slots hold at least one line: an empty slice still carries its flag.
+TUCCL_DEVICE_INLINE int64_t stagingSlotBytes(int32_t protocol, int64_t sliceBytes) {
+  const int64_t payload = sliceBytes > 0 ? sliceBytes : 0;
+  const int64_t lineBearing = payload > 0 ? payload : 1;
+  if (protocol == kProtoLL) return 2 * ((lineBearing + 15) / 16 * 16);
+  if (protocol == kProtoLL128) return (lineBearing + 119) / 120 * 128;
+  return (payload + 15) / 16 * 16;
+}
+
 /// One staging ring: the directed connection (srcRank, srcTb) -> (dstRank, dstTb). PUSH model:
 /// the sender writes slice k into slot k % nSlots of the receiver's staging buffer, stores the
 /// slot's tag and raises `posted` to k + 1; the receiver consumes the slot and raises `consumed`
 /// to k + 1, which returns the credit. Each side keeps its own running count. The sender also
-/// stores the slice's byte count at tags[nSlots + slot]: the inter-node proxy sends only that much.
+/// stores the slot's used byte count at tags[nSlots + slot]: the inter-node proxy sends only that
+/// much. LL and LL128 receivers read the data flags inside the slot's lines instead of `posted`
+/// (protocols.h); slotBytes is the slot's stride, stagingSlotBytes of the largest slice.
 struct RingDevice {
   char* staging = nullptr;        ///< receiver memory: nSlots * slotBytes
   uint64_t* tags = nullptr;       ///< receiver memory: per slot, (op << 32) | slice; then per slot its bytes
@@ -32,14 +53,15 @@ struct RingDevice {
 
 /// What a TB was doing when it stopped (filled by the TB itself).
 enum TbState : int32_t { kTbRunning = 0, kTbDone = 1, kTbTimedOut = 2, kTbAborted = 3, kTbTagMismatch = 4 };
-enum WaitKind : int32_t { kWaitNone = 0, kWaitData = 1, kWaitCredit = 2, kWaitDependency = 3, kWaitBarrier = 4 };
+enum WaitKind : int32_t { kWaitNone = 0, kWaitData = 1, kWaitCredit = 2, kWaitDependency = 3, kWaitBarrier = 4,
+                        kWaitLine = 5 /* an LL / LL128 line flag */ };
 
 struct TbReport {
   int32_t state = kTbRunning;
   int32_t entry = -1;      ///< the entry being run (-1: prologue / epilogue)
   int64_t microBatch = -1;
   int32_t wait = kWaitNone;
-  int32_t ring = -1;       ///< kWaitData / kWaitCredit / kTbTagMismatch
+  int32_t ring = -1;       ///< kWaitData / kWaitLine / kWaitCredit / kTbTagMismatch
   int32_t depTb = -1;      ///< kWaitDependency
   int32_t depEntry = -1;
   uint64_t expected = 0;   ///< flag value (or tag) waited for
@@ -66,6 +88,7 @@ struct KernelArgs {
   int32_t pad = 0;
   int64_t spinLimit = 0;         ///< device: clock64 cycles a wait may spin; host: unused
   int64_t deadlineNs = 0;        ///< host: steady-clock time (ns) after which a wait gives up
+  int32_t protocol = kProtoSimple;  ///< ProtocolId: how slices travel through the staging rings
 };
 
 }  // namespace tuccl::dev

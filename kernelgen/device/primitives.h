@@ -10,13 +10,16 @@
 //   chunk is [mb*se, min((mb+1)*se, len)) — possibly empty, which still exchanges flags so both
 //   sides stay in step. A transfer moves min(source chunk length, destination chunk length).
 //
-// Remote primitives use a staging ring (kernel_args.h: RingDevice). Every primitive returns
-// false when a wait gave up (the TB's report says why); the generated code then returns.
+// Remote primitives use a staging ring (kernel_args.h: RingDevice) in the protocol the kernel
+// runs (KernelArgs::protocol): Simple (a data flag per slot, below), LL or LL128 (flags inside
+// the data, protocols.h). Every primitive returns false when a wait gave up (the TB's report says
+// why); the generated code then returns.
 #pragma once
 
 #include "datatypes.h"
 #include "flags.h"
 #include "kernel_args.h"
+#include "protocols.h"
 #include "tuccl_device.h"
 
 namespace tuccl::dev {
@@ -119,6 +122,40 @@ TUCCL_DEVICE_INLINE void postEntry(Tb& t, int32_t progress, int64_t mb) {
 
 // ---- Remote primitives (PUSH) ---------------------------------------------------------------
 
+/// Thread 0 records slice k's tag in its slot, and the slot bytes it uses (the proxy forwards
+/// that much).
+TUCCL_DEVICE_INLINE void writeTag(RingDevice& r, int32_t slot, uint64_t tag, int64_t bytes) {
+  if (threadIdx.x == 0) {
+    r.tags[slot] = tag;
+    r.tags[r.nSlots + slot] = static_cast<uint64_t>(bytes);
+  }
+}
+
+/// Writes slice k (`bytes` at `src`) into its slot in the kernel's protocol and raises `posted`.
+/// Simple: data, tag, then `posted` (release). LL / LL128: the tag first, so a receiver that saw
+/// the lines also sees the tag, then the lines; `posted` serves the inter-node proxy.
+TUCCL_DEVICE_INLINE void stageSlice(Tb& t, RingDevice& r, uint64_t k, int32_t slot, const char* src, int64_t bytes,
+                                    uint64_t tag) {
+  char* at = r.staging + slot * r.slotBytes;
+  const int32_t protocol = protocolOf(*t.args);
+  if (protocol == kProtoSimple) {
+    copyBytes(at, src, bytes);
+    tbSync();
+    writeTag(r, slot, tag, bytes);
+  } else {
+    writeTag(r, slot, tag, stagedBytes(protocol, bytes));
+    fenceSystem();
+    tbSync();
+    if (protocol == kProtoLL) {
+      writeLLSlice(at, src, bytes, k);
+    } else {
+      writeLL128Slice(at, src, bytes, k);
+    }
+    tbSync();
+  }
+  if (threadIdx.x == 0) storeRelease(r.posted, k + 1);
+}
+
 /// Pushes slice `mb` of `count` source chunks into the peer's staging ring.
 TUCCL_DEVICE_NOINLINE bool send(Tb& t, int32_t ring, int32_t srcBuffer, int32_t srcIndex, int32_t dstIndex,
                               int32_t count, int32_t op, int64_t mb) {
@@ -133,28 +170,21 @@ TUCCL_DEVICE_NOINLINE bool send(Tb& t, int32_t ring, int32_t srcBuffer, int32_t 
       if (!waitAtLeast(*t.args, *t.report, r.consumed, k + 1 - static_cast<uint64_t>(r.nSlots), site)) return false;
     }
     const Slice s = sliceOf(t, srcIndex + j, dstIndex + j, mb);
-    copyBytes(r.staging + slot * r.slotBytes, elementPtr(t, srcBuffer, srcIndex + j, s.begin), s.elems * t.elemSize);
-    tbSync();
-    if (threadIdx.x == 0) {
-      r.tags[slot] = sliceTag(op, mb * count + j);
-      r.tags[r.nSlots + slot] = static_cast<uint64_t>(s.elems * t.elemSize);
-      storeRelease(r.posted, k + 1);
-    }
+    stageSlice(t, r, k, slot, elementPtr(t, srcBuffer, srcIndex + j, s.begin), s.elems * t.elemSize,
+               sliceTag(op, mb * count + j));
   }
   if (threadIdx.x == 0) *r.sendCount = first + static_cast<uint64_t>(count);
   tbSync();
   return true;
 }
 
-/// Waits for the next slice of a ring and checks it is the one expected (plan order).
-TUCCL_DEVICE_INLINE bool awaitSlice(Tb& t, int32_t ring, uint64_t k, uint64_t tag, int32_t& slot) {
+/// Thread 0 checks that the slot holds the slice expected (plan order); a mismatch is reported,
+/// never consumed.
+TUCCL_DEVICE_INLINE bool checkTag(Tb& t, int32_t ring, int32_t slot, uint64_t tag) {
   RingDevice& r = t.args->rings[ring];
-  slot = static_cast<int32_t>(k % static_cast<uint64_t>(r.nSlots));
-  WaitSite site{kWaitData, ring, -1, -1};
-  if (!waitAtLeast(*t.args, *t.report, r.posted, k + 1, site)) return false;
   bool ok = true;
   if (threadIdx.x == 0) {
-    const uint64_t seen = r.tags[slot];
+    const uint64_t seen = loadPlain(&r.tags[slot]);
     if (seen != tag) {
       TbReport& report = *t.report;
       report.state = kTbTagMismatch;
@@ -167,6 +197,44 @@ TUCCL_DEVICE_INLINE bool awaitSlice(Tb& t, int32_t ring, uint64_t k, uint64_t ta
     }
   }
   return tbAgree(ok);
+}
+
+/// Simple: waits for the next slice of a ring and checks it is the one expected (plan order).
+TUCCL_DEVICE_INLINE bool awaitSlice(Tb& t, int32_t ring, uint64_t k, uint64_t tag, int32_t& slot) {
+  RingDevice& r = t.args->rings[ring];
+  slot = static_cast<int32_t>(k % static_cast<uint64_t>(r.nSlots));
+  WaitSite site{kWaitData, ring, -1, -1};
+  if (!waitAtLeast(*t.args, *t.report, r.posted, k + 1, site)) return false;
+  return checkTag(t, ring, slot, tag);
+}
+
+/// LL / LL128: takes slice k's lines out of its slot as they arrive, into `dst` (reduce: dst op=
+/// the data, a piece at a time through a TB-local buffer), then checks its tag.
+TUCCL_DEVICE_NOINLINE bool receiveLines(Tb& t, int32_t ring, uint64_t k, int32_t slot, char* dst, int64_t bytes,
+                                        uint64_t tag, bool reduce) {
+  RingDevice& r = t.args->rings[ring];
+  const char* at = r.staging + slot * r.slotBytes;
+  const bool ll = protocolOf(*t.args) == kProtoLL;
+#if defined(TUCCL_DEVICE_COMPILE)
+  __shared__ alignas(16) char bounce[kLineBounceBytes];
+#else
+  alignas(16) char bounce[kLineBounceBytes];
+#endif
+  const int64_t piece = reduce ? kLineBounceBytes : (bytes > 0 ? bytes : 1);
+  for (int64_t begin = 0; begin == 0 || begin < bytes; begin += piece) {
+    const int64_t n = minI64(piece, bytes - begin);
+    char* out = reduce ? bounce : dst + begin;
+    const bool ok = ll ? readLLPiece(*t.args, *t.report, ring, at, k, bytes, begin, n, out)
+                       : readLL128Piece(*t.args, *t.report, ring, at, k, bytes, begin, n, out);
+    if (!ok) return false;
+    if (reduce) {
+      reduceElements(t.args->dtype, t.args->op, dst + begin, bounce, n / t.elemSize);
+      tbSync();
+    }
+  }
+  fenceSystem();
+  tbSync();
+  return checkTag(t, ring, slot, tag);
 }
 
 /// Returns the credit of slice k.
@@ -183,10 +251,17 @@ TUCCL_DEVICE_NOINLINE bool receive(Tb& t, int32_t ring, int32_t srcIndex, int32_
   const uint64_t first = *r.recvCount;
   for (int32_t j = 0; j < count; ++j) {
     const uint64_t k = first + static_cast<uint64_t>(j);
-    int32_t slot = 0;
-    if (!awaitSlice(t, ring, k, sliceTag(op, mb * count + j), slot)) return false;
+    const uint64_t tag = sliceTag(op, mb * count + j);
     const Slice s = sliceOf(t, srcIndex + j, dstIndex + j, mb);
     char* dst = elementPtr(t, dstBuffer, dstIndex + j, s.begin);
+    if (protocolOf(*t.args) != kProtoSimple) {
+      const int32_t slot = static_cast<int32_t>(k % static_cast<uint64_t>(r.nSlots));
+      if (!receiveLines(t, ring, k, slot, dst, s.elems * t.elemSize, tag, reduce)) return false;
+      releaseSlice(r, k);
+      continue;
+    }
+    int32_t slot = 0;
+    if (!awaitSlice(t, ring, k, tag, slot)) return false;
     const char* staged = r.staging + slot * r.slotBytes;
     if (reduce) {
       reduceElements(t.args->dtype, t.args->op, dst, staged, s.elems);

@@ -99,6 +99,15 @@ TUCCL_DEVICE_INLINE bool tbAgree(bool threadZeroVerdict) {
 #endif
 }
 
+/// A barrier of the TB's threads that tells whether every thread's `ok` held.
+TUCCL_DEVICE_INLINE bool tbAll(bool ok) {
+#if defined(TUCCL_DEVICE_COMPILE)
+  return __syncthreads_and(ok ? 1 : 0) != 0;
+#else
+  return ok;
+#endif
+}
+
 /// Barrier of the threads of one TB (a no-op on the host, where a TB is one thread).
 TUCCL_DEVICE_INLINE void tbSync() {
 #if defined(TUCCL_DEVICE_COMPILE)

@@ -8,8 +8,10 @@
 #include <thread>
 
 #include "backend/cpu_stream.h"
+#include "backend/kernel_call.h"
 #include "backend/staging_layout.h"
 #include "kernelgen/codegen.h"
+#include "kernelgen/datatype.h"
 #include "kernelgen/host_build.h"
 #include "scheduler/plan_builder.h"
 
@@ -38,6 +40,13 @@ struct Ranks {
   PlanPlacement placement;
 };
 
+// The same plan in another protocol: the kernels read it at run time, so the host build is shared.
+std::shared_ptr<const CompiledPlan> inProtocol(const std::shared_ptr<const CompiledPlan>& compiled, Protocol protocol) {
+  auto copy = std::make_shared<CompiledPlan>(*compiled);
+  copy->plan.config.protocol = protocol;
+  return copy;
+}
+
 Ranks openRanks(int32_t nRanks, const CompiledPlan& compiled) {
   Ranks ranks;
   std::vector<std::string> blobs;
@@ -50,7 +59,8 @@ Ranks openRanks(int32_t nRanks, const CompiledPlan& compiled) {
   for (auto& device : ranks.devices) EXPECT_TRUE(device->openStaging(blobs).ok());
   for (auto& device : ranks.devices) device->stagingShared();
   StagingAllocator allocator(nRanks, 4 << 20);
-  Expected<PlanPlacement> placement = allocator.place(compiled.layout, 1024, 4);
+  Expected<PlanPlacement> placement =
+      allocator.place(compiled.layout, stagingSlotBytes(compiled.plan.config.protocol, 1024), 4);
   EXPECT_TRUE(placement.ok()) << placement.status().toString();
   ranks.placement = *placement;
   return ranks;
@@ -72,12 +82,18 @@ KernelCall allReduceCall(const std::shared_ptr<const CompiledPlan>& plan, const 
   return call;
 }
 
-TEST(CpuDevice, RanksAsThreadsRunSeveralAllReducesThroughSharedMemory) {
+// Every protocol: the ring counters keep running across calls, so LL / LL128 flags of later
+// calls must never match the lines earlier calls left in the slots.
+class CpuDeviceProtocol : public ::testing::TestWithParam<Protocol> {};
+
+TEST_P(CpuDeviceProtocol, RanksAsThreadsRunSeveralAllReducesThroughSharedMemory) {
   const int32_t n = 4;
-  auto plan = ringAllReduce(n);
-  ASSERT_NE(plan->host, nullptr);
+  static const std::shared_ptr<const CompiledPlan> simple = ringAllReduce(n);
+  ASSERT_NE(simple->host, nullptr);
+  auto plan = inProtocol(simple, GetParam());
   Ranks ranks = openRanks(n, *plan);
   std::mt19937 rng(7);
+  uint64_t sequence = 0;  // these devices' calls, in issue order
   for (int64_t count : {int64_t{1}, int64_t{1237}, int64_t{10000}}) {
     std::vector<std::vector<float>> send(n, std::vector<float>(count));
     std::vector<std::vector<float>> recv(n, std::vector<float>(count, -1));
@@ -88,7 +104,6 @@ TEST(CpuDevice, RanksAsThreadsRunSeveralAllReducesThroughSharedMemory) {
         expected[i] += send[r][i];
       }
     }
-    static uint64_t sequence = 0;
     std::vector<Status> results(n);
     std::vector<std::thread> threads;
     for (int32_t r = 0; r < n; ++r) {
@@ -104,6 +119,22 @@ TEST(CpuDevice, RanksAsThreadsRunSeveralAllReducesThroughSharedMemory) {
       for (int64_t i = 0; i < count; ++i) ASSERT_EQ(recv[r][i], expected[i]) << "rank " << r << " element " << i;
     }
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, CpuDeviceProtocol,
+                         ::testing::Values(Protocol::Simple, Protocol::LL, Protocol::LL128),
+                         [](const ::testing::TestParamInfo<Protocol>& p) { return std::string(protocolName(p.param)); });
+
+// A placement of Simple-sized slots cannot carry an LL plan's slices: the call is refused.
+TEST(CpuDevice, SlotsMustFitTheProtocol) {
+  const auto simple = ringAllReduce(4);  // the plan (and host build) of the test above
+  Ranks ranks = openRanks(4, *simple);    // 1024-byte slots
+  std::vector<float> data(100, 1.0f);
+  auto ll = inProtocol(simple, Protocol::LL);
+  Status status = checkKernelCall(allReduceCall(ll, ranks.placement, 0, data.data(), data.data(), 100, 0));
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("2048 in LL"), std::string::npos) << status.toString();
+  EXPECT_TRUE(checkKernelCall(allReduceCall(simple, ranks.placement, 0, data.data(), data.data(), 100, 0)).ok());
 }
 
 TEST(CpuDevice, CallsOnCpuStreamsRunInSequenceOrder) {

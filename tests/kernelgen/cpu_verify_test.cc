@@ -37,6 +37,67 @@ TEST(CpuVerify, EveryDatatypeAndOperation) {
   }
 }
 
+// LL and LL128 carry every datatype and operation through their lines: the receive-and-reduce
+// path decodes lines a piece at a time; odd element sizes end mid-line. The plan's kernels take
+// the protocol at run time, so the one host build serves every protocol.
+class CpuVerifyProtocol : public ::testing::TestWithParam<Protocol> {};
+
+TEST_P(CpuVerifyProtocol, EveryDatatypeAndOperation) {
+  const auto& example = compileExample("ring_allreduce");
+  for (DataType type : {DataType::Float32, DataType::Float16, DataType::BFloat16, DataType::Float64, DataType::Int32,
+                        DataType::Int64, DataType::Uint8}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg}) {
+      VerifyOptions options = optionsFor(type, 333, 24);
+      options.op = op;
+      options.inPlace = (static_cast<int>(type) + static_cast<int>(op)) % 2 == 1;
+      options.protocol = GetParam();
+      CpuVerifyReport report = verifyPlanOnCpu(example.plan, options);
+      EXPECT_TRUE(report.ok) << dataTypeName(type) << " " << reduceOpName(op) << "\n" << report.summary();
+      EXPECT_EQ(report.protocol, GetParam());
+    }
+  }
+}
+
+// Slices larger than the reduce buffer of an LL / LL128 receiver (3840 bytes), and AllGather's
+// plain receives of every width.
+TEST_P(CpuVerifyProtocol, LargeSlicesAndEveryWidth) {
+  VerifyOptions options = optionsFor(DataType::Float64, 12000, 6000 * 8);
+  options.protocol = GetParam();
+  CpuVerifyReport report = verifyPlanOnCpu(compileExample("ring_allreduce").plan, options);
+  EXPECT_TRUE(report.ok) << report.summary();
+  for (DataType type : {DataType::Float16, DataType::Int64, DataType::Uint8}) {
+    options = optionsFor(type, 1001, 40);
+    options.protocol = GetParam();
+    report = verifyPlanOnCpu(compileExample("hm_allgather").plan, options);
+    EXPECT_TRUE(report.ok) << dataTypeName(type) << "\n" << report.summary();
+  }
+}
+
+// Empty slices still carry a line and its flag; one slot per ring reuses it every slice.
+TEST_P(CpuVerifyProtocol, TinyAndEmptyChunksAndOneStagingSlot) {
+  const auto& example = compileExample("hm_allreduce");
+  for (int64_t count : {0, 1, 7, 9}) {
+    VerifyOptions options = optionsFor(DataType::Int32, count, 4);
+    options.stagingSlots = 1;
+    options.protocol = GetParam();
+    CpuVerifyReport report = verifyPlanOnCpu(example.plan, options);
+    EXPECT_TRUE(report.ok) << count << "\n" << report.summary();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(LowLatency, CpuVerifyProtocol, ::testing::Values(Protocol::LL, Protocol::LL128),
+                         [](const ::testing::TestParamInfo<Protocol>& p) { return std::string(protocolName(p.param)); });
+
+// Without an override the plan's config.protocol runs.
+TEST(CpuVerify, ThePlansProtocolRuns) {
+  Plan plan = compileExample("ring_allgather").plan;
+  plan.config.protocol = Protocol::LL;
+  CpuVerifyReport report = verifyPlanOnCpu(plan, optionsFor(DataType::Float32, 100, 16));
+  EXPECT_TRUE(report.ok) << report.summary();
+  EXPECT_EQ(report.protocol, Protocol::LL);
+  EXPECT_NE(report.summary().find("protocol LL,"), std::string::npos) << report.summary();
+}
+
 TEST(CpuVerify, AllGatherMovesEveryDatatypeExactly) {
   const auto& example = compileExample("hm_allgather");
   for (DataType type : {DataType::Float16, DataType::Float64, DataType::Int64, DataType::Uint8}) {
@@ -194,6 +255,14 @@ TEST(CpuVerify, MismatchedSendRecvOrderIsCaught) {
   EXPECT_TRUE(run.orderMismatch || run.hang) << run.summary();
   std::cout << run.summary();
   EXPECT_NE(run.summary().find("rank 3 tb " + std::to_string(tb)), std::string::npos) << run.summary();
+  // LL and LL128 check the tag once the lines arrived: the same diagnosis.
+  for (Protocol protocol : {Protocol::LL, Protocol::LL128}) {
+    options.protocol = protocol;
+    CpuVerifyReport lines = verifyPlanOnCpu(plan, options);
+    EXPECT_FALSE(lines.ok);
+    EXPECT_TRUE(lines.orderMismatch || lines.hang) << lines.summary();
+    EXPECT_NE(lines.summary().find("rank 3 tb " + std::to_string(tb)), std::string::npos) << lines.summary();
+  }
 }
 
 TEST(CpuVerify, RemovedDependencyIsRefused) {

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernelgen/datatype.h"
 #include "kernelgen/device_headers.h"
 #include "plan_fixtures.h"
 
@@ -58,12 +59,38 @@ TEST(Nvrtc, GenericKernelServesEveryDatatype) {
   std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
   NvrtcResult generic = compileWithNvrtc(kernels[5], "sm_90");
   ASSERT_TRUE(generic.ok) << generic.error << "\n" << generic.log;
+  // ... and every protocol (a run-time value too): LL / LL128 line stores, LL128's warp vote.
+  EXPECT_NE(generic.ptx.find("st.volatile.global.v2.u64"), std::string::npos);
+  EXPECT_NE(generic.ptx.find("vote.sync.all"), std::string::npos);
   NvrtcOptions floatSum;
   floatSum.dataType = DataType::Float32;
   floatSum.op = ReduceOp::Sum;
   NvrtcResult specialised = compileWithNvrtc(kernels[5], "sm_90", floatSum);
   ASSERT_TRUE(specialised.ok) << specialised.error << "\n" << specialised.log;
   EXPECT_GT(generic.ptx.size(), specialised.ptx.size() + 10000) << "the generic kernel holds every datatype";
+}
+
+// Every protocol compiles: a kernel specialised to each (-DTUCCL_ONLY_PROTOCOL, as a runtime
+// compiling per plan would) holds that protocol's stores and loads and none of the others'. LL
+// and LL128 store lines with 16-byte volatile stores; LL128's receiver checks a line's flag
+// across the 8 lanes that loaded it (shuffle and warp vote).
+TEST(Nvrtc, CompilesEveryProtocol) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
+  const auto& example = testing::compileExample("ring_allreduce");
+  const GeneratedKernel kernel = generateKernels(example.plan)[1];
+  for (Protocol protocol : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    NvrtcOptions options;
+    options.dataType = DataType::Float32;
+    options.op = ReduceOp::Sum;
+    options.extraOptions.push_back("-DTUCCL_ONLY_PROTOCOL=" + std::to_string(deviceProtocol(protocol)));
+    const NvrtcResult result = compileWithNvrtc(kernel, "sm_90", options);
+    ASSERT_TRUE(result.ok) << protocolName(protocol) << ": " << result.error << "\n" << result.log;
+    EXPECT_EQ(std::string(result.cubin.data() + 1, 3), "ELF");
+    const bool lines = result.ptx.find("st.volatile.global.v2.u64") != std::string::npos;
+    const bool warpVote = result.ptx.find("shfl.sync") != std::string::npos && result.ptx.find("vote.sync.all") != std::string::npos;
+    EXPECT_EQ(lines, protocol != Protocol::Simple) << protocolName(protocol);
+    EXPECT_EQ(warpVote, protocol == Protocol::LL128) << protocolName(protocol);
+  }
 }
 
 TEST(Nvrtc, ErrorsNameTheFileAndCarryTheLog) {

@@ -1,8 +1,11 @@
 // The device primitive library compiled for the host (host shim): datatype conversions,
 // vectorised reductions at every alignment, chunk geometry, and the PUSH protocol of send and
 // the fused receive-and-forward forms between TB threads.
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -73,31 +76,54 @@ TEST(DevicePrimitives, ReduceAtEveryAlignment) {
   EXPECT_EQ(x[2], 28);
 }
 
+int64_t deadlineIn(int seconds) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             (std::chrono::steady_clock::now() + std::chrono::seconds(seconds)).time_since_epoch())
+      .count();
+}
+
+struct FusedCase {
+  int32_t protocol;
+  int64_t count;
+  int64_t sliceElems;
+};
+
+std::string fusedCaseName(const ::testing::TestParamInfo<FusedCase>& info) {
+  const char* names[] = {"LL", "LL128", "Simple"};
+  return std::string(names[info.param.protocol]) + "_" + std::to_string(info.param.count) + "_by_" +
+         std::to_string(info.param.sliceElems);
+}
+
+class FusedReceiveAndForward : public ::testing::TestWithParam<FusedCase> {};
+
 // Two "ranks" of one TB each: rank 0 sends chunk 0; rank 1 receives it with recvCopySend and
-// forwards it to rank 2, which reduces it into its own chunk.
-TEST(DevicePrimitives, FusedReceiveAndForward) {
-  constexpr int64_t kCount = 100;
+// forwards it to rank 2, which reduces it into its own chunk. Every protocol, with a short last
+// micro-batch, and slices larger than an LL / LL128 receiver's reduce buffer.
+TEST_P(FusedReceiveAndForward, EveryProtocol) {
+  const FusedCase c = GetParam();
   constexpr int kRanks = 3;
-  std::vector<std::vector<float>> data(kRanks, std::vector<float>(kCount));
+  constexpr int32_t kSlots = 3;
+  std::vector<std::vector<float>> data(kRanks, std::vector<float>(static_cast<size_t>(c.count)));
   for (int r = 0; r < kRanks; ++r) {
-    for (int64_t i = 0; i < kCount; ++i) data[r][i] = static_cast<float>((r + 1) * 1000 + i);
+    for (int64_t i = 0; i < c.count; ++i) data[r][i] = static_cast<float>((r + 1) * 100000 + i);
   }
   int32_t abortFlag = 0;
   std::vector<uint64_t> counters(8, 0), progress(4, 0), barrier(kRanks * 2, 0);
-  std::vector<std::vector<char>> staging(2, std::vector<char>(3 * 16 * 4));
-  std::vector<std::vector<uint64_t>> tags(2, std::vector<uint64_t>(6));  // 3 tags, then 3 slice sizes
+  const int64_t slotBytes = stagingSlotBytes(c.protocol, c.sliceElems * 4);
+  std::vector<std::vector<uint64_t>> staging(2, std::vector<uint64_t>(static_cast<size_t>(kSlots * slotBytes / 8)));
+  std::vector<std::vector<uint64_t>> tags(2, std::vector<uint64_t>(2 * kSlots));  // tags, then slice sizes
   RingDevice rings[2];
   for (int i = 0; i < 2; ++i) {
-    rings[i] = RingDevice{staging[i].data(), tags[i].data(), &counters[i * 4], &counters[i * 4 + 1],
-                          &counters[i * 4 + 2], &counters[i * 4 + 3], 16 * 4, 3, 0};
+    rings[i] = RingDevice{reinterpret_cast<char*>(staging[i].data()), tags[i].data(), &counters[i * 4], &counters[i * 4 + 1],
+                          &counters[i * 4 + 2], &counters[i * 4 + 3], slotBytes, kSlots, 0};
   }
   std::vector<TbReport> reports(kRanks);
   std::vector<KernelArgs> args(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     KernelArgs& a = args[r];
     a.input = a.output = data[r].data();
-    a.count = kCount;
-    a.sliceElems = 16;  // 7 micro-batches, the last one short
+    a.count = c.count;
+    a.sliceElems = c.sliceElems;
     a.dtype = kFloat32;
     a.op = kSum;
     a.rank = r;
@@ -108,10 +134,10 @@ TEST(DevicePrimitives, FusedReceiveAndForward) {
     a.barrier = &barrier[r * 2];
     a.reports = &reports[r];
     a.abort = &abortFlag;
-    a.deadlineNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       (std::chrono::steady_clock::now() + std::chrono::seconds(20)).time_since_epoch())
-                       .count();
+    a.deadlineNs = deadlineIn(20);
+    a.protocol = c.protocol;
   }
+  const int64_t microBatches = (c.count + c.sliceElems - 1) / c.sliceElems;
   bool ok[kRanks] = {false, false, false};
   std::thread sender([&] {
     Tb t = makeTb(args[0], 0);
@@ -125,17 +151,116 @@ TEST(DevicePrimitives, FusedReceiveAndForward) {
   });
   std::thread reducer([&] {
     Tb t = makeTb(args[2], 0);
-    EXPECT_EQ(t.nMicroBatches, 7);
+    EXPECT_EQ(t.nMicroBatches, microBatches);
     ok[2] = true;
     for (int64_t mb = 0; mb < t.nMicroBatches; ++mb) ok[2] = ok[2] && recvReduceCopy(t, 1, 0, kOutput, 0, 1, 12, mb);
   });
   sender.join();
   forwarder.join();
   reducer.join();
-  ASSERT_TRUE(ok[0] && ok[1] && ok[2]);
-  for (int64_t i = 0; i < kCount; ++i) {
-    ASSERT_EQ(data[1][i], 1000 + i);
-    ASSERT_EQ(data[2][i], 1000 + i + 3000 + i);
+  ASSERT_TRUE(ok[0] && ok[1] && ok[2]) << reports[1].state << " " << reports[2].state;
+  for (int64_t i = 0; i < c.count; ++i) {
+    ASSERT_EQ(data[1][i], 100000 + i);
+    ASSERT_EQ(data[2][i], 100000 + i + 300000 + i);
+  }
+  // Both rings passed every slice and returned every credit.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(counters[i * 4], static_cast<uint64_t>(microBatches));
+    EXPECT_EQ(counters[i * 4 + 1], static_cast<uint64_t>(microBatches));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, FusedReceiveAndForward,
+                         ::testing::Values(FusedCase{kProtoSimple, 100, 16}, FusedCase{kProtoLL, 100, 16},
+                                           FusedCase{kProtoLL128, 100, 16}, FusedCase{kProtoLL, 2500, 1100},
+                                           FusedCase{kProtoLL128, 2500, 1100}, FusedCase{kProtoLL, 3, 2},
+                                           FusedCase{kProtoLL128, 3, 2}),
+                         fusedCaseName);
+
+TEST(DeviceProtocols, SlotBytesPerProtocol) {
+  EXPECT_EQ(stagingSlotBytes(kProtoSimple, 0), 0);
+  EXPECT_EQ(stagingSlotBytes(kProtoSimple, 100), 112);
+  EXPECT_EQ(stagingSlotBytes(kProtoLL, 0), 32);     // one line pair even when empty
+  EXPECT_EQ(stagingSlotBytes(kProtoLL, 100), 224);  // twice the payload rounded to 16
+  EXPECT_EQ(stagingSlotBytes(kProtoLL128, 0), 128);
+  EXPECT_EQ(stagingSlotBytes(kProtoLL128, 120), 128);
+  EXPECT_EQ(stagingSlotBytes(kProtoLL128, 121), 256);
+  EXPECT_EQ(stagingSlotBytes(kProtoLL128, 1 << 20), (((1 << 20) + 119) / 120) * 128);
+  for (int64_t bytes : {0, 1, 7, 8, 9, 100, 119, 120, 121, 4096, 65537}) {
+    for (int32_t protocol : {kProtoLL, kProtoLL128, kProtoSimple}) {
+      EXPECT_LE(stagedBytes(protocol, bytes), stagingSlotBytes(protocol, bytes)) << protocol << " " << bytes;
+      EXPECT_EQ(stagingSlotBytes(protocol, bytes) % 16, 0);
+    }
+  }
+}
+
+// The bytes a sender leaves in a slot: LL words {4 data bytes, flag k + 1}; LL128 lines of 120
+// data bytes and an 8-byte flag k + 1. From an unaligned source of an odd length.
+TEST(DeviceProtocols, LineLayoutInTheSlot) {
+  std::vector<char> source(400);
+  for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>(i * 7 + 3);
+  const char* src = source.data() + 3;
+  const int64_t bytes = 251;
+  std::vector<uint64_t> slot(static_cast<size_t>(stagingSlotBytes(kProtoLL, bytes) / 8), 0);
+  writeLLSlice(reinterpret_cast<char*>(slot.data()), src, bytes, 41);
+  for (int64_t line = 0; line < llPairs(bytes) * 2; ++line) {
+    ASSERT_EQ(slot[line] >> 32, 42u) << line;
+    for (int64_t b = 0; b < 4 && line * 4 + b < bytes; ++b) {
+      ASSERT_EQ(static_cast<char>((slot[line] >> (8 * b)) & 0xff), src[line * 4 + b]) << line << " " << b;
+    }
+  }
+  EXPECT_EQ(slot[static_cast<size_t>(llPairs(bytes) * 2)], 0u);  // nothing past the slice's lines
+
+  std::vector<uint64_t> lines(static_cast<size_t>(stagingSlotBytes(kProtoLL128, bytes) / 8), 0);
+  writeLL128Slice(reinterpret_cast<char*>(lines.data()), src, bytes, 6);
+  const char* raw = reinterpret_cast<const char*>(lines.data());
+  for (int64_t line = 0; line < ll128Lines(bytes); ++line) {
+    ASSERT_EQ(lines[static_cast<size_t>(line * 16 + 15)], 7u) << line;
+    for (int64_t b = 0; b < 120 && line * 120 + b < bytes; ++b) ASSERT_EQ(raw[line * 128 + b], src[line * 120 + b]);
+  }
+
+  // Read back into an unaligned destination, whole and in pieces.
+  KernelArgs args;
+  TbReport report;
+  int32_t abortFlag = 0;
+  args.abort = &abortFlag;
+  args.deadlineNs = deadlineIn(10);
+  std::vector<char> out(300, 0);
+  ASSERT_TRUE(readLLPiece(args, report, 0, reinterpret_cast<char*>(slot.data()), 41, bytes, 0, bytes, out.data() + 1));
+  EXPECT_EQ(std::memcmp(out.data() + 1, src, bytes), 0);
+  std::fill(out.begin(), out.end(), 0);
+  ASSERT_TRUE(readLL128Piece(args, report, 0, raw, 6, bytes, 120, bytes - 120, out.data() + 5));
+  EXPECT_EQ(std::memcmp(out.data() + 5, src + 120, bytes - 120), 0);
+  EXPECT_EQ(report.state, kTbRunning);
+}
+
+// A stale line (the flag of an earlier slice) is never taken for the slice waited for: the
+// bounded wait gives up and names the line's flag.
+TEST(DeviceProtocols, StaleLinesAreWaitedForNotRead) {
+  for (int32_t protocol : {kProtoLL, kProtoLL128}) {
+    std::vector<uint64_t> slot(static_cast<size_t>(stagingSlotBytes(protocol, 64) / 8), 0);
+    std::vector<char> src(64, 9), out(64, 0);
+    char* at = reinterpret_cast<char*>(slot.data());
+    if (protocol == kProtoLL) {
+      writeLLSlice(at, src.data(), 64, 4);  // slice 4's lines; slice 4 + nSlots is awaited
+    } else {
+      writeLL128Slice(at, src.data(), 64, 4);
+    }
+    KernelArgs args;
+    TbReport report;
+    int32_t abortFlag = 0;
+    args.abort = &abortFlag;
+    args.deadlineNs = deadlineIn(0);
+    const bool ok = protocol == kProtoLL ? readLLPiece(args, report, 3, at, 6, 64, 0, 64, out.data())
+                                         : readLL128Piece(args, report, 3, at, 6, 64, 0, 64, out.data());
+    EXPECT_FALSE(ok);
+    EXPECT_EQ(report.state, kTbTimedOut);
+    EXPECT_EQ(report.wait, kWaitLine);
+    EXPECT_EQ(report.ring, 3);
+    EXPECT_EQ(report.expected, 7u);
+    EXPECT_EQ(report.seen, 5u);
+    EXPECT_EQ(abortFlag, 1);
+    EXPECT_EQ(out, std::vector<char>(64, 0));
   }
 }
 
