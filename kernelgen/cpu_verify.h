@@ -44,6 +44,8 @@ struct VerifyOptions {
   /// Run validatePlan and checkPlanRaceFree first (off only to test the run-time detection of
   /// wrong plans: order mismatches and hangs).
   bool staticChecks = true;
+  /// How the kernels are generated (rerolled loops, kernels shared by rank roles).
+  KernelGenOptions kernelGen;
 };
 
 struct RankVerifyReport {
