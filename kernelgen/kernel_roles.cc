@@ -18,20 +18,34 @@ const char* bufferId(BufferKind buffer) {
   }
 }
 
-// Builds a template and its values side by side: hole(v) writes a hole and records v.
+// Builds a template and its values side by side: hole(v) writes a hole and records v. Without
+// text (the template is known already) only the values are collected.
 struct TemplateWriter {
+  bool withText = true;
   std::string text;
   std::vector<int32_t> values;
-  TemplateWriter& operator<<(const std::string& s) {
-    text += s;
+  TemplateWriter& operator<<(const char* s) {
+    if (withText) text += s;
     return *this;
   }
   TemplateWriter& hole(int32_t value) {
-    text += kTemplateHole;
+    if (withText) text += kTemplateHole;
     values.push_back(value);
     return *this;
   }
 };
+
+// What decides an entry's template text: its primitive, buffers, dependency count, whether it
+// uses a ring and whether it posts progress.
+uint64_t templateSignature(PrimitiveKind kind, BufferKind src, BufferKind dst, size_t deps, bool remote,
+                           bool posts) {
+  uint64_t key = static_cast<uint64_t>(kind);
+  key = key * 8 + static_cast<uint64_t>(src);
+  key = key * 8 + static_cast<uint64_t>(dst);
+  key = key * 2 + (remote ? 1 : 0);
+  key = key * 2 + (posts ? 1 : 0);
+  return key + (static_cast<uint64_t>(deps) << 32);
+}
 
 // One entry's code (docs/kernels.md "The generated kernel"): the progress report, a flag wait per
 // dependency, the primitive and the post of its own progress counter.
@@ -45,7 +59,12 @@ EntryCode encodeEntry(const Plan& plan, const KernelLayout& layout, int32_t rank
   const int32_t dstRank = entry.kind == PrimitiveKind::Send ? entry.peer : rank;
   const StorageSlot src = planStorage(plan, srcRank, entry.srcBuffer, entry.srcIndex);
   const StorageSlot dst = planStorage(plan, dstRank, entry.dstBuffer, entry.dstIndex);
+  const uint64_t signature =
+      templateSignature(entry.kind, src.buffer, dst.buffer, entry.deps.size(), remote, where.progress >= 0);
+  const int32_t known = templates.find(signature);
   TemplateWriter w;
+  w.withText = known < 0;
+  w.values.reserve(6 + 3 * entry.deps.size());
   w << "t.at(";
   w.hole(e) << ", mb);\n";
   for (const EntryRef& dep : entry.deps) {
@@ -83,7 +102,10 @@ EntryCode encodeEntry(const Plan& plan, const KernelLayout& layout, int32_t rank
     w << "postEntry(t, ";
     w.hole(where.progress) << ", mb);\n";
   }
-  return EntryCode{templates.intern(w.text), std::move(w.values)};
+  if (known >= 0) return EntryCode{known, std::move(w.values)};
+  const int32_t shape = templates.intern(w.text);
+  templates.remember(signature, shape);
+  return EntryCode{shape, std::move(w.values)};
 }
 
 // Prologue copy for out-of-place calls of in-place plans: (units copied, destination unit block).
@@ -132,9 +154,18 @@ HoleForms startForms(int32_t v0, int32_t v1, std::span<const int32_t> moduli) {
   return forms;
 }
 
-// Keeps the forms under which value `vi` at position i continues the run v0, v1, ...
+// Keeps the forms under which value `vi` at position i continues the run v0, v1, ... While the run
+// is plainly affine, a modulus stays consistent exactly while the values stay in [0, m).
 void narrowForms(HoleForms& forms, int32_t v0, int32_t v1, int32_t vi, int64_t i, std::span<const int32_t> moduli) {
-  if (forms.plain && int64_t{vi} != v0 + i * (int64_t{v1} - v0)) forms.plain = false;
+  if (forms.plain) {
+    if (int64_t{vi} == v0 + i * (int64_t{v1} - v0)) {
+      for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
+        if (vi < 0 || vi >= moduli[j]) forms.modular &= ~(1u << j);
+      }
+      return;
+    }
+    forms.plain = false;
+  }
   for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
     if ((forms.modular & (1u << j)) == 0) continue;
     const int64_t m = moduli[j];
@@ -208,43 +239,64 @@ std::vector<int32_t> planModuli(const Plan& plan) {
   return moduli;
 }
 
-std::vector<EntryRun> rerollEntries(std::span<const EntryCode> entries, int32_t firstEntry, bool reroll,
-                                    std::span<const int32_t> moduli) {
-  std::vector<EntryRun> runs;
-  for (size_t first = 0; first < entries.size();) {
-    const EntryCode& head = entries[first];
+namespace {
+
+// Greedy maximal runs over entries [0, n) given by shape(j) and value(j, h) (holes(j) values):
+// calls emit(first, next, forms) per run, forms empty for a single entry.
+template <typename Shape, typename Value, typename Holes, typename Emit>
+void greedyRuns(size_t n, bool reroll, std::span<const int32_t> moduli, Shape shape, Value value, Holes holes,
+                Emit emit) {
+  std::vector<HoleForms> forms;
+  std::vector<HoleForms> narrowed;
+  for (size_t first = 0; first < n;) {
     size_t next = first + 1;
-    std::vector<HoleForms> forms;
-    if (reroll && next < entries.size() && entries[next].shape == head.shape) {
-      const EntryCode& second = entries[next];
+    forms.clear();
+    if (reroll && next < n && shape(next) == shape(first)) {
+      const size_t nHoles = static_cast<size_t>(holes(first));
       bool ok = true;
-      for (size_t h = 0; h < head.values.size() && ok; ++h) {
-        forms.push_back(startForms(head.values[h], second.values[h], moduli));
+      for (size_t h = 0; h < nHoles && ok; ++h) {
+        forms.push_back(startForms(value(first, h), value(next, h), moduli));
         ok = forms.back().any();
       }
-      if (ok) {
+      if (!ok) {
+        forms.clear();
+      } else {
         ++next;
-        while (next < entries.size() && entries[next].shape == head.shape) {
-          std::vector<HoleForms> narrowed = forms;
+        while (next < n && shape(next) == shape(first)) {
+          narrowed.assign(forms.begin(), forms.end());
           bool keeps = true;
-          for (size_t h = 0; h < narrowed.size() && keeps; ++h) {
-            narrowForms(narrowed[h], head.values[h], second.values[h], entries[next].values[h],
+          for (size_t h = 0; h < nHoles && keeps; ++h) {
+            narrowForms(narrowed[h], value(first, h), value(first + 1, h), value(next, h),
                         static_cast<int64_t>(next - first), moduli);
             keeps = narrowed[h].any();
           }
           if (!keeps) break;
-          forms = std::move(narrowed);
+          forms.swap(narrowed);
           ++next;
         }
       }
     }
-    std::vector<int32_t> modulus;
-    for (const HoleForms& f : forms) modulus.push_back(chosenModulus(f, moduli));
-    const int32_t count = static_cast<int32_t>(next - first);
-    runs.push_back(makeRun(head, count > 1 ? &entries[first + 1] : nullptr, firstEntry + static_cast<int32_t>(first),
-                           count, modulus));
+    emit(first, next, forms);
     first = next;
   }
+}
+
+}  // namespace
+
+std::vector<EntryRun> rerollEntries(std::span<const EntryCode> entries, int32_t firstEntry, bool reroll,
+                                    std::span<const int32_t> moduli) {
+  std::vector<EntryRun> runs;
+  greedyRuns(
+      entries.size(), reroll, moduli, [&](size_t j) { return entries[j].shape; },
+      [&](size_t j, size_t h) { return entries[j].values[h]; },
+      [&](size_t j) { return static_cast<int32_t>(entries[j].values.size()); },
+      [&](size_t first, size_t next, const std::vector<HoleForms>& forms) {
+        std::vector<int32_t> modulus;
+        for (const HoleForms& f : forms) modulus.push_back(chosenModulus(f, moduli));
+        const int32_t count = static_cast<int32_t>(next - first);
+        runs.push_back(makeRun(entries[first], count > 1 ? &entries[first + 1] : nullptr,
+                               firstEntry + static_cast<int32_t>(first), count, modulus));
+      });
   return runs;
 }
 
@@ -489,9 +541,12 @@ void markRunStarts(const EncodedRank& encoded, const EntryTemplates& templates, 
   for (size_t tb = 0; tb < encoded.blocks.size(); ++tb) {
     const size_t base = static_cast<size_t>(encoded.tbFirst[tb]);
     for (const auto& [first, last] : encoded.blocks[tb]) {
-      std::vector<EntryCode> entries;
-      for (int32_t e = first; e < last; ++e) entries.push_back(encoded.entry(templates, base + e));
-      for (const EntryRun& run : rerollEntries(entries, first, reroll, moduli)) starts[base + run.firstEntry] = true;
+      const size_t at = base + static_cast<size_t>(first);
+      greedyRuns(
+          static_cast<size_t>(last - first), reroll, moduli, [&](size_t j) { return encoded.shapes[at + j]; },
+          [&](size_t j, size_t h) { return encoded.value(at + j, h); },
+          [&](size_t j) { return templates.holes(encoded.shapes[at + j]); },
+          [&](size_t runFirst, size_t, const std::vector<HoleForms>&) { starts[at + runFirst] = true; });
     }
   }
 }

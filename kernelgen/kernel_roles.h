@@ -33,6 +33,13 @@ inline constexpr char kTemplateHole = '\x01';
 class EntryTemplates {
  public:
   int32_t intern(const std::string& text);
+  /// The template of an entry signature (a key of what decides the text), or -1: lets the
+  /// encoder skip building text it has built before.
+  int32_t find(uint64_t signature) const {
+    auto it = bySignature_.find(signature);
+    return it == bySignature_.end() ? -1 : it->second;
+  }
+  void remember(uint64_t signature, int32_t id) { bySignature_.emplace(signature, id); }
   const std::string& text(int32_t id) const { return texts_[id]; }
   int32_t holes(int32_t id) const { return holes_[id]; }
   size_t size() const { return texts_.size(); }
@@ -41,6 +48,7 @@ class EntryTemplates {
   std::unordered_map<std::string, int32_t> ids_;
   std::vector<std::string> texts_;
   std::vector<int32_t> holes_;
+  std::unordered_map<uint64_t, int32_t> bySignature_;
 };
 
 /// One plan entry's code: its template and the values of its holes, in text order.
