@@ -260,6 +260,7 @@ Status State::runKernel(const KernelCall& call) {
   args.barrier = runtime.barrier.data();
   args.reports = runtime.reports.data();
   args.abort = abortWord;
+  args.roleValues = compiled.host->valuesOf(call.rank);
   if (Status fits = checkSendAhead(compiled, args, runtime.minSlots); !fits) {
     std::atomic_ref<int32_t>(*abortWord).store(1);  // the other ranks stop too
     return fits;

@@ -230,9 +230,10 @@ class CudaDevice final : public Device {
   Status checkRingsOfRank(const PlanPlacement& placement, int32_t rank) const;
   Expected<CUfunction> kernelFunction(const CompiledPlan& plan, int32_t rank);
   Expected<CUdeviceptr> ringTable(const CompiledPlan& plan, const PlanPlacement& placement);
+  Expected<CUdeviceptr> valueTable(const CompiledPlan& plan, int32_t rank);
   Expected<std::shared_ptr<CallSlot>> acquireSlot(const KernelCall& call);
   Status reserve(CallSlot& slot, size_t counterBytes, size_t nTbs, size_t scratchBytes);
-  Status enqueue(const KernelCall& call, CUstream stream, CUfunction function, CUdeviceptr rings,
+  Status enqueue(const KernelCall& call, CUstream stream, CUfunction function, CUdeviceptr rings, CUdeviceptr values,
                  const std::shared_ptr<CallSlot>& slot);
   void freeSlot(CallSlot& slot);
 
@@ -261,6 +262,7 @@ class CudaDevice final : public Device {
   std::mutex cacheMutex_;  ///< modules and ring tables (never taken by a host function)
   std::map<std::string, Module> modules_;
   std::map<std::string, CUdeviceptr> ringTables_;
+  std::map<std::string, CUdeviceptr> valueTables_;  ///< per plan and rank: its kernel's value table
   std::shared_ptr<CallTracker> tracker_ = std::make_shared<CallTracker>();
 };
 
@@ -277,6 +279,7 @@ CudaDevice::~CudaDevice() {
   ScopedContext scope(cu_, context_);
   for (auto& [key, module] : modules_) cu_.cuModuleUnload(module.module);
   for (auto& [key, table] : ringTables_) cu_.cuMemFree(table);
+  for (auto& [key, table] : valueTables_) cu_.cuMemFree(table);
   std::vector<std::shared_ptr<CallSlot>> idle;
   {
     std::lock_guard lock(tracker_->mutex);
@@ -479,18 +482,18 @@ Status CudaDevice::checkRingsOfRank(const PlanPlacement& placement, int32_t rank
 }
 
 Expected<CUfunction> CudaDevice::kernelFunction(const CompiledPlan& plan, int32_t rank) {
-  const GeneratedKernel& kernel = plan.kernels[rank];
+  const GeneratedKernel& kernel = plan.kernels.kernelOf(rank);
   const std::string key = (plan.key.empty() ? std::to_string(std::hash<std::string>{}(kernel.source)) : plan.key) +
-                          "#" + std::to_string(rank);
+                          "#" + kernel.kernelName;
   std::lock_guard lock(cacheMutex_);
   if (auto it = modules_.find(key); it != modules_.end()) return it->second.function;
   std::vector<char> compiled;
   const std::vector<char>* cubin = nullptr;
-  if (static_cast<size_t>(rank) < plan.cubins.size() && !plan.cubins[rank].empty()) {
-    cubin = &plan.cubins[rank];
+  if (static_cast<size_t>(kernel.id) < plan.cubins.size() && !plan.cubins[kernel.id].empty()) {
+    cubin = &plan.cubins[kernel.id];
   } else if (!nvrtcAvailable()) {
     return makeError(ErrorCode::Unsupported, "CUDA device: the plan has no CUBIN for rank " + std::to_string(rank) +
-                                                 " and this TuCCL was built without NVRTC to compile " +
+                                                 "'s kernel and this TuCCL was built without NVRTC to compile " +
                                                  kernel.fileName + " for " + arch_);
   } else {
     NvrtcResult result = compileWithNvrtc(kernel, arch_);
@@ -543,6 +546,28 @@ Expected<CUdeviceptr> CudaDevice::ringTable(const CompiledPlan& plan, const Plan
     }
   }
   ringTables_.emplace(key, table);
+  return table;
+}
+
+// The rank's value table (KernelArgs::roleValues) in device memory, copied once per plan; 0 when
+// its kernel reads no table.
+Expected<CUdeviceptr> CudaDevice::valueTable(const CompiledPlan& plan, int32_t rank) {
+  const std::vector<int32_t>& values = plan.kernels.ranks[rank].values;
+  if (values.empty()) return CUdeviceptr{0};
+  // Keyed by content: ranks (and plans) with equal tables share one copy.
+  const std::string key(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int32_t));
+  std::lock_guard lock(cacheMutex_);
+  if (auto it = valueTables_.find(key); it != valueTables_.end()) return it->second;
+  const size_t bytes = values.size() * sizeof(int32_t);
+  const std::string what = "the " + std::to_string(values.size()) + " values of rank " + std::to_string(rank) +
+                           "'s kernel";
+  CUdeviceptr table = 0;
+  if (Status status = check(cu_.cuMemAlloc(&table, bytes), "cuMemAlloc", what); !status) return status;
+  if (Status status = check(cu_.cuMemcpyHtoD(table, values.data(), bytes), "cuMemcpyHtoD", what); !status) {
+    cu_.cuMemFree(table);
+    return status;
+  }
+  valueTables_.emplace(key, table);
   return table;
 }
 
@@ -607,7 +632,7 @@ Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& ca
   }
   const CompiledPlan& plan = *call.plan;
   const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));
-  const int32_t nTbs = plan.kernels[call.rank].nTbs;
+  const int32_t nTbs = plan.kernels.kernelOf(call.rank).nTbs;
   if (Status status = reserve(*slot, (progress + 2) * sizeof(uint64_t), static_cast<size_t>(nTbs),
                               workspaceLayout(call).total);
       !status) {
@@ -621,7 +646,7 @@ Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& ca
 }
 
 Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction function, CUdeviceptr rings,
-                           const std::shared_ptr<CallSlot>& slot) {
+                           CUdeviceptr values, const std::shared_ptr<CallSlot>& slot) {
   const CompiledPlan& plan = *call.plan;
   const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));
   // The slot is this call's alone until its host function ran: its reports are written here, its
@@ -651,8 +676,9 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
   args.reports = devicePointer<dev::TbReport>(slot->reportsDevice, 0);
   args.abort = devicePointer<int32_t>(abortDevice_, 0);
   args.spinLimit = spinLimitCycles(call.timeoutSeconds, clockKhz_);
+  args.roleValues = devicePointer<int32_t>(values, 0);
   void* params[] = {&args};
-  const GeneratedKernel& kernel = plan.kernels[call.rank];
+  const GeneratedKernel& kernel = plan.kernels.kernelOf(call.rank);
   const std::string what = kernel.kernelName + " <<<" + std::to_string(kernel.nTbs) + ", " +
                            std::to_string(plan.plan.config.nThreads) + ">>>";
   if (Status status = check(cu_.cuLaunchKernel(function, static_cast<unsigned>(kernel.nTbs), 1, 1,
@@ -693,7 +719,7 @@ Status CudaDevice::launch(const KernelCall& call, tucclStream_t stream) {
                                                      "-rank plan on staging opened for " +
                                                      std::to_string(segments_.size()) + " ranks");
   }
-  if (call.plan->kernels[call.rank].nTbs < 1) return {};  // the rank has no work in this plan
+  if (call.plan->kernels.kernelOf(call.rank).nTbs < 1) return {};  // the rank has no work in this plan
   if (Status status = checkRingsOfRank(*call.placement, call.rank); !status) return status;
   ScopedContext scope(cu_, context_);
   if (Status status = scope.status(); !status) return status;
@@ -701,9 +727,11 @@ Status CudaDevice::launch(const KernelCall& call, tucclStream_t stream) {
   if (!function) return function.status();
   Expected<CUdeviceptr> rings = ringTable(*call.plan, *call.placement);
   if (!rings) return rings.status();
+  Expected<CUdeviceptr> values = valueTable(*call.plan, call.rank);
+  if (!values) return values.status();
   Expected<std::shared_ptr<CallSlot>> slot = acquireSlot(call);
   if (!slot) return slot.status();
-  Status status = enqueue(call, stream, *function, *rings, *slot);
+  Status status = enqueue(call, stream, *function, *rings, *values, *slot);
   if (!status) {
     // What was enqueued before the failure may still touch the slot: let it pass (bounded by the
     // waits of the kernels before it) before another call takes the slot.

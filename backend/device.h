@@ -39,12 +39,13 @@ enum class DeviceKind { Cpu, Cuda };
 struct CompiledPlan {
   Plan plan;
   KernelLayout layout;
-  std::vector<GeneratedKernel> kernels;  ///< by rank
+  GeneratedKernels kernels;  ///< the distinct kernels; per rank its kernel and value table
   std::string key;                       ///< content hash of the plan (cache key)
   std::string description;               ///< why it was chosen, for TUCCL_DEBUG=INFO
   /// CPU device: the host build (loaded lazily by the cache).
   std::shared_ptr<const HostKernels> host;
-  /// CUDA device: per rank the CUBIN for the device's architecture (empty until compiled).
+  /// CUDA device: per kernel (GeneratedKernel::id) the CUBIN for the device's architecture (empty
+  /// until compiled).
   std::vector<std::vector<char>> cubins;
 };
 

@@ -47,8 +47,11 @@ Status checkKernelCall(const KernelCall& call) {
                    std::to_string(call.call.nRanks) + " ranks) is not the plan's (" +
                    std::string(collectiveName(plan.collective)) + ", " + std::to_string(plan.nRanks) + " ranks)");
   }
-  if (call.rank < 0 || call.rank >= plan.nRanks || static_cast<int32_t>(compiled.kernels.size()) != plan.nRanks ||
-      compiled.kernels[call.rank].rank != call.rank) {
+  const GeneratedKernels& kernels = compiled.kernels;
+  if (call.rank < 0 || call.rank >= plan.nRanks || static_cast<int32_t>(kernels.ranks.size()) != plan.nRanks ||
+      kernels.ranks[call.rank].kernel < 0 ||
+      static_cast<size_t>(kernels.ranks[call.rank].kernel) >= kernels.kernels.size() ||
+      static_cast<int32_t>(kernels.ranks[call.rank].values.size()) != kernels.kernelOf(call.rank).tableSize) {
     return invalid("rank " + std::to_string(call.rank) + " has no kernel in the plan");
   }
   if (call.sliceElems < 1) return invalid("a slice of " + std::to_string(call.sliceElems) + " elements");

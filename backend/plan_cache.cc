@@ -306,7 +306,7 @@ Status PlanCache::Impl::addCubins(const PlanIdentity& identity, CompiledPlan& co
     const PlanStore::Lookup found = store.read(name, identity.text);
     if (found.state == PlanStore::State::Damaged) noteDamaged(name);
     if (found.state == PlanStore::State::Found) {
-      if (auto cubins = parseCubins(found.payload, compiled.kernels.size())) {
+      if (auto cubins = parseCubins(found.payload, compiled.kernels.kernels.size())) {
         compiled.cubins = std::move(*cubins);
         ++counters.cubinsLoaded;
         return {};
@@ -314,8 +314,12 @@ Status PlanCache::Impl::addCubins(const PlanIdentity& identity, CompiledPlan& co
       noteDamaged(name);
     }
   }
-  for (const GeneratedKernel& kernel : compiled.kernels) {
-    NvrtcResult result = compileWithNvrtc(kernel, options.cudaArch);
+  // Only the distinct kernels, concurrently, through kernelgen's NVRTC cache (shared with
+  // tuccl-compile: the same kernel text is compiled once per machine).
+  std::vector<const GeneratedKernel*> kernels;
+  for (const GeneratedKernel& kernel : compiled.kernels.kernels) kernels.push_back(&kernel);
+  std::vector<NvrtcResult> results = compileKernelsWithNvrtc(kernels, options.cudaArch, {}, store.hostDirectory());
+  for (NvrtcResult& result : results) {
     ++counters.cubinsCompiled;
     if (!result.ok) return makeError(ErrorCode::Internal, result.error + "\n" + result.log);
     compiled.cubins.push_back(std::move(result.cubin));
@@ -357,8 +361,7 @@ PlanResult PlanCache::Impl::compile(const PlanIdentity& identity, const Program&
     } catch (const std::exception& error) {
       return makeError(ErrorCode::Internal, program.name + ": " + error.what());
     }
-    for (int32_t rank = 0; rank < compiled->plan.nRanks; ++rank)
-      compiled->kernels.push_back(generateRankKernel(compiled->plan, compiled->layout, rank));
+    compiled->kernels = generateKernels(compiled->plan, compiled->layout);
     if (Status status = addCubins(identity, *compiled); !status) return status;
   }
   if (Status status = addHostKernels(*compiled); !status) return status;

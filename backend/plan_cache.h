@@ -64,7 +64,7 @@ struct PlanCacheStats {
   int64_t plansLoaded = 0;       ///< read from the disk cache
   int64_t hostBuilds = 0;        ///< host libraries compiled
   int64_t hostLoaded = 0;        ///< host libraries found compiled (disk or this process)
-  int64_t cubinsCompiled = 0;    ///< NVRTC compilations (one per rank)
+  int64_t cubinsCompiled = 0;    ///< NVRTC compilations (one per distinct kernel)
   int64_t cubinsLoaded = 0;      ///< CUBIN sets read from the disk cache
   int64_t damagedEntries = 0;    ///< disk entries that failed their checksum and were rebuilt
   bool diskCache = false;        ///< the cache directory is in use (false: memory only)

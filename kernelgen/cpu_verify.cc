@@ -92,9 +92,9 @@ Status checkVerifiable(const Plan& plan, const KernelLayout& layout, const Colle
   return checkVerifyMemory(plan, layout, call);
 }
 
-Expected<std::shared_ptr<const HostKernels>> buildKernels(const Plan& plan, const KernelLayout& layout) {
-  std::vector<GeneratedKernel> kernels;
-  for (int32_t r = 0; r < plan.nRanks; ++r) kernels.push_back(generateRankKernel(plan, layout, r));
+Expected<std::shared_ptr<const HostKernels>> buildKernels(const Plan& plan, const KernelLayout& layout,
+                                                          const KernelGenOptions& options) {
+  const GeneratedKernels kernels = generateKernels(plan, layout, options);
   std::string error;
   std::shared_ptr<const HostKernels> host = buildHostKernels(kernels, error);
   if (!host) return makeError(ErrorCode::Internal, error);
@@ -232,7 +232,7 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
   if (!layout) return refusedReport(layout.status());
   const CollectiveCall call = callOf(plan, *layout, options);
   if (Status status = checkVerifiable(plan, *layout, call); !status) return refusedReport(status);
-  Expected<std::shared_ptr<const HostKernels>> kernels = buildKernels(plan, *layout);
+  Expected<std::shared_ptr<const HostKernels>> kernels = buildKernels(plan, *layout, options.kernelGen);
   if (!kernels) return refusedReport(kernels.status());
   CpuVerifyReport report;
   report.buildCached = (*kernels)->fromCache;

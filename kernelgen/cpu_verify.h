@@ -47,6 +47,8 @@ struct VerifyOptions {
   /// The protocol the kernels run; nullopt: the plan's config.protocol. The kernels read it at
   /// run time (KernelArgs::protocol), so one host build runs every protocol.
   std::optional<Protocol> protocol;
+  /// How the kernels are generated (rerolled loops, kernels shared by rank roles).
+  KernelGenOptions kernelGen;
 };
 
 struct RankVerifyReport {

@@ -170,8 +170,9 @@ std::shared_ptr<HostKernels> loadLibrary(const fs::path& library, const std::vec
       error = library.string() + " lacks " + kernel.kernelName;
       return nullptr;
     }
-    result->ranks.push_back(fn);
+    result->kernels.push_back(fn);
   }
+  result->ranks = result->kernels;
   return result;
 }
 
@@ -233,6 +234,20 @@ std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedK
   }
   std::shared_ptr<HostKernels> result = buildOrLoad(kernelCacheRoot(cacheDir), hashFileName(hash), unit, kernels, error);
   if (result != nullptr) loaded.emplace(hash, result);
+  return result;
+}
+
+std::shared_ptr<const HostKernels> buildHostKernels(const GeneratedKernels& kernels, std::string& error,
+                                                    const std::string& cacheDir) {
+  std::shared_ptr<const HostKernels> library = buildHostKernels(kernels.kernels, error, cacheDir);
+  if (library == nullptr) return nullptr;
+  // The library is shared by every plan of the same kernels; the tables are this plan's.
+  auto result = std::make_shared<HostKernels>(*library);
+  result->ranks.clear();
+  for (const RankKernel& rank : kernels.ranks) {
+    result->ranks.push_back(result->kernels[rank.kernel]);
+    result->rankValues.push_back(rank.values);
+  }
   return result;
 }
 

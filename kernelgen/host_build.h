@@ -2,7 +2,8 @@
 // against the host shim (kernelgen/device/host_shim.h) into a shared library, loaded with dlopen.
 //
 // In:  the GeneratedKernels of one plan.
-// Out: HostKernels: a callable per rank, and the setter of the calling thread's blockIdx.
+// Out: HostKernels: per rank the callable of its kernel and its value table, and the setter of
+//      the calling thread's blockIdx.
 // Libraries are cached by a hash of the sources, the device headers and the compile command (in
 // the caller's cache directory, else $TUCCL_KERNELGEN_CACHE, else a directory under the system
 // temp dir), so processes share them. An entry's directory holds everything the library was built
@@ -27,10 +28,18 @@ namespace tuccl {
 struct HostKernels {
   using Kernel = void (*)(tuccl::dev::KernelArgs);
   using SetBlock = void (*)(unsigned);
-  std::vector<Kernel> ranks;
+  std::vector<Kernel> kernels;                   ///< by kernel (GeneratedKernel::id)
+  std::vector<Kernel> ranks;                     ///< by rank: its kernel
+  std::vector<std::vector<int32_t>> rankValues;  ///< by rank: its value table (KernelArgs::roleValues)
   SetBlock setBlock = nullptr;
   std::string libraryPath;
   bool fromCache = false;
+
+  /// Rank `rank`'s value table; null when it has none.
+  const int32_t* valuesOf(int32_t rank) const {
+    return static_cast<size_t>(rank) < rankValues.size() && !rankValues[rank].empty() ? rankValues[rank].data()
+                                                                                      : nullptr;
+  }
 };
 
 /// The directory of kernelgen's on-disk caches (host libraries, NVRTC results): `cacheDir` when
@@ -40,6 +49,11 @@ std::filesystem::path kernelCacheRoot(const std::string& cacheDir = {});
 /// Compiles (or finds in the cache) and loads the host library of `kernels`; `fromCache` says
 /// that this call compiled nothing. `cacheDir`: the cache directory; empty: the default above. On
 /// failure returns null and sets `error` to the compiler's output, naming the generated files.
+/// Every rank gets its kernel's function and its value table.
+std::shared_ptr<const HostKernels> buildHostKernels(const GeneratedKernels& kernels, std::string& error,
+                                                    const std::string& cacheDir = {});
+
+/// The same for kernels without value tables, rank i running kernels[i].
 std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error,
                                                     const std::string& cacheDir = {});
 

@@ -86,7 +86,8 @@ struct RankState {
   std::vector<dev::TbReport> reports;
 };
 
-std::vector<RankState> rankStates(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call,
+std::vector<RankState> rankStates(const HostKernels& kernels, const Plan& plan, const KernelLayout& layout,
+                                  const CollectiveCall& call,
                                   std::span<const RankBuffers> buffers, HostStaging& staging, int64_t deadlineNs) {
   std::vector<RankState> states(static_cast<size_t>(plan.nRanks));
   for (int32_t r = 0; r < plan.nRanks; ++r) {
@@ -112,6 +113,7 @@ std::vector<RankState> rankStates(const Plan& plan, const KernelLayout& layout, 
     a.abort = staging.abortFlag();
     a.deadlineNs = deadlineNs;
     a.protocol = deviceProtocol(staging.geometry().protocol);
+    a.roleValues = kernels.valuesOf(r);
   }
   return states;
 }
@@ -229,7 +231,7 @@ Expected<HostRun> runPlanOnHost(const HostKernels& kernels, const Plan& plan, co
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + seconds(options.timeoutSeconds);
   const auto watchdogAt = deadline + seconds(options.watchdogGraceSeconds);
-  std::vector<RankState> states = rankStates(plan, layout, call, buffers, staging,
+  std::vector<RankState> states = rankStates(kernels, plan, layout, call, buffers, staging,
                                              std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                  deadline.time_since_epoch()).count());
   Expected<bool> fired = runThreads(kernels, plan, *ranks, states, staging.abortFlag(), watchdogAt);

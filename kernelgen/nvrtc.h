@@ -52,4 +52,11 @@ NvrtcResult compileWithNvrtcCached(const GeneratedKernel& kernel, std::string_vi
                                    const NvrtcOptions& options = {}, const std::string& cacheDir = {},
                                    bool* fromCache = nullptr);
 
+/// compileWithNvrtcCached of every kernel, `workers` at a time (0: one per core), results in the
+/// order of `kernels`; `fromCache` (optional) counts those read from the cache.
+std::vector<NvrtcResult> compileKernelsWithNvrtc(const std::vector<const GeneratedKernel*>& kernels,
+                                                 std::string_view arch, const NvrtcOptions& options = {},
+                                                 const std::string& cacheDir = {}, size_t workers = 0,
+                                                 size_t* fromCache = nullptr);
+
 }  // namespace tuccl

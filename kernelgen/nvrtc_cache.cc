@@ -1,10 +1,13 @@
 // NVRTC results on disk (nvrtc.h: compileWithNvrtcCached). An entry is named by the hash of
 // everything the compilation reads; its content is sealed (support/cache_files.h) so a truncated
 // or damaged file is recompiled rather than handed to a GPU.
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "kernelgen/device_headers.h"
 #include "kernelgen/host_build.h"
@@ -87,6 +90,28 @@ NvrtcResult compileWithNvrtcCached(const GeneratedKernel& kernel, std::string_vi
     (void)writeFileAtomically(entry, sealCacheEntry(serializeResult(result)));  // a cache: best effort
   }
   return result;
+}
+
+std::vector<NvrtcResult> compileKernelsWithNvrtc(const std::vector<const GeneratedKernel*>& kernels,
+                                                 std::string_view arch, const NvrtcOptions& options,
+                                                 const std::string& cacheDir, size_t workers, size_t* fromCache) {
+  std::vector<NvrtcResult> results(kernels.size());
+  if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> cached{0};
+  auto work = [&] {
+    for (size_t i = next++; i < kernels.size(); i = next++) {
+      bool hit = false;
+      results[i] = compileWithNvrtcCached(*kernels[i], arch, options, cacheDir, &hit);
+      if (hit) ++cached;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < std::min(workers, kernels.size()); ++w) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+  if (fromCache != nullptr) *fromCache = cached;
+  return results;
 }
 
 }  // namespace tuccl

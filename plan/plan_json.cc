@@ -228,9 +228,10 @@ int64_t readVersion(const SourceText& source, const json& document) {
 
 }  // namespace
 
-std::string writePlanJson(const Plan& plan) {
-  json ranks = json::array();
-  for (const PlanRank& rank : plan.ranks) ranks.push_back(rankJson(rank));
+namespace {
+
+// The document without its ranks (an empty "ranks" array).
+json planHeaderJson(const Plan& plan) {
   json config{{"protocol", protocolName(plan.config.protocol)},
               {"nThreads", plan.config.nThreads},
               {"chunkSize", plan.config.chunkSize},
@@ -252,9 +253,40 @@ std::string writePlanJson(const Plan& plan) {
       {"executionLevel", executionLevelName(plan.executionLevel)},
       {"tbAllocation", tbPolicyName(plan.tbAllocation)},
       {"subPipelines", plan.subPipelines},
-      {"ranks", std::move(ranks)},
+      {"ranks", json::array()},
   };
+  return document;
+}
+
+}  // namespace
+
+std::string writePlanJson(const Plan& plan) {
+  json document = planHeaderJson(plan);
+  json& ranks = document["ranks"];
+  for (const PlanRank& rank : plan.ranks) ranks.push_back(rankJson(rank));
   return document.dump(1) + "\n";
+}
+
+void writePlanJson(std::ostream& out, const Plan& plan) {
+  const std::string header = planHeaderJson(plan).dump(1);
+  constexpr std::string_view kRanks = "\n \"ranks\": []";
+  const size_t at = header.find(kRanks);
+  if (plan.ranks.empty() || at == std::string::npos) {
+    out << header << "\n";
+    return;
+  }
+  // Splice the ranks in as dump(1) nests them: each rank object indented by two spaces.
+  out << std::string_view(header).substr(0, at + kRanks.size() - 1);
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    std::string text = rankJson(plan.ranks[r]).dump(1);
+    out << (r == 0 ? "\n  " : ",\n  ");
+    size_t start = 0;
+    for (size_t newline; (newline = text.find('\n', start)) != std::string::npos; start = newline + 1) {
+      out << std::string_view(text).substr(start, newline + 1 - start) << "  ";
+    }
+    out << std::string_view(text).substr(start);
+  }
+  out << "\n ]" << std::string_view(header).substr(at + kRanks.size()) << "\n";
 }
 
 Expected<Plan> readPlanJson(const SourceText& source) {

@@ -4,6 +4,7 @@
 // Out: deterministic JSON text (byte-identical for equal plans), or a validated Plan.
 #pragma once
 
+#include <ostream>
 #include <string>
 
 #include "plan/plan.h"
@@ -19,6 +20,9 @@ inline constexpr int kOldestPlanFormatVersion = 1;
 
 /// The plan as JSON text: object keys sorted, one-space indentation, a trailing newline.
 std::string writePlanJson(const Plan& plan);
+
+/// The same text written to `out` rank by rank, so a large plan is never held twice in memory.
+void writePlanJson(std::ostream& out, const Plan& plan);
 
 /// Parses plan JSON and validates the plan (validatePlan). An error carries the file name of
 /// `source`; a syntax error its line and column, a schema error the path of the field

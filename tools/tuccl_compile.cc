@@ -1,21 +1,19 @@
 // tuccl-compile: the offline compiler. It reads a ResCCLang program or an MSCCL algorithm XML file
 // (lang/load_algorithm.h), proves it correct with the semantic checker (--check prints a summary), and with -o DIR schedules it and writes the plan
 // and the kernels: parse -> check -> DAG -> pipeline (HPDS or a baseline) -> TB allocation ->
-// plan.json -> rank<N>.cu -> (NVRTC) CUBIN/PTX. --verify runs the kernels on the CPU.
+// plan.json -> kernel<K>.cu (one per rank role) + kernels.json -> (NVRTC) CUBIN/PTX. --verify runs the kernels on the CPU.
 // --emit writes one artefact instead, to standard output or -o FILE: the algorithm as ResCCLang
 // (lang/resccl_printer.h), the plan as MSCCL XML (plan/msccl_export.h) or the plan JSON.
 //
 // Exit status: 0 success, 2 for any error in the program, on the command line or in the CPU
 // verification, 3 for an internal error (a plan that fails its own check).
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -32,7 +30,6 @@
 #include "plan/mscclpp_export.h"
 #include "plan/plan_json.h"
 #include "scheduler/plan_builder.h"
-#include "support/progress.h"
 #include "support/source_text.h"
 #include "tools/cli.h"
 
@@ -74,6 +71,7 @@ struct CompileOptions {
   bool report = false;
   std::vector<std::string> archs{"sm_90"};
   bool cubin = true;  ///< with NVRTC, write CUBIN and PTX beside the sources
+  std::vector<int32_t> emitRanks;  ///< --emit-ranks: only these ranks' kernels and tables (empty: all)
   bool verify = false;
   tuccl::VerifyOptions verifyOptions;
 };
@@ -86,7 +84,25 @@ bool writeOutputFile(const std::filesystem::path& path, std::string_view bytes) 
 }
 
 // The files -o DIR writes that a second run would replace: checked before any work.
-const std::vector<std::string> kOutputNames = {"plan.json", "rank0.cu"};
+const std::vector<std::string> kOutputNames = {"plan.json", "kernels.json", "kernel0.cu"};
+
+// plan.json, streamed rank by rank (a 1,024-rank plan is large).
+bool writePlanFile(const std::filesystem::path& path, const tuccl::Plan& plan) {
+  const std::filesystem::path temporary = path.string() + ".tmp";
+  std::error_code error;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), error);
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    tuccl::writePlanJson(out, plan);
+    if (!out.flush()) {
+      std::cerr << "tuccl-compile: error: cannot write " << path.string() << '\n';
+      return false;
+    }
+  }
+  std::filesystem::rename(temporary, path, error);
+  if (error) std::cerr << "tuccl-compile: error: cannot write " << path.string() << ": " << error.message() << '\n';
+  return !error;
+}
 
 int32_t tbsOf(const tuccl::Plan& plan, int32_t rank) { return static_cast<int32_t>(plan.ranks[rank].tbs.size()); }
 
@@ -116,63 +132,109 @@ void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, con
   if (shown < algorithm.nRanks) std::cout << "  ... " << (algorithm.nRanks - shown) << " more ranks\n";
 }
 
-// -o DIR: plan.json, rank<N>.cu and, with NVRTC, rank<N>.<arch>.cubin / .ptx.
-int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
-  namespace fs = std::filesystem;
-  const fs::path dir(options.outputDir);
-  if (!writeOutputFile(dir / "plan.json", tuccl::writePlanJson(plan))) return kExitError;
-  const std::vector<tuccl::GeneratedKernel> kernels = tuccl::generateKernels(plan);
-  for (const tuccl::GeneratedKernel& kernel : kernels) {
-    if (!writeOutputFile(dir / kernel.fileName, kernel.source)) return kExitError;
+// --emit-ranks: the ranks whose kernels and value tables -o DIR writes (all when empty).
+std::vector<bool> emittedRanks(const tuccl::Plan& plan, const std::vector<int32_t>& listed) {
+  std::vector<bool> emitted(static_cast<size_t>(plan.nRanks), listed.empty());
+  for (int32_t r : listed) emitted[r] = true;
+  return emitted;
+}
+
+// kernels.json: which kernel every rank runs and its value table (KernelArgs::roleValues), and
+// per kernel its file, entry point, grid and ranks. Ranks left out by --emit-ranks are omitted.
+std::string kernelsJson(const tuccl::GeneratedKernels& kernels, const std::vector<bool>& emitted,
+                        const std::vector<bool>& kernelEmitted) {
+  std::string out = "{\n \"format\": \"tuccl-kernels\",\n \"version\": 1,\n \"kernels\": [";
+  bool first = true;
+  for (const tuccl::GeneratedKernel& kernel : kernels.kernels) {
+    if (!kernelEmitted[kernel.id]) continue;
+    out += first ? "\n  " : ",\n  ";
+    first = false;
+    out += "{\"id\": " + std::to_string(kernel.id) + ", \"file\": \"" + kernel.fileName + "\", \"name\": \"" +
+           kernel.kernelName + "\", \"nTbs\": " + std::to_string(kernel.nTbs) +
+           ", \"tableSize\": " + std::to_string(kernel.tableSize) + ", \"ranks\": " +
+           std::to_string(kernel.ranks.size()) + "}";
   }
-  std::cout << "wrote " << (dir / "plan.json").string() << " (" << tuccl::schedulerName(plan.scheduler) << ", "
-            << tuccl::tbPolicyName(plan.tbAllocation) << ", "
-            << plan.subPipelines << " sub-pipelines) and " << kernels.size() << " kernels (rank<N>.cu)\n";
-  if (!options.cubin) return 0;
-  if (!tuccl::nvrtcAvailable()) {
-    std::cout << "no CUBIN/PTX: this build has no NVRTC (configure with the CUDA toolkit)\n";
-    return 0;
-  }
-  // NVRTC compiles independent programs concurrently, one worker per core; results come from the
-  // kernel cache when the same kernel was compiled before (a second run compiles nothing).
-  const size_t workers = std::max(1u, std::thread::hardware_concurrency());
-  for (const std::string& arch : options.archs) {
-    std::vector<tuccl::NvrtcResult> results(kernels.size());
-    std::atomic<size_t> next{0};
-    std::atomic<size_t> cached{0};
-    tuccl::TerminalProgress progress("NVRTC " + arch + ": kernels", kernels.size());
-    std::vector<std::thread> pool;
-    for (size_t w = 0; w < std::min(workers, kernels.size()); ++w) {
-      pool.emplace_back([&] {
-        for (size_t i = next++; i < kernels.size(); i = next++) {
-          bool fromCache = false;
-          results[i] = tuccl::compileWithNvrtcCached(kernels[i], arch, {}, {}, &fromCache);
-          if (fromCache) ++cached;
-          progress.advance();
-        }
-      });
+  out += "\n ],\n \"ranks\": [";
+  first = true;
+  for (size_t r = 0; r < kernels.ranks.size(); ++r) {
+    if (!emitted[r]) continue;
+    out += first ? "\n  " : ",\n  ";
+    first = false;
+    out += "{\"rank\": " + std::to_string(r) + ", \"kernel\": " + std::to_string(kernels.ranks[r].kernel) +
+           ", \"values\": [";
+    for (size_t i = 0; i < kernels.ranks[r].values.size(); ++i) {
+      if (i > 0) out += ", ";
+      out += std::to_string(kernels.ranks[r].values[i]);
     }
-    for (std::thread& thread : pool) thread.join();
-    progress.finish();
+    out += "]}";
+  }
+  return out + "\n ]\n}\n";
+}
+
+// NVRTC over the distinct kernels, one worker per core; results come from the kernel cache when
+// the same kernel was compiled before (a second run compiles nothing).
+int writeCubins(const std::filesystem::path& dir, const std::vector<const tuccl::GeneratedKernel*>& kernels,
+                const CompileOptions& options) {
+  for (const std::string& arch : options.archs) {
+    size_t cached = 0;
+    const std::vector<tuccl::NvrtcResult> results = tuccl::compileKernelsWithNvrtc(kernels, arch, {}, {}, 0, &cached);
     for (size_t i = 0; i < kernels.size(); ++i) {
       const tuccl::NvrtcResult& result = results[i];
       if (!result.ok) {
-        std::cerr << "tuccl-compile: error: NVRTC failed on " << (dir / kernels[i].fileName).string() << " for "
+        std::cerr << "tuccl-compile: error: NVRTC failed on " << (dir / kernels[i]->fileName).string() << " for "
                   << arch << ": " << result.error << '\n'
                   << result.log;
         return kExitError;
       }
-      const std::string stem = "rank" + std::to_string(kernels[i].rank) + "." + arch;
+      const std::string stem = "kernel" + std::to_string(kernels[i]->id) + "." + arch;
       if (!writeOutputFile(dir / (stem + ".cubin"), std::string_view(result.cubin.data(), result.cubin.size())) ||
           !writeOutputFile(dir / (stem + ".ptx"), result.ptx)) {
         return kExitError;
       }
     }
-    std::cout << "wrote rank<N>." << arch << ".cubin and .ptx (NVRTC"
+    std::cout << "wrote kernel<K>." << arch << ".cubin and .ptx (NVRTC"
               << (cached == kernels.size() ? ", from the kernel cache" : cached > 0 ? ", partly from the kernel cache" : "")
               << ")\n";
   }
   return 0;
+}
+
+// -o DIR: plan.json, kernel<K>.cu (one per distinct kernel), kernels.json (the kernel and value
+// table of every rank) and, with NVRTC, kernel<K>.<arch>.cubin / .ptx.
+int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
+  namespace fs = std::filesystem;
+  const fs::path dir(options.outputDir);
+  for (int32_t r : options.emitRanks) {
+    if (r >= plan.nRanks) {
+      std::cerr << "tuccl-compile: error: --emit-ranks: rank " << r << " is not a rank of the plan's " << plan.nRanks
+                << '\n';
+      return kExitError;
+    }
+  }
+  if (!writePlanFile(dir / "plan.json", plan)) return kExitError;
+  const tuccl::GeneratedKernels kernels = tuccl::generateKernels(plan);
+  const std::vector<bool> emitted = emittedRanks(plan, options.emitRanks);
+  std::vector<bool> kernelEmitted(kernels.kernels.size(), false);
+  for (size_t r = 0; r < kernels.ranks.size(); ++r) {
+    if (emitted[r]) kernelEmitted[kernels.ranks[r].kernel] = true;
+  }
+  std::vector<const tuccl::GeneratedKernel*> written;
+  for (const tuccl::GeneratedKernel& kernel : kernels.kernels) {
+    if (!kernelEmitted[kernel.id]) continue;
+    if (!writeOutputFile(dir / kernel.fileName, kernel.source)) return kExitError;
+    written.push_back(&kernel);
+  }
+  if (!writeOutputFile(dir / "kernels.json", kernelsJson(kernels, emitted, kernelEmitted))) return kExitError;
+  std::cout << "wrote " << (dir / "plan.json").string() << " (" << tuccl::schedulerName(plan.scheduler) << ", "
+            << tuccl::tbPolicyName(plan.tbAllocation) << ", " << plan.subPipelines << " sub-pipelines), "
+            << written.size() << " of " << kernels.kernels.size() << " kernels (kernel<K>.cu) for "
+            << plan.nRanks << " ranks and kernels.json\n";
+  if (!options.cubin) return 0;
+  if (!tuccl::nvrtcAvailable()) {
+    std::cout << "no CUBIN/PTX: this build has no NVRTC (configure with the CUDA toolkit)\n";
+    return 0;
+  }
+  return writeCubins(dir, written, options);
 }
 
 // Writes an --emit artefact to -o FILE or standard output; "wrote FILE (what)" for a file.
@@ -313,7 +375,8 @@ int main(int argc, char** argv) {
       "tuccl-compile: compile a collective algorithm (ResCCLang, or MSCCL algorithm XML) for TuCCL.\n"
       "With no FILE it uses the bundled hierarchical-mesh AllReduce (examples/algorithms/hm_allreduce.resccl).\n"
       "  tuccl-compile --check FILE        prove the algorithm correct and summarise it\n"
-      "  tuccl-compile FILE -o DIR         also schedule it and write DIR/plan.json and DIR/rank<N>.cu\n"
+      "  tuccl-compile FILE -o DIR         also schedule it and write DIR/plan.json, the distinct kernels\n"
+      "                                    DIR/kernel<K>.cu and DIR/kernels.json (each rank's kernel and values)\n"
       "  tuccl-compile FILE --verify       run the generated kernels on the CPU and check every element\n"
       "  tuccl-compile FILE --emit resccl  print the algorithm as ResCCLang (e.g. an MSCCL XML file, to edit)\n"
       "  tuccl-compile FILE --emit msccl   print the plan as MSCCL algorithm XML (-o FILE to write a file)\n"
@@ -343,7 +406,7 @@ int main(int argc, char** argv) {
   app.add_option("--ranks", ranks, "how many ranks the peer table and --report list: a number or 'all'")
       ->capture_default_str();
   app.add_option("-o,--output", options.outputDir,
-                 "schedule the algorithm and write DIR/plan.json and DIR/rank<N>.cu; with --emit, the FILE to write "
+                 "schedule the algorithm and write DIR/plan.json, DIR/kernel<K>.cu and DIR/kernels.json; with --emit, the FILE to write "
                  "('-' or none: standard output)")
       ->type_name("DIR|FILE");
   std::string emit;
@@ -411,6 +474,11 @@ int main(int argc, char** argv) {
           "ARCH", "GPU architecture"))
       ->capture_default_str();
   app.add_flag("!--no-cubin", options.cubin, "with -o: write only the .cu sources, no NVRTC CUBIN/PTX");
+  app.add_option("--emit-ranks", options.emitRanks,
+                 "with -o: write only the kernels these ranks run and their value tables in kernels.json (the plan "
+                 "stays whole), e.g. --emit-ranks 0,8,17")
+      ->delimiter(',')
+      ->check(CLI::Range(0, INT32_MAX));
   app.add_flag("--verify", options.verify,
                 "run the generated kernels on the CPU (every rank a set of threads) on random data and compare "
                 "every element with a reference");

@@ -88,6 +88,7 @@ struct KernelArgs {
   int32_t pad = 0;
   int64_t spinLimit = 0;         ///< device: clock64 cycles a wait may spin; host: unused
   int64_t deadlineNs = 0;        ///< host: steady-clock time (ns) after which a wait gives up
+  const int32_t* roleValues = nullptr;  ///< this rank's value table: the values its kernel reads as v[k]
   int32_t protocol = kProtoSimple;  ///< ProtocolId: how slices travel through the staging rings
 };
 

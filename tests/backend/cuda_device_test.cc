@@ -66,7 +66,9 @@ std::shared_ptr<const CompiledPlan> examplePlan(const std::string& name, int32_t
     compiled->host = buildHostKernels(compiled->kernels, error);
     EXPECT_TRUE(compiled->host) << error;
     if (!compiled->host) return nullptr;
-    for (int32_t r = 0; r < nRanks; ++r) compiled->cubins.push_back(fakecuda::hostCubin(compiled->host->libraryPath));
+    for (size_t k = 0; k < compiled->kernels.kernels.size(); ++k) {
+      compiled->cubins.push_back(fakecuda::hostCubin(compiled->host->libraryPath));
+    }
   }
   slot = compiled;
   return slot;
@@ -266,7 +268,10 @@ TEST_P(CudaDeviceRanks, RunAllReduceAsThreadsOfOneProcess) {
       EXPECT_EQ(module.bytes, plan->cubins[0]);
       EXPECT_EQ(module.text, plan->host->libraryPath);
     }
-    EXPECT_EQ(fakecuda::callsOf("cuMemcpyHtoD_v2").size(), static_cast<size_t>(nRanks));
+    // Per rank its ring table and, when its kernel reads one, its value table.
+    size_t tables = 0;
+    for (const RankKernel& rank : plan->kernels.ranks) tables += rank.values.empty() ? 0 : 1;
+    EXPECT_EQ(fakecuda::callsOf("cuMemcpyHtoD_v2").size(), static_cast<size_t>(nRanks) + tables);
     EXPECT_EQ(fakecuda::callsOf("cuMemsetD8Async").size(), static_cast<size_t>(3 * nRanks));
     EXPECT_EQ(fakecuda::callsOf("cuLaunchHostFunc").size(), static_cast<size_t>(3 * nRanks));
 
@@ -280,8 +285,8 @@ TEST_P(CudaDeviceRanks, RunAllReduceAsThreadsOfOneProcess) {
       ASSERT_GE(r, 0);
       ASSERT_LT(r, nRanks);
       EXPECT_EQ(launch.values.at(9), static_cast<uint64_t>(r)) << "launched in GPU " << r << "'s context";
-      EXPECT_EQ(launch.text, plan->kernels[r].kernelName);
-      EXPECT_EQ(launch.values.at(0), static_cast<uint64_t>(plan->kernels[r].nTbs));
+      EXPECT_EQ(launch.text, plan->kernels.kernelOf(r).kernelName);
+      EXPECT_EQ(launch.values.at(0), static_cast<uint64_t>(plan->kernels.kernelOf(r).nTbs));
       EXPECT_EQ(launch.values.at(3), static_cast<uint64_t>(kThreads));
       EXPECT_EQ(launch.values.at(1) * launch.values.at(2) * launch.values.at(4) * launch.values.at(5), 1u);
       EXPECT_EQ(args.count, counts[i / nRanks]);
@@ -297,6 +302,14 @@ TEST_P(CudaDeviceRanks, RunAllReduceAsThreadsOfOneProcess) {
       EXPECT_EQ(reinterpret_cast<uint64_t>(args.abort), registered[r].values.at(0)) << "the host-mapped abort word";
       EXPECT_EQ(*args.abort, 0);
       expectRingTable(args, ranks.placement, ranks.segments);
+      // The rank's value table, in (the fake's host-visible) device memory.
+      const std::vector<int32_t>& values = plan->kernels.ranks[r].values;
+      if (values.empty()) {
+        EXPECT_EQ(args.roleValues, nullptr);
+      } else {
+        ASSERT_NE(args.roleValues, nullptr);
+        EXPECT_EQ(std::vector<int32_t>(args.roleValues, args.roleValues + values.size()), values) << "rank " << r;
+      }
     }
     // The caller's context is left as it was (none on this thread).
     CUcontext context = reinterpret_cast<CUcontext>(1);
@@ -512,12 +525,12 @@ TEST(CudaDevice, DriverErrorsComeBackNamingTheCallAndTheResult) {
   fakecuda::failNext("cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE);
   Status load = ranks.devices[0]->launch(kernelCall(plan, ranks.placement, data, 0), nullptr);
   EXPECT_EQ(load.code(), ErrorCode::SystemError);
-  EXPECT_NE(load.message().find("cuModuleLoadData (rank0.cu"), std::string::npos) << load.message();
+  EXPECT_NE(load.message().find("cuModuleLoadData (" + plan->kernels.kernelOf(0).fileName), std::string::npos) << load.message();
   EXPECT_NE(load.message().find("CUDA_ERROR_INVALID_IMAGE"), std::string::npos) << load.message();
 
   fakecuda::failNext("cuLaunchKernel", CUDA_ERROR_LAUNCH_FAILED);
   Status launch = ranks.devices[0]->launch(kernelCall(plan, ranks.placement, data, 0), nullptr);
-  EXPECT_NE(launch.message().find("cuLaunchKernel (tuccl_rank0 <<<"), std::string::npos) << launch.message();
+  EXPECT_NE(launch.message().find("cuLaunchKernel (" + plan->kernels.kernelOf(0).kernelName + " <<<"), std::string::npos) << launch.message();
   EXPECT_NE(launch.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << launch.message();
   EXPECT_TRUE(ranks.devices[0]->drain(1)) << "a failed launch leaves no call in flight";
 
@@ -581,7 +594,7 @@ TEST(CudaDevice, CompilesTheKernelForTheGpuWhenThePlanHasNoCubin) {
   EXPECT_EQ(errors[0].code(), ErrorCode::Internal);
   EXPECT_NE(errors[0].message().find("never finished"), std::string::npos) << errors[0].message();
 
-  const NvrtcResult expected = compileWithNvrtc(plan->kernels[1], "sm_90");
+  const NvrtcResult expected = compileWithNvrtc(plan->kernels.kernelOf(1), "sm_90");
   ASSERT_TRUE(expected.ok) << expected.error;
   const std::vector<fakecuda::Call> modules = fakecuda::callsOf("cuModuleLoadData");
   ASSERT_EQ(modules.size(), 1u);
@@ -589,7 +602,7 @@ TEST(CudaDevice, CompilesTheKernelForTheGpuWhenThePlanHasNoCubin) {
   EXPECT_TRUE(modules[0].bytes == expected.cubin) << "the CUBIN NVRTC makes for sm_90";
   const std::vector<fakecuda::Call> functions = fakecuda::callsOf("cuModuleGetFunction");
   ASSERT_EQ(functions.size(), 1u);
-  EXPECT_EQ(functions[0].text, "tuccl_rank1");
+  EXPECT_EQ(functions[0].text, plan->kernels.kernelOf(1).kernelName);
   EXPECT_EQ(functions[0].result, CUDA_SUCCESS) << "the CUBIN defines the kernel";
 }
 

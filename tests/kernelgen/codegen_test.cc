@@ -13,45 +13,72 @@ namespace {
 
 using testing::compileExample;
 
-TEST(Codegen, OneKernelPerRankWithCommentedEntries) {
+TEST(Codegen, StraightLineKernelsNameEveryEntry) {
   const auto& example = compileExample("ring_allreduce");
-  std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
+  // Without rerolling and roles: one kernel per rank, one block per entry.
+  const GeneratedKernels generated = generateKernels(example.plan, KernelGenOptions{false, false});
+  const std::vector<GeneratedKernel>& kernels = generated.kernels;
   ASSERT_EQ(kernels.size(), 8u);
   for (const GeneratedKernel& kernel : kernels) {
-    EXPECT_EQ(kernel.fileName, "rank" + std::to_string(kernel.rank) + ".cu");
+    ASSERT_EQ(kernel.ranks.size(), 1u);
+    EXPECT_EQ(generated.ranks[kernel.ranks[0]].kernel, kernel.id);
+    EXPECT_EQ(kernel.fileName, "kernel" + std::to_string(kernel.id) + ".cu");
     EXPECT_NE(kernel.source.find("TUCCL_KERNEL " + kernel.kernelName + "(tuccl::dev::KernelArgs args)"),
               std::string::npos);
     EXPECT_NE(kernel.source.find("switch (blockIdx.x)"), std::string::npos);
     EXPECT_NE(kernel.source.find("ring_allreduce.resccl:"), std::string::npos) << "source lines in comments";
     EXPECT_NE(kernel.source.find("for (int64_t mb = 0; mb < t.nMicroBatches; ++mb)"), std::string::npos);
-    EXPECT_EQ(kernel.nTbs, static_cast<int32_t>(example.plan.ranks[kernel.rank].tbs.size()));
+    EXPECT_EQ(kernel.source.find("for (int32_t i = 0;"), std::string::npos) << "no rerolled loop";
+    EXPECT_EQ(kernel.nTbs, static_cast<int32_t>(example.plan.ranks[kernel.ranks[0]].tbs.size()));
+    EXPECT_EQ(kernel.tableSize, 0);
   }
   // Every plan entry appears once, with its primitive.
+  const GeneratedKernel& rank3 = generated.kernelOf(3);
   size_t entries = 0;
   for (const PlanTb& tb : example.plan.ranks[3].tbs) entries += tb.entries.size();
   size_t calls = 0;
-  for (size_t at = 0; (at = kernels[3].source.find("t.at(", at)) != std::string::npos; ++at) ++calls;
+  for (size_t at = 0; (at = rank3.source.find("t.at(", at)) != std::string::npos; ++at) ++calls;
   EXPECT_EQ(calls, entries);
-  EXPECT_NE(kernels[3].source.find("TUCCL_TRY(recvReduceCopy(t, "), std::string::npos);
-  EXPECT_NE(kernels[3].source.find("TUCCL_TRY(send(t, "), std::string::npos);
+  EXPECT_NE(rank3.source.find("TUCCL_TRY(recvReduceCopy(t, "), std::string::npos);
+  EXPECT_NE(rank3.source.find("TUCCL_TRY(send(t, "), std::string::npos);
+}
+
+TEST(Codegen, RerolledKernelsLoopOverAffineRuns) {
+  const auto& example = compileExample("ring_allreduce");
+  const GeneratedKernels generated = generateKernels(example.plan);
+  ASSERT_EQ(generated.ranks.size(), 8u);
+  // A ring is symmetric: every rank runs one kernel, its values computed from the rank.
+  EXPECT_EQ(generated.kernels.size(), 1u);
+  const std::string& source = generated.kernelOf(0).source;
+  EXPECT_NE(source.find("for (int32_t i = 0; i < "), std::string::npos) << source;
+  EXPECT_NE(source.find(", rerolled): "), std::string::npos) << "loops name their entries";
+  EXPECT_NE(source.find("//   source "), std::string::npos) << "and their source lines";
+  EXPECT_NE(source.find("rank"), std::string::npos);
+  EXPECT_LT(source.size(), generateKernels(example.plan, KernelGenOptions{false, false}).kernelOf(0).source.size());
 }
 
 TEST(Codegen, DependenciesBecomeFlagWaits) {
   const auto& example = compileExample("hm_allreduce");
-  std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
+  const GeneratedKernels kernels = generateKernels(example.plan);
   bool sawDep = false;
   for (const PlanTb& tb : example.plan.ranks[0].tbs) {
     for (const PlanEntry& entry : tb.entries) sawDep = sawDep || !entry.deps.empty();
   }
   ASSERT_TRUE(sawDep);
-  EXPECT_NE(kernels[0].source.find("TUCCL_TRY(waitEntry(t, "), std::string::npos);
-  EXPECT_NE(kernels[0].source.find("postEntry(t, "), std::string::npos);
+  EXPECT_NE(kernels.kernelOf(0).source.find("TUCCL_TRY(waitEntry(t, "), std::string::npos);
+  EXPECT_NE(kernels.kernelOf(0).source.find("postEntry(t, "), std::string::npos);
 }
 
 TEST(Codegen, ReplayLevelsLoopMicroBatchesOutsideEntries) {
   const auto& example = compileExample("ring_allgather", "algorithm");
-  std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
-  EXPECT_NE(kernels[0].source.find("replayed per micro-batch"), std::string::npos);
+  const GeneratedKernels kernels = generateKernels(example.plan);
+  EXPECT_NE(kernels.kernelOf(0).source.find("replayed per micro-batch"), std::string::npos);
+}
+
+TEST(Codegen, RankRangesAreCompact) {
+  EXPECT_EQ(rankRanges({0, 1, 2, 3, 5, 8, 9}), "0-3, 5, 8-9");
+  EXPECT_EQ(rankRanges({}), "");
+  EXPECT_EQ(rankRanges({0, 2, 4, 6}, 2), "0, 2, ...");
 }
 
 TEST(KernelLayout, RingsPairSendsWithReceives) {

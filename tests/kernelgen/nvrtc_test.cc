@@ -22,7 +22,7 @@ TEST(Nvrtc, CompilesEveryExamplePlanForSm80AndSm90) {
   if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
   for (const std::string& name : testing::exampleAlgorithms()) {
     const auto& example = testing::compileExample(name);
-    std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
+    std::vector<GeneratedKernel> kernels = generateKernels(example.plan).kernels;
     // Two compilations at a time (CI has two cores); NVRTC programs are independent.
     std::vector<std::future<NvrtcResult>> results;
     for (const GeneratedKernel& kernel : kernels) {
@@ -47,7 +47,7 @@ TEST(Nvrtc, CompilesEveryExamplePlanForSm80AndSm90) {
       EXPECT_GT(result.cubin.size(), 1000u);
       ASSERT_GE(result.cubin.size(), 4u);
       EXPECT_EQ(std::string(result.cubin.data() + 1, 3), "ELF");
-      EXPECT_NE(result.ptx.find(".entry tuccl_rank"), std::string::npos);
+      EXPECT_NE(result.ptx.find(".entry tuccl_kernel"), std::string::npos);
       EXPECT_NE(result.ptx.find(".target " + std::string(result.arch == "sm_80" ? "sm_80" : "sm_90")), std::string::npos);
     }
   }
@@ -56,8 +56,9 @@ TEST(Nvrtc, CompilesEveryExamplePlanForSm80AndSm90) {
 TEST(Nvrtc, GenericKernelServesEveryDatatype) {
   if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
   const auto& example = testing::compileExample("hm_allreduce");
-  std::vector<GeneratedKernel> kernels = generateKernels(example.plan);
-  NvrtcResult generic = compileWithNvrtc(kernels[5], "sm_90");
+  const GeneratedKernels kernels = generateKernels(example.plan);
+  const GeneratedKernel& kernel = kernels.kernelOf(5);
+  NvrtcResult generic = compileWithNvrtc(kernel, "sm_90");
   ASSERT_TRUE(generic.ok) << generic.error << "\n" << generic.log;
   // ... and every protocol (a run-time value too): LL / LL128 line stores, LL128's warp vote.
   EXPECT_NE(generic.ptx.find("st.volatile.global.v2.u64"), std::string::npos);
@@ -65,7 +66,7 @@ TEST(Nvrtc, GenericKernelServesEveryDatatype) {
   NvrtcOptions floatSum;
   floatSum.dataType = DataType::Float32;
   floatSum.op = ReduceOp::Sum;
-  NvrtcResult specialised = compileWithNvrtc(kernels[5], "sm_90", floatSum);
+  NvrtcResult specialised = compileWithNvrtc(kernel, "sm_90", floatSum);
   ASSERT_TRUE(specialised.ok) << specialised.error << "\n" << specialised.log;
   EXPECT_GT(generic.ptx.size(), specialised.ptx.size() + 10000) << "the generic kernel holds every datatype";
 }
@@ -77,7 +78,7 @@ TEST(Nvrtc, GenericKernelServesEveryDatatype) {
 TEST(Nvrtc, CompilesEveryProtocol) {
   if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
   const auto& example = testing::compileExample("ring_allreduce");
-  const GeneratedKernel kernel = generateKernels(example.plan)[1];
+  const GeneratedKernel kernel = generateKernels(example.plan).kernelOf(1);
   for (Protocol protocol : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     NvrtcOptions options;
     options.dataType = DataType::Float32;

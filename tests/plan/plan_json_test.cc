@@ -52,6 +52,14 @@ TEST(PlanJson, VersionTwoRoundTripsByteIdentically) {
   EXPECT_EQ(pair->ranks[1].tbs[0].entries[1].loc, (SourceLoc{6, 3}));
 }
 
+TEST(PlanJson, StreamedTextIsTheSame) {
+  for (const Plan& plan : {testing::twoRankAllGather(), testing::chainBroadcast(), Plan{}}) {
+    std::ostringstream out;
+    writePlanJson(out, plan);
+    EXPECT_EQ(out.str(), writePlanJson(plan));
+  }
+}
+
 TEST(PlanJson, EqualPlansGiveEqualText) {
   Plan a = testing::twoRankAllGather();
   Plan b = testing::twoRankAllGather();

@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -95,6 +96,15 @@ class TucclCompilePlan : public testing::Test {
   std::filesystem::path dir_;
 };
 
+// The kernel rank `rank` runs, from DIR/kernels.json ({"rank": R, "kernel": K, "values": [...]}).
+int kernelOfRank(const std::filesystem::path& dir, int rank) {
+  std::ifstream in(dir / "kernels.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "{\"rank\": " + std::to_string(rank) + ", \"kernel\": ";
+  const size_t at = text.find(key);
+  return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + key.size());
+}
+
 TEST_F(TucclCompilePlan, WritesAValidPlanForEveryScheduler) {
   for (const char* scheduler : {"hpds", "rr", "algorithm", "stage"}) {
     for (const char* tbAlloc : {"connection", "state"}) {
@@ -117,7 +127,9 @@ TEST_F(TucclCompilePlan, WritesAValidPlanForEveryScheduler) {
           for (const tuccl::PlanEntry& entry : tb.entries) EXPECT_TRUE(entry.loc.known());
       EXPECT_NE(plan.sourceName.find("hm_allgather.resccl"), std::string::npos);
       for (int rank = 0; rank < 8; ++rank) {
-        EXPECT_TRUE(std::filesystem::exists(dir_ / ("rank" + std::to_string(rank) + ".cu")));
+        const int kernel = kernelOfRank(dir_, rank);
+        ASSERT_GE(kernel, 0) << "kernels.json names rank " << rank << "'s kernel";
+        EXPECT_TRUE(std::filesystem::exists(dir_ / ("kernel" + std::to_string(kernel) + ".cu"))) << rank;
       }
     }
   }
@@ -128,13 +140,15 @@ TEST_F(TucclCompilePlan, WritesCubinAndPtxWithNvrtc) {
                       dir_.string());
   ASSERT_EQ(r.status, 0) << r.output;
 #if defined(TUCCL_HAVE_CUDA)
-  for (const char* file : {"rank0.sm_80.cubin", "rank1.sm_90.cubin", "rank0.sm_90.ptx"}) {
+  const std::string k0 = "kernel" + std::to_string(kernelOfRank(dir_, 0));
+  const std::string k1 = "kernel" + std::to_string(kernelOfRank(dir_, 1));
+  for (const std::string& file : {k0 + ".sm_80.cubin", k1 + ".sm_90.cubin", k0 + ".sm_90.ptx"}) {
     EXPECT_GT(std::filesystem::file_size(dir_ / file), 0u) << file;
   }
-  std::ifstream ptx(dir_ / "rank1.sm_80.ptx");
+  std::ifstream ptx(dir_ / (k1 + ".sm_80.ptx"));
   std::string text((std::istreambuf_iterator<char>(ptx)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find(".target sm_80"), std::string::npos);
-  EXPECT_NE(text.find("tuccl_rank1"), std::string::npos);
+  EXPECT_NE(text.find("tuccl_" + k1), std::string::npos);
 #else
   EXPECT_NE(r.output.find("no NVRTC"), std::string::npos) << r.output;
 #endif
@@ -185,9 +199,33 @@ TEST_F(TucclCompilePlan, RootedPlansCarryTheirRoot) {
   EXPECT_TRUE(tuccl::validatePlan(plan).ok());
 #if defined(TUCCL_HAVE_CUDA)
   for (int rank = 0; rank < 3; ++rank) {
-    EXPECT_GT(std::filesystem::file_size(dir_ / ("rank" + std::to_string(rank) + ".sm_90.cubin")), 0u) << rank;
+    const int kernel = kernelOfRank(dir_, rank);
+    EXPECT_GT(std::filesystem::file_size(dir_ / ("kernel" + std::to_string(kernel) + ".sm_90.cubin")), 0u) << rank;
   }
 #endif
+}
+
+// Ranks of one role share a kernel; --emit-ranks writes only the listed ranks' kernels and tables.
+TEST_F(TucclCompilePlan, WritesOneKernelPerRoleAndOnlyTheRanksAsked) {
+  ToolRun all = runTool(example("ring_allreduce.resccl") + " -p nRanks=8 -p GPUPerNode=4 --no-cubin -o " + dir_.string());
+  ASSERT_EQ(all.status, 0) << all.output;
+  EXPECT_NE(all.output.find("1 of 1 kernels (kernel<K>.cu) for 8 ranks"), std::string::npos) << all.output;
+  for (int rank = 0; rank < 8; ++rank) EXPECT_EQ(kernelOfRank(dir_, rank), 0) << rank;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "kernel1.cu"));
+
+  ToolRun some = runTool(example("binomial_broadcast.resccl") + " -p nRanks=8 -p GPUPerNode=4 --no-cubin --force " +
+                         "--emit-ranks 0 -o " + dir_.string());
+  ASSERT_EQ(some.status, 0) << some.output;
+  const int root = kernelOfRank(dir_, 0);
+  ASSERT_GE(root, 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / ("kernel" + std::to_string(root) + ".cu")));
+  for (int rank = 1; rank < 8; ++rank) EXPECT_EQ(kernelOfRank(dir_, rank), -1) << "rank " << rank << " not written";
+  EXPECT_NE(some.output.find("1 of "), std::string::npos) << some.output;
+
+  ToolRun bad = runTool(example("ring_allreduce.resccl") + " -p nRanks=8 --no-cubin --force --emit-ranks 8 -o " +
+                        dir_.string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--emit-ranks: rank 8 is not a rank of the plan's 8"), std::string::npos) << bad.output;
 }
 
 TEST_F(TucclCompilePlan, NeverOverwritesWithoutForce) {
@@ -408,7 +446,7 @@ TEST_F(TucclCompilePlan, EmitsThePlanJson) {
   ASSERT_TRUE(read.ok()) << read.status().toString();
   EXPECT_EQ(read->collective, tuccl::Collective::AllReduce);
   EXPECT_TRUE(tuccl::validatePlan(*read).ok());
-  EXPECT_FALSE(std::filesystem::exists(dir_ / "rank0.cu"));  // --emit writes the one file
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "kernel0.cu"));  // --emit writes the one file
 }
 
 TEST_F(TucclCompilePlan, EmitsAnMscclppPlanWithPortChannelsBetweenNodes) {
