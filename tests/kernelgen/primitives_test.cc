@@ -201,7 +201,8 @@ TEST(DeviceProtocols, LineLayoutInTheSlot) {
   for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>(i * 7 + 3);
   const char* src = source.data() + 3;
   const int64_t bytes = 251;
-  std::vector<uint64_t> slot(static_cast<size_t>(stagingSlotBytes(kProtoLL, bytes) / 8), 0);
+  // One spare word past the slot, to see that nothing is written beyond the slice's lines.
+  std::vector<uint64_t> slot(static_cast<size_t>(stagingSlotBytes(kProtoLL, bytes) / 8) + 1, 0);
   writeLLSlice(reinterpret_cast<char*>(slot.data()), src, bytes, 41);
   for (int64_t line = 0; line < llPairs(bytes) * 2; ++line) {
     ASSERT_EQ(slot[line] >> 32, 42u) << line;
