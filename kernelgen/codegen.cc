@@ -28,13 +28,7 @@ std::string sourceLoc(const Plan& plan, const PlanEntry& entry) {
 // The comment of a single entry: its primitive, operation, step, source line, slots and ring.
 void commentEntry(std::ostringstream& out, const Plan& plan, const KernelLayout& layout, int32_t rank,
                   const PlanTb& tb, int32_t e, const std::string& indent) {
-  const PlanEntry& entry = tb.entries[e];
-  const EntryLayout& where = layout.at(rank, tb.id, e);
-  const bool remote = where.ring >= 0;
-  const int32_t srcRank = entry.kind == PrimitiveKind::Send || !remote ? rank : entry.peer;
-  const int32_t dstRank = entry.kind == PrimitiveKind::Send ? entry.peer : rank;
-  const StorageSlot src = planStorage(plan, srcRank, entry.srcBuffer, entry.srcIndex);
-  const StorageSlot dst = planStorage(plan, dstRank, entry.dstBuffer, entry.dstIndex);
+  const auto [entry, where, remote, srcRank, dstRank, src, dst] = entrySlots(plan, layout, rank, tb, e);
   out << indent << "// entry " << e << ": " << primitiveName(entry.kind);
   if (entry.kind == PrimitiveKind::Send) out << " -> rank " << entry.peer;
   if (entry.kind == PrimitiveKind::Recv || entry.kind == PrimitiveKind::RecvReduceCopy) {

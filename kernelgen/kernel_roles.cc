@@ -47,18 +47,25 @@ uint64_t templateSignature(PrimitiveKind kind, BufferKind src, BufferKind dst, s
   return key + (static_cast<uint64_t>(deps) << 32);
 }
 
+}  // namespace
+
+EntrySlots entrySlots(const Plan& plan, const KernelLayout& layout, int32_t rank, const PlanTb& tb, int32_t e) {
+  const PlanEntry& entry = tb.entries[e];
+  const EntryLayout& where = layout.at(rank, tb.id, e);
+  const bool remote = where.ring >= 0;
+  const int32_t srcRank = entry.kind == PrimitiveKind::Send || !remote ? rank : entry.peer;
+  const int32_t dstRank = entry.kind == PrimitiveKind::Send ? entry.peer : rank;
+  return {entry, where, remote, srcRank, dstRank, planStorage(plan, srcRank, entry.srcBuffer, entry.srcIndex),
+          planStorage(plan, dstRank, entry.dstBuffer, entry.dstIndex)};
+}
+
+namespace {
+
 // One entry's code (docs/kernels.md "The generated kernel"): the progress report, a flag wait per
 // dependency, the primitive and the post of its own progress counter.
 EntryCode encodeEntry(const Plan& plan, const KernelLayout& layout, int32_t rank, const PlanTb& tb, int32_t e,
                       EntryTemplates& templates) {
-  const PlanEntry& entry = tb.entries[e];
-  const EntryLayout& where = layout.at(rank, tb.id, e);
-  const bool remote = where.ring >= 0;
-  // The own rank's side of the transfer is mapped to storage; the peer's side is named as planned.
-  const int32_t srcRank = entry.kind == PrimitiveKind::Send || !remote ? rank : entry.peer;
-  const int32_t dstRank = entry.kind == PrimitiveKind::Send ? entry.peer : rank;
-  const StorageSlot src = planStorage(plan, srcRank, entry.srcBuffer, entry.srcIndex);
-  const StorageSlot dst = planStorage(plan, dstRank, entry.dstBuffer, entry.dstIndex);
+  const auto [entry, where, remote, srcRank, dstRank, src, dst] = entrySlots(plan, layout, rank, tb, e);
   const uint64_t signature =
       templateSignature(entry.kind, src.buffer, dst.buffer, entry.deps.size(), remote, where.progress >= 0);
   const int32_t known = templates.find(signature);

@@ -23,6 +23,7 @@
 
 #include "kernelgen/kernel_layout.h"
 #include "plan/plan.h"
+#include "plan/plan_storage.h"
 
 namespace tuccl {
 
@@ -83,6 +84,17 @@ struct RankCode {
   std::vector<int32_t> frame;
   std::vector<TbCode> tbs;
 };
+
+/// Entry `e` of `tb` as rank `rank` sees it: its own side of the transfer mapped to storage, the
+/// peer's side named as planned.
+struct EntrySlots {
+  const PlanEntry& entry;
+  const EntryLayout& where;
+  bool remote;
+  int32_t srcRank, dstRank;
+  StorageSlot src, dst;
+};
+EntrySlots entrySlots(const Plan& plan, const KernelLayout& layout, int32_t rank, const PlanTb& tb, int32_t e);
 
 /// Each entry's code, per TB of `rank`.
 std::vector<std::vector<EntryCode>> encodeEntries(const Plan& plan, const KernelLayout& layout, int32_t rank,
