@@ -373,10 +373,7 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   if (hosts.size() > 1) {
     if (Status started = startProxy(id); !started) return started;
   }
-  if (options.adapt.enabled && device->kind() == DeviceKind::Cuda) {
-    // The CUDA device does not time its calls yet: exploring without learning would only cost.
-    logLine(LogLevel::Info, rank, "TuCCL adapt: off on the CUDA device (its calls are not timed)");
-  } else if (options.adapt.enabled) {
+  if (options.adapt.enabled) {
     if (Status started = startAdaptation(static_cast<int32_t>(hosts.size())); !started) return started;
   }
   startWatchdog();

@@ -11,12 +11,15 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include "backend/kernel_call.h"
+#include "backend/log.h"
 #include "kernelgen/nvrtc.h"
 #include "kernelgen/tb_report.h"
 #include "transport/shm_segment.h"
@@ -90,6 +93,14 @@ struct CallSlot {
   int32_t nTbs = 0;
 };
 
+// A timed call (the runtime phase): events around its work in stream order, read once the call's
+// host function ran. The events go back to the device's pool after reading.
+struct CallTiming {
+  CUevent start = nullptr;
+  CUevent end = nullptr;
+  std::function<void(double)> completed;
+};
+
 // Shared by the device and the host functions of its calls, which may outlive it.
 struct CallTracker {
   std::mutex mutex;
@@ -97,11 +108,13 @@ struct CallTracker {
   size_t inFlight = 0;
   ErrorSink sink;
   std::vector<std::shared_ptr<CallSlot>> slots;
+  std::vector<CallTiming> finished;  ///< timed calls whose host function ran, not yet read
 };
 
 struct PendingCall {
   std::shared_ptr<CallTracker> tracker;
   std::shared_ptr<CallSlot> slot;
+  std::optional<CallTiming> timing;
 };
 
 void releaseSlot(CallTracker& tracker, CallSlot& slot) {
@@ -126,7 +139,19 @@ void callFinished(void* data) {
     sink = pending->tracker->sink;
   }
   if (!status && sink) sink(status);
+  if (pending->timing) {
+    if (!status) pending->timing->completed = nullptr;  // a failed call is not timed; its events go back
+    std::lock_guard lock(pending->tracker->mutex);
+    pending->tracker->finished.push_back(std::move(*pending->timing));
+  }
   releaseSlot(*pending->tracker, slot);
+}
+
+// TUCCL_TEST_DELAY_GROUP on the CUDA device: a host function between the kernel and the call's end
+// event holds the stream, so the delay is inside the timed span as on the CPU device.
+void delayStream(void* data) {
+  std::unique_ptr<int64_t> micros(static_cast<int64_t*>(data));
+  std::this_thread::sleep_for(std::chrono::microseconds(*micros));
 }
 
 // ---- Helpers --------------------------------------------------------------------------------------
@@ -236,6 +261,8 @@ class CudaDevice final : public Device {
   Status enqueue(const KernelCall& call, CUstream stream, CUfunction function, CUdeviceptr rings, CUdeviceptr values,
                  const std::shared_ptr<CallSlot>& slot);
   void freeSlot(CallSlot& slot);
+  Expected<CUevent> takeEvent();
+  void readTimings();
 
   const CudaDriver& cu_;
   const int ordinal_;
@@ -264,6 +291,11 @@ class CudaDevice final : public Device {
   std::map<std::string, CUdeviceptr> ringTables_;
   std::map<std::string, CUdeviceptr> valueTables_;  ///< per plan and rank: its kernel's value table
   std::shared_ptr<CallTracker> tracker_ = std::make_shared<CallTracker>();
+
+  std::mutex eventMutex_;             ///< the events of timed calls
+  std::vector<CUevent> events_;       ///< every event created (destroyed with the device)
+  std::vector<CUevent> freeEvents_;   ///< those no call holds
+  std::atomic<bool> timingFailureLogged_{false};  ///< a failed read is logged once
 };
 
 CudaDevice::~CudaDevice() {
@@ -277,6 +309,8 @@ CudaDevice::~CudaDevice() {
     tracker_->sink = nullptr;
   }
   ScopedContext scope(cu_, context_);
+  readTimings();
+  for (CUevent event : events_) cu_.cuEventDestroy(event);
   for (auto& [key, module] : modules_) cu_.cuModuleUnload(module.module);
   for (auto& [key, table] : ringTables_) cu_.cuMemFree(table);
   for (auto& [key, table] : valueTables_) cu_.cuMemFree(table);
@@ -652,6 +686,25 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
   // The slot is this call's alone until its host function ran: its reports are written here, its
   // counters cleared in stream order (a previous call of the stream may still run).
   std::fill(slot->reports, slot->reports + slot->nTbs, dev::TbReport{});
+  std::optional<CallTiming> timing;
+  if (call.completed) {
+    // The call's span in stream order: from its first operation to its last, as the CPU device
+    // times it from its turn to its end.
+    Expected<CUevent> start = takeEvent();
+    Expected<CUevent> end = start ? takeEvent() : Expected<CUevent>(start.status());
+    if (!end) {
+      if (start) {
+        std::lock_guard lock(eventMutex_);
+        freeEvents_.push_back(*start);
+      }
+      return end.status();
+    }
+    timing = CallTiming{*start, *end, call.completed};
+    if (Status status = check(cu_.cuEventRecord(timing->start, stream), "cuEventRecord", "the call's start");
+        !status) {
+      return status;
+    }
+  }
   if (Status status = check(cu_.cuMemsetD8Async(slot->counters, 0, (progress + 2) * sizeof(uint64_t), stream),
                             "cuMemsetD8Async", "progress counters");
       !status) {
@@ -688,6 +741,15 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
       !status) {
     return status;
   }
+  if (call.testDelayMicros > 0) {
+    auto micros = std::make_unique<int64_t>(call.testDelayMicros);
+    if (Status status = check(cu_.cuLaunchHostFunc(stream, &delayStream, micros.get()), "cuLaunchHostFunc",
+                              "the test delay (TUCCL_TEST_DELAY_GROUP)");
+        !status) {
+      return status;
+    }
+    static_cast<void>(micros.release());  // delayStream owns it
+  }
   if (buffers.after.bytes > 0) {
     if (Status status = check(cu_.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(buffers.after.dst),
                                                     reinterpret_cast<CUdeviceptr>(buffers.after.src),
@@ -697,7 +759,12 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
       return status;
     }
   }
-  auto pending = std::make_unique<PendingCall>(PendingCall{tracker_, slot});
+  if (timing) {
+    if (Status status = check(cu_.cuEventRecord(timing->end, stream), "cuEventRecord", "the call's end"); !status) {
+      return status;
+    }
+  }
+  auto pending = std::make_unique<PendingCall>(PendingCall{tracker_, slot, std::move(timing)});
   const CUresult result = cu_.cuLaunchHostFunc(stream, &callFinished, pending.get());
   if (result == CUDA_SUCCESS) pending.release();  // callFinished owns it
   return check(result, "cuLaunchHostFunc", "after " + what);
@@ -723,6 +790,7 @@ Status CudaDevice::launch(const KernelCall& call, tucclStream_t stream) {
   if (Status status = checkRingsOfRank(*call.placement, call.rank); !status) return status;
   ScopedContext scope(cu_, context_);
   if (Status status = scope.status(); !status) return status;
+  readTimings();  // the calls that finished since the last launch
   Expected<CUfunction> function = kernelFunction(*call.plan, call.rank);
   if (!function) return function.status();
   Expected<CUdeviceptr> rings = ringTable(*call.plan, *call.placement);
@@ -762,7 +830,52 @@ Status CudaDevice::drain(double timeoutSeconds) {
       return check(result, "cuStreamQuery", "while waiting for the calls on GPU " + std::to_string(ordinal_));
     }
   }
+  lock.unlock();
+  if (scope.status()) readTimings();
   return {};
+}
+
+// An event for a timed call: a free one of the pool, else a new one.
+Expected<CUevent> CudaDevice::takeEvent() {
+  std::lock_guard lock(eventMutex_);
+  if (!freeEvents_.empty()) {
+    CUevent event = freeEvents_.back();
+    freeEvents_.pop_back();
+    return event;
+  }
+  CUevent event = nullptr;
+  if (Status status = check(cu_.cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate", "to time a call");
+      !status) {
+    return status;
+  }
+  events_.push_back(event);
+  return event;
+}
+
+// Hands the times of the finished timed calls to the runtime phase and returns their events to
+// the pool. Runs on a thread with the device's context current (never in a host function, which
+// may not call the driver). A time that cannot be read leaves that call untimed (logged once).
+void CudaDevice::readTimings() {
+  std::vector<CallTiming> finished;
+  {
+    std::lock_guard lock(tracker_->mutex);
+    finished.swap(tracker_->finished);
+  }
+  for (CallTiming& timing : finished) {
+    float milliseconds = 0;
+    const CUresult result =
+        timing.completed ? cu_.cuEventElapsedTime(&milliseconds, timing.start, timing.end) : CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS) {
+      timing.completed(static_cast<double>(milliseconds) * 1e-3);
+    } else if (timing.completed && !timingFailureLogged_.exchange(true)) {
+      logLine(LogLevel::Warn, -1,
+              "TuCCL adapt: a call on GPU " + std::to_string(ordinal_) + " could not be timed (" +
+                  cudaResultName(cu_, result) + "); such calls are left out of the runtime phase");
+    }
+    std::lock_guard lock(eventMutex_);
+    freeEvents_.push_back(timing.start);
+    freeEvents_.push_back(timing.end);
+  }
 }
 
 }  // namespace

@@ -50,6 +50,11 @@ std::string bindAll(void* handle, CudaDriver& d) {
   bind(handle, "cuStreamDestroy_v2", d.cuStreamDestroy, missing);
   bind(handle, "cuStreamQuery", d.cuStreamQuery, missing);
   bind(handle, "cuStreamSynchronize", d.cuStreamSynchronize, missing);
+  bind(handle, "cuEventCreate", d.cuEventCreate, missing);
+  bind(handle, "cuEventRecord", d.cuEventRecord, missing);
+  bind(handle, "cuEventQuery", d.cuEventQuery, missing);
+  bind(handle, "cuEventElapsedTime", d.cuEventElapsedTime, missing);
+  bind(handle, "cuEventDestroy_v2", d.cuEventDestroy, missing);
   bind(handle, "cuMemAlloc_v2", d.cuMemAlloc, missing);
   bind(handle, "cuMemFree_v2", d.cuMemFree, missing);
   bind(handle, "cuMemsetD8_v2", d.cuMemsetD8, missing);

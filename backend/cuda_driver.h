@@ -30,6 +30,7 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = tucclStream_t;  // struct CUstream_st*, cudaStream_t
 using CUhostFn = void (*)(void* userData);
+using CUevent = struct CUevent_st*;
 inline constexpr size_t kCuIpcHandleBytes = 64;  // CU_IPC_HANDLE_SIZE
 struct CUipcMemHandle {
   char reserved[kCuIpcHandleBytes];
@@ -59,6 +60,7 @@ inline constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 0x02;
 inline constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x01;
 inline constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
 inline constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x01;
+inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 
 /// The entry points the CUDA device calls; each field is named after the API function and bound
 /// to its current ABI symbol (the comment says which where it is versioned).
@@ -94,6 +96,11 @@ struct CudaDriver {
   CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;  // _v2
   CUresult (*cuStreamQuery)(CUstream stream) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+  CUresult (*cuEventCreate)(CUevent* event, unsigned flags) = nullptr;
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
+  CUresult (*cuEventQuery)(CUevent event) = nullptr;
+  CUresult (*cuEventElapsedTime)(float* milliseconds, CUevent start, CUevent end) = nullptr;  // the CUDA 2.0 symbol
+  CUresult (*cuEventDestroy)(CUevent event) = nullptr;                                       // _v2
   CUresult (*cuMemAlloc)(CUdeviceptr* pointer, size_t bytes) = nullptr;  // _v2
   CUresult (*cuMemFree)(CUdeviceptr pointer) = nullptr;                  // _v2
   CUresult (*cuMemsetD8)(CUdeviceptr pointer, unsigned char value, size_t bytes) = nullptr;  // _v2

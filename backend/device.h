@@ -60,8 +60,9 @@ struct KernelCall {
   int64_t sliceElems = 1;   ///< micro-batch slice: slotBytes / element size
   double timeoutSeconds = 300;
   uint64_t sequence = 0;    ///< the communicator's call number: devices run calls in this order
-  /// The runtime phase (adaptive_runtime.h): a device that times calls (the CPU device) calls it
-  /// with the seconds the call ran, from its turn to its end, when it succeeded. Empty: untimed.
+  /// The runtime phase (adaptive_runtime.h): the device calls it with the seconds the call ran,
+  /// from its turn to its end, when it succeeded (the CPU device when the call ends; the CUDA
+  /// device from events, by a later launch or drain). Empty: untimed.
   std::function<void(double)> completed;
   /// TUCCL_TEST_DELAY_GROUP: microseconds the device waits, inside the timed span, before running.
   int64_t testDelayMicros = 0;

@@ -346,6 +346,78 @@ TEST(CudaDevice, RunsAnOutOfPlaceAllGather) {
   }
 }
 
+// The runtime phase's timings: a timed call's events bracket its work in stream order, its time
+// reaches `completed` by the next launch or drain, the test delay lies inside it, events are
+// reused across calls and the device destroys them.
+TEST(CudaDevice, TimesCallsWithEventsAroundTheirWork) {
+  constexpr int32_t kRanks = 2;
+  constexpr int64_t kDelayMicros = 30000;
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(kRanks);
+  ASSERT_TRUE(plan);
+  const size_t eventsBefore = fakecuda::resources().events;
+  std::mutex mutex;
+  std::vector<std::vector<double>> times(kRanks);
+  {
+    Ranks ranks;
+    setUpRanks(ranks, *plan);
+    if (HasFatalFailure()) return;
+    fakecuda::clearCalls();
+    for (int call = 0; call < 4; ++call) {
+      CallData data = allReduceData(kRanks, 4099, 40 + static_cast<uint64_t>(call));
+      std::vector<Status> launched(kRanks);
+      for (int32_t r = 0; r < kRanks; ++r) {
+        KernelCall timed = kernelCall(plan, ranks.placement, data, r);
+        timed.completed = [&mutex, &times, r](double seconds) {
+          std::lock_guard lock(mutex);
+          times[r].push_back(seconds);
+        };
+        timed.testDelayMicros = call == 1 ? kDelayMicros : 0;  // the second call is held
+        launched[r] = ranks.devices[r]->launch(timed, nullptr);
+      }
+      for (const Status& status : launched) ASSERT_TRUE(status) << status.toString();
+      for (auto& device : ranks.devices) ASSERT_TRUE(device->drain(kTimeoutSeconds));
+      for (const Status& error : ranks.takeErrors()) ADD_FAILURE() << error.toString();
+      for (int32_t r = 0; r < kRanks; ++r) EXPECT_EQ(checkOutput(data, r), "");
+      std::lock_guard lock(mutex);
+      for (int32_t r = 0; r < kRanks; ++r) ASSERT_EQ(times[r].size(), static_cast<size_t>(call + 1)) << "rank " << r;
+    }
+    // Two events per rank, reused by every call; each call recorded both on its stream.
+    EXPECT_EQ(fakecuda::callsOf("cuEventCreate").size(), 2u * kRanks);
+    EXPECT_EQ(fakecuda::callsOf("cuEventRecord").size(), 2u * 4 * kRanks);
+    EXPECT_EQ(fakecuda::resources().events, eventsBefore + 2 * kRanks);
+  }
+  EXPECT_EQ(fakecuda::resources().events, eventsBefore);  // destroyed with the devices
+  for (int32_t r = 0; r < kRanks; ++r) {
+    for (int call = 0; call < 4; ++call) EXPECT_GT(times[r][call], 0.0) << "rank " << r << " call " << call;
+    EXPECT_GE(times[r][1], kDelayMicros * 1e-6) << "rank " << r;  // the delay is inside the span
+  }
+}
+
+// An untimed call creates no event; a call whose event cannot be made is refused naming it.
+TEST(CudaDevice, UntimedCallsMakeNoEventsAndEventFailuresAreNamed) {
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  setUpRanks(ranks, *plan);
+  if (HasFatalFailure()) return;
+  fakecuda::clearCalls();
+  CallData data = allReduceData(2, 1025, 7);
+  runCall(ranks, plan, data, {nullptr, nullptr}, false);
+  EXPECT_TRUE(fakecuda::callsOf("cuEventCreate").empty());
+  EXPECT_TRUE(fakecuda::callsOf("cuEventRecord").empty());
+
+  const size_t launches = fakecuda::callsOf("cuLaunchKernel").size();
+  fakecuda::failNext("cuEventCreate", CUDA_ERROR_OUT_OF_MEMORY);
+  KernelCall timed = kernelCall(plan, ranks.placement, data, 0);
+  timed.completed = [](double) {};
+  const Status status = ranks.devices[0]->launch(timed, nullptr);
+  fakecuda::clearFailures();
+  ASSERT_FALSE(status);
+  EXPECT_NE(status.message().find("cuEventCreate"), std::string::npos) << status.toString();
+  EXPECT_NE(status.message().find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << status.toString();
+  EXPECT_EQ(fakecuda::callsOf("cuLaunchKernel").size(), launches);  // nothing was enqueued
+}
+
 // ---- Ranks as processes ---------------------------------------------------------------------------
 
 // Bounded pipe I/O between the two processes of a test.

@@ -49,6 +49,7 @@ TEST(CudaDriver, DeclarationsMatchCudaH) {
   static_assert(kHostRegisterDeviceMap == CU_MEMHOSTREGISTER_DEVICEMAP);
   static_assert(backend::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS == ::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
   static_assert(backend::kCuIpcHandleBytes == CU_IPC_HANDLE_SIZE);
+  static_assert(backend::CU_EVENT_DEFAULT == ::CU_EVENT_DEFAULT);
   // The function types, with CUresult as the int it is passed as.
   static_assert(std::is_same_v<decltype(CudaDriver::cuLaunchKernel),
                                backend::CUresult (*)(backend::CUfunction, unsigned, unsigned, unsigned, unsigned,
@@ -58,6 +59,8 @@ TEST(CudaDriver, DeclarationsMatchCudaH) {
   static_assert(std::is_same_v<decltype(&::cuDeviceGetName), ::CUresult (*)(char*, int, ::CUdevice)>);
   static_assert(std::is_same_v<decltype(&::cuDeviceGetPCIBusId), ::CUresult (*)(char*, int, ::CUdevice)>);
   static_assert(std::is_same_v<decltype(&::cuStreamCreate), ::CUresult (*)(::CUstream*, unsigned)>);
+  static_assert(std::is_same_v<decltype(&::cuEventElapsedTime), ::CUresult (*)(float*, ::CUevent, ::CUevent)>);
+  static_assert(std::is_same_v<decltype(&::cuEventRecord), ::CUresult (*)(::CUevent, ::CUstream)>);
   SUCCEED();
 }
 

@@ -118,6 +118,14 @@ struct Function {
   void (*setBlock)(unsigned) = nullptr;
 };
 
+// An event: the time its stream reached the latest record of it.
+struct Event {
+  std::mutex mutex;
+  uint64_t recorded = 0;  ///< records enqueued
+  uint64_t reached = 0;   ///< records their stream ran
+  std::chrono::steady_clock::time_point at;
+};
+
 struct IpcHandle {
   char magic[8];
   int64_t pid;
@@ -138,6 +146,7 @@ struct State {
   std::set<Module*> modules;
   std::set<Function*> functions;
   std::set<Stream*> streams;
+  std::map<Event*, std::shared_ptr<Event>> events;
   std::deque<Context> contexts;
 };
 
@@ -303,6 +312,7 @@ Resources resources() {
   r.hostRegistrations = s.registered.size();
   r.ipcMappings = s.opened.size();
   r.modules = s.modules.size();
+  r.events = s.events.size();
   for (const Context& context : s.contexts) r.primaryContextRetains += context.retains;
   return r;
 }
@@ -871,6 +881,84 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr pointer) {
   state().opened.erase(it);
   lock.unlock();
   return record("cuIpcCloseMemHandle", CUDA_SUCCESS, {pointer});
+}
+
+std::shared_ptr<Event> eventOf(CUevent handle) {
+  std::lock_guard lock(state().mutex);
+  auto it = state().events.find(reinterpret_cast<Event*>(handle));
+  return it == state().events.end() ? nullptr : it->second;
+}
+
+// values: {flags, event}
+CUresult cuEventCreate(CUevent* event, unsigned flags) {
+  FAKE_INJECT("cuEventCreate", {flags});
+  if (event == nullptr) return record("cuEventCreate", CUDA_ERROR_INVALID_VALUE, {flags});
+  auto created = std::make_shared<Event>();
+  {
+    std::lock_guard lock(state().mutex);
+    state().events.emplace(created.get(), created);
+  }
+  *event = reinterpret_cast<CUevent>(created.get());
+  return record("cuEventCreate", CUDA_SUCCESS, {flags, u(*event)});
+}
+
+// values: {event, stream}
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  FAKE_INJECT("cuEventRecord", {u(event), u(stream)});
+  std::shared_ptr<Event> target = eventOf(event);
+  Stream* queue = streamOf(stream);
+  if (target == nullptr || queue == nullptr) {
+    return record("cuEventRecord", CUDA_ERROR_INVALID_HANDLE, {u(event), u(stream)});
+  }
+  uint64_t generation = 0;
+  {
+    std::lock_guard lock(target->mutex);
+    generation = ++target->recorded;
+  }
+  queue->enqueue([target, generation] {
+    std::lock_guard lock(target->mutex);
+    target->reached = std::max(target->reached, generation);
+    if (generation == target->recorded) target->at = std::chrono::steady_clock::now();
+  });
+  return record("cuEventRecord", CUDA_SUCCESS, {u(event), u(stream)});
+}
+
+// Not recorded (polled).
+CUresult cuEventQuery(CUevent event) {
+  if (std::optional<CUresult> failure = injected("cuEventQuery")) return *failure;
+  std::shared_ptr<Event> target = eventOf(event);
+  if (target == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard lock(target->mutex);
+  return target->reached == target->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+// values: {start, end}
+CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
+  FAKE_INJECT("cuEventElapsedTime", {u(start), u(end)});
+  std::shared_ptr<Event> first = eventOf(start), last = eventOf(end);
+  if (first == nullptr || last == nullptr || milliseconds == nullptr) {
+    return record("cuEventElapsedTime", CUDA_ERROR_INVALID_HANDLE, {u(start), u(end)});
+  }
+  std::chrono::steady_clock::time_point from, to;
+  for (const auto& [event, at] : {std::pair{first, &from}, std::pair{last, &to}}) {
+    std::lock_guard lock(event->mutex);
+    if (event->recorded == 0) return record("cuEventElapsedTime", CUDA_ERROR_INVALID_HANDLE, {u(start), u(end)});
+    if (event->reached != event->recorded) return record("cuEventElapsedTime", CUDA_ERROR_NOT_READY, {u(start), u(end)});
+    *at = event->at;
+  }
+  *milliseconds = std::chrono::duration<float, std::milli>(to - from).count();
+  return record("cuEventElapsedTime", CUDA_SUCCESS, {u(start), u(end)});
+}
+
+// values: {event}
+CUresult cuEventDestroy_v2(CUevent event) {
+  FAKE_INJECT("cuEventDestroy_v2", {u(event)});
+  size_t erased = 0;
+  {
+    std::lock_guard lock(state().mutex);
+    erased = state().events.erase(reinterpret_cast<Event*>(event));
+  }
+  return record("cuEventDestroy_v2", erased == 0 ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS, {u(event)});
 }
 
 // The runtime's stream creation, for programs that use the fake as their only driver.

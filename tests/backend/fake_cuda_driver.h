@@ -8,7 +8,8 @@
 // whose image is hostCubin(library) runs: cuLaunchKernel starts one thread per TB of the grid,
 // each calling the host build of the kernel (kernelgen/host_build.h) with the KernelArgs passed,
 // the wait bound converted from clock cycles (spinLimit at the fake's clock rate) to a deadline.
-// Any other image (a real CUBIN) is recorded and its launches recorded but not run.
+// Any other image (a real CUBIN) is recorded and its launches recorded but not run. An event
+// records the steady clock when its stream reaches it; the elapsed time of two is the difference.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +55,7 @@ struct Resources {
   size_t hostRegistrations = 0;
   size_t ipcMappings = 0;
   size_t modules = 0;
+  size_t events = 0;
   int primaryContextRetains = 0;  ///< over every device
 };
 Resources resources();
