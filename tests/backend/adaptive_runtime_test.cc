@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <tuple>
 
 #include "rank_processes.h"
 
@@ -154,8 +155,50 @@ TEST(AdaptiveRuntime, OffAndBadSettingsAreRefusedByName) {
   EXPECT_EQ(off->delayGroup, 1);
   EXPECT_EQ(off->delayMicros, 5);
   EXPECT_TRUE(off->fileFromDefault);
-  unsetenv("TUCCL_ADAPT");
   unsetenv("TUCCL_TEST_DELAY_GROUP");
+  for (const auto& [name, value, expected] :
+       {std::tuple{"TUCCL_ADAPT_SYNC", "0", "a whole number of calls from 1 to 1048576"},
+        std::tuple{"TUCCL_ADAPT_SYNC", "8x", "a whole number of calls from 1 to 1048576"},
+        std::tuple{"TUCCL_ADAPT_PROBE", "1", "a whole number of calls from 2 to 1048576"},
+        std::tuple{"TUCCL_ADAPT_PROBE", "-4", "a whole number of calls from 2 to 1048576"}}) {
+    setenv(name, value, 1);
+    Expected<AdaptSettings> refused = backend::adaptSettingsFromEnvironment("");
+    unsetenv(name);
+    ASSERT_FALSE(refused) << name << "=" << value;
+    EXPECT_NE(refused.status().message().find(std::string(name) + "=" + value), std::string::npos)
+        << refused.status().message();
+    EXPECT_NE(refused.status().message().find(expected), std::string::npos) << refused.status().message();
+  }
+  setenv("TUCCL_ADAPT_SYNC", "16", 1);
+  setenv("TUCCL_ADAPT_PROBE", "64", 1);
+  Expected<AdaptSettings> counts = backend::adaptSettingsFromEnvironment("");
+  unsetenv("TUCCL_ADAPT_SYNC");
+  unsetenv("TUCCL_ADAPT_PROBE");
+  ASSERT_TRUE(counts);
+  EXPECT_EQ(counts->rule.syncEvery, 16);
+  EXPECT_EQ(counts->rule.probeEvery, 64);
+  unsetenv("TUCCL_ADAPT");
+}
+
+// Ranks that would adapt otherwise (one rank agrees every 4 calls, the others every 8) could
+// choose differently: init fails on every rank, naming the rank that differs.
+TEST(AdaptiveRuntime, RanksWithOtherSettingsFailInitNamingTheRank) {
+  const std::string dir = scratchDir("mismatch");
+  const std::vector<std::string> env = {"TUCCL_CACHE_DIR=" + std::string(TUCCL_BINARY_DIR) + "/tests/tuccl-cache",
+                                        "TUCCL_DEVICE=cpu", "TUCCL_TIMEOUT_S=60", "TUCCL_ADAPT=1",
+                                        "TUCCL_ADAPT_FILE=" + dir + "/learned.json",
+                                        "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"};
+  RankProcesses ranks = startRanks(3, {kRank, "repeat", "2", kCount}, env, dir, [](int r) {
+    return std::vector<std::string>{r == 2 ? "TUCCL_ADAPT_SYNC=4" : "TUCCL_ADAPT_SYNC=8"};
+  });
+  ASSERT_TRUE(waitRanks(ranks, 120)) << "the ranks did not finish\n" << logsOf(ranks);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) != 0) << "rank " << r << "\n"
+                                                                                 << logsOf(ranks);
+  }
+  const std::string rank0 = readLog(ranks.logs[0]);
+  EXPECT_NE(rank0.find("rank 2 adapts otherwise"), std::string::npos) << logsOf(ranks);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/learned.json")) << "nothing learnt, nothing written";
 }
 
 // One rank's runtime (its all-gather hands back its own summary): the fastest group takes over at
