@@ -86,6 +86,11 @@ Expected<AdaptSettings> adaptSettingsFromEnvironment(const std::string& cacheDir
     if (!calls) return badVariable("TUCCL_ADAPT_SYNC", value, "a whole number of calls from 1 to 1048576");
     settings.rule.syncEvery = static_cast<int32_t>(*calls);
   }
+  if (const char* value = env("TUCCL_ADAPT_WARMUP")) {
+    const auto calls = wholeNumber(value, 0, 1 << 20);
+    if (!calls) return badVariable("TUCCL_ADAPT_WARMUP", value, "a whole number of calls from 0 to 1048576");
+    settings.warmup = static_cast<int32_t>(*calls);
+  }
   if (const char* value = env("TUCCL_ADAPT_PROBE")) {
     const auto calls = wholeNumber(value, 2, 1 << 20);
     if (!calls) return badVariable("TUCCL_ADAPT_PROBE", value, "a whole number of calls from 2 to 1048576");
@@ -183,10 +188,12 @@ AdaptiveRuntime::KeyState& AdaptiveRuntime::stateOf(const AdaptKey& key, int32_t
   if (state.policy && state.policy->groups() == groups) return state;
   state = KeyState{};
   state.policy = std::make_shared<AdaptivePolicy>(groups, settings_.rule);
+  state.warmup = static_cast<uint64_t>(std::max(0, settings_.warmup));
   if (auto it = learned_.find(key); it != learned_.end()) {
     if (it->second.groups == groups) {
       state.policy->restore(it->second.best, it->second.agreedSeconds);
       state.announced = it->second.best;
+      state.warmup = 0;
     }
     learned_.erase(it);
   }
@@ -198,14 +205,27 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
                                           const AllGather& allGather) {
   if (groups < 2) return 0;
   std::shared_ptr<AdaptivePolicy> policy;
-  uint64_t call = 0;
+  uint64_t call = 0;     // the key's call number (logs)
+  uint64_t decided = 0;  // the policy's call number: calls after the warm-up
+  bool warming = false;
   {
     std::lock_guard lock(mutex_);
     KeyState& state = stateOf(key, groups);
     policy = state.policy;
     call = state.calls++;
+    warming = call < state.warmup;  // the static choice, nothing exchanged
+    decided = warming ? 0 : call - state.warmup;
   }
-  if (policy->syncDue(call)) {
+  if (warming) {
+    if (logEnabled(LogLevel::Trace)) {
+      logLine(LogLevel::Trace, rank_,
+              "TuCCL adapt trace: rank=" + std::to_string(rank_) + " call=" + std::to_string(call) +
+                  " coll=" + toLowerCase(collectiveName(key.collective)) + " bytes=" + std::to_string(bytes) +
+                  " runs group=0 (warming up)");
+    }
+    return 0;
+  }
+  if (policy->syncDue(decided)) {
     Expected<std::vector<std::string>> summaries = allGather(policy->summary());
     if (!summaries) return summaries.status();
     if (Status agreed = policy->agree(*summaries); !agreed) return agreed;
@@ -221,7 +241,7 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
       }
     }
   }
-  const int32_t group = policy->groupFor(call);
+  const int32_t group = policy->groupFor(decided);
   if (logEnabled(LogLevel::Trace)) {
     logLine(LogLevel::Trace, rank_,
             "TuCCL adapt trace: rank=" + std::to_string(rank_) + " call=" + std::to_string(call) +
@@ -311,6 +331,16 @@ std::string AdaptiveRuntime::learnedText() const {
 
 Status AdaptiveRuntime::persist() {
   if (rank_ != 0 || settings_.file.empty()) return {};
+  {
+    std::lock_guard lock(mutex_);
+    bool anything = !learned_.empty();
+    for (const auto& [key, state] : keys_) {
+      for (int32_t g = 0; state.policy && g < state.policy->groups() && !anything; ++g) {
+        anything = state.policy->agreedSeconds(g).has_value();
+      }
+    }
+    if (!anything) return {};  // nothing learnt, nothing to keep (no file for every short job)
+  }
   const std::filesystem::path path(settings_.file);
   std::error_code error;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), error);

@@ -35,12 +35,17 @@
 
 namespace tuccl::backend {
 
+/// Calls of a key before the runtime phase explores it (TUCCL_ADAPT_WARMUP): a key called less
+/// often never builds the plans of its other groups (a kernel compile each on a GPU).
+inline constexpr int32_t kDefaultAdaptWarmup = 64;
+
 /// Settings from the environment (README "Environment"); an error names the variable.
 struct AdaptSettings {
-  /// TUCCL_ADAPT: 1 or 0 (default). Off by default: the other groups' plans hold staging too
-  /// (libtuccl's staging is placed per plan and never reused), which a job sized to its static
-  /// plans may not have.
-  bool enabled = false;
+  /// TUCCL_ADAPT: 1 (default) or 0.
+  bool enabled = true;
+  /// TUCCL_ADAPT_WARMUP: calls of a key that run group 0 before it is explored; a key the
+  /// learned table knows starts at once.
+  int32_t warmup = kDefaultAdaptWarmup;
   /// TUCCL_ADAPT_FILE; default <cache dir>/adaptation-n<ranks>-t<table hash>.json (the runtime
   /// completes the name); empty with no cache dir: nothing is kept.
   std::string file;
@@ -95,6 +100,7 @@ class AdaptiveRuntime {
   struct KeyState {
     std::shared_ptr<AdaptivePolicy> policy;
     uint64_t calls = 0;
+    uint64_t warmup = 0;  ///< calls before the policy decides (0 for a key the learned table knew)
     int32_t announced = -1;  ///< the choice last logged
   };
   struct Learned {

@@ -89,7 +89,7 @@ uint64_t adaptRuleHash(const AdaptSettings& adapt) {
   const AdaptationOptions& rule = adapt.rule;
   return fnv1a64(std::to_string(rule.samplesPerGroup) + "/" + std::to_string(rule.syncEvery) + "/" +
                  std::to_string(rule.probeEvery) + "/" + std::to_string(rule.window) + "/" +
-                 std::to_string(rule.switchMargin));
+                 std::to_string(rule.switchMargin) + "/" + std::to_string(adapt.warmup));
 }
 
 std::string bytesOf(const InitReport& report) {
@@ -176,6 +176,7 @@ struct Communicator::Impl {
   std::mutex mutex;  // placement, sequence
   std::unique_ptr<StagingAllocator> allocator;
   std::map<std::string, std::unique_ptr<PlanPlacement>> placements;
+  int64_t stagingRestarts = 0;  ///< restartStaging calls so far
   std::set<std::string> logged;
   uint64_t nextSequence = 0;
 
@@ -222,6 +223,7 @@ struct Communicator::Impl {
   }
   Expected<std::unique_ptr<Device>> chooseDevice(PlanCacheOptions& planOptions, int cudaDevice);
   Expected<const PlanPlacement*> placementFor(const CompiledPlan& compiled);
+  Status restartStaging(const std::string& algorithm);
 };
 
 // TUCCL_DEVICE: cuda needs the driver and a GPU; auto takes the GPU when the driver loads and
@@ -310,7 +312,7 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
     if (theirs.deviceKind != mine.deviceKind) return mismatch("chose another device (TUCCL_DEVICE differs)");
     if (theirs.stagingBytes != mine.stagingBytes) return mismatch("has another TUCCL_STAGING_BYTES");
     if (theirs.adaptHash != mine.adaptHash) {
-      return mismatch("adapts otherwise (TUCCL_ADAPT, TUCCL_ADAPT_SYNC or TUCCL_ADAPT_PROBE differs)");
+      return mismatch("adapts otherwise (TUCCL_ADAPT, TUCCL_ADAPT_SYNC, TUCCL_ADAPT_PROBE or TUCCL_ADAPT_WARMUP differs)");
     }
   }
 
@@ -425,11 +427,42 @@ Expected<const PlanPlacement*> Communicator::Impl::placementFor(const CompiledPl
   if (it != placements.end()) return it->second.get();
   const int64_t slotBytes = stagingSlotBytes(compiled.plan.config.protocol, compiled.plan.config.chunkSize);
   Expected<PlanPlacement> placed = allocator->place(compiled.layout, slotBytes, options.stagingSlots);
+  if (!placed && placed.status().code() == ErrorCode::ResourceExhausted && !placements.empty() && !proxy) {
+    // The staging holds the rings of earlier plans: start it afresh and place this plan alone.
+    if (Status restarted = restartStaging(compiled.plan.algorithm); !restarted) return restarted;
+    placed = allocator->place(compiled.layout, slotBytes, options.stagingSlots);
+  }
   if (!placed) return placed.status();
   auto& slot = placements[compiled.key];
   slot = std::make_unique<PlanPlacement>(std::move(*placed));
   if (proxy) proxy->addRings(*slot);
   return slot.get();
+}
+
+// The staging is full when a plan's rings no longer fit beside those of the plans placed before
+// (placement is deterministic, so every rank finds it at the same call): every rank drains its
+// calls, meets the others, zero-fills its segment and forgets every placement, meets them again,
+// and the plans are placed afresh as they are next used. Single host only: the inter-node proxy
+// keeps its rings for the communicator's life. Called with `mutex` held.
+Status Communicator::Impl::restartStaging(const std::string& algorithm) {
+  if (Status drained = device->drain(options.timeoutSeconds); !drained) return drained;
+  if (Status met = bootstrap->barrier(); !met) return met;
+  if (Status reset = device->resetStaging(); !reset) return reset;
+  const size_t dropped = placements.size();
+  placements.clear();
+  allocator = std::make_unique<StagingAllocator>(nRanks, options.stagingBytes);
+  if (Status met = bootstrap->barrier(); !met) return met;
+  ++stagingRestarts;
+  logLine(LogLevel::Info, rank,
+          "staging full (" + formatByteSize(static_cast<uint64_t>(options.stagingBytes)) +
+              " per rank, TUCCL_STAGING_BYTES): every rank drained and started its rings afresh for " + algorithm +
+              " (placements dropped: " + std::to_string(dropped) + ", each placed again when next used; restart " +
+              std::to_string(stagingRestarts) + ")");
+  if (stagingRestarts == 64) {
+    warnOnce("staging-restarts", "TuCCL: the staging was restarted 64 times (each call that restarts it waits for "
+                                 "every rank): raise TUCCL_STAGING_BYTES to hold the plans this job uses");
+  }
+  return {};
 }
 
 Communicator::Communicator() : impl_(std::make_unique<Impl>()) {}
@@ -568,11 +601,11 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
       if (!compiled) return compiled.status();
       placement = s.placementFor(**compiled);
     }
-    if (!placement && s.adapt) {
+    if (!placement && s.adapt && s.proxy) {
       return makeError(placement.status().code(),
                        placement.status().message() +
-                           " (under TUCCL_ADAPT=1 the plans of other configuration groups hold staging too: raise "
-                           "TUCCL_STAGING_BYTES, or set TUCCL_ADAPT=0)");
+                           " (across hosts the staging keeps every plan's rings, and the runtime phase's other "
+                           "configuration groups hold staging too: raise TUCCL_STAGING_BYTES, or set TUCCL_ADAPT=0)");
     }
     if (!placement) return placement.status();
     call.plan = *compiled;

@@ -332,6 +332,15 @@ class CpuDevice final : public Device {
 
   void stagingShared() override { state_->transport->shared(); }
 
+  Status resetStaging() override {
+    State& s = *state_;
+    if (s.bases.empty()) return makeError(ErrorCode::Internal, "CPU device: staging reset before it was opened");
+    const size_t bytes = s.transport->segmentBytes();
+    std::memset(s.bases[s.rank] + kSegmentHeaderBytes, 0, bytes - static_cast<size_t>(kSegmentHeaderBytes));
+    s.runtimes.clear();  // keyed by placements that are gone
+    return {};
+  }
+
   Status checkStream(tucclStream_t stream) const override {
     if (stream == nullptr || CpuStream::find(stream)) return {};
     return makeError(ErrorCode::InvalidArgument,

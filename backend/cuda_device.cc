@@ -230,6 +230,7 @@ class CudaDevice final : public Device {
   Expected<std::string> createStaging(size_t bytes) override;
   Status openStaging(const std::vector<std::string>& blobs) override;
   void stagingShared() override { control_.unlinkName(); }
+  Status resetStaging() override;
   Status checkStream(tucclStream_t) const override { return {}; }  // any CUDA stream of the context
   Status copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) override;
   Status launch(const KernelCall& call, tucclStream_t stream) override;
@@ -273,6 +274,7 @@ class CudaDevice final : public Device {
 
   // Staging: this rank's segment, every rank's as mapped here (0: another host), and what to undo.
   CUdeviceptr staging_ = 0;
+  size_t stagingBytes_ = 0;
   std::string ownBlob_;
   transport::SharedSegment control_;       ///< this rank's control page, while it may be used
   transport::SharedSegment abortSegment_;  ///< the host's lowest rank's page, when not this rank's
@@ -344,6 +346,7 @@ Expected<std::string> CudaDevice::createStaging(size_t bytes) {
   const std::string what = "staging of " + std::to_string(bytes) + " bytes on GPU " + std::to_string(ordinal_);
   if (Status status = check(cu_.cuMemAlloc(&staging_, bytes), "cuMemAlloc", what); !status) return status;
   if (Status status = check(cu_.cuMemsetD8(staging_, 0, bytes), "cuMemsetD8", what); !status) return status;
+  stagingBytes_ = bytes;
   Expected<transport::SharedSegment> control = transport::SharedSegment::create(kControlBytes);
   if (!control) return control.status();
   control_ = std::move(*control);
@@ -474,6 +477,17 @@ Status CudaDevice::openStaging(const std::vector<std::string>& blobs) {
     if (Status status = mapSegment(r, decoded[r]); !status) return status;
   }
   return mapAbortWord(decoded);
+}
+
+// Ring tables stay cached: they are keyed by the plan and its offsets, which a new placement
+// either repeats (the same table) or changes (another key).
+Status CudaDevice::resetStaging() {
+  if (staging_ == 0) return makeError(ErrorCode::Internal, "CUDA device: staging reset before it was created");
+  ScopedContext scope(cu_, context_);
+  if (Status status = scope.status(); !status) return status;
+  const auto header = static_cast<size_t>(kSegmentHeaderBytes);
+  return check(cu_.cuMemsetD8(staging_ + header, 0, stagingBytes_ - header), "cuMemsetD8",
+               "staging reset on GPU " + std::to_string(ordinal_));
 }
 
 void CudaDevice::abort() {

@@ -96,6 +96,10 @@ class Device {
   virtual Status openStaging(const std::vector<std::string>& blobs) = 0;
   /// Every peer mapped every segment: names may go.
   virtual void stagingShared() = 0;
+  /// Starts the rings afresh: zero-fills this rank's segment after its header and forgets what
+  /// the device keeps per placement. Only when every call of every rank finished (the
+  /// communicator drains and meets the other ranks first) and before any is placed again.
+  virtual Status resetStaging() = 0;
 
   /// Whether `stream` is one this device can enqueue on (InvalidArgument naming why not).
   virtual Status checkStream(tucclStream_t stream) const = 0;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <tuple>
 
 #include "rank_processes.h"
@@ -69,6 +70,7 @@ constexpr const char* kCount = "4096";  // 16 KiB AllReduce: built-in direct, al
 std::vector<RankAdaptation> runRanks(const std::string& dir, const std::vector<std::string>& extra) {
   std::vector<std::string> env = {"TUCCL_CACHE_DIR=" + std::string(TUCCL_BINARY_DIR) + "/tests/tuccl-cache",
                                   "TUCCL_DEVICE=cpu", "TUCCL_TIMEOUT_S=60", "TUCCL_DEBUG=TRACE", "TUCCL_ADAPT=1",
+                                  "TUCCL_ADAPT_WARMUP=0",
                                   "TUCCL_ADAPT_FILE=" + dir + "/../learned.json",
                                   "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"};
   env.insert(env.end(), extra.begin(), extra.end());
@@ -140,7 +142,8 @@ TEST(AdaptiveRuntime, OffAndBadSettingsAreRefusedByName) {
   unsetenv("TUCCL_ADAPT");
   Expected<AdaptSettings> unset = backend::adaptSettingsFromEnvironment("");
   ASSERT_TRUE(unset);
-  EXPECT_FALSE(unset->enabled) << "off unless asked for";
+  EXPECT_TRUE(unset->enabled) << "on unless turned off";
+  EXPECT_EQ(unset->warmup, backend::kDefaultAdaptWarmup);
   EXPECT_TRUE(unset->file.empty()) << "no cache directory, no learned table";
   setenv("TUCCL_ADAPT", "0", 1);
   setenv("TUCCL_TEST_DELAY_GROUP", "1-5", 1);
@@ -205,6 +208,7 @@ TEST(AdaptiveRuntime, RanksWithOtherSettingsFailInitNamingTheRank) {
 // an agreement, and a group that cannot run is never chosen again.
 TEST(AdaptiveRuntime, AgreedTimesChooseAndExcludedGroupsNeverRun) {
   AdaptSettings settings;
+  settings.warmup = 0;
   settings.rule.syncEvery = 4;
   settings.rule.probeEvery = 4;
   AdaptiveRuntime runtime(settings, 0, 1, 7, 0);
@@ -230,6 +234,52 @@ TEST(AdaptiveRuntime, AgreedTimesChooseAndExcludedGroupsNeverRun) {
   EXPECT_EQ(backend::sizeBucket(1), 0);
   EXPECT_EQ(backend::sizeBucket(4096), 12);
   EXPECT_EQ(backend::sizeBucket(8191), 12);
+}
+
+// A key runs its static choice, exchanging nothing, for its first TUCCL_ADAPT_WARMUP calls; then
+// it is explored and the fast group wins. A key the learned table knows skips the warm-up.
+TEST(AdaptiveRuntime, KeysWarmUpBeforeTheyAreExploredUnlessLearned) {
+  AdaptSettings settings;
+  settings.warmup = 10;
+  settings.rule.syncEvery = 4;
+  settings.file = scratchDir("warmup") + "/learned.json";
+  const AdaptKey key{Collective::AllGather, backend::sizeBucket(1 << 16), 3};
+  int exchanges = 0;
+  auto self = [&exchanges](const std::string& bytes) -> Expected<std::vector<std::string>> {
+    ++exchanges;
+    return std::vector<std::string>{bytes};
+  };
+  {
+    AdaptiveRuntime runtime(settings, 0, 1, 11, 0);
+    ASSERT_TRUE(runtime.loadLearned(self));
+    exchanges = 0;
+    for (int call = 0; call < 10; ++call) {
+      EXPECT_EQ(*runtime.choose(key, 2, 1 << 16, self), 0) << "call " << call;
+      runtime.record(key, 0, 0.004);
+    }
+    EXPECT_EQ(exchanges, 0) << "warming up exchanges nothing";
+    std::set<int32_t> ran;
+    for (int call = 10; call < 30; ++call) {
+      const int32_t group = *runtime.choose(key, 2, 1 << 16, self);
+      ran.insert(group);
+      runtime.record(key, group, group == 1 ? 0.001 : 0.004);
+    }
+    EXPECT_EQ(ran, (std::set<int32_t>{0, 1})) << "explored after the warm-up";
+    EXPECT_GT(exchanges, 0);
+    EXPECT_EQ(runtime.best(key), 1);
+    ASSERT_TRUE(runtime.persist());
+  }
+  AdaptiveRuntime next(settings, 0, 1, 11, 0);
+  ASSERT_TRUE(next.loadLearned(self));
+  EXPECT_EQ(*next.choose(key, 2, 1 << 16, self), 1) << "a learned key starts at its best, no warm-up";
+
+  // A run that learns nothing writes nothing.
+  settings.file = scratchDir("warmup-idle") + "/learned.json";
+  AdaptiveRuntime idle(settings, 0, 1, 11, 0);
+  ASSERT_TRUE(idle.loadLearned(self));
+  for (int call = 0; call < 5; ++call) EXPECT_EQ(*idle.choose(key, 2, 1 << 16, self), 0);
+  ASSERT_TRUE(idle.persist());
+  EXPECT_FALSE(std::filesystem::exists(settings.file));
 }
 
 }  // namespace

@@ -70,6 +70,26 @@ TEST(Collectives, EveryCollectiveTypeAndOpOnTwoRanks) { runMatrix(2, matrixCount
 TEST(Collectives, EveryCollectiveTypeAndOpOnFourRanks) { runMatrix(4, matrixCounts()); }
 TEST(Collectives, EveryCollectiveTypeAndOpOnEightRanks) { runMatrix(8, matrixCounts()); }
 
+// A staging too small for every plan of the matrix at once: when a plan no longer fits, every rank
+// drains, restarts its rings and places it afresh (logged at INFO on every rank), and every
+// element of every call is still right.
+TEST(Collectives, AFullStagingRestartsOnEveryRankAndTheResultsStayRight) {
+  constexpr int kRanks = 4;
+  const std::string dir = scratchDir("staging-restart");
+  RankProcesses ranks = startRanks(kRanks, {kRank, "matrix", "1237,1048579", "float32", "sum", "float32"},
+                                   {cacheEnv(), "TUCCL_TIMEOUT_S=60", "TUCCL_DEVICE=cpu", "TUCCL_STAGING_BYTES=6M",
+                                    "TUCCL_DEBUG=INFO", sanitizerEnv()},
+                                   dir);
+  ASSERT_TRUE(waitRanks(ranks, 600)) << "the ranks did not finish\n" << logsOf(ranks);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0)
+        << "rank " << r << " failed\n" << logsOf(ranks);
+    const std::string log = readLog(ranks.logs[r]);
+    EXPECT_NE(log.find("staging full (6M per rank, TUCCL_STAGING_BYTES): every rank drained"), std::string::npos)
+        << "rank " << r << " never restarted its staging\n" << log;
+  }
+}
+
 TEST(Faults, KillingARankMidAllReduceFailsTheOthersWithinTheTimeout) {
   const std::string dir = scratchDir("kill");
   const int n = 4;

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -44,14 +45,21 @@ struct RankProcesses {
 };
 
 /// Starts `n` ranks of `argv` with the launcher environment plus `extra` ("NAME=value", replacing
-/// a variable of the same name) and, when given, `perRank(r)`'s variables for rank r.
+/// a variable of the same name) and, when given, `perRank(r)`'s variables for rank r. What the
+/// runtime phase learns stays in `logDir` (TUCCL_ADAPT_FILE, unless `common` names one): tests
+/// share the plan cache, not each other's learned choices.
 inline RankProcesses startRanks(int n, const std::vector<std::string>& argv, const std::vector<std::string>& common,
                                 const std::string& logDir,
                                 const std::function<std::vector<std::string>(int)>& perRank = nullptr) {
   RankProcesses ranks;
   const std::string commId = "TUCCL_COMM_ID=127.0.0.1:" + std::to_string(freePort());
+  std::vector<std::string> shared = common;
+  const bool namesAdaptFile = std::any_of(common.begin(), common.end(), [](const std::string& e) {
+    return e.rfind("TUCCL_ADAPT_FILE=", 0) == 0;
+  });
+  if (!namesAdaptFile) shared.insert(shared.begin(), "TUCCL_ADAPT_FILE=" + logDir + "/adaptation.json");
   for (int r = 0; r < n; ++r) {
-    std::vector<std::string> extra = common;
+    std::vector<std::string> extra = shared;
     if (perRank) {
       for (const std::string& e : perRank(r)) extra.push_back(e);
     }
