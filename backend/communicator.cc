@@ -80,7 +80,21 @@ struct InitReport {
   int32_t deviceKind = 0;
   int32_t ok = 1;  ///< this rank's local setup succeeded
   uint64_t adaptHash = 0;  ///< the runtime phase's settings (adaptRuleHash): every rank must agree on them
+  uint64_t planHash = 0;   ///< what shapes every plan besides the table (planSettingsHash)
 };
+
+// The environment's overrides of the plans and the ring depth: ranks that differ would build
+// other plans or place rings elsewhere, and wait on each other forever.
+uint64_t planSettingsHash(const CommOptions& options) {
+  // A program file by its name: hosts may keep it under other directories.
+  const std::string algorithm = options.algorithm.empty() || isBuiltinFamily(options.algorithm)
+                                    ? options.algorithm
+                                    : "file " + std::filesystem::path(options.algorithm).filename().string();
+  return fnv1a64(algorithm + "/" + std::to_string(options.channels) + "/" +
+                 (options.chunkSizeForced ? std::to_string(options.chunkSize) : std::string("-")) + "/" +
+                 (options.protocol ? std::string(protocolName(*options.protocol)) : std::string("-")) + "/" +
+                 std::to_string(options.stagingSlots));
+}
 
 // What every rank must share for the runtime phase to stay in step: whether it runs and when its
 // agreements fall.
@@ -146,6 +160,10 @@ Expected<CommOptions> commOptionsFromEnvironment() {
       return badVariable("TUCCL_NCHANNELS", value, "a whole number from 1 to 64");
     }
     options.channels = static_cast<int32_t>(channels);
+  }
+  if (const char* value = env("TUCCL_PROTO")) {
+    options.protocol = parseProtocol(value);
+    if (!options.protocol) return badVariable("TUCCL_PROTO", value, "LL, LL128 or Simple");
   }
   if (const char* value = env("TUCCL_STAGING_SLOTS")) {
     char* end = nullptr;
@@ -275,6 +293,7 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   planOptions.forcedAlgorithm = options.algorithm;
   planOptions.forcedChannels = options.channels;
   planOptions.forcedChunkSize = options.chunkSizeForced ? options.chunkSize : 0;
+  planOptions.forcedProtocol = options.protocol;
   if (const char* path = env("TUCCL_TUNER_TABLE")) planOptions.tablePath = path;
   if (local) {
     Expected<std::unique_ptr<Device>> chosen = chooseDevice(planOptions, cudaDevice);
@@ -293,6 +312,7 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   mine.deviceKind = device ? static_cast<int32_t>(device->kind()) : -1;
   mine.ok = local ? 1 : 0;
   mine.adaptHash = adaptRuleHash(options.adapt);
+  mine.planHash = planSettingsHash(options);
   Expected<std::vector<std::string>> reports = bootstrap->allGather(bytesOf(mine));
   if (!reports) return reports.status();
   if (!local) return local;
@@ -311,6 +331,10 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
     }
     if (theirs.deviceKind != mine.deviceKind) return mismatch("chose another device (TUCCL_DEVICE differs)");
     if (theirs.stagingBytes != mine.stagingBytes) return mismatch("has another TUCCL_STAGING_BYTES");
+    if (theirs.planHash != mine.planHash) {
+      return mismatch("plans otherwise (TUCCL_ALGO, TUCCL_NCHANNELS, TUCCL_CHUNK_SIZE, TUCCL_PROTO or "
+                      "TUCCL_STAGING_SLOTS differs): every rank must set them alike");
+    }
     if (theirs.adaptHash != mine.adaptHash) {
       return mismatch("adapts otherwise (TUCCL_ADAPT, TUCCL_ADAPT_SYNC, TUCCL_ADAPT_PROBE or TUCCL_ADAPT_WARMUP differs)");
     }

@@ -59,7 +59,7 @@ uint64_t deviceHeadersHash() {
 PlanRequest planRequest(const PlanSelection& selection, const PlanCacheOptions& options) {
   PlanRequest request;  // HPDS with state-based TBs (ResCCL §4.3, §4.4) unless the selection says
   if (selection.tbPolicy) request.tbAllocation = TbRequest{*selection.tbPolicy, false};
-  request.config.protocol = Protocol::Simple;  // the kernels' one protocol: PUSH with credits
+  request.config.protocol = selection.protocol;
   request.config.chunkSize = selection.chunkSize;
   request.config.nChannels = selection.shape.nChannels;
   // A single-TB plan serves calls of at most singleTbMaxBytes: when a slice holds that much, each

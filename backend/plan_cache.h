@@ -56,6 +56,8 @@ struct PlanCacheOptions {
   std::string forcedAlgorithm;
   int32_t forcedChannels = 0;
   int64_t forcedChunkSize = 0;
+  /// TUCCL_PROTO: the protocol of every plan (beats the table's); empty: the table's, else Simple.
+  std::optional<Protocol> forcedProtocol;
 };
 
 /// What a PlanCache did, for logs and tests.

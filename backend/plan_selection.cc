@@ -189,6 +189,7 @@ Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTabl
     const TableEntry entry = entryAsGroup(*matched, group);
     selection.entry = matched;
     selection.reason = entrySummary(entry);
+    if (!entry.choices.empty() && entry.choices.front().protocol) selection.protocol = *entry.choices.front().protocol;
     if (entry.nChannels > 0) selection.shape.nChannels = entry.nChannels;
     if (entry.chunkSize > 0) {
       selection.chunkSize = static_cast<int64_t>(std::min<uint64_t>(entry.chunkSize, std::numeric_limits<int64_t>::max()));
@@ -264,6 +265,16 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* ta
     selection.chunkSize = options.forcedChunkSize;
     selection.reason += "; TUCCL_CHUNK_SIZE";
   }
+  if (options.forcedProtocol) {
+    selection.protocol = *options.forcedProtocol;
+    selection.reason += "; TUCCL_PROTO";
+  }
+  if (options.nNodes > 1 && selection.protocol != Protocol::Simple) {
+    // The inter-node proxy carries whole slots after their tag: LL's and LL128's flags in the
+    // lines would need it to write each line in order, which it does not.
+    selection.reason += "; " + std::string(protocolName(selection.protocol)) + " -> Simple across hosts";
+    selection.protocol = Protocol::Simple;
+  }
   selection.tbPolicy = singleTbPolicy(query, options);
   return selected;
 }
@@ -275,6 +286,7 @@ std::string describeSelection(const PlanSelection& selection) {
   text += selection.builtin ? "built-in " + selection.algorithm : selection.algorithm;
   text += ", " + std::to_string(selection.shape.nChannels) + (selection.shape.nChannels == 1 ? " channel" : " channels");
   text += ", chunk " + formatByteSize(static_cast<uint64_t>(selection.chunkSize));
+  if (selection.protocol != Protocol::Simple) text += ", " + std::string(protocolName(selection.protocol));
   if (selection.tbPolicy == TbPolicy::Single) text += ", one TB per rank";
   return text;
 }

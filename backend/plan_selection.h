@@ -35,6 +35,9 @@ struct PlanSelection {
   bool builtin = true;
   AlgorithmShape shape;
   int64_t chunkSize = 0;
+  /// The kernels' protocol: the entry's (its first choice's), TUCCL_PROTO's, else Simple; always
+  /// Simple on several hosts (the inter-node proxy moves whole Simple slots).
+  Protocol protocol = Protocol::Simple;
   /// The TB allocation (singleTbPolicy); empty: the scheduler's own (state-based for HPDS).
   std::optional<TbPolicy> tbPolicy;
   const TableEntry* entry = nullptr;  ///< the entry that matched; nullptr: none
@@ -88,8 +91,8 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* ta
 std::string tableDisplayName(const PlanCacheOptions& options);
 
 /// "AllReduce: table entry 3 (RING/SIMPLE, 2 channels, 1M..4M) -> built-in ring, 2 channels,
-/// chunk 512K" (and ", one TB per rank" under TbPolicy::Single); a program file as the table
-/// names it.
+/// chunk 512K" (", LL" or ", LL128" for those protocols, ", one TB per rank" under
+/// TbPolicy::Single); a program file as the table names it.
 std::string describeSelection(const PlanSelection& selection);
 
 }  // namespace tuccl::backend

@@ -90,6 +90,40 @@ TEST(Collectives, AFullStagingRestartsOnEveryRankAndTheResultsStayRight) {
   }
 }
 
+// LL and LL128 (TUCCL_PROTO, as a table entry's protocol would choose them): every collective,
+// type and op, in and out of place, every element checked; the plans say their protocol.
+TEST(Collectives, EveryCollectiveUnderLlAndLl128OnFourRanks) {
+  constexpr int kRanks = 4;
+  for (const std::string protocol : {"LL", "LL128"}) {
+    const std::string dir = scratchDir("protocol-" + protocol);
+    RankProcesses ranks = startRanks(kRanks, {kRank, "matrix", "1,1237,70001", "float32,bfloat16", "sum,max", "int32"},
+                                     {cacheEnv(), "TUCCL_TIMEOUT_S=60", "TUCCL_DEVICE=cpu", "TUCCL_PROTO=" + protocol,
+                                      "TUCCL_DEBUG=INFO", sanitizerEnv()},
+                                     dir);
+    ASSERT_TRUE(waitRanks(ranks, 600)) << "the ranks did not finish\n" << logsOf(ranks);
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0)
+          << protocol << ": rank " << r << " failed\n" << logsOf(ranks);
+      EXPECT_NE(readLog(ranks.logs[r]).find("; TUCCL_PROTO -> built-in"), std::string::npos) << logsOf(ranks);
+      EXPECT_NE(readLog(ranks.logs[r]).find(", " + protocol + ","), std::string::npos) << logsOf(ranks);
+    }
+  }
+}
+
+// Ranks whose environment would build other plans (here: another protocol) fail init together,
+// naming the rank, instead of waiting on each other.
+TEST(Collectives, RanksThatPlanOtherwiseFailInitNamingTheRank) {
+  const std::string dir = scratchDir("plan-mismatch");
+  RankProcesses ranks =
+      startRanks(3, {kRank, "repeat", "1", "1024"}, {cacheEnv(), "TUCCL_TIMEOUT_S=60", "TUCCL_DEVICE=cpu", sanitizerEnv()},
+                 dir, [](int r) { return std::vector<std::string>{r == 1 ? "TUCCL_PROTO=LL" : "TUCCL_PROTO=Simple"}; });
+  ASSERT_TRUE(waitRanks(ranks, 120)) << "the ranks did not finish\n" << logsOf(ranks);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) != 0) << "rank " << r << "\n" << logsOf(ranks);
+  }
+  EXPECT_NE(readLog(ranks.logs[0]).find("rank 1 plans otherwise (TUCCL_ALGO"), std::string::npos) << logsOf(ranks);
+}
+
 TEST(Faults, KillingARankMidAllReduceFailsTheOthersWithinTheTimeout) {
   const std::string dir = scratchDir("kill");
   const int n = 4;

@@ -268,6 +268,39 @@ const char* kSelectionTable = R"({
   ]
 })";
 
+// The kernels run the protocol the entry chose (LL for entries[3]), TUCCL_PROTO's over it, and
+// Simple on several hosts, saying so.
+TEST(PlanCacheSelection, PlansRunTheEntrysProtocolSimpleAcrossHosts) {
+  PlanCache cache(parseTable(kSelectionTable), memoryOnly(4));
+  auto bcast = planOrFail(cache, query(Collective::Broadcast, 1000, 1));
+  ASSERT_NE(bcast, nullptr);
+  EXPECT_EQ(bcast->plan.config.protocol, Protocol::LL);
+  EXPECT_NE(bcast->description.find("chunk 256K, LL"), std::string::npos) << bcast->description;
+  auto ring = planOrFail(cache, query(Collective::AllReduce, 1000));
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(ring->plan.config.protocol, Protocol::Simple);
+  auto unset = planOrFail(cache, query(Collective::AllReduce, 1 << 20));
+  ASSERT_NE(unset, nullptr);
+  EXPECT_EQ(unset->plan.config.protocol, Protocol::Simple) << "an entry without a protocol: Simple";
+
+  PlanCacheOptions forced = memoryOnly(4);
+  forced.forcedProtocol = Protocol::LL128;
+  PlanCache forcedCache(parseTable(kSelectionTable), forced);
+  for (const PlanQuery& q : {query(Collective::Broadcast, 1000, 1), query(Collective::AllReduce, 1000),
+                             query(Collective::AllToAll, 4096)}) {
+    auto plan = planOrFail(forcedCache, q);
+    ASSERT_NE(plan, nullptr);
+    EXPECT_EQ(plan->plan.config.protocol, Protocol::LL128) << plan->description;
+    EXPECT_NE(plan->description.find("; TUCCL_PROTO"), std::string::npos) << plan->description;
+  }
+
+  PlanCache hosts(parseTable(kSelectionTable), memoryOnly(4, 2));
+  auto across = planOrFail(hosts, query(Collective::Broadcast, 1000, 1));
+  ASSERT_NE(across, nullptr);
+  EXPECT_EQ(across->plan.config.protocol, Protocol::Simple);
+  EXPECT_NE(across->description.find("; LL -> Simple across hosts"), std::string::npos) << across->description;
+}
+
 TEST(PlanCacheSelection, TableEntriesChooseAlgorithmAndConfiguration) {
   PlanCacheOptions options = memoryOnly(4);
   options.tablePath = "/tables/sel.json";
