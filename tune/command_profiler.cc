@@ -249,6 +249,9 @@ std::vector<std::pair<std::string, std::string>> tucclEnvironmentFor(const Searc
   std::vector<std::pair<std::string, std::string>> env;
   const std::string algorithm = space.valueOf(config, kDimAlgorithm);
   if (!algorithm.empty()) env.emplace_back("TUCCL_ALGO", algorithm);
+  if (const std::optional<Protocol> proto = protocolOf(space, config)) {
+    env.emplace_back("TUCCL_PROTO", std::string(protocolName(*proto)));
+  }
   if (space.dimensionIndex(kDimChannels) != SearchSpace::npos)
     env.emplace_back("TUCCL_NCHANNELS", space.valueOf(config, kDimChannels));
   if (space.dimensionIndex(kDimChunkBytes) != SearchSpace::npos)

@@ -64,6 +64,7 @@ std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const Search
 
 /// libtuccl's environment of a configuration (the libtuccl profiler, tuccl-tune --profiler tuccl):
 ///   algorithm  -> TUCCL_ALGO (a built-in algorithm: ring, chain, binomial, direct)
+///   protocol   -> TUCCL_PROTO
 ///   nChannels  -> TUCCL_NCHANNELS
 ///   chunkBytes -> TUCCL_CHUNK_SIZE
 /// plus TUCCL_DEVICE=cpu unless the caller's environment names a device.

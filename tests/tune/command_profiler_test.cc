@@ -159,6 +159,12 @@ TEST(CommandProfiler, EnvironmentOfAConfiguration) {
                                                  {"chunkBytes", 256}, {"algorithm", "hm_allreduce"},
                                                  {"scheduler", "hpds"}});
   for (const auto& [k, v] : ncclEnvironmentFor(tuccl, c)) EXPECT_NE(k, "NCCL_ALGO");
+  // libtuccl's variables: its algorithm, protocol, channels and slice (the device unless set).
+  unsetenv("TUCCL_DEVICE");
+  const std::vector<std::pair<std::string, std::string>> libtuccl = {
+      {"TUCCL_ALGO", "hm_allreduce"}, {"TUCCL_PROTO", "LL"},    {"TUCCL_NCHANNELS", "1"},
+      {"TUCCL_CHUNK_SIZE", "256"},    {"TUCCL_DEVICE", "cpu"}};
+  EXPECT_EQ(tucclEnvironmentFor(tuccl, c), libtuccl);
 }
 
 TEST(CommandProfiler, TheMeasuredChunkIsTheServedChunkWithinNcclsBuffers) {
