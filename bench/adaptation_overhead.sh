@@ -3,7 +3,8 @@
 # ranks over loopback, 1,000 timed iterations (tuccl-bench, in-place and out-of-place: 2,000
 # calls of one key), with each rank's per-call group read from its TUCCL_DEBUG=TRACE log.
 #
-# Per scenario: calls per rank, the calls that ran a group other than the exploited one
+# Per scenario: calls per rank, the calls of the warm-up (TUCCL_ADAPT_WARMUP, default 64: the
+# static choice, nothing exchanged), the calls that ran a group other than the exploited one
 # (exploration: the first round and the probes), their fraction, the switches ("TuCCL adapt:"
 # lines), and whether every rank ran the same group at every call.
 #   none        nothing slowed: the static choice stays
@@ -36,7 +37,7 @@ done
 work=$(mktemp -d -t tuccl-adapt-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-printf "%-8s %8s %10s %9s %9s %11s\n" scenario calls exploring fraction switches "ranks agree"
+printf "%-8s %8s %8s %10s %9s %9s %11s\n" scenario calls warm-up exploring fraction switches "ranks agree"
 for scenario in none slow-0 slow-1; do
   dir="$work/$scenario"
   mkdir -p "$dir"
@@ -55,20 +56,21 @@ for scenario in none slow-0 slow-1; do
   python3 - "$dir" "$scenario" <<'PY'
 import glob, re, sys
 dir_, scenario = sys.argv[1], sys.argv[2]
-runs, explored, switches = {}, {}, {}
+runs, explored, switches, warming = {}, {}, {}, {}
 for path in glob.glob(dir_ + "/log.*"):
     for line in open(path):
-        m = re.search(r"TuCCL adapt trace: rank=(\d+) call=(\d+) .* runs group=(\d+)( \(exploring\))?", line)
+        m = re.search(r"TuCCL adapt trace: rank=(\d+) call=(\d+) .* runs group=(\d+)( \(exploring\))?( \(warming up\))?", line)
         if m:
             r = int(m.group(1))
             runs.setdefault(r, []).append(int(m.group(3)))
             explored[r] = explored.get(r, 0) + (1 if m.group(4) else 0)
+            warming[r] = warming.get(r, 0) + (1 if m.group(5) else 0)
         elif re.search(r"TuCCL adapt: rank=(\d+) call=", line):
             r = int(re.search(r"rank=(\d+)", line).group(1))
             switches[r] = switches.get(r, 0) + 1
 calls = len(runs.get(0, []))
 agree = all(seq == runs[0] for seq in runs.values()) and len(runs) > 1
 fraction = explored.get(0, 0) / calls if calls else 0
-print(f"{scenario:<8} {calls:>8} {explored.get(0, 0):>10} {100 * fraction:>8.1f}% {switches.get(0, 0):>9} {'yes' if agree else 'NO':>11}")
+print(f"{scenario:<8} {calls:>8} {warming.get(0, 0):>8} {explored.get(0, 0):>10} {100 * fraction:>8.1f}% {switches.get(0, 0):>9} {'yes' if agree else 'NO':>11}")
 PY
 done
