@@ -224,6 +224,13 @@ bool deviceAccessible(uintptr_t p, size_t n) {
          within(s.registered, p, n, CU_MEMHOSTREGISTER_DEVICEMAP);
 }
 
+// The event a handle names; nullptr when invalid.
+std::shared_ptr<Event> eventOf(CUevent handle) {
+  std::lock_guard lock(state().mutex);
+  auto it = state().events.find(reinterpret_cast<Event*>(handle));
+  return it == state().events.end() ? nullptr : it->second;
+}
+
 // The stream a handle names (nullptr: the current context's NULL stream); nullptr when invalid.
 Stream* streamOf(CUstream handle) {
   State& s = state();
@@ -883,22 +890,16 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr pointer) {
   return record("cuIpcCloseMemHandle", CUDA_SUCCESS, {pointer});
 }
 
-std::shared_ptr<Event> eventOf(CUevent handle) {
-  std::lock_guard lock(state().mutex);
-  auto it = state().events.find(reinterpret_cast<Event*>(handle));
-  return it == state().events.end() ? nullptr : it->second;
-}
-
 // values: {flags, event}
 CUresult cuEventCreate(CUevent* event, unsigned flags) {
   FAKE_INJECT("cuEventCreate", {flags});
   if (event == nullptr) return record("cuEventCreate", CUDA_ERROR_INVALID_VALUE, {flags});
-  auto created = std::make_shared<Event>();
+  auto made = std::make_shared<Event>();
   {
     std::lock_guard lock(state().mutex);
-    state().events.emplace(created.get(), created);
+    state().events.emplace(made.get(), made);
   }
-  *event = reinterpret_cast<CUevent>(created.get());
+  *event = reinterpret_cast<CUevent>(made.get());
   return record("cuEventCreate", CUDA_SUCCESS, {flags, u(*event)});
 }
 
