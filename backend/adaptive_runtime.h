@@ -29,7 +29,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/adaptation.h"
+#include "table/adaptation.h"
 #include "support/status.h"
 #include "support/vocabulary.h"
 

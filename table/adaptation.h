@@ -17,6 +17,9 @@
 // another group in turn (a bounded exploration that notices when the landscape changes). A
 // group's agreed time is the maximum over ranks of each rank's mean of its last samples: a
 // collective completes when its slowest rank does.
+//
+// Standard library only: libtuccl (backend/adaptive_runtime.h, agreeing over its bootstrap) and
+// the tuner plugin (plugin/tuner_adapt.h, agreeing through a rendezvous) share it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,7 @@
 
 #include "support/status.h"
 
-namespace tuccl::backend {
+namespace tuccl {
 
 struct AdaptationOptions {
   int32_t samplesPerGroup = 2;  ///< calls per group before the first choice
@@ -79,4 +82,4 @@ class AdaptivePolicy {
   std::vector<std::vector<double>> recent_;  // per group, the last `window` samples
 };
 
-}  // namespace tuccl::backend
+}  // namespace tuccl

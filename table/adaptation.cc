@@ -1,11 +1,11 @@
 // The adaptive choice of configuration groups (adaptation.h).
-#include "backend/adaptation.h"
+#include "table/adaptation.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
-namespace tuccl::backend {
+namespace tuccl {
 namespace {
 
 struct GroupSummary {
@@ -120,4 +120,4 @@ std::optional<double> AdaptivePolicy::agreedSeconds(int32_t group) const {
   return agreed_[static_cast<size_t>(group)];
 }
 
-}  // namespace tuccl::backend
+}  // namespace tuccl
