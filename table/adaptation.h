@@ -40,6 +40,16 @@ struct AdaptationOptions {
   double switchMargin = 0.05;   ///< a challenger must be this much faster to take over
 };
 
+/// The runtime phase's switches, read alike by libtuccl and the tuner plugin (README
+/// "Environment"): TUCCL_ADAPT (1/on/yes or 0/off/no; default off), TUCCL_ADAPT_SYNC (calls of a
+/// key between agreements, 1..1048576), TUCCL_ADAPT_PROBE (after exploring, one call in this many
+/// runs another group, 2..1048576). An error names the variable and its value.
+struct AdaptationSwitches {
+  bool enabled = false;
+  AdaptationOptions rule;
+};
+Expected<AdaptationSwitches> adaptationSwitchesFromEnvironment();
+
 class AdaptivePolicy {
  public:
   AdaptivePolicy(int32_t groups, AdaptationOptions options);
