@@ -87,8 +87,6 @@ Expected<AdaptSettings> adaptSettingsFromEnvironment(const std::string& cacheDir
   return settings;
 }
 
-int32_t sizeBucket(uint64_t bytes) { return bytes == 0 ? 0 : static_cast<int32_t>(std::bit_width(bytes)) - 1; }
-
 AdaptiveRuntime::AdaptiveRuntime(AdaptSettings settings, int32_t rank, int32_t nRanks, uint64_t signature,
                                  uint64_t tableHash)
     : settings_(std::move(settings)), rank_(rank), nRanks_(nRanks), signature_(signature), tableHash_(tableHash) {

@@ -59,7 +59,7 @@ struct AdaptKey {
   int32_t entry = -1;
   friend auto operator<=>(const AdaptKey&, const AdaptKey&) = default;
 };
-int32_t sizeBucket(uint64_t bytes);
+using ::tuccl::sizeBucket;  // table/adaptation.h
 
 class AdaptiveRuntime {
  public:

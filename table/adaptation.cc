@@ -2,6 +2,7 @@
 #include "table/adaptation.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -54,6 +55,8 @@ Expected<AdaptationSwitches> adaptationSwitchesFromEnvironment() {
   if (Status read = readCalls("TUCCL_ADAPT_PROBE", 2, switches.rule.probeEvery); !read) return read;
   return switches;
 }
+
+int32_t sizeBucket(uint64_t bytes) { return bytes == 0 ? 0 : static_cast<int32_t>(std::bit_width(bytes)) - 1; }
 
 AdaptivePolicy::AdaptivePolicy(int32_t groups, AdaptationOptions options)
     : groups_(std::max(1, groups)), options_(options) {

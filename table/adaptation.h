@@ -50,6 +50,9 @@ struct AdaptationSwitches {
 };
 Expected<AdaptationSwitches> adaptationSwitchesFromEnvironment();
 
+/// A call's size bucket in a key: floor(log2 bytes) (0 for 0 bytes).
+int32_t sizeBucket(uint64_t bytes);
+
 class AdaptivePolicy {
  public:
   AdaptivePolicy(int32_t groups, AdaptationOptions options);
