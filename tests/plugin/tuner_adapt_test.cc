@@ -1,0 +1,220 @@
+// The tuner plugin's runtime phase across processes: one tuner_adapt_rank process per simulated
+// rank, each loading the built plugin, asking getCollInfo and feeding injected durations to the
+// duration intake, the ranks agreeing through a shared directory. Group 0 (the table's static
+// choice) is slow and group 1 fast: every rank must switch to group 1 at the same call and run
+// the same group at every call; without a rendezvous every call keeps group 0; when a rank stops
+// publishing, nobody switches after that. Each test bounds its processes' time and ends only them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/backend/rank_processes.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tuccl::testing::RankProcesses;
+using tuccl::testing::readLog;
+using tuccl::testing::startRanks;
+using tuccl::testing::waitRanks;
+
+constexpr int kRanks = 4;
+constexpr double kProcessSeconds = 90;  // every test's processes end by then, or are killed
+/// Group 0 (RING/SIMPLE, the static choice) is slow, group 1 (TREE/SIMPLE) fast, group 2 between.
+const std::string kDurations = "300,100,250";
+
+/// What one rank printed.
+struct RankRun {
+  std::vector<int> groups;            ///< by call
+  std::vector<std::string> switches;  ///< the "TuCCL adapt: rank=..." lines
+  std::string log;
+};
+
+RankRun parse(const std::string& log) {
+  RankRun run;
+  run.log = log;
+  static const std::regex call(R"(^call=(\d+) group=(-?\d+)$)");
+  static const std::regex switched(R"(^\[INFO\] (TuCCL adapt: rank=\d+ call=\d+ coll=\w+ bytes=\d+ group=\d+)$)");
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_match(line, match, call)) {
+      EXPECT_EQ(std::stoul(match[1]), run.groups.size()) << line;
+      run.groups.push_back(std::stoi(match[2]));
+    } else if (std::regex_match(line, match, switched)) {
+      run.switches.push_back(match[1]);
+    }
+  }
+  return run;
+}
+
+class TunerAdaptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    work_ = fs::temp_directory_path() / ("tuccl-tuner-adapt-" + std::to_string(::getpid()) + "-" + name);
+    fs::remove_all(work_);
+    fs::create_directories(work_ / "rendezvous");
+    fs::create_directories(work_ / "logs");
+    // One AllReduce entry for every size, with two alternative configuration groups.
+    std::ofstream(work_ / "table.json") << R"({"format": "tuccl-tuning-table", "version": 1, "entries": [
+      {"collective": "allreduce", "algorithm": "ring", "protocol": "simple",
+       "groups": [{"algorithm": "tree", "protocol": "simple"}, {"algorithm": "ring", "protocol": "ll128"}]}]})";
+  }
+  void TearDown() override { fs::remove_all(work_); }
+
+  std::string rendezvous() const { return (work_ / "rendezvous").string(); }
+
+  /// Runs kRanks ranks for `calls` calls with `environment`; `stopAfter(r)`: the call rank r stops
+  /// at (-1: never). Every rank's output, parsed.
+  std::vector<RankRun> run(int calls, const std::vector<std::string>& environment, int version = 6,
+                           const std::function<int(int)>& stopAfter = nullptr) {
+    std::vector<std::string> common = environment;
+    common.push_back("TUCCL_TUNER_TABLE=" + (work_ / "table.json").string());
+    const std::vector<std::string> argv = {TUCCL_TUNER_ADAPT_RANK, std::to_string(version), "0x5eed00c0ffee1234",
+                                           std::to_string(calls), kDurations};
+    RankProcesses ranks = startRanks(kRanks, argv, common, (work_ / "logs").string(), [&](int r) {
+      if (!stopAfter || stopAfter(r) < 0) return std::vector<std::string>{};
+      return std::vector<std::string>{"TUNER_ADAPT_RANK_STOP_AFTER=" + std::to_string(stopAfter(r))};
+    });
+    EXPECT_TRUE(waitRanks(ranks, kProcessSeconds)) << "the ranks did not end in time";
+    std::vector<RankRun> runs;
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0)
+          << "rank " << r << ":\n" << readLog(ranks.logs[r]);
+      runs.push_back(parse(readLog(ranks.logs[r])));
+    }
+    return runs;
+  }
+
+  fs::path work_;
+};
+
+/// The call of a rank's switch line ("... call=<k> ...").
+int switchCall(const std::string& line) {
+  std::smatch match;
+  static const std::regex call(R"(call=(\d+))");
+  return std::regex_search(line, match, call) ? std::stoi(match[1]) : -1;
+}
+
+TEST_F(TunerAdaptTest, EveryRankSwitchesToTheFastGroupAtTheSameCall) {
+  constexpr int kCalls = 96;
+  const std::vector<RankRun> runs = run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(),
+                                                 "TUCCL_ADAPT_TIMEOUT_MS=30000"});
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r << " ran other groups than rank 0";
+    // One switch, to group 1, logged by this rank at the call every rank switched at.
+    ASSERT_EQ(runs[r].switches.size(), 1u) << runs[r].log;
+    EXPECT_NE(runs[r].switches[0].find("rank=" + std::to_string(r) + " "), std::string::npos);
+    EXPECT_NE(runs[r].switches[0].find(" coll=allreduce bytes=1048576 group=1"), std::string::npos)
+        << runs[r].switches[0];
+    EXPECT_EQ(switchCall(runs[r].switches[0]), switchCall(runs[0].switches[0]));
+  }
+  // Within the first two agreements (every 8 calls of the key) ...
+  const int switched = switchCall(runs[0].switches[0]);
+  EXPECT_GT(switched, 0);
+  EXPECT_LE(switched, 16);
+  // ... and from then on the fast group, except one probe in 32 calls.
+  int fast = 0;
+  for (int k = switched; k < kCalls; ++k) fast += runs[0].groups[k] == 1;
+  EXPECT_GE(fast, (kCalls - switched) * 30 / 32) << "calls after the switch that run group 1";
+  // Every group ran before the first agreement (exploration), identically everywhere.
+  for (int g = 0; g < 3; ++g)
+    EXPECT_NE(std::find(runs[0].groups.begin(), runs[0].groups.begin() + 8, g), runs[0].groups.begin() + 8);
+  // Finalize removed every rendezvous file.
+  EXPECT_TRUE(fs::is_empty(rendezvous())) << fs::directory_iterator(rendezvous())->path();
+}
+
+TEST_F(TunerAdaptTest, CommunicatorsWithoutIdFromNcclAgreeUnderThePluginsId) {
+  const std::vector<RankRun> runs = run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(),
+                                             "TUCCL_ADAPT_TIMEOUT_MS=30000"},
+                                        /*version=*/4);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
+    ASSERT_EQ(runs[r].switches.size(), 1u) << runs[r].log;
+    EXPECT_EQ(switchCall(runs[r].switches[0]), switchCall(runs[0].switches[0]));
+  }
+  EXPECT_TRUE(fs::is_empty(rendezvous()));
+}
+
+/// Every call of every rank ran group 0, and no rank logged a switch.
+void expectStaticChoice(const std::vector<RankRun>& runs, int calls) {
+  for (const RankRun& run : runs) {
+    ASSERT_EQ(run.groups.size(), static_cast<size_t>(calls)) << run.log;
+    for (int k = 0; k < calls; ++k) EXPECT_EQ(run.groups[k], 0) << "call " << k << "\n" << run.log;
+    EXPECT_TRUE(run.switches.empty()) << run.log;
+  }
+}
+
+TEST_F(TunerAdaptTest, WithoutARendezvousEveryCallKeepsTheStaticChoice) {
+  const std::vector<RankRun> runs = run(40, {"TUCCL_ADAPT=1"});
+  expectStaticChoice(runs, 40);
+  EXPECT_NE(runs[0].log.find("TUCCL_ADAPT_RENDEZVOUS is unset"), std::string::npos) << runs[0].log;
+}
+
+TEST_F(TunerAdaptTest, AMissingRendezvousDirectoryKeepsTheStaticChoice) {
+  const std::string missing = (work_ / "no-such-directory").string();
+  const std::vector<RankRun> runs = run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + missing});
+  expectStaticChoice(runs, 40);
+  for (const RankRun& run : runs) {
+    EXPECT_NE(run.log.find("[WARN] TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=dir:" + missing), std::string::npos)
+        << run.log;
+  }
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+TEST_F(TunerAdaptTest, BadSettingsAreOneWarningAndTheStaticChoice) {
+  for (const std::vector<std::string>& environment :
+       {std::vector<std::string>{"TUCCL_ADAPT=maybe", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous()},
+        std::vector<std::string>{"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:1"},
+        std::vector<std::string>{"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(),
+                                 "TUCCL_ADAPT_SYNC=0"}}) {
+    const std::vector<RankRun> runs = run(24, environment);
+    expectStaticChoice(runs, 24);
+    for (const RankRun& run : runs) EXPECT_NE(run.log.find("[WARN] TuCCL adapt: TUCCL_ADAPT"), std::string::npos);
+  }
+}
+
+TEST_F(TunerAdaptTest, WhenARankStopsPublishingBeforeAnyAgreementNobodyLeavesTheStaticChoice) {
+  constexpr int kCalls = 40, kStop = 5;
+  const std::vector<RankRun> runs =
+      run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(), "TUCCL_ADAPT_TIMEOUT_MS=3000"}, 6,
+          [](int r) { return r == kRanks - 1 ? kStop : -1; });
+  ASSERT_EQ(runs[kRanks - 1].groups.size(), static_cast<size_t>(kStop));
+  for (int r = 0; r < kRanks - 1; ++r) {
+    ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
+    EXPECT_TRUE(runs[r].switches.empty()) << runs[r].log;
+    // The first agreement (call 8) is abandoned: group 0, the static choice, from then on.
+    for (int k = 8; k < kCalls; ++k) EXPECT_EQ(runs[r].groups[k], 0) << "rank " << r << " call " << k;
+    EXPECT_NE(runs[r].log.find("was abandoned"), std::string::npos) << runs[r].log;
+  }
+  for (int k = 0; k < kStop; ++k) EXPECT_EQ(runs[kRanks - 1].groups[k], runs[0].groups[k]);
+}
+
+TEST_F(TunerAdaptTest, WhenARankStopsPublishingAfterASwitchNobodySwitchesAgain) {
+  constexpr int kCalls = 72, kStop = 20;
+  const std::vector<RankRun> runs =
+      run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(), "TUCCL_ADAPT_TIMEOUT_MS=3000"}, 6,
+          [](int r) { return r == kRanks - 1 ? kStop : -1; });
+  for (int r = 0; r < kRanks - 1; ++r) {
+    ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
+    // The switch to group 1 happened while every rank published, and no other after the stop.
+    ASSERT_EQ(runs[r].switches.size(), 1u) << runs[r].log;
+    EXPECT_LT(switchCall(runs[r].switches[0]), kStop);
+    // The next agreement after the stop (call 24) is abandoned: the agreed group, no probes.
+    for (int k = 24; k < kCalls; ++k) EXPECT_EQ(runs[r].groups[k], 1) << "rank " << r << " call " << k;
+  }
+}
+
+}  // namespace
