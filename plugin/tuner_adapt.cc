@@ -27,10 +27,10 @@ const char* nonEmptyEnv(const char* name) {
 
 /// Logs `message` at `level` once per process (and message).
 void logOnce(ncclDebugLogger_t logger, ncclDebugLogLevel level, const std::string& message) {
-  static std::mutex mutex;
-  static auto* said = new std::set<std::string>;  // never destroyed: contexts may outlive statics
+  static auto* mutex = new std::mutex;  // never destroyed: contexts may outlive statics
+  static auto* said = new std::set<std::string>;
   {
-    std::lock_guard lock(mutex);
+    std::lock_guard lock(*mutex);
     if (!said->insert(message).second) return;
   }
   TUCCL_TUNER_LOG(logger, level, "%s", message.c_str());

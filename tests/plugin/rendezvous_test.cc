@@ -1,0 +1,142 @@
+// The directory rendezvous of the tuner's runtime phase (plugin/rendezvous.h), with the ranks of a
+// communicator as threads: every rank that gets an outcome of a round gets the same one — also
+// when some ranks time out while others see every summary — and the files go at finish.
+#include "plugin/rendezvous.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace tuccl {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+class RendezvousTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::temp_directory_path() / ("tuccl-rendezvous-" + std::to_string(::getpid()) + "-" +
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(directory_);
+    fs::create_directories(directory_);
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+  fs::path directory_;
+};
+
+/// Rank r's summary of round `round`: distinct bytes per rank and round, binary included.
+std::string summaryOf(int32_t rank, uint64_t round) {
+  std::string bytes = "summary\n";
+  bytes += static_cast<char>(rank);
+  bytes += '\0';
+  return bytes + std::to_string(rank * 1000 + static_cast<int32_t>(round));
+}
+
+TEST_F(RendezvousTest, EveryRankGetsEverySummaryInRankOrder) {
+  constexpr int32_t kRanks = 5;
+  std::vector<Expected<RoundOutcome>> outcomes(kRanks, RoundOutcome{});
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      DirectoryRendezvous rendezvous(directory_.string(), 0xabcdef, kRanks, milliseconds(30000));
+      outcomes[r] = rendezvous.agree("allreduce-b20-e0", 1, r, summaryOf(r, 1));
+      rendezvous.finish(r);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int32_t r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(outcomes[r]) << outcomes[r].status().message();
+    ASSERT_TRUE(outcomes[r]->agreed);
+    ASSERT_EQ(outcomes[r]->summaries.size(), static_cast<size_t>(kRanks));
+    for (int32_t s = 0; s < kRanks; ++s) EXPECT_EQ(outcomes[r]->summaries[s], summaryOf(s, 1));
+  }
+  EXPECT_TRUE(fs::is_empty(directory_)) << fs::directory_iterator(directory_)->path();
+}
+
+TEST_F(RendezvousTest, AMissingSummaryAbandonsTheRoundForEveryRankAndKeepsFilesUntilAllFinish) {
+  constexpr int32_t kRanks = 3;
+  std::vector<Expected<RoundOutcome>> outcomes(kRanks, RoundOutcome{true, {}});
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      DirectoryRendezvous rendezvous(directory_.string(), 7, kRanks, milliseconds(100));
+      // Rank 2 has nothing to publish (its rank is not known yet).
+      outcomes[r] = rendezvous.agree("k", 3, r == 2 ? -1 : r, summaryOf(r, 3));
+      rendezvous.finish(r == 2 ? -1 : r);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int32_t r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(outcomes[r]) << outcomes[r].status().message();
+    EXPECT_FALSE(outcomes[r]->agreed) << "rank " << r;
+  }
+  // Rank 2 never marked itself done: the outcome and the done marks stay for the job to remove.
+  EXPECT_FALSE(fs::is_empty(directory_));
+}
+
+// Ranks arrive at random times with random timeouts, so in many rounds some ranks time out while
+// others see every summary: whatever each rank gets, it is what every other rank got.
+TEST_F(RendezvousTest, RanksThatTimeOutAndRanksThatCompleteTheRoundApplyTheSameOutcome) {
+  constexpr int32_t kRanks = 4;
+  constexpr uint64_t kRounds = 40;
+  std::vector<std::vector<Expected<RoundOutcome>>> outcomes(kRanks);
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      std::mt19937 random(static_cast<uint32_t>(1234 + r));
+      DirectoryRendezvous rendezvous(directory_.string(), 42, kRanks, milliseconds(1 + random() % 6));
+      for (uint64_t round = 0; round < kRounds; ++round) {
+        std::this_thread::sleep_for(std::chrono::microseconds(random() % 8000));
+        outcomes[r].push_back(rendezvous.agree("k", round, r, summaryOf(r, round)));
+      }
+      rendezvous.finish(r);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  int agreed = 0, abandoned = 0;
+  for (uint64_t round = 0; round < kRounds; ++round) {
+    const Expected<RoundOutcome>& first = outcomes[0][round];
+    ASSERT_TRUE(first) << first.status().message();
+    for (int32_t r = 1; r < kRanks; ++r) {
+      const Expected<RoundOutcome>& mine = outcomes[r][round];
+      ASSERT_TRUE(mine) << mine.status().message();
+      EXPECT_EQ(mine->agreed, first->agreed) << "round " << round << " rank " << r;
+      EXPECT_EQ(mine->summaries, first->summaries) << "round " << round << " rank " << r;
+    }
+    (first->agreed ? agreed : abandoned)++;
+  }
+  // Both kinds of rounds happened, or the test proved nothing about the race.
+  EXPECT_GT(agreed, 0);
+  EXPECT_GT(abandoned, 0);
+  EXPECT_TRUE(fs::is_empty(directory_));
+}
+
+TEST_F(RendezvousTest, ARankThatCannotReachTheDirectoryGetsAnError) {
+  DirectoryRendezvous rendezvous((directory_ / "gone").string(), 1, 2, milliseconds(20));
+  const Expected<RoundOutcome> outcome = rendezvous.agree("k", 0, 0, "s");
+  ASSERT_FALSE(outcome);
+  EXPECT_NE(outcome.status().message().find("gone"), std::string::npos) << outcome.status().message();
+  EXPECT_FALSE(checkRendezvousDirectory((directory_ / "gone").string()));
+  EXPECT_TRUE(checkRendezvousDirectory(directory_.string()));
+}
+
+TEST(RendezvousOutcome, RoundTripsAndReadsAnythingMalformedAsAbandoned) {
+  const RoundOutcome agreed{true, {std::string("a\0b", 3), "", "ccc\n"}};
+  const RoundOutcome back = decodeOutcome(encodeOutcome(agreed), 3);
+  EXPECT_TRUE(back.agreed);
+  EXPECT_EQ(back.summaries, agreed.summaries);
+  EXPECT_FALSE(decodeOutcome(encodeOutcome(RoundOutcome{}), 3).agreed);
+  const std::string bytes = encodeOutcome(agreed);
+  EXPECT_FALSE(decodeOutcome(bytes, 2).agreed);                          // another rank count
+  EXPECT_FALSE(decodeOutcome(bytes.substr(0, bytes.size() - 1), 3).agreed);  // cut short
+  EXPECT_FALSE(decodeOutcome(bytes + "x", 3).agreed);                   // trailing bytes
+  EXPECT_FALSE(decodeOutcome("", 3).agreed);
+}
+
+}  // namespace
+}  // namespace tuccl
