@@ -1,36 +1,40 @@
 // Where the tuner plugin instances of one communicator agree (TuCCL §III-A's runtime phase inside
-// NCCL): a directory every rank can reach (TUCCL_ADAPT_RENDEZVOUS=dir:/path).
+// NCCL): a store every rank can reach (TUCCL_ADAPT_RENDEZVOUS=dir:/path or tcp:host:port,
+// rendezvous_store.h), whose names are created once.
 //
 // In:  per agreement round (a communicator, a key, a round number), this rank's summary.
 // Out: the round's outcome — every rank's summary, or "abandoned" — identical for every rank that
 //      reads it; or an error when this rank can neither read nor create the outcome.
 //
-// Protocol, per round: each rank publishes its summary as a file (written under a temporary name,
-// then linked to its final name, so a reader never sees half of it), then waits. The first rank
-// that sees all nRanks summaries writes the *outcome* — "agreed" and the summaries in rank order —
-// to a temporary file and links it to the round's outcome name; link() fails when that name
-// exists, so exactly one outcome is ever created and it is complete when visible. A rank that
-// finds no outcome and not all summaries by the timeout creates the outcome "abandoned" the same
-// way. Every rank applies whatever the outcome file holds, never what it saw itself: a rank that
-// timed out while another completed the round applies "agreed", and one that completed the round
-// after another's timeout applies "abandoned". The single residual case is a rank that can
-// neither create nor read the outcome (the directory gone or unwritable mid-job, an I/O error):
-// agree() returns an error; the caller keeps its last agreed state and says so (WARN), and only
-// then may its choice differ from ranks that read an "agreed" outcome.
+// Protocol, per round: each rank publishes its summary under its own name (the store makes it
+// appear complete or not at all), then waits. The first rank that sees all nRanks summaries
+// creates the *outcome* name — "agreed" and the summaries in rank order. Creating a name fails
+// when it exists, so exactly one outcome is ever created, complete when visible. A rank that finds
+// no outcome and not all summaries by the timeout creates the outcome "abandoned" the same way.
+// Every rank applies whatever the outcome holds, never what it saw itself: a rank that timed out
+// while another completed the round applies "agreed", and one that completed the round after
+// another's timeout applies "abandoned". The single residual case is a rank that can neither
+// create nor read the outcome (the directory gone or unwritable mid-job, the store's process or
+// connection lost, an I/O error): agree() returns an error; the caller keeps its last agreed
+// state and says so (WARN), and only then may its choice differ from ranks that read an "agreed"
+// outcome. (The TCP store answers from one process's memory, so there the residual case is the
+// store dying between two ranks' reads of the same outcome.)
 //
-// Waits are bounded: agree() returns by the timeout plus the time of a few file operations.
-// Files: <dir>/tuccl-adapt-<comm>-<key>-r<round>-rank<r> (a summary; its rank removes it once the
-// outcome is read), ...-r<round>-outcome, and tuccl-adapt-<comm>-done-rank<r> (finish()). The last
-// rank to finish removes every file of the communicator. A rank that crashes leaves its files
-// (and keeps the others from removing theirs): give each job its own directory and remove it after
-// the job.
+// Waits are bounded: agree() returns by the timeout plus the time of a few store operations (each
+// TCP request waits at most the timeout). Names: tuccl-adapt-<comm>-<key>-r<round>-rank<r> (a
+// summary; its rank removes it once the outcome is read), ...-r<round>-outcome, and
+// tuccl-adapt-<comm>-done-rank<r> (finish()). The last rank to finish removes every name of the
+// communicator. A rank that crashes leaves its names (and keeps the others from removing theirs):
+// give each job its own directory and remove it after the job (a TCP store ends with its job).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "plugin/rendezvous_store.h"
 #include "support/status.h"
 
 namespace tuccl {
@@ -41,12 +45,10 @@ struct RoundOutcome {
   std::vector<std::string> summaries;
 };
 
-/// Whether `directory` can hold a rendezvous: an existing directory this process can write.
-Status checkRendezvousDirectory(const std::string& directory);
-
-class DirectoryRendezvous {
+class Rendezvous {
  public:
-  DirectoryRendezvous(std::string directory, uint64_t commId, int32_t nRanks, std::chrono::milliseconds timeout);
+  Rendezvous(std::unique_ptr<RendezvousStore> store, uint64_t commId, int32_t nRanks,
+             std::chrono::milliseconds timeout);
 
   /// Publishes `summary` as `rank`'s for round `round` of `key` (a file-name-safe word; `rank` -1:
   /// this rank has nothing to publish) and waits, bounded, for the round's outcome.
@@ -57,14 +59,13 @@ class DirectoryRendezvous {
   void finish(int32_t rank);
 
  private:
-  std::string path(const std::string& name) const;
   std::string roundName(const std::string& key, uint64_t round) const;
   /// Whether this call created `name` with `bytes`.
-  bool publish(const std::string& name, const std::string& bytes) const;
+  bool publish(const std::string& name, const std::string& bytes);
   /// Creates `name` with `bytes` unless it exists; either way returns what `name` holds.
-  Expected<std::string> createOrRead(const std::string& name, const std::string& bytes) const;
+  Expected<std::string> createOrRead(const std::string& name, const std::string& bytes);
 
-  std::string directory_;
+  std::unique_ptr<RendezvousStore> store_;
   std::string prefix_;  ///< tuccl-adapt-<comm hex>
   int32_t nRanks_;
   std::chrono::milliseconds timeout_;

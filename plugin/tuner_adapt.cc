@@ -88,24 +88,24 @@ std::optional<TunerAdaptSettings> tunerAdaptSettings(ncclDebugLogger_t logger) n
               "cannot agree, so the tuner serves the table's static choices");
       return std::nullopt;
     }
-    const std::string text = rendezvous;
-    if (text.rfind("dir:", 0) != 0 || text.size() == 4) {
-      logOnce(logger, NCCL_LOG_WARN,
-              "TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=" + text +
-                  ": expected dir:<path of a directory every rank can write>; adaptation stays off");
-      return std::nullopt;
-    }
-    settings.directory = text.substr(4);
-    if (Status usable = checkRendezvousDirectory(settings.directory); !usable) {
-      logOnce(logger, NCCL_LOG_WARN,
-              "TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=" + text + ": " + usable.message() +
-                  "; adaptation stays off, the tuner serves the table's static choices");
-      return std::nullopt;
-    }
+    settings.rendezvous = rendezvous;
     return settings;
   } catch (...) {
     return std::nullopt;  // out of memory: no adaptation
   }
+}
+
+std::unique_ptr<RendezvousStore> openTunerRendezvous(const TunerAdaptSettings& settings,
+                                                     ncclDebugLogger_t logger) noexcept {
+  try {
+    Expected<std::unique_ptr<RendezvousStore>> store = openRendezvousStore(settings.rendezvous, settings.timeout);
+    if (store) return std::move(*store);
+    logOnce(logger, NCCL_LOG_WARN,
+            "TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=" + settings.rendezvous + ": " + store.status().message() +
+                "; adaptation stays off, the tuner serves the table's static choices");
+  } catch (...) {
+  }
+  return nullptr;
 }
 
 uint64_t legacyCommunicatorId(size_t nRanks) noexcept {
@@ -119,13 +119,13 @@ uint64_t legacyCommunicatorId(size_t nRanks) noexcept {
   return (uint64_t{1} << 63) | (static_cast<uint64_t>(nRanks & 0x7fffffff) << 32) | (ordinal & 0xffffffff);
 }
 
-CommAdaptation::CommAdaptation(TunerAdaptSettings settings, uint64_t commId, int32_t nRanks,
-                               ncclDebugLogger_t logger)
+CommAdaptation::CommAdaptation(TunerAdaptSettings settings, std::unique_ptr<RendezvousStore> store,
+                               uint64_t commId, int32_t nRanks, ncclDebugLogger_t logger)
     : settings_(std::move(settings)),
       commId_(commId),
       nRanks_(nRanks),
       logger_(logger),
-      rendezvous_(settings_.directory, commId, nRanks, settings_.timeout) {}
+      rendezvous_(std::move(store), commId, nRanks, settings_.timeout) {}
 
 CommAdaptation::~CommAdaptation() {
   std::lock_guard lock(decideMutex_);

@@ -16,8 +16,9 @@
 // choice, if it never agreed — for every later call and stops adapting. A rank that can neither
 // read nor create an outcome (rendezvous.h's residual case) does the same and warns.
 //
-// Off unless TUCCL_ADAPT=1 and TUCCL_ADAPT_RENDEZVOUS names a usable directory; a bad setting or
-// an unusable directory is one WARN per process and setting, and the static table is served.
+// Off unless TUCCL_ADAPT=1 and TUCCL_ADAPT_RENDEZVOUS names a usable store (a directory, or a
+// tuccl-adapt-store that answers); a bad setting or an unusable store is one WARN per process and
+// setting, and the static table is served.
 #pragma once
 
 #include <atomic>
@@ -39,14 +40,18 @@ namespace tuccl {
 /// The runtime phase's settings for the tuner (README "Environment").
 struct TunerAdaptSettings {
   AdaptationOptions rule;                            ///< TUCCL_ADAPT_SYNC, TUCCL_ADAPT_PROBE
-  std::string directory;                             ///< TUCCL_ADAPT_RENDEZVOUS=dir:<path>
+  std::string rendezvous;                            ///< TUCCL_ADAPT_RENDEZVOUS: dir:<path>, tcp:<host>:<port>
   std::chrono::milliseconds timeout{5000};           ///< TUCCL_ADAPT_TIMEOUT_MS (1..600000)
 };
 
-/// The settings when adaptation is on and usable; otherwise nullopt, having logged why (a WARN
-/// once per process and setting when a setting is wrong or the directory unusable; INFO once
-/// when TUCCL_ADAPT=1 names no rendezvous).
+/// The settings when adaptation is on; otherwise nullopt, having logged why (a WARN once per
+/// process and setting when a setting is wrong; INFO once when TUCCL_ADAPT=1 names no rendezvous).
 std::optional<TunerAdaptSettings> tunerAdaptSettings(ncclDebugLogger_t logger) noexcept;
+
+/// The store of the settings' rendezvous, usable now; null (a WARN once per process and value)
+/// when it is not — a directory that does not exist, a store nobody answers at.
+std::unique_ptr<RendezvousStore> openTunerRendezvous(const TunerAdaptSettings& settings,
+                                                     ncclDebugLogger_t logger) noexcept;
 
 /// The id a v2..v4 communicator gets (include/tuccl/tuner_adapt.h): (1 << 63) | (nRanks << 32) |
 /// the count of earlier v2..v4 inits of that size in this process.
@@ -62,7 +67,8 @@ struct TunerAdaptKey {
 
 class CommAdaptation {
  public:
-  CommAdaptation(TunerAdaptSettings settings, uint64_t commId, int32_t nRanks, ncclDebugLogger_t logger);
+  CommAdaptation(TunerAdaptSettings settings, std::unique_ptr<RendezvousStore> store, uint64_t commId,
+                 int32_t nRanks, ncclDebugLogger_t logger);
   /// Finalize: this rank's rendezvous files go (the last rank removes the communicator's).
   ~CommAdaptation();
   CommAdaptation(const CommAdaptation&) = delete;
@@ -106,7 +112,7 @@ class CommAdaptation {
   std::atomic<int32_t> rank_{-1};
   std::mutex decideMutex_;  ///< keys_ and the rendezvous (getCollInfo's thread)
   std::map<TunerAdaptKey, KeyState> keys_;
-  DirectoryRendezvous rendezvous_;
+  Rendezvous rendezvous_;
   mutable std::mutex pendingMutex_;  ///< pending_ and lastGroups_ (getCollInfo and the intake)
   std::deque<Pending> pending_;
   std::map<TunerAdaptKey, int32_t> lastGroups_;

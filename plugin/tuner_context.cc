@@ -126,14 +126,16 @@ std::unique_ptr<CommAdaptation> createAdaptation(const SharedTable& shared, size
                     "TuCCL adapt: no entry for this communicator has configuration groups: nothing to adapt");
     return nullptr;
   }
+  std::unique_ptr<RendezvousStore> store = openTunerRendezvous(*settings, logger);
+  if (!store) return nullptr;
   const uint64_t id = commId ? *commId : legacyCommunicatorId(nRanks);
-  auto adaptation = std::make_unique<CommAdaptation>(*settings, id, static_cast<int32_t>(std::min<size_t>(nRanks, INT32_MAX)),
-                                                     logger);
+  auto adaptation = std::make_unique<CommAdaptation>(
+      *settings, std::move(store), id, static_cast<int32_t>(std::min<size_t>(nRanks, INT32_MAX)), logger);
   TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,
                   "TuCCL adapt: communicator 0x%016llx (%zu ranks) adapts over %zu entries with groups; "
-                  "rendezvous dir:%s, agreement every %d calls of a key, timeout %lld ms",
+                  "rendezvous %s, agreement every %d calls of a key, timeout %lld ms",
                   static_cast<unsigned long long>(id), nRanks, shared.groupDecisions.size(),
-                  settings->directory.c_str(), settings->rule.syncEvery,
+                  settings->rendezvous.c_str(), settings->rule.syncEvery,
                   static_cast<long long>(settings->timeout.count()));
   registerCommAdaptation(adaptation.get());
   return adaptation;

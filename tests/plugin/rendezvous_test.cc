@@ -1,7 +1,10 @@
-// The directory rendezvous of the tuner's runtime phase (plugin/rendezvous.h), with the ranks of a
-// communicator as threads: every rank that gets an outcome of a round gets the same one — also
-// when some ranks time out while others see every summary — and the files go at finish.
+// The rendezvous of the tuner's runtime phase (plugin/rendezvous.h) over both stores, a directory
+// and the TCP store (plugin/rendezvous_server.h), with the ranks of a communicator as threads:
+// every rank that gets an outcome of a round gets the same one — also when some ranks time out
+// while others see every summary — and the names go at finish.
 #include "plugin/rendezvous.h"
+
+#include "plugin/rendezvous_server.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,16 +20,45 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-class RendezvousTest : public ::testing::Test {
+/// Each test runs over a directory ("dir") and over a TCP store served by a thread ("tcp").
+class RendezvousTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    directory_ = fs::temp_directory_path() / ("tuccl-rendezvous-" + std::to_string(::getpid()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) c = c == '/' ? '-' : c;
+    directory_ = fs::temp_directory_path() / ("tuccl-rendezvous-" + std::to_string(::getpid()) + "-" + name);
     fs::remove_all(directory_);
     fs::create_directories(directory_);
+    if (GetParam() == "tcp") {
+      Expected<std::unique_ptr<RendezvousServer>> server = RendezvousServer::listen("127.0.0.1", 0);
+      ASSERT_TRUE(server) << server.status().message();
+      server_ = std::move(*server);
+      serving_ = std::thread([this] { server_->serve(); });
+    }
   }
-  void TearDown() override { fs::remove_all(directory_); }
+  void TearDown() override {
+    if (server_) {
+      server_->stop();
+      serving_.join();
+      server_.reset();
+    }
+    fs::remove_all(directory_);
+  }
+  std::string spec() const {
+    return GetParam() == "tcp" ? "tcp:127.0.0.1:" + std::to_string(server_->port()) : "dir:" + directory_.string();
+  }
+  /// A rank's rendezvous: its own store (connection) like every plugin instance.
+  std::unique_ptr<Rendezvous> open(uint64_t commId, int32_t nRanks, milliseconds timeout) const {
+    Expected<std::unique_ptr<RendezvousStore>> store = openRendezvousStore(spec(), milliseconds(5000));
+    EXPECT_TRUE(store) << store.status().message();
+    return store ? std::make_unique<Rendezvous>(std::move(*store), commId, nRanks, timeout) : nullptr;
+  }
+  /// Whether the store holds nothing.
+  bool empty() const { return GetParam() == "tcp" ? server_->size() == 0 : fs::is_empty(directory_); }
+
   fs::path directory_;
+  std::unique_ptr<RendezvousServer> server_;
+  std::thread serving_;
 };
 
 /// Rank r's summary of round `round`: distinct bytes per rank and round, binary included.
@@ -37,15 +69,15 @@ std::string summaryOf(int32_t rank, uint64_t round) {
   return bytes + std::to_string(rank * 1000 + static_cast<int32_t>(round));
 }
 
-TEST_F(RendezvousTest, EveryRankGetsEverySummaryInRankOrder) {
+TEST_P(RendezvousTest, EveryRankGetsEverySummaryInRankOrder) {
   constexpr int32_t kRanks = 5;
   std::vector<Expected<RoundOutcome>> outcomes(kRanks, RoundOutcome{});
   std::vector<std::thread> threads;
   for (int32_t r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
-      DirectoryRendezvous rendezvous(directory_.string(), 0xabcdef, kRanks, milliseconds(30000));
-      outcomes[r] = rendezvous.agree("allreduce-b20-e0", 1, r, summaryOf(r, 1));
-      rendezvous.finish(r);
+      std::unique_ptr<Rendezvous> rendezvous = open(0xabcdef, kRanks, milliseconds(30000));
+      outcomes[r] = rendezvous->agree("allreduce-b20-e0", 1, r, summaryOf(r, 1));
+      rendezvous->finish(r);
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -55,19 +87,19 @@ TEST_F(RendezvousTest, EveryRankGetsEverySummaryInRankOrder) {
     ASSERT_EQ(outcomes[r]->summaries.size(), static_cast<size_t>(kRanks));
     for (int32_t s = 0; s < kRanks; ++s) EXPECT_EQ(outcomes[r]->summaries[s], summaryOf(s, 1));
   }
-  EXPECT_TRUE(fs::is_empty(directory_)) << fs::directory_iterator(directory_)->path();
+  EXPECT_TRUE(empty());
 }
 
-TEST_F(RendezvousTest, AMissingSummaryAbandonsTheRoundForEveryRankAndKeepsFilesUntilAllFinish) {
+TEST_P(RendezvousTest, AMissingSummaryAbandonsTheRoundForEveryRankAndKeepsFilesUntilAllFinish) {
   constexpr int32_t kRanks = 3;
   std::vector<Expected<RoundOutcome>> outcomes(kRanks, RoundOutcome{true, {}});
   std::vector<std::thread> threads;
   for (int32_t r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
-      DirectoryRendezvous rendezvous(directory_.string(), 7, kRanks, milliseconds(100));
+      std::unique_ptr<Rendezvous> rendezvous = open(7, kRanks, milliseconds(100));
       // Rank 2 has nothing to publish (its rank is not known yet).
-      outcomes[r] = rendezvous.agree("k", 3, r == 2 ? -1 : r, summaryOf(r, 3));
-      rendezvous.finish(r == 2 ? -1 : r);
+      outcomes[r] = rendezvous->agree("k", 3, r == 2 ? -1 : r, summaryOf(r, 3));
+      rendezvous->finish(r == 2 ? -1 : r);
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -76,12 +108,12 @@ TEST_F(RendezvousTest, AMissingSummaryAbandonsTheRoundForEveryRankAndKeepsFilesU
     EXPECT_FALSE(outcomes[r]->agreed) << "rank " << r;
   }
   // Rank 2 never marked itself done: the outcome and the done marks stay for the job to remove.
-  EXPECT_FALSE(fs::is_empty(directory_));
+  EXPECT_FALSE(empty());
 }
 
 // Ranks arrive at random times with random timeouts, so in many rounds some ranks time out while
 // others see every summary: whatever each rank gets, it is what every other rank got.
-TEST_F(RendezvousTest, RanksThatTimeOutAndRanksThatCompleteTheRoundApplyTheSameOutcome) {
+TEST_P(RendezvousTest, RanksThatTimeOutAndRanksThatCompleteTheRoundApplyTheSameOutcome) {
   constexpr int32_t kRanks = 4;
   constexpr uint64_t kRounds = 40;
   std::vector<std::vector<Expected<RoundOutcome>>> outcomes(kRanks);
@@ -89,12 +121,12 @@ TEST_F(RendezvousTest, RanksThatTimeOutAndRanksThatCompleteTheRoundApplyTheSameO
   for (int32_t r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
       std::mt19937 random(static_cast<uint32_t>(1234 + r));
-      DirectoryRendezvous rendezvous(directory_.string(), 42, kRanks, milliseconds(1 + random() % 6));
+      std::unique_ptr<Rendezvous> rendezvous = open(42, kRanks, milliseconds(1 + random() % 6));
       for (uint64_t round = 0; round < kRounds; ++round) {
         std::this_thread::sleep_for(std::chrono::microseconds(random() % 8000));
-        outcomes[r].push_back(rendezvous.agree("k", round, r, summaryOf(r, round)));
+        outcomes[r].push_back(rendezvous->agree("k", round, r, summaryOf(r, round)));
       }
-      rendezvous.finish(r);
+      rendezvous->finish(r);
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -113,16 +145,49 @@ TEST_F(RendezvousTest, RanksThatTimeOutAndRanksThatCompleteTheRoundApplyTheSameO
   // Both kinds of rounds happened, or the test proved nothing about the race.
   EXPECT_GT(agreed, 0);
   EXPECT_GT(abandoned, 0);
-  EXPECT_TRUE(fs::is_empty(directory_));
+  EXPECT_TRUE(empty());
 }
 
-TEST_F(RendezvousTest, ARankThatCannotReachTheDirectoryGetsAnError) {
-  DirectoryRendezvous rendezvous((directory_ / "gone").string(), 1, 2, milliseconds(20));
-  const Expected<RoundOutcome> outcome = rendezvous.agree("k", 0, 0, "s");
+// The residual case: the store goes away mid-job. The rank cannot know the outcome: an error.
+TEST_P(RendezvousTest, ARankThatLosesTheStoreGetsAnError) {
+  std::unique_ptr<Rendezvous> rendezvous = open(1, 2, milliseconds(20));
+  ASSERT_TRUE(rendezvous);
+  if (GetParam() == "tcp") {
+    server_->stop();
+    serving_.join();
+    server_.reset();
+  } else {
+    fs::remove_all(directory_);
+  }
+  const Expected<RoundOutcome> outcome = rendezvous->agree("k", 0, 0, "s");
   ASSERT_FALSE(outcome);
-  EXPECT_NE(outcome.status().message().find("gone"), std::string::npos) << outcome.status().message();
-  EXPECT_FALSE(checkRendezvousDirectory((directory_ / "gone").string()));
-  EXPECT_TRUE(checkRendezvousDirectory(directory_.string()));
+  EXPECT_EQ(outcome.status().code(), ErrorCode::IoError) << outcome.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, RendezvousTest, ::testing::Values("dir", "tcp"),
+                         [](const ::testing::TestParamInfo<std::string>& store) { return store.param; });
+
+TEST(RendezvousStore, AMissingDirectoryOrADeadStoreOrABadValueIsAnErrorAtOpen) {
+  const fs::path gone = fs::temp_directory_path() / ("tuccl-rendezvous-gone-" + std::to_string(::getpid()));
+  Expected<std::unique_ptr<RendezvousStore>> missing = openRendezvousStore("dir:" + gone.string(), milliseconds(100));
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.status().message().find(gone.string()), std::string::npos) << missing.status().message();
+  // A port nobody listens at: the server's own, once it is gone.
+  uint16_t port = 0;
+  {
+    Expected<std::unique_ptr<RendezvousServer>> server = RendezvousServer::listen("127.0.0.1", 0);
+    ASSERT_TRUE(server);
+    port = (*server)->port();
+  }
+  Expected<std::unique_ptr<RendezvousStore>> dead =
+      openRendezvousStore("tcp:127.0.0.1:" + std::to_string(port), milliseconds(500));
+  ASSERT_FALSE(dead);
+  EXPECT_NE(dead.status().message().find("cannot connect"), std::string::npos) << dead.status().message();
+  for (const char* bad : {"", "dir:", "tcp:", "tcp:host", "file:/tmp", "/tmp"}) {
+    Expected<std::unique_ptr<RendezvousStore>> store = openRendezvousStore(bad, milliseconds(100));
+    ASSERT_FALSE(store) << bad;
+    EXPECT_EQ(store.status().code(), ErrorCode::InvalidArgument) << bad;
+  }
 }
 
 TEST(RendezvousOutcome, RoundTripsAndReadsAnythingMalformedAsAbandoned) {

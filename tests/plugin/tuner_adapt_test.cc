@@ -1,10 +1,14 @@
 // The tuner plugin's runtime phase across processes: one tuner_adapt_rank process per simulated
 // rank, each loading the built plugin, asking getCollInfo and feeding injected durations to the
-// duration intake, the ranks agreeing through a shared directory. Group 0 (the table's static
-// choice) is slow and group 1 fast: every rank must switch to group 1 at the same call and run
-// the same group at every call; without a rendezvous every call keeps group 0; when a rank stops
-// publishing, nobody switches after that. Each test bounds its processes' time and ends only them.
+// duration intake, the ranks agreeing through a shared directory or a tuccl-adapt-store process.
+// Group 0 (the table's static choice) is slow and group 1 fast: every rank must switch to group 1
+// at the same call and run the same group at every call; without a rendezvous (unset, a directory
+// that does not exist, a dead store) every call keeps group 0; when a rank stops publishing,
+// nobody switches after that. Each test bounds its processes' time and ends only them.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -98,6 +102,38 @@ class TunerAdaptTest : public ::testing::Test {
   fs::path work_;
 };
 
+/// A tuccl-adapt-store process on a free loopback port, ended (by its pid) with the test.
+class StoreProcess {
+ public:
+  explicit StoreProcess(const fs::path& work) {
+    const std::string portFile = (work / "store.port").string();
+    fs::remove(portFile);
+    fs::create_directories(work / "logs" / "store");
+    std::vector<std::string> argv = {TUCCL_ADAPT_STORE, "--host", "127.0.0.1", "--port", "0", "--port-file", portFile};
+    tuccl::testing::RankProcesses started = startRanks(1, argv, {}, (work / "logs").string() + "/store");
+    pid_ = started.pids[0];
+    for (int waited = 0; waited < 3000 && !fs::exists(portFile); ++waited) ::usleep(10'000);  // 30 s at most
+    std::ifstream(portFile) >> port_;
+  }
+  ~StoreProcess() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    for (int waited = 0; waited < 1000; ++waited) {  // 10 s, then SIGKILL
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      ::usleep(10'000);
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  StoreProcess(const StoreProcess&) = delete;
+  StoreProcess& operator=(const StoreProcess&) = delete;
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
 /// The call of a rank's switch line ("... call=<k> ...").
 int switchCall(const std::string& line) {
   std::smatch match;
@@ -132,6 +168,27 @@ TEST_F(TunerAdaptTest, EveryRankSwitchesToTheFastGroupAtTheSameCall) {
     EXPECT_NE(std::find(runs[0].groups.begin(), runs[0].groups.begin() + 8, g), runs[0].groups.begin() + 8);
   // Finalize removed every rendezvous file.
   EXPECT_TRUE(fs::is_empty(rendezvous())) << fs::directory_iterator(rendezvous())->path();
+}
+
+TEST_F(TunerAdaptTest, EveryRankSwitchesTogetherThroughATcpStore) {
+  constexpr int kCalls = 64;
+  std::vector<RankRun> runs;
+  {
+    StoreProcess store(work_);
+    ASSERT_GT(store.port(), 0) << readLog((work_ / "logs" / "store" / "rank0.log").string());
+    runs = run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:" + std::to_string(store.port()),
+                        "TUCCL_ADAPT_TIMEOUT_MS=30000"});
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
+    ASSERT_EQ(runs[r].switches.size(), 1u) << runs[r].log;
+    EXPECT_NE(runs[r].switches[0].find(" group=1"), std::string::npos) << runs[r].switches[0];
+    EXPECT_EQ(switchCall(runs[r].switches[0]), switchCall(runs[0].switches[0]));
+  }
+  // The store ended by itself on SIGTERM, every name removed by the ranks' finalize.
+  EXPECT_NE(readLog((work_ / "logs" / "store" / "rank0.log").string()).find("stopped (0 names left)"),
+            std::string::npos);
 }
 
 TEST_F(TunerAdaptTest, CommunicatorsWithoutIdFromNcclAgreeUnderThePluginsId) {
@@ -172,10 +229,26 @@ TEST_F(TunerAdaptTest, AMissingRendezvousDirectoryKeepsTheStaticChoice) {
   EXPECT_FALSE(fs::exists(missing));
 }
 
+TEST_F(TunerAdaptTest, ADeadStoreKeepsTheStaticChoice) {
+  int port = 0;
+  {
+    StoreProcess store(work_);  // started and ended: nobody listens at its port any more
+    port = store.port();
+  }
+  ASSERT_GT(port, 0);
+  const std::vector<RankRun> runs =
+      run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:" + std::to_string(port)});
+  expectStaticChoice(runs, 40);
+  for (const RankRun& run : runs) {
+    EXPECT_NE(run.log.find("[WARN] TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:"), std::string::npos)
+        << run.log;
+  }
+}
+
 TEST_F(TunerAdaptTest, BadSettingsAreOneWarningAndTheStaticChoice) {
   for (const std::vector<std::string>& environment :
        {std::vector<std::string>{"TUCCL_ADAPT=maybe", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous()},
-        std::vector<std::string>{"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:1"},
+        std::vector<std::string>{"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=nfs:/shared"},
         std::vector<std::string>{"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(),
                                  "TUCCL_ADAPT_SYNC=0"}}) {
     const std::vector<RankRun> runs = run(24, environment);
