@@ -9,6 +9,7 @@ namespace tuccl {
 namespace {
 
 constexpr const char* kOutcomeMagic = "tuccl-adapt-outcome 1\n";
+constexpr const char* kJoinMagic = "tuccl-adapt-join 1\n";
 
 std::string hex16(uint64_t value) {
   char text[17];
@@ -73,56 +74,78 @@ Expected<std::string> Rendezvous::createOrRead(const std::string& name, const st
   return store_->read(name);
 }
 
-Expected<RoundOutcome> Rendezvous::agree(const std::string& key, uint64_t round, int32_t rank,
-                                                  const std::string& summary) {
-  const std::string base = roundName(key, round);
-  const std::string outcomeName = base + "-outcome";
-  if (rank >= 0 && rank < nRanks_) {
-    const std::string mine = base + "-rank" + std::to_string(rank);
-    if (publish(mine, summary)) published_.push_back(mine);
-  }
-  auto decide = [&](const std::string& bytes) -> Expected<RoundOutcome> {
-    for (const std::string& name : published_) store_->remove(name);
-    published_.clear();
-    return decodeOutcome(bytes, nRanks_);
-  };
-  std::vector<std::string> summaries(static_cast<size_t>(nRanks_));
+Expected<std::string> Rendezvous::awaitOutcome(
+    const std::string& outcomeName, const std::function<std::string(int32_t)>& member,
+    const std::function<std::string(const std::vector<std::string>&)>& verdict, const std::string& abandoned) {
+  std::vector<std::string> values(static_cast<size_t>(nRanks_));
   std::vector<bool> have(static_cast<size_t>(nRanks_), false);
   int32_t missing = nRanks_;
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   auto pause = std::chrono::microseconds(200);
   for (;;) {
     Expected<std::string> outcome = store_->read(outcomeName);
-    if (outcome) return decide(*outcome);
-    if (outcome.status().code() != ErrorCode::NotFound) return outcome.status();
+    if (outcome || outcome.status().code() != ErrorCode::NotFound) return outcome;
     for (int32_t r = 0; r < nRanks_ && missing > 0; ++r) {
       if (have[static_cast<size_t>(r)]) continue;
-      Expected<std::string> bytes = store_->read(base + "-rank" + std::to_string(r));
+      Expected<std::string> bytes = store_->read(member(r));
       if (!bytes) continue;
-      summaries[static_cast<size_t>(r)] = std::move(*bytes);
+      values[static_cast<size_t>(r)] = std::move(*bytes);
       have[static_cast<size_t>(r)] = true;
       --missing;
     }
-    if (missing == 0) {
-      Expected<std::string> decided = createOrRead(outcomeName, encodeOutcome({true, summaries}));
-      return decided ? decide(*decided) : Expected<RoundOutcome>(decided.status());
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      Expected<std::string> decided = createOrRead(outcomeName, encodeOutcome({}));
-      return decided ? decide(*decided) : Expected<RoundOutcome>(decided.status());
-    }
+    if (missing == 0) return createOrRead(outcomeName, verdict(values));
+    if (std::chrono::steady_clock::now() >= deadline) return createOrRead(outcomeName, abandoned);
     std::this_thread::sleep_for(pause);
     pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(5));
   }
 }
 
-void Rendezvous::finish(int32_t rank) {
+Expected<bool> Rendezvous::join(const std::string& settings) {
+  const std::string base = prefix_ + "-join";
+  for (int32_t s = 0; s < nRanks_ && slot_ < 0; ++s) {
+    Expected<bool> created = store_->create(base + "-slot" + std::to_string(s), settings);
+    if (!created) return created.status();
+    if (*created) slot_ = s;
+  }
+  const std::string agreed = std::string(kJoinMagic) + "agreed\n" + settings;
+  Expected<std::string> outcome = awaitOutcome(
+      base + "-outcome", [&](int32_t s) { return base + "-slot" + std::to_string(s); },
+      [&](const std::vector<std::string>& joined) {
+        for (const std::string& other : joined) {
+          if (other != joined[0]) return std::string(kJoinMagic) + "differ\n";
+        }
+        return std::string(kJoinMagic) + "agreed\n" + joined[0];
+      },
+      std::string(kJoinMagic) + "abandoned\n");
+  if (!outcome) return outcome.status();
+  return *outcome == agreed;
+}
+
+Expected<RoundOutcome> Rendezvous::agree(const std::string& key, uint64_t round, int32_t rank,
+                                         const std::string& summary) {
+  const std::string base = roundName(key, round);
+  if (rank >= 0 && rank < nRanks_) {
+    const std::string mine = base + "-rank" + std::to_string(rank);
+    if (publish(mine, summary)) published_.push_back(mine);
+  }
+  Expected<std::string> outcome = awaitOutcome(
+      base + "-outcome", [&](int32_t r) { return base + "-rank" + std::to_string(r); },
+      [](const std::vector<std::string>& summaries) { return encodeOutcome({true, summaries}); },
+      encodeOutcome({}));
+  if (!outcome) return outcome.status();
+  // Once the outcome exists nobody reads the summaries.
   for (const std::string& name : published_) store_->remove(name);
   published_.clear();
-  if (rank < 0 || rank >= nRanks_) return;
-  publish(prefix_ + "-done-rank" + std::to_string(rank), "done\n");
-  for (int32_t r = 0; r < nRanks_; ++r) {
-    if (!store_->read(prefix_ + "-done-rank" + std::to_string(r))) return;
+  return decodeOutcome(*outcome, nRanks_);
+}
+
+void Rendezvous::finish() {
+  for (const std::string& name : published_) store_->remove(name);
+  published_.clear();
+  if (slot_ < 0) return;
+  publish(prefix_ + "-done-slot" + std::to_string(slot_), "done\n");
+  for (int32_t s = 0; s < nRanks_; ++s) {
+    if (!store_->read(prefix_ + "-done-slot" + std::to_string(s))) return;
   }
   // Every rank is done: nobody reads this communicator's names any more.
   store_->removePrefix(prefix_ + "-");

@@ -129,7 +129,32 @@ CommAdaptation::CommAdaptation(TunerAdaptSettings settings, std::unique_ptr<Rend
 
 CommAdaptation::~CommAdaptation() {
   std::lock_guard lock(decideMutex_);
-  rendezvous_.finish(rank_.load());
+  rendezvous_.finish();
+}
+
+bool CommAdaptation::join(const std::string& settings) noexcept {
+  try {
+    std::lock_guard lock(decideMutex_);
+    Expected<bool> joined = rendezvous_.join(settings);
+    if (!joined) {
+      TUCCL_TUNER_LOG(logger_, NCCL_LOG_WARN,
+                      "TuCCL adapt: communicator 0x%016llx: cannot join the rendezvous (%s); the tuner serves "
+                      "the table's static choices",
+                      static_cast<unsigned long long>(commId_), joined.status().message().c_str());
+      return false;
+    }
+    if (!*joined) {
+      TUCCL_TUNER_LOG(logger_, NCCL_LOG_WARN,
+                      "TuCCL adapt: communicator 0x%016llx: not every one of its %d ranks joined the rendezvous "
+                      "within %lld ms with the same table and TUCCL_ADAPT* settings; no rank adapts, the tuner "
+                      "serves the table's static choices",
+                      static_cast<unsigned long long>(commId_), nRanks_,
+                      static_cast<long long>(settings_.timeout.count()));
+    }
+    return *joined;
+  } catch (...) {
+    return false;
+  }
 }
 
 bool CommAdaptation::bindRank(int32_t rank) {

@@ -7,7 +7,10 @@
 // Out: the group of every call; "TuCCL adapt: rank=<r> call=<k> coll=<c> bytes=<n> group=<g>" at
 //      INFO through NCCL's logger when a key's choice changes.
 //
-// Agreement: the decision rule is libtuccl's (table/adaptation.h). Calls are counted per key;
+// Joining: at init every rank joins the rendezvous (rendezvous.h) with its settings; unless every
+// rank of the communicator joined with the same settings within the timeout, no rank adapts (so a
+// rank without a rendezvous never sees others explore). Agreement: the decision rule is
+// libtuccl's (table/adaptation.h). Calls are counted per key;
 // NCCL asks getCollInfo for the same collectives in the same order on every rank, so every rank
 // reaches an agreement call (every TUCCL_ADAPT_SYNC calls of a key) at the same count, publishes
 // its summary and applies the round's single outcome. A round that cannot be completed (a rank's
@@ -73,6 +76,11 @@ class CommAdaptation {
   ~CommAdaptation();
   CommAdaptation(const CommAdaptation&) = delete;
   CommAdaptation& operator=(const CommAdaptation&) = delete;
+
+  /// At init, on every rank: joins the communicator's rendezvous with `settings` (what must be
+  /// equal on every rank: table, topology signature, rule). Whether every rank joined with the
+  /// same settings; otherwise (logged) the caller serves the static table.
+  bool join(const std::string& settings) noexcept;
 
   /// The group call `bytes` of `key` runs (0 .. groups-1), agreeing first when due. May wait
   /// for the rendezvous (bounded by the timeout). Never throws: on any failure, group 0.

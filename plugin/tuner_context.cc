@@ -1,6 +1,7 @@
 #include "plugin/tuner_context.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -117,8 +118,9 @@ std::map<uint32_t, std::vector<CompiledDecision>> groupDecisionsOf(const LookupT
 
 /// The communicator's runtime phase, when it is switched on and usable and the table has groups
 /// for it; registered for the duration intake.
-std::unique_ptr<CommAdaptation> createAdaptation(const SharedTable& shared, size_t nRanks,
+std::unique_ptr<CommAdaptation> createAdaptation(const SharedTable& shared, const CommKey& comm,
                                                  std::optional<uint64_t> commId, ncclDebugLogger_t logger) {
+  const size_t nRanks = static_cast<size_t>(comm.nRanks);
   std::optional<TunerAdaptSettings> settings = tunerAdaptSettings(logger);
   if (!settings) return nullptr;
   if (shared.groupDecisions.empty()) {
@@ -131,6 +133,14 @@ std::unique_ptr<CommAdaptation> createAdaptation(const SharedTable& shared, size
   const uint64_t id = commId ? *commId : legacyCommunicatorId(nRanks);
   auto adaptation = std::make_unique<CommAdaptation>(
       *settings, std::move(store), id, static_cast<int32_t>(std::min<size_t>(nRanks, INT32_MAX)), logger);
+  // What every rank must share for its choices to be the same call by call.
+  const AdaptationOptions& rule = settings->rule;
+  char joined[512];
+  std::snprintf(joined, sizeof joined,
+                "table=%016llx nRanks=%d nNodes=%d topology=%s samples=%d sync=%d probe=%d window=%d margin=%.17g",
+                static_cast<unsigned long long>(shared.tableHash), comm.nRanks, comm.nNodes, comm.topology.c_str(),
+                rule.samplesPerGroup, rule.syncEvery, rule.probeEvery, rule.window, rule.switchMargin);
+  if (!adaptation->join(joined)) return nullptr;
   TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,
                   "TuCCL adapt: communicator 0x%016llx (%zu ranks) adapts over %zu entries with groups; "
                   "rendezvous %s, agreement every %d calls of a key, timeout %lld ms",
@@ -177,6 +187,7 @@ std::shared_ptr<const SharedTable> loadSharedTable(const TableSource& source, co
   logTableNotes(*loaded, logger);
   const LookupTable& table = loaded->table;
   auto shared = std::make_shared<SharedTable>();
+  shared->tableHash = hash;
   shared->index = CommIndex::build(table, comm);
   shared->format = loaded->format;
   shared->groupDecisions = groupDecisionsOf(table, comm);
@@ -230,7 +241,7 @@ TunerContext* createTunerContext(size_t nRanks, size_t nNodes, ncclDebugLogger_t
     if (context->shared) {
       context->index = &context->shared->index;
       context->format = context->shared->format;
-      context->adapt = createAdaptation(*context->shared, nRanks, commId, logger);
+      context->adapt = createAdaptation(*context->shared, comm, commId, logger);
     }
   } catch (...) {
     // Out of memory while loading: a no-op tuner for this communicator.

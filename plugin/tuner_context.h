@@ -37,6 +37,7 @@ struct PlacedConstant {
 
 /// What a communicator's index was built from; shared with every context of the same key.
 struct SharedTable {
+  uint64_t tableHash = 0;  ///< FNV-1a 64 of the table file's bytes
   CommIndex index;
   TableFormat format = TableFormat::Json;
   std::vector<PlacedConstant> constants;

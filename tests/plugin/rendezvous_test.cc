@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -76,8 +78,10 @@ TEST_P(RendezvousTest, EveryRankGetsEverySummaryInRankOrder) {
   for (int32_t r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
       std::unique_ptr<Rendezvous> rendezvous = open(0xabcdef, kRanks, milliseconds(30000));
+      const Expected<bool> joined = rendezvous->join("same settings");
+      EXPECT_TRUE(joined && *joined);
       outcomes[r] = rendezvous->agree("allreduce-b20-e0", 1, r, summaryOf(r, 1));
-      rendezvous->finish(r);
+      rendezvous->finish();
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -96,10 +100,12 @@ TEST_P(RendezvousTest, AMissingSummaryAbandonsTheRoundForEveryRankAndKeepsFilesU
   std::vector<std::thread> threads;
   for (int32_t r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
-      std::unique_ptr<Rendezvous> rendezvous = open(7, kRanks, milliseconds(100));
-      // Rank 2 has nothing to publish (its rank is not known yet).
+      std::unique_ptr<Rendezvous> rendezvous = open(7, kRanks, milliseconds(2000));
+      const Expected<bool> joined = rendezvous->join("same settings");
+      EXPECT_TRUE(joined && *joined);
+      // Rank 2 has nothing to publish (its rank is not known yet), and then stops without finishing.
       outcomes[r] = rendezvous->agree("k", 3, r == 2 ? -1 : r, summaryOf(r, 3));
-      rendezvous->finish(r == 2 ? -1 : r);
+      if (r != 2) rendezvous->finish();
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -107,7 +113,7 @@ TEST_P(RendezvousTest, AMissingSummaryAbandonsTheRoundForEveryRankAndKeepsFilesU
     ASSERT_TRUE(outcomes[r]) << outcomes[r].status().message();
     EXPECT_FALSE(outcomes[r]->agreed) << "rank " << r;
   }
-  // Rank 2 never marked itself done: the outcome and the done marks stay for the job to remove.
+  // Rank 2 never marked itself done: the outcomes and the done marks stay for the job to remove.
   EXPECT_FALSE(empty());
 }
 
@@ -122,11 +128,12 @@ TEST_P(RendezvousTest, RanksThatTimeOutAndRanksThatCompleteTheRoundApplyTheSameO
     threads.emplace_back([&, r] {
       std::mt19937 random(static_cast<uint32_t>(1234 + r));
       std::unique_ptr<Rendezvous> rendezvous = open(42, kRanks, milliseconds(1 + random() % 6));
+      (void)rendezvous->join("same settings");  // may be abandoned too: only the rounds are judged
       for (uint64_t round = 0; round < kRounds; ++round) {
         std::this_thread::sleep_for(std::chrono::microseconds(random() % 8000));
         outcomes[r].push_back(rendezvous->agree("k", round, r, summaryOf(r, round)));
       }
-      rendezvous->finish(r);
+      rendezvous->finish();
     });
   }
   for (std::thread& thread : threads) thread.join();
@@ -146,6 +153,44 @@ TEST_P(RendezvousTest, RanksThatTimeOutAndRanksThatCompleteTheRoundApplyTheSameO
   EXPECT_GT(agreed, 0);
   EXPECT_GT(abandoned, 0);
   EXPECT_TRUE(empty());
+}
+
+// A rank that does not join, or joins with other settings, keeps every rank from adapting.
+TEST_P(RendezvousTest, EveryRankAdaptsOnlyWhenEveryRankJoinedWithTheSameSettings) {
+  constexpr int32_t kRanks = 4;
+  auto joinAll = [&](const std::function<std::optional<std::string>(int32_t)>& settings) {
+    std::vector<Expected<bool>> joined(kRanks, false);
+    std::vector<std::thread> threads;
+    static uint64_t commId = 100;
+    const uint64_t id = ++commId;
+    for (int32_t r = 0; r < kRanks; ++r) {
+      threads.emplace_back([&, r] {
+        const std::optional<std::string> mine = settings(r);
+        if (!mine) return;
+        std::unique_ptr<Rendezvous> rendezvous = open(id, kRanks, milliseconds(300));
+        joined[r] = rendezvous->join(*mine);
+        rendezvous->finish();
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    return joined;
+  };
+  for (const Expected<bool>& joined : joinAll([](int32_t) { return std::string("s"); })) {
+    ASSERT_TRUE(joined) << joined.status().message();
+    EXPECT_TRUE(*joined);
+  }
+  EXPECT_TRUE(empty());
+  for (const Expected<bool>& joined : joinAll([](int32_t r) { return std::string(r == 1 ? "other" : "s"); })) {
+    ASSERT_TRUE(joined) << joined.status().message();
+    EXPECT_FALSE(*joined);
+  }
+  EXPECT_TRUE(empty());
+  const std::vector<Expected<bool>> withoutRank3 =
+      joinAll([](int32_t r) { return r == 3 ? std::nullopt : std::optional<std::string>("s"); });
+  for (int32_t r = 0; r < 3; ++r) {
+    ASSERT_TRUE(withoutRank3[r]) << withoutRank3[r].status().message();
+    EXPECT_FALSE(*withoutRank3[r]);
+  }
 }
 
 // The residual case: the store goes away mid-job. The rank cannot know the outcome: an error.

@@ -77,18 +77,15 @@ class TunerAdaptTest : public ::testing::Test {
 
   std::string rendezvous() const { return (work_ / "rendezvous").string(); }
 
-  /// Runs kRanks ranks for `calls` calls with `environment`; `stopAfter(r)`: the call rank r stops
-  /// at (-1: never). Every rank's output, parsed.
+  /// Runs kRanks ranks for `calls` calls with `environment` and, for rank r, perRank(r)'s
+  /// variables. Every rank's output, parsed.
   std::vector<RankRun> run(int calls, const std::vector<std::string>& environment, int version = 6,
-                           const std::function<int(int)>& stopAfter = nullptr) {
+                           const std::function<std::vector<std::string>(int)>& perRank = nullptr) {
     std::vector<std::string> common = environment;
     common.push_back("TUCCL_TUNER_TABLE=" + (work_ / "table.json").string());
     const std::vector<std::string> argv = {TUCCL_TUNER_ADAPT_RANK, std::to_string(version), "0x5eed00c0ffee1234",
                                            std::to_string(calls), kDurations};
-    RankProcesses ranks = startRanks(kRanks, argv, common, (work_ / "logs").string(), [&](int r) {
-      if (!stopAfter || stopAfter(r) < 0) return std::vector<std::string>{};
-      return std::vector<std::string>{"TUNER_ADAPT_RANK_STOP_AFTER=" + std::to_string(stopAfter(r))};
-    });
+    RankProcesses ranks = startRanks(kRanks, argv, common, (work_ / "logs").string(), perRank);
     EXPECT_TRUE(waitRanks(ranks, kProcessSeconds)) << "the ranks did not end in time";
     std::vector<RankRun> runs;
     for (int r = 0; r < kRanks; ++r) {
@@ -133,6 +130,14 @@ class StoreProcess {
   pid_t pid_ = -1;
   int port_ = 0;
 };
+
+/// Rank `rank` ends after `calls` calls without finalizing (TUNER_ADAPT_RANK_STOP_AFTER).
+std::function<std::vector<std::string>(int)> stopping(int rank, int calls) {
+  return [rank, calls](int r) {
+    return r == rank ? std::vector<std::string>{"TUNER_ADAPT_RANK_STOP_AFTER=" + std::to_string(calls)}
+                     : std::vector<std::string>{};
+  };
+}
 
 /// The call of a rank's switch line ("... call=<k> ...").
 int switchCall(const std::string& line) {
@@ -229,6 +234,30 @@ TEST_F(TunerAdaptTest, AMissingRendezvousDirectoryKeepsTheStaticChoice) {
   EXPECT_FALSE(fs::exists(missing));
 }
 
+// One rank without a rendezvous serves the static choice; the others must not explore without it.
+TEST_F(TunerAdaptTest, WhenOneRankHasNoRendezvousNoRankLeavesTheStaticChoice) {
+  const std::string dir = "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous();
+  const std::vector<RankRun> runs = run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_TIMEOUT_MS=2000"}, 6, [&](int r) {
+    return r == 2 ? std::vector<std::string>{} : std::vector<std::string>{dir};
+  });
+  expectStaticChoice(runs, 40);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_NE(runs[r].log.find(r == 2 ? "TUCCL_ADAPT_RENDEZVOUS is unset" : "not every one of its 4 ranks joined"),
+              std::string::npos)
+        << runs[r].log;
+  }
+}
+
+// The same when one rank's rule differs: its choices would fall at other calls.
+TEST_F(TunerAdaptTest, WhenOneRanksSettingsDifferNoRankLeavesTheStaticChoice) {
+  const std::vector<RankRun> runs =
+      run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(), "TUCCL_ADAPT_TIMEOUT_MS=30000"}, 6,
+          [](int r) { return std::vector<std::string>{r == 1 ? "TUCCL_ADAPT_SYNC=16" : "TUCCL_ADAPT_SYNC=8"}; });
+  expectStaticChoice(runs, 40);
+  // Every rank finalized: nothing is left in the directory.
+  EXPECT_TRUE(fs::is_empty(rendezvous()));
+}
+
 TEST_F(TunerAdaptTest, ADeadStoreKeepsTheStaticChoice) {
   int port = 0;
   {
@@ -261,7 +290,7 @@ TEST_F(TunerAdaptTest, WhenARankStopsPublishingBeforeAnyAgreementNobodyLeavesThe
   constexpr int kCalls = 40, kStop = 5;
   const std::vector<RankRun> runs =
       run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(), "TUCCL_ADAPT_TIMEOUT_MS=3000"}, 6,
-          [](int r) { return r == kRanks - 1 ? kStop : -1; });
+          stopping(kRanks - 1, kStop));
   ASSERT_EQ(runs[kRanks - 1].groups.size(), static_cast<size_t>(kStop));
   for (int r = 0; r < kRanks - 1; ++r) {
     ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
@@ -278,7 +307,7 @@ TEST_F(TunerAdaptTest, WhenARankStopsPublishingAfterASwitchNobodySwitchesAgain) 
   constexpr int kCalls = 72, kStop = 20;
   const std::vector<RankRun> runs =
       run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(), "TUCCL_ADAPT_TIMEOUT_MS=3000"}, 6,
-          [](int r) { return r == kRanks - 1 ? kStop : -1; });
+          stopping(kRanks - 1, kStop));
   for (int r = 0; r < kRanks - 1; ++r) {
     ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
     EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
