@@ -65,36 +65,16 @@ std::vector<std::string> sysfsNames(const char* directory, bool skipLoopback) {
 
 Expected<AdaptSettings> adaptSettingsFromEnvironment(const std::string& cacheDir) {
   AdaptSettings settings;
-  if (const char* value = env("TUCCL_ADAPT")) {
-    const std::string text = toLowerCase(value);
-    if (text == "1" || text == "on" || text == "yes") {
-      settings.enabled = true;
-    } else if (text == "0" || text == "off" || text == "no") {
-      settings.enabled = false;
-    } else {
-      return badVariable("TUCCL_ADAPT", value, "1 or 0");
-    }
-  }
+  Expected<AdaptationSwitches> switches = adaptationSwitchesFromEnvironment();
+  if (!switches) return switches.status();
+  settings.enabled = switches->enabled;
+  settings.rule = switches->rule;
+  settings.warmup = switches->warmup;
   if (const char* value = env("TUCCL_ADAPT_FILE")) {
     settings.file = std::filesystem::absolute(value).string();
   } else if (!cacheDir.empty()) {
     settings.file = cacheDir;
     settings.fileFromDefault = true;
-  }
-  if (const char* value = env("TUCCL_ADAPT_SYNC")) {
-    const auto calls = wholeNumber(value, 1, 1 << 20);
-    if (!calls) return badVariable("TUCCL_ADAPT_SYNC", value, "a whole number of calls from 1 to 1048576");
-    settings.rule.syncEvery = static_cast<int32_t>(*calls);
-  }
-  if (const char* value = env("TUCCL_ADAPT_WARMUP")) {
-    const auto calls = wholeNumber(value, 0, 1 << 20);
-    if (!calls) return badVariable("TUCCL_ADAPT_WARMUP", value, "a whole number of calls from 0 to 1048576");
-    settings.warmup = static_cast<int32_t>(*calls);
-  }
-  if (const char* value = env("TUCCL_ADAPT_PROBE")) {
-    const auto calls = wholeNumber(value, 2, 1 << 20);
-    if (!calls) return badVariable("TUCCL_ADAPT_PROBE", value, "a whole number of calls from 2 to 1048576");
-    settings.rule.probeEvery = static_cast<int32_t>(*calls);
   }
   if (const char* value = env("TUCCL_TEST_DELAY_GROUP")) {
     const std::string text = value;
@@ -107,8 +87,6 @@ Expected<AdaptSettings> adaptSettingsFromEnvironment(const std::string& cacheDir
   }
   return settings;
 }
-
-int32_t sizeBucket(uint64_t bytes) { return bytes == 0 ? 0 : static_cast<int32_t>(std::bit_width(bytes)) - 1; }
 
 AdaptiveRuntime::AdaptiveRuntime(AdaptSettings settings, int32_t rank, int32_t nRanks, uint64_t signature,
                                  uint64_t tableHash)

@@ -29,22 +29,18 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/adaptation.h"
+#include "table/adaptation.h"
 #include "support/status.h"
 #include "support/vocabulary.h"
 
 namespace tuccl::backend {
 
-/// Calls of a key before the runtime phase explores it (TUCCL_ADAPT_WARMUP): a key called less
-/// often never builds the plans of its other groups (a kernel compile each on a GPU).
-inline constexpr int32_t kDefaultAdaptWarmup = 64;
-
 /// Settings from the environment (README "Environment"); an error names the variable.
 struct AdaptSettings {
   /// TUCCL_ADAPT: 1 (default) or 0.
   bool enabled = true;
-  /// TUCCL_ADAPT_WARMUP: calls of a key that run group 0 before it is explored; a key the
-  /// learned table knows starts at once.
+  /// TUCCL_ADAPT_WARMUP (kDefaultAdaptWarmup, table/adaptation.h): calls of a key that run
+  /// group 0 before it is explored; a key the learned table knows starts at once.
   int32_t warmup = kDefaultAdaptWarmup;
   /// TUCCL_ADAPT_FILE; default <cache dir>/adaptation-n<ranks>-t<table hash>.json (the runtime
   /// completes the name); empty with no cache dir: nothing is kept.
@@ -64,7 +60,7 @@ struct AdaptKey {
   int32_t entry = -1;
   friend auto operator<=>(const AdaptKey&, const AdaptKey&) = default;
 };
-int32_t sizeBucket(uint64_t bytes);
+using ::tuccl::sizeBucket;  // table/adaptation.h
 
 class AdaptiveRuntime {
  public:

@@ -5,8 +5,12 @@
 // Every exported function is noexcept and returns ncclSuccess unless its arguments make going on
 // impossible (a null context pointer in init): NCCL fails the communicator on any error, so a
 // bad table only costs the tuning, never the job. getCollInfo and getChunkSize read an immutable
-// index: no allocation, no lock, no I/O (TRACE logging, when switched on, goes to NCCL's logger).
+// index: no allocation, no lock, no I/O (TRACE logging, when switched on, goes to NCCL's logger)
+// — unless the runtime phase is on (a rendezvous is set and TUCCL_ADAPT is not 0, tuner_adapt.h): then getCollInfo counts the
+// call under the communicator's lock and, at agreement calls, waits (bounded) for the rendezvous.
+// The duration intake, tucclTunerReportDuration (include/tuccl/tuner_adapt.h), is exported too.
 #include <cstdio>
+#include <optional>
 
 #include "plugin/tuner_context.h"
 #include "table/decision.h"
@@ -73,17 +77,18 @@ ncclResult_t collInfoWithCosts(void* context, ncclFunc_t coll, size_t nBytes, in
     if (ctx->trace) traceNoMatch(*ctx, coll, nBytes, numPipeOps, regBuff);
     return ncclSuccess;
   }
+  const CompiledDecision& served = adaptedDecision(*ctx, static_cast<int>(coll), nBytes, *decision);
   // collCostTable is declared float** but NCCL passes a contiguous float[numAlgo][numProto].
   AppliedDecision applied =
-      applyToCostTable(*decision, reinterpret_cast<float*>(collCostTable), numAlgo, numProto, nChannels);
-  if (ctx->trace) traceDecision(*ctx, coll, nBytes, numPipeOps, regBuff, *decision, applied);
+      applyToCostTable(served, reinterpret_cast<float*>(collCostTable), numAlgo, numProto, nChannels);
+  if (ctx->trace) traceDecision(*ctx, coll, nBytes, numPipeOps, regBuff, served, applied);
   return ncclSuccess;
 }
 
 // ---- v2 -------------------------------------------------------------------------------------------
 ncclResult_t initV2(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger, void** context) noexcept {
   if (context == nullptr) return ncclInvalidArgument;
-  *context = createTunerContext(nRanks, nNodes, logger);
+  *context = createTunerContext(nRanks, nNodes, logger, std::nullopt);
   return ncclSuccess;
 }
 
@@ -96,8 +101,9 @@ ncclResult_t collInfoV2(void* context, ncclFunc_t coll, size_t nBytes, int collN
     if (ctx->trace) traceNoMatch(*ctx, coll, nBytes, numPipeOps, -1);
     return ncclSuccess;
   }
-  AppliedDecision applied = applyToV2(*decision, collNetSupport, nvlsSupport, algorithm, protocol, nChannels);
-  if (ctx->trace) traceDecision(*ctx, coll, nBytes, numPipeOps, -1, *decision, applied);
+  const CompiledDecision& served = adaptedDecision(*ctx, static_cast<int>(coll), nBytes, *decision);
+  AppliedDecision applied = applyToV2(served, collNetSupport, nvlsSupport, algorithm, protocol, nChannels);
+  if (ctx->trace) traceDecision(*ctx, coll, nBytes, numPipeOps, -1, served, applied);
   return ncclSuccess;
 }
 
@@ -118,26 +124,26 @@ static_assert(sizeof(ncclTunerConstants_v5_t) == kNumTunerConstantsV5 * sizeof(d
 static_assert(sizeof(ncclTunerConstants_v7_t) == kNumTunerConstantsV7 * sizeof(double));
 
 /// v5+ init: the context, then the table's cost-model overrides on NCCL's constants of `layout`.
-ncclResult_t initWithConstants(void** context, size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
-                               double* constants, TunerConstantsLayout layout) noexcept {
+ncclResult_t initWithConstants(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                               ncclDebugLogger_t logger, double* constants, TunerConstantsLayout layout) noexcept {
   if (context == nullptr) return ncclInvalidArgument;
-  TunerContext* ctx = createTunerContext(nRanks, nNodes, logger);
+  TunerContext* ctx = createTunerContext(nRanks, nNodes, logger, commId);
   *context = ctx;
   if (ctx != nullptr) applyTunerConstants(*ctx, constants, layout);
   return ncclSuccess;
 }
 
-ncclResult_t initV5(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes,
+ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     ncclDebugLogger_t logger, ncclNvlDomainInfo_v5_t* /*nvlDomainInfo*/,
                     ncclTunerConstants_v5_t* constants) noexcept {
-  return initWithConstants(context, nRanks, nNodes, logger, reinterpret_cast<double*>(constants),
+  return initWithConstants(context, commId, nRanks, nNodes, logger, reinterpret_cast<double*>(constants),
                            TunerConstantsLayout::V5);
 }
 
-ncclResult_t initV7(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes,
+ncclResult_t initV7(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     ncclDebugLogger_t logger, ncclNvlDomainInfo_v7_t* /*nvlDomainInfo*/,
                     ncclTunerConstants_v7_t* constants) noexcept {
-  return initWithConstants(context, nRanks, nNodes, logger, reinterpret_cast<double*>(constants),
+  return initWithConstants(context, commId, nRanks, nNodes, logger, reinterpret_cast<double*>(constants),
                            TunerConstantsLayout::V7);
 }
 
@@ -149,8 +155,9 @@ ncclResult_t chunkSizeV6(void* context, ncclFunc_t coll, size_t nBytes, int algo
   const std::optional<Protocol> proto = protocolAt(protocol);
   if (!algo || !proto) return ncclSuccess;
   // NCCL does not pass numPipeOps / regBuff here: entries filtering on them do not apply.
-  const CompiledDecision* decision = ctx->index->lookup(static_cast<int>(coll), nBytes, -1, -1);
-  if (decision == nullptr) return ncclSuccess;
+  const CompiledDecision* found = ctx->index->lookup(static_cast<int>(coll), nBytes, -1, -1);
+  if (found == nullptr) return ncclSuccess;
+  const CompiledDecision* decision = &lastAdaptedDecision(*ctx, static_cast<int>(coll), nBytes, *found);
   uint64_t size = chunkSizeFor(*decision, *algo, *proto);
   if (size == 0) return ncclSuccess;
   *chunkSize = static_cast<size_t>(size);

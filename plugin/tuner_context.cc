@@ -1,6 +1,7 @@
 #include "plugin/tuner_context.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -94,6 +95,62 @@ void logEnvironment(const LookupTable& table, const CommKey& comm, ncclDebugLogg
   }
 }
 
+/// The decisions of the alternative configuration groups of every entry that can match `comm`.
+std::map<uint32_t, std::vector<CompiledDecision>> groupDecisionsOf(const LookupTable& table, const CommKey& comm) {
+  std::map<uint32_t, std::vector<CompiledDecision>> decisions;
+  for (uint32_t i = 0; i < table.entries.size(); ++i) {
+    const TableEntry& entry = table.entries[i];
+    if (entry.groups.empty() || !keyMatches(entry.nNodes, entry.nRanks, entry.topology, comm)) continue;
+    std::vector<CompiledDecision>& groups = decisions[i];
+    for (const ConfigGroup& group : entry.groups) {
+      CompiledDecision decision;
+      decision.choices[0] = group.choice;
+      decision.numChoices = 1;
+      decision.nChannels = group.nChannels;
+      decision.chunkSize = group.chunkSize;
+      decision.entryIndex = i;
+      decision.origin = entry.origin;
+      groups.push_back(decision);
+    }
+  }
+  return decisions;
+}
+
+/// The communicator's runtime phase, when it is switched on and usable and the table has groups
+/// for it; registered for the duration intake.
+std::unique_ptr<CommAdaptation> createAdaptation(const SharedTable& shared, const CommKey& comm,
+                                                 std::optional<uint64_t> commId, ncclDebugLogger_t logger) {
+  const size_t nRanks = static_cast<size_t>(comm.nRanks);
+  std::optional<TunerAdaptSettings> settings = tunerAdaptSettings(logger);
+  if (!settings) return nullptr;
+  if (shared.groupDecisions.empty()) {
+    TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,
+                    "TuCCL adapt: no entry for this communicator has configuration groups: nothing to adapt");
+    return nullptr;
+  }
+  std::unique_ptr<RendezvousStore> store = openTunerRendezvous(*settings, logger);
+  if (!store) return nullptr;
+  const uint64_t id = commId ? *commId : legacyCommunicatorId(nRanks);
+  auto adaptation = std::make_unique<CommAdaptation>(
+      *settings, std::move(store), id, static_cast<int32_t>(std::min<size_t>(nRanks, INT32_MAX)), logger);
+  // What every rank must share for its choices to be the same call by call.
+  const AdaptationOptions& rule = settings->rule;
+  char joined[512];
+  std::snprintf(joined, sizeof joined,
+                "table=%016llx nRanks=%d nNodes=%d topology=%s samples=%d sync=%d probe=%d window=%d margin=%.17g",
+                static_cast<unsigned long long>(shared.tableHash), comm.nRanks, comm.nNodes, comm.topology.c_str(),
+                rule.samplesPerGroup, rule.syncEvery, rule.probeEvery, rule.window, rule.switchMargin);
+  if (!adaptation->join(joined)) return nullptr;
+  TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,
+                  "TuCCL adapt: communicator 0x%016llx (%zu ranks) adapts over %zu entries with groups; "
+                  "rendezvous %s, agreement every %d calls of a key, timeout %lld ms",
+                  static_cast<unsigned long long>(id), nRanks, shared.groupDecisions.size(),
+                  settings->rendezvous.c_str(), settings->rule.syncEvery,
+                  static_cast<long long>(settings->timeout.count()));
+  registerCommAdaptation(adaptation.get());
+  return adaptation;
+}
+
 std::shared_ptr<const SharedTable> loadSharedTable(const TableSource& source, const CommKey& comm,
                                                    ncclDebugLogger_t logger) {
   auto warn = [&](const Status& error) {
@@ -130,8 +187,10 @@ std::shared_ptr<const SharedTable> loadSharedTable(const TableSource& source, co
   logTableNotes(*loaded, logger);
   const LookupTable& table = loaded->table;
   auto shared = std::make_shared<SharedTable>();
+  shared->tableHash = hash;
   shared->index = CommIndex::build(table, comm);
   shared->format = loaded->format;
+  shared->groupDecisions = groupDecisionsOf(table, comm);
   for (const ConstantOverride& constant : table.constants) {
     shared->constants.push_back({constant.name, constant.value,
                                  tunerConstantOffset(constant.name, TunerConstantsLayout::V5),
@@ -156,7 +215,8 @@ std::shared_ptr<const SharedTable> loadSharedTable(const TableSource& source, co
 
 }  // namespace
 
-TunerContext* createTunerContext(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger) noexcept {
+TunerContext* createTunerContext(size_t nRanks, size_t nNodes, ncclDebugLogger_t logger,
+                                 std::optional<uint64_t> commId) noexcept {
   TunerContext* context = new (std::nothrow) TunerContext;
   if (context == nullptr) return nullptr;
   context->logger = logger;
@@ -181,9 +241,12 @@ TunerContext* createTunerContext(size_t nRanks, size_t nNodes, ncclDebugLogger_t
     if (context->shared) {
       context->index = &context->shared->index;
       context->format = context->shared->format;
+      context->adapt = createAdaptation(*context->shared, comm, commId, logger);
     }
   } catch (...) {
     // Out of memory while loading: a no-op tuner for this communicator.
+    if (context->adapt) unregisterCommAdaptation(context->adapt.get());
+    context->adapt.reset();
     context->shared.reset();
     context->index = nullptr;
     TUCCL_TUNER_LOG(logger, NCCL_LOG_WARN,
@@ -212,6 +275,31 @@ void applyTunerConstants(const TunerContext& context, double* constants,
   }
 }
 
-void destroyTunerContext(TunerContext* context) noexcept { delete context; }
+const CompiledDecision& adaptedDecision(const TunerContext& context, int collective, uint64_t nBytes,
+                                        const CompiledDecision& decision) noexcept {
+  if (!context.adapt) return decision;
+  auto it = context.shared->groupDecisions.find(decision.entryIndex);
+  if (it == context.shared->groupDecisions.end()) return decision;
+  const TunerAdaptKey key{collective, sizeBucket(nBytes), decision.entryIndex};
+  const int32_t group = context.adapt->chooseGroup(key, static_cast<int32_t>(it->second.size()) + 1, nBytes);
+  return group <= 0 || group > static_cast<int32_t>(it->second.size()) ? decision
+                                                                        : it->second[static_cast<size_t>(group - 1)];
+}
+
+const CompiledDecision& lastAdaptedDecision(const TunerContext& context, int collective, uint64_t nBytes,
+                                            const CompiledDecision& decision) noexcept {
+  if (!context.adapt) return decision;
+  auto it = context.shared->groupDecisions.find(decision.entryIndex);
+  if (it == context.shared->groupDecisions.end()) return decision;
+  const int32_t group = context.adapt->lastGroup({collective, sizeBucket(nBytes), decision.entryIndex});
+  return group <= 0 || group > static_cast<int32_t>(it->second.size()) ? decision
+                                                                        : it->second[static_cast<size_t>(group - 1)];
+}
+
+void destroyTunerContext(TunerContext* context) noexcept {
+  if (context == nullptr) return;
+  if (context->adapt) unregisterCommAdaptation(context->adapt.get());
+  delete context;
+}
 
 }  // namespace tuccl

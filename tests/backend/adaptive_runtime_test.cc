@@ -143,7 +143,7 @@ TEST(AdaptiveRuntime, OffAndBadSettingsAreRefusedByName) {
   Expected<AdaptSettings> unset = backend::adaptSettingsFromEnvironment("");
   ASSERT_TRUE(unset);
   EXPECT_TRUE(unset->enabled) << "on unless turned off";
-  EXPECT_EQ(unset->warmup, backend::kDefaultAdaptWarmup);
+  EXPECT_EQ(unset->warmup, kDefaultAdaptWarmup);
   EXPECT_TRUE(unset->file.empty()) << "no cache directory, no learned table";
   setenv("TUCCL_ADAPT", "0", 1);
   setenv("TUCCL_TEST_DELAY_GROUP", "1-5", 1);

@@ -1,5 +1,6 @@
 // The shared object NCCL loads, inspected as binutils sees it: it exports exactly
-// ncclTunerPlugin_v2 .. _v7 (nm -D --defined-only) and needs nothing beyond the C library and
+// ncclTunerPlugin_v2 .. _v7 and the duration intake tucclTunerReportDuration (nm -D
+// --defined-only) and needs nothing beyond the C library and
 // the dynamic loader (readelf -d: the C++ runtime is linked in statically), so it loads into any
 // NCCL job whatever its C++ runtime.
 #include <gtest/gtest.h>
@@ -29,18 +30,28 @@ std::set<std::string> column(const std::string& text, size_t column, size_t minW
   return values;
 }
 
-TEST(PluginExports, ExactlyTheTunerStructsV2ToV7) {
+TEST(PluginExports, ExactlyTheTunerStructsV2ToV7AndTheDurationIntake) {
   const auto nm = runCommand(std::string("nm -D --defined-only ") + TUCCL_TUNER_PLUGIN_PATH);
   ASSERT_EQ(nm.status, 0) << nm.output;
   // "ADDRESS TYPE NAME".
   const std::set<std::string> names = column(nm.output, 2, 3);
   EXPECT_EQ(names, (std::set<std::string>{"ncclTunerPlugin_v2", "ncclTunerPlugin_v3", "ncclTunerPlugin_v4",
-                                          "ncclTunerPlugin_v5", "ncclTunerPlugin_v6", "ncclTunerPlugin_v7"}))
+                                          "ncclTunerPlugin_v5", "ncclTunerPlugin_v6", "ncclTunerPlugin_v7",
+                                          "tucclTunerReportDuration"}))
       << nm.output;
-  // Data symbols (NCCL dlsyms a struct, not a function): initialised data, 'D' (relocated, so in
-  // .data.rel.ro) or 'R'.
-  for (const std::string& type : column(nm.output, 1, 3))
-    EXPECT_TRUE(type == "D" || type == "R") << nm.output;
+  // The structs are data symbols (NCCL dlsyms a struct, not a function): initialised data, 'D'
+  // (relocated, so in .data.rel.ro) or 'R'; the intake is a function, 'T'.
+  std::istringstream lines(nm.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string address, type, name;
+    if (!(words >> address >> type >> name)) continue;
+    if (name == "tucclTunerReportDuration") {
+      EXPECT_EQ(type, "T") << nm.output;
+    } else {
+      EXPECT_TRUE(type == "D" || type == "R") << nm.output;
+    }
+  }
 }
 
 TEST(PluginExports, NeedsOnlyTheCLibrary) {

@@ -1,7 +1,7 @@
-// The runtime phase's decision rule (backend/adaptation.h), driven as a communicator would: every
+// The runtime phase's decision rule (table/adaptation.h), driven as a communicator would: every
 // simulated rank records its own (noisy) timings, and at the sync points the summaries of all
 // ranks are gathered and agreed on. Every rank must choose the same group for every call.
-#include "backend/adaptation.h"
+#include "table/adaptation.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <functional>
 #include <random>
 
-namespace tuccl::backend {
+namespace tuccl {
 namespace {
 
 struct PolicyRun {
@@ -124,4 +124,4 @@ TEST(Adaptation, AGroupMustWinByTheMarginToTakeOver) {
 }
 
 }  // namespace
-}  // namespace tuccl::backend
+}  // namespace tuccl

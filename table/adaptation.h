@@ -17,6 +17,9 @@
 // another group in turn (a bounded exploration that notices when the landscape changes). A
 // group's agreed time is the maximum over ranks of each rank's mean of its last samples: a
 // collective completes when its slowest rank does.
+//
+// Standard library only: libtuccl (backend/adaptive_runtime.h, agreeing over its bootstrap) and
+// the tuner plugin (plugin/tuner_adapt.h, agreeing through a rendezvous) share it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,7 @@
 
 #include "support/status.h"
 
-namespace tuccl::backend {
+namespace tuccl {
 
 struct AdaptationOptions {
   int32_t samplesPerGroup = 2;  ///< calls per group before the first choice
@@ -36,6 +39,26 @@ struct AdaptationOptions {
   int32_t window = 8;           ///< recent samples a rank averages per group
   double switchMargin = 0.05;   ///< a challenger must be this much faster to take over
 };
+
+/// Calls of a key before libtuccl's runtime phase explores it (TUCCL_ADAPT_WARMUP): a key called
+/// less often never builds the plans of its other groups (a kernel compile each on a GPU).
+inline constexpr int32_t kDefaultAdaptWarmup = 64;
+
+/// The runtime phase's switches, read alike by libtuccl and the tuner plugin (README
+/// "Environment"): TUCCL_ADAPT (1/on/yes or 0/off/no; default on — the tuner plugin also needs a
+/// rendezvous), TUCCL_ADAPT_SYNC (calls of a key between agreements, 1..1048576),
+/// TUCCL_ADAPT_PROBE (after exploring, one call in this many runs another group, 2..1048576),
+/// TUCCL_ADAPT_WARMUP (libtuccl: calls of a key before it is explored, 0..1048576). An error
+/// names the variable and its value.
+struct AdaptationSwitches {
+  bool enabled = true;
+  AdaptationOptions rule;
+  int32_t warmup = kDefaultAdaptWarmup;
+};
+Expected<AdaptationSwitches> adaptationSwitchesFromEnvironment();
+
+/// A call's size bucket in a key: floor(log2 bytes) (0 for 0 bytes).
+int32_t sizeBucket(uint64_t bytes);
 
 class AdaptivePolicy {
  public:
@@ -79,4 +102,4 @@ class AdaptivePolicy {
   std::vector<std::vector<double>> recent_;  // per group, the last `window` samples
 };
 
-}  // namespace tuccl::backend
+}  // namespace tuccl

@@ -1,11 +1,15 @@
 // The adaptive choice of configuration groups (adaptation.h).
-#include "backend/adaptation.h"
+#include "table/adaptation.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
-namespace tuccl::backend {
+#include "support/text_values.h"
+
+namespace tuccl {
 namespace {
 
 struct GroupSummary {
@@ -14,7 +18,48 @@ struct GroupSummary {
 };
 static_assert(sizeof(GroupSummary) == 16);
 
+const char* nonEmptyEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+Status badVariable(const char* name, const char* value, const std::string& expected) {
+  return makeError(ErrorCode::InvalidArgument, std::string(name) + "=" + value + ": expected " + expected);
+}
+
+// A call count of variable `name` in [low, 1048576] into `calls`.
+Status readCalls(const char* name, int64_t low, int32_t& calls) {
+  const char* value = nonEmptyEnv(name);
+  if (value == nullptr) return {};
+  const Expected<int64_t> parsed = parseIntegerInRange(value, low, 1 << 20);
+  if (!parsed) {
+    return badVariable(name, value, "a whole number of calls from " + std::to_string(low) + " to 1048576");
+  }
+  calls = static_cast<int32_t>(*parsed);
+  return {};
+}
+
 }  // namespace
+
+Expected<AdaptationSwitches> adaptationSwitchesFromEnvironment() {
+  AdaptationSwitches switches;
+  if (const char* value = nonEmptyEnv("TUCCL_ADAPT")) {
+    const std::string text = toLowerCase(value);
+    if (text == "1" || text == "on" || text == "yes") {
+      switches.enabled = true;
+    } else if (text == "0" || text == "off" || text == "no") {
+      switches.enabled = false;
+    } else {
+      return badVariable("TUCCL_ADAPT", value, "1 or 0");
+    }
+  }
+  if (Status read = readCalls("TUCCL_ADAPT_SYNC", 1, switches.rule.syncEvery); !read) return read;
+  if (Status read = readCalls("TUCCL_ADAPT_PROBE", 2, switches.rule.probeEvery); !read) return read;
+  if (Status read = readCalls("TUCCL_ADAPT_WARMUP", 0, switches.warmup); !read) return read;
+  return switches;
+}
+
+int32_t sizeBucket(uint64_t bytes) { return bytes == 0 ? 0 : static_cast<int32_t>(std::bit_width(bytes)) - 1; }
 
 AdaptivePolicy::AdaptivePolicy(int32_t groups, AdaptationOptions options)
     : groups_(std::max(1, groups)), options_(options) {
@@ -120,4 +165,4 @@ std::optional<double> AdaptivePolicy::agreedSeconds(int32_t group) const {
   return agreed_[static_cast<size_t>(group)];
 }
 
-}  // namespace tuccl::backend
+}  // namespace tuccl

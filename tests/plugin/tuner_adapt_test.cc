@@ -1,0 +1,322 @@
+// The tuner plugin's runtime phase across processes: one tuner_adapt_rank process per simulated
+// rank, each loading the built plugin, asking getCollInfo and feeding injected durations to the
+// duration intake, the ranks agreeing through a shared directory or a tuccl-adapt-store process.
+// Group 0 (the table's static choice) is slow and group 1 fast: every rank must switch to group 1
+// at the same call and run the same group at every call; without a rendezvous (unset, a directory
+// that does not exist, a dead store) every call keeps group 0; when a rank stops publishing,
+// nobody switches after that. Each test bounds its processes' time and ends only them.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/backend/rank_processes.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tuccl::testing::RankProcesses;
+using tuccl::testing::readLog;
+using tuccl::testing::startRanks;
+using tuccl::testing::waitRanks;
+
+constexpr int kRanks = 4;
+constexpr double kProcessSeconds = 90;  // every test's processes end by then, or are killed
+/// Group 0 (RING/SIMPLE, the static choice) is slow, group 1 (TREE/SIMPLE) fast, group 2 between.
+const std::string kDurations = "300,100,250";
+
+/// What one rank printed.
+struct RankRun {
+  std::vector<int> groups;            ///< by call
+  std::vector<std::string> switches;  ///< the "TuCCL adapt: rank=..." lines
+  std::string log;
+};
+
+RankRun parse(const std::string& log) {
+  RankRun run;
+  run.log = log;
+  static const std::regex call(R"(^call=(\d+) group=(-?\d+)$)");
+  static const std::regex switched(R"(^\[INFO\] (TuCCL adapt: rank=\d+ call=\d+ coll=\w+ bytes=\d+ group=\d+)$)");
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_match(line, match, call)) {
+      EXPECT_EQ(std::stoul(match[1]), run.groups.size()) << line;
+      run.groups.push_back(std::stoi(match[2]));
+    } else if (std::regex_match(line, match, switched)) {
+      run.switches.push_back(match[1]);
+    }
+  }
+  return run;
+}
+
+class TunerAdaptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    work_ = fs::temp_directory_path() / ("tuccl-tuner-adapt-" + std::to_string(::getpid()) + "-" + name);
+    fs::remove_all(work_);
+    fs::create_directories(work_ / "rendezvous");
+    fs::create_directories(work_ / "logs");
+    // One AllReduce entry for every size, with two alternative configuration groups.
+    std::ofstream(work_ / "table.json") << R"({"format": "tuccl-tuning-table", "version": 1, "entries": [
+      {"collective": "allreduce", "algorithm": "ring", "protocol": "simple",
+       "groups": [{"algorithm": "tree", "protocol": "simple"}, {"algorithm": "ring", "protocol": "ll128"}]}]})";
+  }
+  void TearDown() override { fs::remove_all(work_); }
+
+  std::string rendezvous() const { return (work_ / "rendezvous").string(); }
+
+  /// Runs kRanks ranks for `calls` calls with `environment` and, for rank r, perRank(r)'s
+  /// variables. Every rank's output, parsed.
+  std::vector<RankRun> run(int calls, const std::vector<std::string>& environment, int version = 6,
+                           const std::function<std::vector<std::string>(int)>& perRank = nullptr) {
+    std::vector<std::string> common = environment;
+    common.push_back("TUCCL_TUNER_TABLE=" + (work_ / "table.json").string());
+    const std::vector<std::string> argv = {TUCCL_TUNER_ADAPT_RANK, std::to_string(version), "0x5eed00c0ffee1234",
+                                           std::to_string(calls), kDurations};
+    RankProcesses ranks = startRanks(kRanks, argv, common, (work_ / "logs").string(), perRank);
+    EXPECT_TRUE(waitRanks(ranks, kProcessSeconds)) << "the ranks did not end in time";
+    std::vector<RankRun> runs;
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0)
+          << "rank " << r << ":\n" << readLog(ranks.logs[r]);
+      runs.push_back(parse(readLog(ranks.logs[r])));
+    }
+    return runs;
+  }
+
+  fs::path work_;
+};
+
+/// A tuccl-adapt-store process on a free loopback port, ended (by its pid) with the test.
+class StoreProcess {
+ public:
+  explicit StoreProcess(const fs::path& work) {
+    const std::string portFile = (work / "store.port").string();
+    fs::remove(portFile);
+    fs::create_directories(work / "logs" / "store");
+    std::vector<std::string> argv = {TUCCL_ADAPT_STORE, "--host", "127.0.0.1", "--port", "0", "--port-file", portFile};
+    tuccl::testing::RankProcesses started = startRanks(1, argv, {}, (work / "logs").string() + "/store");
+    pid_ = started.pids[0];
+    for (int waited = 0; waited < 3000 && !fs::exists(portFile); ++waited) ::usleep(10'000);  // 30 s at most
+    std::ifstream(portFile) >> port_;
+  }
+  ~StoreProcess() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    for (int waited = 0; waited < 1000; ++waited) {  // 10 s, then SIGKILL
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      ::usleep(10'000);
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  StoreProcess(const StoreProcess&) = delete;
+  StoreProcess& operator=(const StoreProcess&) = delete;
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+/// Rank `rank` ends after `calls` calls without finalizing (TUNER_ADAPT_RANK_STOP_AFTER).
+std::function<std::vector<std::string>(int)> stopping(int rank, int calls) {
+  return [rank, calls](int r) {
+    return r == rank ? std::vector<std::string>{"TUNER_ADAPT_RANK_STOP_AFTER=" + std::to_string(calls)}
+                     : std::vector<std::string>{};
+  };
+}
+
+/// The call of a rank's switch line ("... call=<k> ...").
+int switchCall(const std::string& line) {
+  std::smatch match;
+  static const std::regex call(R"(call=(\d+))");
+  return std::regex_search(line, match, call) ? std::stoi(match[1]) : -1;
+}
+
+TEST_F(TunerAdaptTest, EveryRankSwitchesToTheFastGroupAtTheSameCall) {
+  constexpr int kCalls = 96;
+  const std::vector<RankRun> runs = run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(),
+                                                 "TUCCL_ADAPT_TIMEOUT_MS=30000"});
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r << " ran other groups than rank 0";
+    // One switch, to group 1, logged by this rank at the call every rank switched at.
+    ASSERT_EQ(runs[r].switches.size(), 1u) << runs[r].log;
+    EXPECT_NE(runs[r].switches[0].find("rank=" + std::to_string(r) + " "), std::string::npos);
+    EXPECT_NE(runs[r].switches[0].find(" coll=allreduce bytes=1048576 group=1"), std::string::npos)
+        << runs[r].switches[0];
+    EXPECT_EQ(switchCall(runs[r].switches[0]), switchCall(runs[0].switches[0]));
+  }
+  // Within the first two agreements (every 8 calls of the key) ...
+  const int switched = switchCall(runs[0].switches[0]);
+  EXPECT_GT(switched, 0);
+  EXPECT_LE(switched, 16);
+  // ... and from then on the fast group, except one probe in 32 calls.
+  int fast = 0;
+  for (int k = switched; k < kCalls; ++k) fast += runs[0].groups[k] == 1;
+  EXPECT_GE(fast, (kCalls - switched) * 30 / 32) << "calls after the switch that run group 1";
+  // Every group ran before the first agreement (exploration), identically everywhere.
+  for (int g = 0; g < 3; ++g)
+    EXPECT_NE(std::find(runs[0].groups.begin(), runs[0].groups.begin() + 8, g), runs[0].groups.begin() + 8);
+  // Finalize removed every rendezvous file.
+  EXPECT_TRUE(fs::is_empty(rendezvous())) << fs::directory_iterator(rendezvous())->path();
+}
+
+TEST_F(TunerAdaptTest, EveryRankSwitchesTogetherThroughATcpStore) {
+  constexpr int kCalls = 64;
+  std::vector<RankRun> runs;
+  {
+    StoreProcess store(work_);
+    ASSERT_GT(store.port(), 0) << readLog((work_ / "logs" / "store" / "rank0.log").string());
+    runs = run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:" + std::to_string(store.port()),
+                        "TUCCL_ADAPT_TIMEOUT_MS=30000"});
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
+    ASSERT_EQ(runs[r].switches.size(), 1u) << runs[r].log;
+    EXPECT_NE(runs[r].switches[0].find(" group=1"), std::string::npos) << runs[r].switches[0];
+    EXPECT_EQ(switchCall(runs[r].switches[0]), switchCall(runs[0].switches[0]));
+  }
+  // The store ended by itself on SIGTERM, every name removed by the ranks' finalize.
+  EXPECT_NE(readLog((work_ / "logs" / "store" / "rank0.log").string()).find("stopped (0 names left)"),
+            std::string::npos);
+}
+
+TEST_F(TunerAdaptTest, CommunicatorsWithoutIdFromNcclAgreeUnderThePluginsId) {
+  const std::vector<RankRun> runs = run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(),
+                                             "TUCCL_ADAPT_TIMEOUT_MS=30000"},
+                                        /*version=*/4);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
+    ASSERT_EQ(runs[r].switches.size(), 1u) << runs[r].log;
+    EXPECT_EQ(switchCall(runs[r].switches[0]), switchCall(runs[0].switches[0]));
+  }
+  EXPECT_TRUE(fs::is_empty(rendezvous()));
+}
+
+/// Every call of every rank ran group 0, and no rank logged a switch.
+void expectStaticChoice(const std::vector<RankRun>& runs, int calls) {
+  for (const RankRun& run : runs) {
+    ASSERT_EQ(run.groups.size(), static_cast<size_t>(calls)) << run.log;
+    for (int k = 0; k < calls; ++k) EXPECT_EQ(run.groups[k], 0) << "call " << k << "\n" << run.log;
+    EXPECT_TRUE(run.switches.empty()) << run.log;
+  }
+}
+
+TEST_F(TunerAdaptTest, WithoutARendezvousEveryCallKeepsTheStaticChoice) {
+  const std::vector<RankRun> runs = run(40, {"TUCCL_ADAPT=1"});
+  expectStaticChoice(runs, 40);
+  EXPECT_NE(runs[0].log.find("TUCCL_ADAPT_RENDEZVOUS is unset"), std::string::npos) << runs[0].log;
+}
+
+TEST_F(TunerAdaptTest, AMissingRendezvousDirectoryKeepsTheStaticChoice) {
+  const std::string missing = (work_ / "no-such-directory").string();
+  const std::vector<RankRun> runs = run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + missing});
+  expectStaticChoice(runs, 40);
+  for (const RankRun& run : runs) {
+    EXPECT_NE(run.log.find("[WARN] TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=dir:" + missing), std::string::npos)
+        << run.log;
+  }
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+// One rank without a rendezvous serves the static choice; the others must not explore without it.
+TEST_F(TunerAdaptTest, WhenOneRankHasNoRendezvousNoRankLeavesTheStaticChoice) {
+  const std::string dir = "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous();
+  const std::vector<RankRun> runs = run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_TIMEOUT_MS=2000"}, 6, [&](int r) {
+    return r == 2 ? std::vector<std::string>{} : std::vector<std::string>{dir};
+  });
+  expectStaticChoice(runs, 40);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_NE(runs[r].log.find(r == 2 ? "TUCCL_ADAPT_RENDEZVOUS is unset" : "not every one of its 4 ranks joined"),
+              std::string::npos)
+        << runs[r].log;
+  }
+}
+
+// The same when one rank's rule differs: its choices would fall at other calls.
+TEST_F(TunerAdaptTest, WhenOneRanksSettingsDifferNoRankLeavesTheStaticChoice) {
+  const std::vector<RankRun> runs =
+      run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(), "TUCCL_ADAPT_TIMEOUT_MS=30000"}, 6,
+          [](int r) { return std::vector<std::string>{r == 1 ? "TUCCL_ADAPT_SYNC=16" : "TUCCL_ADAPT_SYNC=8"}; });
+  expectStaticChoice(runs, 40);
+  // Every rank finalized: nothing is left in the directory.
+  EXPECT_TRUE(fs::is_empty(rendezvous()));
+}
+
+TEST_F(TunerAdaptTest, ADeadStoreKeepsTheStaticChoice) {
+  int port = 0;
+  {
+    StoreProcess store(work_);  // started and ended: nobody listens at its port any more
+    port = store.port();
+  }
+  ASSERT_GT(port, 0);
+  const std::vector<RankRun> runs =
+      run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:" + std::to_string(port)});
+  expectStaticChoice(runs, 40);
+  for (const RankRun& run : runs) {
+    EXPECT_NE(run.log.find("[WARN] TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:"), std::string::npos)
+        << run.log;
+  }
+}
+
+TEST_F(TunerAdaptTest, BadSettingsAreOneWarningAndTheStaticChoice) {
+  for (const std::vector<std::string>& environment :
+       {std::vector<std::string>{"TUCCL_ADAPT=maybe", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous()},
+        std::vector<std::string>{"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=nfs:/shared"},
+        std::vector<std::string>{"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(),
+                                 "TUCCL_ADAPT_SYNC=0"}}) {
+    const std::vector<RankRun> runs = run(24, environment);
+    expectStaticChoice(runs, 24);
+    for (const RankRun& run : runs) EXPECT_NE(run.log.find("[WARN] TuCCL adapt: TUCCL_ADAPT"), std::string::npos);
+  }
+}
+
+TEST_F(TunerAdaptTest, WhenARankStopsPublishingBeforeAnyAgreementNobodyLeavesTheStaticChoice) {
+  constexpr int kCalls = 40, kStop = 5;
+  const std::vector<RankRun> runs =
+      run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(), "TUCCL_ADAPT_TIMEOUT_MS=3000"}, 6,
+          stopping(kRanks - 1, kStop));
+  ASSERT_EQ(runs[kRanks - 1].groups.size(), static_cast<size_t>(kStop));
+  for (int r = 0; r < kRanks - 1; ++r) {
+    ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
+    EXPECT_TRUE(runs[r].switches.empty()) << runs[r].log;
+    // The first agreement (call 8) is abandoned: group 0, the static choice, from then on.
+    for (int k = 8; k < kCalls; ++k) EXPECT_EQ(runs[r].groups[k], 0) << "rank " << r << " call " << k;
+    EXPECT_NE(runs[r].log.find("was abandoned"), std::string::npos) << runs[r].log;
+  }
+  for (int k = 0; k < kStop; ++k) EXPECT_EQ(runs[kRanks - 1].groups[k], runs[0].groups[k]);
+}
+
+TEST_F(TunerAdaptTest, WhenARankStopsPublishingAfterASwitchNobodySwitchesAgain) {
+  constexpr int kCalls = 72, kStop = 20;
+  const std::vector<RankRun> runs =
+      run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(), "TUCCL_ADAPT_TIMEOUT_MS=3000"}, 6,
+          stopping(kRanks - 1, kStop));
+  for (int r = 0; r < kRanks - 1; ++r) {
+    ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
+    EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
+    // The switch to group 1 happened while every rank published, and no other after the stop.
+    ASSERT_EQ(runs[r].switches.size(), 1u) << runs[r].log;
+    EXPECT_LT(switchCall(runs[r].switches[0]), kStop);
+    // The next agreement after the stop (call 24) is abandoned: the agreed group, no probes.
+    for (int k = 24; k < kCalls; ++k) EXPECT_EQ(runs[r].groups[k], 1) << "rank " << r << " call " << k;
+  }
+}
+
+}  // namespace
