@@ -87,8 +87,9 @@ std::vector<RankAdaptation> runRanks(const std::string& dir, const std::vector<s
 TEST(AdaptiveRuntime, EveryRankLeavesASlowGroupAtTheSameCallAndTheNextRunStartsThere) {
   const std::string base = scratchDir("slow-group");
   const std::string learned = base + "/learned.json";
-  // Group 0 (the built-in default) is slowed by 20 ms a call; agreements every 8 calls.
-  const std::vector<std::string> slow = {"TUCCL_TEST_DELAY_GROUP=0:20000", "TUCCL_ADAPT_SYNC=8"};
+  // Group 0 (the built-in default) is slowed by 100 ms a call — far more than a loaded machine
+  // adds to a 16 KiB call — with agreements every 8 calls.
+  const std::vector<std::string> slow = {"TUCCL_TEST_DELAY_GROUP=0:100000", "TUCCL_ADAPT_SYNC=8"};
   std::filesystem::create_directories(base + "/first");
   const std::vector<RankAdaptation> first = runRanks(base + "/first", slow);
   ASSERT_EQ(first.size(), static_cast<size_t>(kRanks));
