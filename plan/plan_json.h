@@ -32,7 +32,7 @@ void writePlanJson(std::ostream& out, const Plan& plan, int version = kPlanForma
 
 /// What readPlanJson refuses to build, whatever the text says.
 struct PlanReadLimits {
-  /// Entries plus dependencies of the expanded plan (a 1,024-rank HM AllReduce has 1.2 x 10^7;
+  /// Entries plus dependencies of the expanded plan (a 1,024-rank HM AllReduce has 8.3 x 10^6;
   /// the default, 2^26, is several GB of Plan in memory).
   int64_t maxExpandedItems = int64_t{1} << 26;
 };
