@@ -49,8 +49,12 @@ struct FieldForms {
   uint32_t modular = 0;
 };
 
+// Whether a stride or an affine coefficient fits the 32 bits the reader allows.
+bool fits32(int64_t value) { return value >= INT32_MIN && value <= INT32_MAX; }
+
 FieldForms startForms(int64_t v0, int64_t v1, const std::vector<int64_t>& moduli) {
   FieldForms forms;
+  forms.plain = fits32(v1 - v0);
   for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
     if (v0 >= 0 && v1 >= 0 && v0 < moduli[j] && v1 < moduli[j]) forms.modular |= 1u << j;
   }
@@ -186,7 +190,7 @@ std::optional<RankValue> fitAffine(std::span<const int32_t> ranks, std::span<con
     }
     return true;
   };
-  if (dv % d == 0) {
+  if (dv % d == 0 && fits32(dv / d) && fits32(v0 - dv / d * r0)) {
     const int64_t a = dv / d;
     const RankValue plain{RankValue::Form::RankAffine, a, v0 - a * r0, 0, 0};
     if (fitsAll(plain)) return plain;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -157,7 +158,8 @@ Plan randomPlan(std::mt19937& random) {
           entry.dstIndex = shapedPick(0, 1) == 0 ? entry.srcIndex : pick(0, 1000);
           entry.count = 1 + i % 2 * shapedPick(0, 1);
           entry.step = r * 3 + i * strideStep;
-          entry.op = pick(0, 3) == 0 ? pick(0, 1 << 30) : 100 * k + 7 * i + r;
+          // Extremes too: strides and rank coefficients beyond 32 bits must stay values.
+          entry.op = pick(0, 5) == 0 ? (pick(0, 1) == 0 ? INT32_MAX : 0) : pick(0, 3) == 0 ? pick(0, 1 << 30) : 100 * k + 7 * i + r;
           entry.subPipeline = i;
           entry.loc = SourceLoc{static_cast<uint32_t>(shapedPick(0, 50)), static_cast<uint32_t>(pick(0, 3) == 0 ? 1u : 0u)};
           for (size_t d = 0; d < entry.deps.size(); ++d) {
@@ -179,6 +181,18 @@ TEST(RolledPlan, RandomPlansExpandToThemselves) {
     const RolledPlan rolled = rollPlan(plan);
     ASSERT_EQ(rolled.ranks.size(), plan.ranks.size());
     EXPECT_TRUE(expandAll(rolled) == plan.ranks) << "trial " << trial;
+    for (const RankTemplate& tmpl : rolled.templates) {
+      for (const RolledTb& tb : tmpl.tbs) {
+        for (const RolledRun& run : tb.runs) {
+          for (const std::vector<RankValue>* values : {&run.base, &run.stride, &run.modulo}) {
+            for (const RankValue& value : *values) {
+              EXPECT_TRUE(value.a >= INT32_MIN && value.a <= INT32_MAX && value.b >= INT32_MIN && value.b <= INT32_MAX)
+                  << "trial " << trial;  // what the reader accepts
+            }
+          }
+        }
+      }
+    }
   }
 }
 
