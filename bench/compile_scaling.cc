@@ -1,6 +1,7 @@
 // bench_compile_scaling: time per compile stage and peak memory as the cluster grows (8 to 1,024
 // ranks by default): parse (ResCCLang front end), check (semantic checker), DAG, HPDS, TB
-// allocation (state-based) and lowering to the plan.
+// allocation (state-based) and lowering to the plan; then the plan JSON (version 3) as
+// tuccl-compile -o writes it: milliseconds and bytes (counted, not kept).
 //
 //   build/bench/bench_compile_scaling [PROGRAM.resccl] [--gpus-per-node G] [--max-ranks N] [--front-end-only]
 //
@@ -13,10 +14,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ostream>
+#include <streambuf>
 #include <string>
 
 #include "lang/resccl.h"
 #include "lang/semantic_check.h"
+#include "plan/plan_json.h"
 #include "scheduler/dag.h"
 #include "scheduler/pipeline.h"
 #include "scheduler/lowering.h"
@@ -34,6 +38,27 @@ struct Measurement {
   double lowerMs = 0;
   int verified = 0;
   int tbsPerRank = 0;  // maximum over ranks, state-based
+  double jsonMs = 0;
+  long long jsonBytes = 0;
+};
+
+// Counts the bytes written through it.
+class CountingBuffer : public std::streambuf {
+ public:
+  long long count() const { return count_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!traits_type::eq_int_type(c, traits_type::eof())) ++count_;
+    return traits_type::not_eof(c);
+  }
+  std::streamsize xsputn(const char*, std::streamsize n) override {
+    count_ += n;
+    return n;
+  }
+
+ private:
+  long long count_ = 0;
 };
 
 double millisecondsSince(std::chrono::steady_clock::time_point start) {
@@ -68,6 +93,12 @@ Measurement measure(const tuccl::SourceText& source, int ranks, int gpusPerNode,
   start = std::chrono::steady_clock::now();
   tuccl::Plan plan = tuccl::lowerToPlan(algorithm, dag, pipeline, allocation);
   m.lowerMs = millisecondsSince(start);
+  start = std::chrono::steady_clock::now();
+  CountingBuffer counter;
+  std::ostream out(&counter);
+  tuccl::writePlanJson(out, plan);
+  m.jsonMs = millisecondsSince(start);
+  m.jsonBytes = counter.count();
   return m;
 }
 
@@ -107,8 +138,8 @@ int main(int argc, char** argv) {
 
   std::printf("# %s, %d GPUs per node; milliseconds per stage, peak resident memory of the whole compile\n",
               path.c_str(), gpusPerNode);
-  std::printf("%6s %5s %9s %8s %8s %8s %8s %8s %8s %9s %8s %5s %8s\n", "ranks", "nodes", "ops", "parse", "check", "dag",
-              "hpds", "tballoc", "lower", "total_ms", "peak_MiB", "TBs", "verified");
+  std::printf("%6s %5s %9s %8s %8s %8s %8s %8s %8s %9s %8s %5s %8s %8s %9s\n", "ranks", "nodes", "ops", "parse", "check",
+              "dag", "hpds", "tballoc", "lower", "total_ms", "peak_MiB", "TBs", "verified", "json_ms", "json_KiB");
   for (int ranks = gpusPerNode; ranks <= maxRanks; ranks *= 2) {
     int pipefd[2];
     if (pipe(pipefd) != 0) return 1;
@@ -138,9 +169,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     const double total = m.parseMs + m.checkMs + m.dagMs + m.hpdsMs + m.tbMs + m.lowerMs;
-    std::printf("%6d %5d %9lld %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %8.1f %5d %8s\n", ranks, ranks / gpusPerNode,
-                m.operations, m.parseMs, m.checkMs, m.dagMs, m.hpdsMs, m.tbMs, m.lowerMs, total,
-                usage.ru_maxrss / 1024.0, m.tbsPerRank, m.verified ? "yes" : "NO");
+    std::printf("%6d %5d %9lld %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %8.1f %5d %8s %8.1f %9.1f\n", ranks,
+                ranks / gpusPerNode, m.operations, m.parseMs, m.checkMs, m.dagMs, m.hpdsMs, m.tbMs, m.lowerMs, total,
+                usage.ru_maxrss / 1024.0, m.tbsPerRank, m.verified ? "yes" : "NO", m.jsonMs, m.jsonBytes / 1024.0);
   }
   return 0;
 }

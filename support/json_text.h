@@ -15,8 +15,19 @@
 
 namespace tuccl {
 
+/// A JSON library error as a user reads it: without nlohmann's "[json.exception.type_error.302] "
+/// tag, e.g. "type must be number, but is string".
+inline std::string jsonErrorMessage(const std::exception& error) {
+  std::string message = error.what();
+  if (message.rfind("[json.exception.", 0) == 0) {
+    if (const size_t end = message.find("] "); end != std::string::npos) message.erase(0, end + 2);
+  }
+  return message;
+}
+
 /// The document, or an InvalidInput status "not valid JSON: syntax error ..." at the offending
-/// character of `source`.
+/// character of `source` ("not valid JSON: number overflow parsing '1e999'" for a number no double
+/// holds, which nlohmann reports without a position).
 template <typename Json = nlohmann::json>
 Expected<Json> parseJsonText(const SourceText& source) {
   try {
@@ -27,17 +38,9 @@ Expected<Json> parseJsonText(const SourceText& source) {
     std::string message = error.what();
     if (const size_t at = message.find("syntax error"); at != std::string::npos) message = message.substr(at);
     return makeError(ErrorCode::InvalidInput, source.name(), source.locationOf(offset), "not valid JSON: " + message);
+  } catch (const typename Json::out_of_range& error) {
+    return makeError(ErrorCode::InvalidInput, source.name(), SourceLoc{}, "not valid JSON: " + jsonErrorMessage(error));
   }
-}
-
-/// A JSON library error as a user reads it: without nlohmann's "[json.exception.type_error.302] "
-/// tag, e.g. "type must be number, but is string".
-inline std::string jsonErrorMessage(const std::exception& error) {
-  std::string message = error.what();
-  if (message.rfind("[json.exception.", 0) == 0) {
-    if (const size_t end = message.find("] "); end != std::string::npos) message.erase(0, end + 2);
-  }
-  return message;
 }
 
 /// Interprets a parsed document of `source` with `interpret`: what it throws as a JSON library

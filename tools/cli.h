@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <new>
 #include <stdexcept>
@@ -216,12 +217,14 @@ inline Status makeOutputFolder(const std::string& path) {
   return Status();
 }
 
-/// Writes `text` to `path` ("-": standard output) through a temporary file beside it and a rename,
-/// so a failed write leaves the old file (or none) rather than half a file; makes the folder when
-/// missing. The error says why (errno's text).
-inline Status writeOutput(const std::string& path, std::string_view text) {
+/// Writes what `write` puts into its stream to `path` ("-": standard output) through a temporary
+/// file beside it and a rename, so a failed write leaves the old file (or none) rather than half a
+/// file; makes the folder when missing. The error says why (errno's text). A large output (a
+/// plan) is streamed, never held whole in memory.
+inline Status writeOutputStream(const std::string& path, const std::function<void(std::ostream&)>& write) {
   if (isStandardOutput(path)) {
-    std::cout << text << std::flush;
+    write(std::cout);
+    std::cout << std::flush;
     return std::cout ? Status() : makeError(ErrorCode::IoError, "cannot write to standard output");
   }
   if (Status status = makeOutputFolder(path); !status) return status;
@@ -230,7 +233,7 @@ inline Status writeOutput(const std::string& path, std::string_view text) {
     errno = 0;
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (!out) return makeError(ErrorCode::IoError, "cannot write " + path + ": " + std::strerror(errno));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    write(out);
     if (!out.flush()) {
       const int saved = errno;
       std::error_code ignored;
@@ -245,6 +248,11 @@ inline Status writeOutput(const std::string& path, std::string_view text) {
     return makeError(ErrorCode::IoError, "cannot write " + path + ": " + error.message());
   }
   return Status();
+}
+
+/// writeOutputStream of `text`.
+inline Status writeOutput(const std::string& path, std::string_view text) {
+  return writeOutputStream(path, [&](std::ostream& out) { out.write(text.data(), static_cast<std::streamsize>(text.size())); });
 }
 
 /// Runs a tool's work and turns whatever escapes it into a message and an exit status, so no

@@ -71,6 +71,7 @@ struct CompileOptions {
   bool report = false;
   std::vector<std::string> archs{"sm_90"};
   bool cubin = true;  ///< with NVRTC, write CUBIN and PTX beside the sources
+  int planVersion = tuccl::kPlanFormatVersion;  ///< of plan.json and --emit plan
   std::vector<int32_t> emitRanks;  ///< --emit-ranks: only these ranks' kernels and tables (empty: all)
   bool verify = false;
   tuccl::VerifyOptions verifyOptions;
@@ -86,22 +87,12 @@ bool writeOutputFile(const std::filesystem::path& path, std::string_view bytes) 
 // The files -o DIR writes that a second run would replace: checked before any work.
 const std::vector<std::string> kOutputNames = {"plan.json", "kernels.json", "kernel0.cu"};
 
-// plan.json, streamed rank by rank (a 1,024-rank plan is large).
-bool writePlanFile(const std::filesystem::path& path, const tuccl::Plan& plan) {
-  const std::filesystem::path temporary = path.string() + ".tmp";
-  std::error_code error;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), error);
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    tuccl::writePlanJson(out, plan);
-    if (!out.flush()) {
-      std::cerr << "tuccl-compile: error: cannot write " << path.string() << '\n';
-      return false;
-    }
-  }
-  std::filesystem::rename(temporary, path, error);
-  if (error) std::cerr << "tuccl-compile: error: cannot write " << path.string() << ": " << error.message() << '\n';
-  return !error;
+// plan.json (version 3 unless --plan-version), streamed: the text of a large plan is never held whole.
+bool writePlanFile(const std::filesystem::path& path, const tuccl::Plan& plan, int version) {
+  const tuccl::Status status = tuccl::cli::writeOutputStream(
+      path.string(), [&](std::ostream& out) { tuccl::writePlanJson(out, plan, version); });
+  if (!status) std::cerr << "tuccl-compile: error: " << status.message() << '\n';
+  return status.ok();
 }
 
 int32_t tbsOf(const tuccl::Plan& plan, int32_t rank) { return static_cast<int32_t>(plan.ranks[rank].tbs.size()); }
@@ -211,7 +202,7 @@ int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
       return kExitError;
     }
   }
-  if (!writePlanFile(dir / "plan.json", plan)) return kExitError;
+  if (!writePlanFile(dir / "plan.json", plan, options.planVersion)) return kExitError;
   const tuccl::GeneratedKernels kernels = tuccl::generateKernels(plan);
   const std::vector<bool> emitted = emittedRanks(plan, options.emitRanks);
   std::vector<bool> kernelEmitted(kernels.kernels.size(), false);
@@ -242,6 +233,15 @@ int writeEmitted(const CompileOptions& options, std::string_view text, const std
   const tuccl::Status status = tuccl::cli::writeOutput(options.outputDir, text);
   if (!status) return tuccl::cli::reportError("tuccl-compile", status);
   if (!tuccl::cli::isStandardOutput(options.outputDir)) std::cout << "wrote " << options.outputDir << " (" << what << ")\n";
+  return 0;
+}
+
+// --emit plan: the plan JSON, streamed to -o FILE or standard output.
+int emitPlan(const tuccl::Plan& plan, const CompileOptions& options) {
+  const tuccl::Status status = tuccl::cli::writeOutputStream(
+      options.outputDir, [&](std::ostream& out) { tuccl::writePlanJson(out, plan, options.planVersion); });
+  if (!status) return tuccl::cli::reportError("tuccl-compile", status);
+  if (!tuccl::cli::isStandardOutput(options.outputDir)) std::cout << "wrote " << options.outputDir << " (plan JSON)\n";
   return 0;
 }
 
@@ -343,7 +343,7 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
   }
   if (options.report) printReport(algorithm, plan, request, options);
   if (options.emit == Emit::Plan) {
-    if (int status = writeEmitted(options, tuccl::writePlanJson(plan), "plan JSON"); status != 0) return status;
+    if (int status = emitPlan(plan, options); status != 0) return status;
   } else if (options.emit == Emit::Msccl) {
     if (int status = emitMsccl(plan, algorithm, options); status != 0) return status;
   } else if (options.emit == Emit::Mscclpp) {
@@ -427,6 +427,11 @@ int main(int argc, char** argv) {
                      "executor (msccl-executor-nccl), rccl; a plan beyond its limits is an error naming each")
           ->check(CLI::IsMember({"msccl", "executor", "rccl"}))
           ->capture_default_str();
+  app.add_option("--plan-version", options.planVersion,
+                 "the plan JSON version written by -o DIR and --emit plan: 3 (runs and rank templates, its size "
+                 "grows with the distinct work) or 2 (one object per entry, for older readers)")
+      ->check(CLI::Range(tuccl::kOldestWrittenPlanFormatVersion, tuccl::kPlanFormatVersion))
+      ->capture_default_str();
   tuccl::cli::addForceFlag(app, options.force);
   std::string scheduler = "hpds";
   std::string tbAllocation = "auto";

@@ -1,12 +1,13 @@
 // The plan's JSON format (plan/plan_json.h): version-2 round trip and determinism, version-1
 // plans still load, other versions and version-1 rooted plans are refused, and every bad field is
-// named by its path (a syntax error by file:line:col).
+// named by its path (a syntax error by file:line:col). Version 3: plan_rolled_test.cc.
 #include "plan/plan_json.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "sample_plans.h"
@@ -36,16 +37,16 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 
 TEST(PlanJson, VersionTwoRoundTripsByteIdentically) {
   for (const Plan& plan : {testing::twoRankAllGather(), testing::chainBroadcast()}) {
-    const std::string text = writePlanJson(plan);
+    const std::string text = writePlanJson(plan, 2);
     const Expected<Plan> back = readPlanJson(SourceText("plan.json", text));
     ASSERT_TRUE(back.ok()) << back.status().toString();
     EXPECT_TRUE(*back == plan);
-    EXPECT_EQ(writePlanJson(*back), text);
+    EXPECT_EQ(writePlanJson(*back, 2), text);
   }
-  const std::string text = writePlanJson(testing::chainBroadcast());
+  const std::string text = writePlanJson(testing::chainBroadcast(), 2);
   EXPECT_NE(text.find("\"version\": 2"), std::string::npos);
   EXPECT_NE(text.find("\"root\": 0"), std::string::npos);
-  const Expected<Plan> pair = readPlanJson(SourceText("plan.json", writePlanJson(testing::twoRankAllGather())));
+  const Expected<Plan> pair = readPlanJson(SourceText("plan.json", writePlanJson(testing::twoRankAllGather(), 2)));
   ASSERT_TRUE(pair.ok());
   EXPECT_EQ(pair->sourceName, "ag.resccl");
   EXPECT_EQ(pair->root, -1);
@@ -54,10 +55,14 @@ TEST(PlanJson, VersionTwoRoundTripsByteIdentically) {
 
 TEST(PlanJson, StreamedTextIsTheSame) {
   for (const Plan& plan : {testing::twoRankAllGather(), testing::chainBroadcast(), Plan{}}) {
-    std::ostringstream out;
-    writePlanJson(out, plan);
-    EXPECT_EQ(out.str(), writePlanJson(plan));
+    for (int version : {2, 3}) {
+      std::ostringstream out;
+      writePlanJson(out, plan, version);
+      EXPECT_EQ(out.str(), writePlanJson(plan, version));
+    }
   }
+  EXPECT_THROW(writePlanJson(Plan{}, 1), std::invalid_argument);
+  EXPECT_THROW(writePlanJson(Plan{}, 4), std::invalid_argument);
 }
 
 TEST(PlanJson, EqualPlansGiveEqualText) {
@@ -92,12 +97,14 @@ TEST(PlanJson, VersionOnePlansLoad) {
         ++entries;
       }
   EXPECT_EQ(entries, 12);  // 6 transfers, a send and a receive each
-  // Rewritten, it is a version-2 plan that reads back equal.
-  const std::string upgraded = writePlanJson(*plan);
-  EXPECT_NE(upgraded.find("\"version\": 2"), std::string::npos);
-  const Expected<Plan> back = readPlanJson(SourceText("v2.json", upgraded));
-  ASSERT_TRUE(back.ok()) << back.status().toString();
-  EXPECT_TRUE(*back == *plan);
+  // Rewritten, it is a version-2 or version-3 plan that reads back equal.
+  for (int version : {2, 3}) {
+    const std::string upgraded = writePlanJson(*plan, version);
+    EXPECT_NE(upgraded.find("\"version\": " + std::to_string(version)), std::string::npos);
+    const Expected<Plan> back = readPlanJson(SourceText("v2.json", upgraded));
+    ASSERT_TRUE(back.ok()) << back.status().toString();
+    EXPECT_TRUE(*back == *plan);
+  }
 }
 
 TEST(PlanJson, VersionOneRootedPlansAreRefused) {
@@ -113,11 +120,11 @@ TEST(PlanJson, VersionOneRootedPlansAreRefused) {
 }
 
 TEST(PlanJson, OtherVersionsAreRefused) {
-  const std::string good = writePlanJson(testing::twoRankAllGather());
-  for (const char* version : {"0", "3", "7"}) {
+  const std::string good = writePlanJson(testing::twoRankAllGather(), 2);
+  for (const char* version : {"0", "4", "7"}) {
     const std::string error = errorOf(replaced(good, "\"version\": 2", std::string("\"version\": ") + version));
     EXPECT_NE(error.find(std::string("plan format version ") + version +
-                         " is not supported (this build reads versions 1 and 2)"),
+                         " is not supported (this build reads versions 1, 2 and 3)"),
               std::string::npos)
         << error;
   }
@@ -147,7 +154,7 @@ TEST(PlanJson, RootIsCheckedAgainstTheCollective) {
 }
 
 TEST(PlanJson, BadFieldsAreNamedByTheirPath) {
-  const std::string good = writePlanJson(testing::twoRankAllGather());
+  const std::string good = writePlanJson(testing::twoRankAllGather(), 2);
   EXPECT_EQ(errorOf(good), "");
   EXPECT_NE(errorOf("{\n  \"format\": \"tuccl-plan\",\n  oops\n}").find("bad.json:3:3: error: not valid JSON"),
             std::string::npos);

@@ -195,7 +195,7 @@ TEST(PlanJson, RoundTripAndDeterminism) {
   }
   const std::string text = writePlanJson(compile(testing::hmAllReduce(2, 2), Scheduler::Hpds, TbPolicy::StateBased));
   EXPECT_NE(text.find("\"format\": \"tuccl-plan\""), std::string::npos);
-  EXPECT_NE(text.find("\"version\": 2"), std::string::npos);
+  EXPECT_NE(text.find("\"version\": 3"), std::string::npos);
   EXPECT_NE(text.find("\"recvReduceCopy\""), std::string::npos);
   EXPECT_EQ(text.find("sendAhead"), std::string::npos);  // rendezvous: the field is left out
   PlanRequest request;

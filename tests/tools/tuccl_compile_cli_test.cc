@@ -449,6 +449,29 @@ TEST_F(TucclCompilePlan, EmitsThePlanJson) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "kernel0.cu"));  // --emit writes the one file
 }
 
+TEST_F(TucclCompilePlan, WritesVersionThreeUnlessAskedForVersionTwo) {
+  const std::string program = example("hm_allreduce.resccl") + " -p nRanks=16 -p GPUPerNode=4";
+  ToolRun rolled = runTool(program + " --no-cubin -o " + dir_.string());
+  ASSERT_EQ(rolled.status, 0) << rolled.output;
+  const std::filesystem::path plain = dir_ / "plain.json", emitted = dir_ / "emitted.json";
+  ToolRun v2 = runTool(program + " --emit plan --plan-version 2 -o " + plain.string());
+  ASSERT_EQ(v2.status, 0) << v2.output;
+  ToolRun v3 = runTool(program + " --emit plan -o " + emitted.string());
+  ASSERT_EQ(v3.status, 0) << v3.output;
+  const std::string rolledText = readText(dir_ / "plan.json"), plainText = readText(plain);
+  EXPECT_NE(rolledText.find("\"version\": 3"), std::string::npos);
+  EXPECT_NE(plainText.find("\"version\": 2"), std::string::npos);
+  EXPECT_EQ(readText(emitted), rolledText);  // --emit plan streams the same text as -o DIR
+  EXPECT_LT(rolledText.size() * 5, plainText.size());
+  const tuccl::Expected<tuccl::Plan> a = tuccl::readPlanJson(tuccl::readSourceFile((dir_ / "plan.json").string()));
+  const tuccl::Expected<tuccl::Plan> b = tuccl::readPlanJson(tuccl::readSourceFile(plain.string()));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(*a == *b);
+  ToolRun bad = runTool(program + " --emit plan --plan-version 1");
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--plan-version"), std::string::npos) << bad.output;
+}
+
 TEST_F(TucclCompilePlan, EmitsAnMscclppPlanWithPortChannelsBetweenNodes) {
   const std::filesystem::path file = dir_ / "plan.mscclpp.json";
   ToolRun r = runTool(example("hm_allgather.resccl") + " -p nRanks=4 -p GPUPerNode=2 -p nChannels=1 --emit mscclpp -o " +
