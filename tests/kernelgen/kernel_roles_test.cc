@@ -3,6 +3,8 @@
 // exactly the constants of its own straight-line code.
 #include "kernelgen/kernel_roles.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "kernelgen/codegen.h"
@@ -116,6 +118,45 @@ TEST(Roles, SharedKernelsVerifyOnTheCpuLikeOneKernelPerRank) {
     options.kernelGen.reroll = share;
     const CpuVerifyReport report = verifyPlanOnCpu(compileExample("hm_allreduce", "hpds", true, 16, 8).plan, options);
     EXPECT_TRUE(report.ok) << (share ? "roles\n" : "one kernel per rank\n") << report.summary();
+  }
+}
+
+// HPDS orders each node's inter-node ring entries by the global chunk queue, so the loops of node n
+// turn around after about n entries: loop lengths are values, and the nodes between the first few
+// and the last few share one kernel. The number of kernels and their size stop growing with the
+// nodes, and every rank of a shared kernel runs its own schedule (verified on the CPU).
+TEST(Roles, HmAllReduceKernelsDoNotGrowWithTheNodes) {
+  const GeneratedKernels eightNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 64, 8).plan);
+  const GeneratedKernels sixteenNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 128, 8).plan);
+  const GeneratedKernels thirtyTwoNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 256, 8).plan);
+  EXPECT_LE(sixteenNodes.kernels.size(), 9u);
+  EXPECT_EQ(thirtyTwoNodes.kernels.size(), sixteenNodes.kernels.size());
+  EXPECT_LE(eightNodes.kernels.size(), sixteenNodes.kernels.size());
+  size_t largest16 = 0;
+  size_t largest32 = 0;
+  for (const GeneratedKernel& kernel : sixteenNodes.kernels) largest16 = std::max(largest16, kernel.source.size());
+  for (const GeneratedKernel& kernel : thirtyTwoNodes.kernels) largest32 = std::max(largest32, kernel.source.size());
+  EXPECT_LT(largest32, largest16 + largest16 / 20) << "a kernel's source grows with the nodes";
+  // The middle nodes share one kernel: it runs most ranks.
+  size_t most = 0;
+  for (const GeneratedKernel& kernel : thirtyTwoNodes.kernels) most = std::max(most, kernel.ranks.size());
+  EXPECT_GE(most, 256u - 8u * 8u);
+  expectRolesReproduceRanks(compileExample("hm_allreduce", "hpds", true, 128, 8).plan, "hm_allreduce 16x8");
+}
+
+TEST(Roles, HmAllReduceSharedKernelsVerifyOnTheCpu) {
+  for (int32_t nRanks : {32, 128}) {
+    const Plan& plan = compileExample("hm_allreduce", "hpds", true, nRanks, 8).plan;
+    const GeneratedKernels kernels = generateKernels(plan);
+    EXPECT_LE(kernels.kernels.size(), nRanks == 32 ? 4u : 9u) << nRanks << " ranks";
+    VerifyOptions options;
+    options.count = 16 * nRanks + 5;  // a remainder: the last chunk is short
+    options.chunkSize = 32;           // several micro-batches per chunk
+    options.timeoutSeconds = 120;
+    const CpuVerifyReport report = verifyPlanOnCpu(plan, options);
+    EXPECT_TRUE(report.ok) << nRanks << " ranks\n" << report.summary();
+    EXPECT_EQ(report.ranks.size(), static_cast<size_t>(plan.nRanks));
+    EXPECT_GT(report.microBatches, 1);
   }
 }
 
