@@ -385,7 +385,8 @@ TbRuns tbRuns(const Plan& plan, const KernelLayout& layout, int32_t rank, const 
   out.blocks = static_cast<int32_t>(blocks.size());
   out.key.push_back(out.blocks);
   for (int32_t b = 0; b < out.blocks; ++b) {
-    const auto [first, last] = blocks[b];
+    const int32_t first = blocks[b].first;  // not a structured binding: lambdas capture it (Clang 14)
+    const int32_t last = blocks[b].second;
     const size_t runsAt = out.key.size();
     out.key.push_back(0);
     const EntryCode* at = out.entries.data() + first;
