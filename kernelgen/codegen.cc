@@ -49,6 +49,10 @@ void commentEntry(std::ostringstream& out, const Plan& plan, const KernelLayout&
 // The comment of a rerolled run: the entries, their peers, operations, steps and source lines.
 void commentRun(std::ostringstream& out, const Plan& plan, const PlanTb& tb, const EntryRun& run,
                 const std::string& indent) {
+  if (run.count == 0) {
+    out << indent << "// a loop without entries on this rank (other ranks of this kernel run it)\n";
+    return;
+  }
   const PlanEntry& first = tb.entries[run.firstEntry];
   const PlanEntry& last = tb.entries[run.firstEntry + run.count - 1];
   out << indent << "// entries " << run.firstEntry << ".." << run.firstEntry + run.count - 1 << " (" << run.count

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "plan/plan_storage.h"
@@ -333,7 +334,9 @@ struct RunSpan {
   int32_t first = 0;  ///< entry index within the TB
   size_t begin = 0;
   size_t end = 0;
-  bool loop() const { return end - begin > 1; }
+  bool isLoop = false;  ///< a loop (any length, even 0 or 1, when re-cut to another skeleton)
+  int32_t shape = -1;   ///< the template, when re-cut (an empty loop has no entry to tell it)
+  bool loop() const { return isLoop; }
 };
 
 // A rank's entries and its own maximal runs, its TBs in canonical order: what roles are made of.
@@ -358,6 +361,7 @@ struct RankRuns {
     return EntryCode{shapes[j], std::vector<int32_t>(values.begin() + valueAt[j], values.begin() + valueAt[j] + holes)};
   }
   const HoleForms& formsOf(size_t run, size_t hole) const { return forms[formsAt[run] + hole]; }
+  int32_t shapeOfRun(size_t run) const { return runs[run].shape >= 0 ? runs[run].shape : shapes[runs[run].begin]; }
 };
 
 // One TB's entries and maximal runs (greedy, per replay block), and its skeleton.
@@ -432,7 +436,8 @@ RankRuns encodeRankRuns(const Plan& plan, const KernelLayout& layout, int32_t ra
     }
     for (const TbRuns::Run& run : tb.runs) {
       const size_t begin = base + static_cast<size_t>(run.first);
-      out.runs.push_back(RunSpan{static_cast<int32_t>(c), run.block, run.first, begin, begin + static_cast<size_t>(run.count)});
+      out.runs.push_back(RunSpan{static_cast<int32_t>(c), run.block, run.first, begin,
+                                 begin + static_cast<size_t>(run.count), run.count > 1});
       out.formsAt.push_back(static_cast<uint32_t>(out.forms.size()));
       out.forms.insert(out.forms.end(), run.forms.begin(), run.forms.end());
     }
@@ -448,7 +453,7 @@ RunModuli ownModuli(const RankRuns& rank, const EntryTemplates& templates, std::
   RunModuli chosen(rank.runs.size());
   for (size_t s = 0; s < rank.runs.size(); ++s) {
     if (!rank.runs[s].loop()) continue;
-    const int32_t holes = templates.holes(rank.shapes[rank.runs[s].begin]);
+    const int32_t holes = templates.holes(rank.shapeOfRun(s));
     for (int32_t h = 0; h < holes; ++h) chosen[s].push_back(chosenModulus(rank.formsOf(s, h), moduli));
   }
   return chosen;
@@ -462,7 +467,7 @@ std::optional<RunModuli> commonModuli(std::span<const RankRuns* const> members, 
   RunModuli chosen(first.runs.size());
   for (size_t s = 0; s < first.runs.size(); ++s) {
     if (!first.runs[s].loop()) continue;
-    const int32_t holes = templates.holes(first.shapes[first.runs[s].begin]);
+    const int32_t holes = templates.holes(first.shapeOfRun(s));
     for (int32_t h = 0; h < holes; ++h) {
       HoleForms all;
       all.modular = ~0u;
@@ -478,19 +483,170 @@ std::optional<RunModuli> commonModuli(std::span<const RankRuns* const> members, 
   return chosen;
 }
 
-// The rank's code: its own runs with the given moduli.
+// The rank's code: its runs with the given moduli. A loop of 0 or 1 entries (a rank re-cut to a
+// longer skeleton) has stride 0 and, when empty, base 0.
 RankCode cutRuns(const RankRuns& rank, const EntryTemplates& templates, const RunModuli& chosen) {
   RankCode code = rank.frame;
   for (size_t c = 0; c < code.tbs.size(); ++c) code.tbs[c].blocks.resize(static_cast<size_t>(rank.blocksOfTb[c]));
   for (size_t s = 0; s < rank.runs.size(); ++s) {
     const RunSpan& span = rank.runs[s];
     const int32_t count = static_cast<int32_t>(span.end - span.begin);
+    std::vector<EntryRun>& block = code.tbs[span.tb].blocks[span.block];
+    if (span.loop() && count < 2) {
+      EntryRun& run = block.emplace_back();
+      run.shape = rank.shapeOfRun(s);
+      run.firstEntry = span.first;
+      run.count = count;
+      run.modulus = chosen[s];
+      run.base = count == 1 ? rank.entry(templates, span.begin).values : std::vector<int32_t>(chosen[s].size(), 0);
+      run.stride.assign(chosen[s].size(), 0);
+      continue;
+    }
     const EntryCode head = rank.entry(templates, span.begin);
     const EntryCode second = count > 1 ? rank.entry(templates, span.begin + 1) : EntryCode{};
-    code.tbs[span.tb].blocks[span.block].push_back(
-        makeRun(head, count > 1 ? &second : nullptr, span.first, count, chosen[s]));
+    block.push_back(makeRun(head, count > 1 ? &second : nullptr, span.first, count, chosen[s]));
   }
   return code;
+}
+
+// Re-cutting a rank to another role's skeleton: its TB's runs are split into pieces that line up
+// with the skeleton's runs, a loop of the skeleton may get no entries (a zero-length loop), a
+// single entry exactly one. A piece of an affine run is affine, so the rank's code is unchanged.
+struct Piece {
+  size_t begin = 0;  ///< index into RankRuns' concatenated entries
+  size_t count = 0;
+  size_t run = 0;    ///< the rank's own run it comes from (forms), when count > 0
+};
+
+class SkeletonFit {
+ public:
+  SkeletonFit(const RankRuns& rank, size_t firstRun, size_t nRuns, const RankRuns& target, size_t targetFirst,
+              size_t targetRuns)
+      : rank_(rank), first_(firstRun), n_(nRuns), target_(target), targetFirst_(targetFirst), m_(targetRuns) {}
+
+  /// The pieces, one per target run, or empty when the TB does not fit.
+  std::optional<std::vector<Piece>> fit() {
+    std::vector<Piece> pieces;
+    if (!search(0, 0, 0, pieces)) return std::nullopt;
+    return pieces;
+  }
+
+ private:
+  size_t length(size_t i) const { return rank_.runs[first_ + i].end - rank_.runs[first_ + i].begin; }
+  int32_t shapeOf(size_t i) const { return rank_.shapeOfRun(first_ + i); }
+
+  // Target run j onwards, from the rank's run i at offset `off`; depth-first, few lengths per loop
+  // (all, all but one or two, one, two, none), memoising failures.
+  bool search(size_t j, size_t i, size_t off, std::vector<Piece>& pieces) {
+    if (j == m_) return i == n_;
+    const uint64_t state = (uint64_t{j} << 40) | (uint64_t{i} << 20) | off;
+    if (failed_.count(state)) return false;
+    const RunSpan& want = target_.runs[targetFirst_ + j];
+    const int32_t wantShape = target_.shapeOfRun(targetFirst_ + j);
+    const bool matches = i < n_ && shapeOf(i) == wantShape;
+    const size_t rem = i < n_ ? length(i) - off : 0;
+    std::vector<size_t> takes;
+    if (!want.loop()) {
+      if (matches) takes.push_back(1);
+    } else {
+      if (matches) {
+        for (size_t k : {rem, rem - std::min<size_t>(rem, 1), rem - std::min<size_t>(rem, 2), size_t{1}, size_t{2}}) {
+          if (k >= 1 && k <= rem && std::find(takes.begin(), takes.end(), k) == takes.end()) takes.push_back(k);
+        }
+      }
+      takes.push_back(0);
+    }
+    for (size_t k : takes) {
+      const size_t begin = i < n_ ? rank_.runs[first_ + i].begin + off : 0;
+      pieces.push_back(Piece{begin, k, first_ + i});
+      const bool done = k > 0 && k == rem;
+      if (search(j + 1, done ? i + 1 : i, done ? 0 : off + k, pieces)) return true;
+      pieces.pop_back();
+    }
+    failed_.insert(state);
+    return false;
+  }
+
+  const RankRuns& rank_;
+  size_t first_, n_;
+  const RankRuns& target_;
+  size_t targetFirst_, m_;
+  std::set<uint64_t> failed_;
+};
+
+// The forms a piece of `count` entries allows: those of its run, all for an empty loop, and for
+// one entry the moduli its values lie under.
+void pieceForms(const RankRuns& rank, const EntryTemplates& templates, const Piece& piece, int32_t shape,
+                std::span<const int32_t> moduli, std::vector<HoleForms>& forms) {
+  const int32_t holes = templates.holes(shape);
+  for (int32_t h = 0; h < holes; ++h) {
+    HoleForms f;
+    if (piece.count >= 2) {
+      f = rank.formsOf(piece.run, static_cast<size_t>(h));
+    } else {
+      f.modular = 0;
+      for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
+        const int32_t v = piece.count == 1 ? rank.value(piece.begin, static_cast<size_t>(h)) : 0;
+        if (v >= 0 && v < moduli[j]) f.modular |= 1u << j;
+      }
+    }
+    forms.push_back(f);
+  }
+}
+
+// `rank` re-cut to the skeleton of `target` (task-level plans: one block per TB), or nullopt.
+std::optional<RankRuns> recut(const RankRuns& rank, const RankRuns& target, const EntryTemplates& templates,
+                              std::span<const int32_t> moduli) {
+  const size_t nTbs = rank.frame.tbs.size();
+  if (target.frame.tbs.size() != nTbs || rank.frame.epilogueBuffer != target.frame.epilogueBuffer) return std::nullopt;
+  for (size_t c = 0; c < nTbs; ++c) {
+    if (rank.blocksOfTb[c] != 1 || target.blocksOfTb[c] != 1) return std::nullopt;
+  }
+  auto runsOf = [](const RankRuns& r) {
+    std::vector<std::pair<size_t, size_t>> ranges(r.frame.tbs.size(), {0, 0});
+    for (size_t s = 0; s < r.runs.size(); ++s) {
+      auto& range = ranges[static_cast<size_t>(r.runs[s].tb)];
+      if (range.second == 0) range.first = s;
+      ++range.second;
+    }
+    return ranges;
+  };
+  const auto own = runsOf(rank);
+  const auto want = runsOf(target);
+  RankRuns out;
+  out.frame = rank.frame;
+  out.frame.tbs.clear();
+  out.key = target.key;
+  out.shapes = rank.shapes;
+  out.valueAt = rank.valueAt;
+  out.values = rank.values;
+  std::vector<bool> used(nTbs, false);
+  for (size_t c = 0; c < nTbs; ++c) {
+    std::optional<std::vector<Piece>> pieces;
+    size_t match = nTbs;
+    for (size_t t = 0; t < nTbs && !pieces; ++t) {
+      if (used[t]) continue;
+      pieces = SkeletonFit(rank, own[t].first, own[t].second, target, want[c].first, want[c].second).fit();
+      if (pieces) match = t;
+    }
+    if (!pieces) return std::nullopt;
+    used[match] = true;
+    out.frame.tbs.push_back(rank.frame.tbs[match]);
+    out.blocksOfTb.push_back(1);
+    const size_t tbBegin = own[match].second > 0 ? rank.runs[own[match].first].begin : 0;
+    for (size_t j = 0; j < pieces->size(); ++j) {
+      const Piece& piece = (*pieces)[j];
+      const RunSpan& shape = target.runs[want[c].first + j];
+      const size_t begin = piece.count > 0 ? piece.begin : tbBegin;
+      const int32_t shapeId = target.shapeOfRun(want[c].first + j);
+      RunSpan span{static_cast<int32_t>(c), 0, static_cast<int32_t>(begin - tbBegin), begin, begin + piece.count,
+                   shape.loop(), shapeId};
+      out.formsAt.push_back(static_cast<uint32_t>(out.forms.size()));
+      if (span.loop()) pieceForms(rank, templates, piece, shapeId, moduli, out.forms);
+      out.runs.push_back(span);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -627,6 +783,51 @@ RoleValue classify(std::span<const int32_t> ranks, std::span<const int32_t> valu
   return value;
 }
 
+// Joins each group, smallest last, to a larger group whose skeleton its ranks can be re-cut to
+// (zero-length and one-entry loops, runs split into pieces) with moduli every rank agrees on:
+// the first and last nodes of a ring, whose loops are shorter or missing, join the middle ones.
+void mergeGroups(std::vector<RankRuns>& ranks, std::vector<std::vector<int32_t>>& groups,
+                 const EntryTemplates& templates, std::span<const int32_t> moduli) {
+  std::vector<size_t> order(groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  // Larger groups first, then richer skeletons (more runs): those are the ones others fit into.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (groups[a].size() != groups[b].size()) return groups[a].size() > groups[b].size();
+    return ranks[groups[a].front()].runs.size() > ranks[groups[b].front()].runs.size();
+  });
+  std::vector<size_t> kept;
+  std::vector<int32_t> representative(groups.size(), -1);  ///< a rank with the group's own skeleton
+  for (size_t g : order) {
+    bool merged = false;
+    for (size_t h : kept) {
+      const RankRuns& target = ranks[representative[h]];
+      std::vector<RankRuns> recuts;
+      for (int32_t r : groups[g]) {
+        std::optional<RankRuns> fitted = recut(ranks[r], target, templates, moduli);
+        if (!fitted) break;
+        recuts.push_back(std::move(*fitted));
+      }
+      if (recuts.size() != groups[g].size()) continue;
+      std::vector<const RankRuns*> members;
+      for (int32_t r : groups[h]) members.push_back(&ranks[r]);
+      for (const RankRuns& recut : recuts) members.push_back(&recut);
+      if (!commonModuli(members, templates, moduli)) continue;
+      for (size_t m = 0; m < recuts.size(); ++m) ranks[groups[g][m]] = std::move(recuts[m]);
+      groups[h].insert(groups[h].end(), groups[g].begin(), groups[g].end());
+      std::sort(groups[h].begin(), groups[h].end());
+      merged = true;
+      break;
+    }
+    if (!merged) {
+      kept.push_back(g);
+      representative[g] = groups[g].front();
+    }
+  }
+  std::vector<std::vector<int32_t>> result;
+  for (size_t g : kept) result.push_back(std::move(groups[g]));
+  groups = std::move(result);
+}
+
 }  // namespace
 
 RoleAssignment assignRoles(const Plan& plan, const KernelLayout& layout, EntryTemplates& templates, bool reroll,
@@ -648,6 +849,7 @@ RoleAssignment assignRoles(const Plan& plan, const KernelLayout& layout, EntryTe
     if (inserted) groups.emplace_back();
     groups[it->second].push_back(r);
   }
+  if (share && reroll) mergeGroups(ranks, groups, templates, moduli);
   // Pass 2: a group whose ranks agree on a modulus for every hole of every loop is a role; else
   // it splits by the ranks' own moduli (each part agrees by construction).
   std::vector<std::pair<std::vector<int32_t>, RunModuli>> roles;
