@@ -12,7 +12,9 @@
 //      Ranks whose own maximal runs have the same skeleton (per TB the templates of its runs, in
 //      order, and which are loops) share a KernelRole: a loop's length is a value like any other,
 //      so a node whose ring turns around after 3 entries and one that turns after 5 share a
-//      kernel. A value equal on all the role's ranks is a literal, one affine in the rank (possibly
+//      kernel. A smaller group joins a larger one when its ranks can be re-cut to its skeleton
+//      (runs split into pieces, loops of length 0 or 1; the same entries in the same order). A
+//      value equal on all the role's ranks is a literal, one affine in the rank (possibly
 //      modulo a plan size) is `(a * rank + b) % m`, any other is read from the rank's value table
 //      (KernelArgs::roleValues).
 #pragma once
