@@ -49,6 +49,10 @@ void commentEntry(std::ostringstream& out, const Plan& plan, const KernelLayout&
 // The comment of a rerolled run: the entries, their peers, operations, steps and source lines.
 void commentRun(std::ostringstream& out, const Plan& plan, const PlanTb& tb, const EntryRun& run,
                 const std::string& indent) {
+  if (run.count == 0) {
+    out << indent << "// a loop without entries on this rank (other ranks of this kernel run it)\n";
+    return;
+  }
   const PlanEntry& first = tb.entries[run.firstEntry];
   const PlanEntry& last = tb.entries[run.firstEntry + run.count - 1];
   out << indent << "// entries " << run.firstEntry << ".." << run.firstEntry + run.count - 1 << " (" << run.count
@@ -220,34 +224,37 @@ class KernelWriter {
     out_ << "      break;\n    }\n";
   }
 
-  // A run: one entry's block, or a loop over i; task-level code loops over micro-batches inside.
+  // A run: one entry's block, or a loop over i (its length a value of the role); task-level code
+  // loops over micro-batches inside.
   void writeRun(const PlanTb& tb, const EntryRun& run, bool insideMicroBatches, const std::string& indent) {
     const std::string& text = templates_.text(run.shape);
+    const bool loop = !run.stride.empty();
+    const RoleValue* count = loop ? &next() : nullptr;
     const size_t holes = run.base.size();
     std::vector<const RoleValue*> base(holes);
     for (size_t h = 0; h < holes; ++h) base[h] = &next();
     std::vector<std::string> exprs(holes);
     for (size_t h = 0; h < holes; ++h) {
-      const RoleValue* stride = run.count > 1 ? &next() : nullptr;
-      exprs[h] = holeExpr(*base[h], stride, run.count > 1 ? run.modulus[h] : 0);
+      const RoleValue* stride = loop ? &next() : nullptr;
+      exprs[h] = holeExpr(*base[h], stride, loop ? run.modulus[h] : 0);
     }
     const std::string body = fillTemplate(text, exprs);
     std::string inner = indent;
-    if (run.count > 1) {
+    if (loop) {
       commentRun(out_, plan_, tb, run, indent);
-      out_ << indent << "for (int32_t i = 0; i < " << run.count << "; ++i) {\n";
+      out_ << indent << "for (int32_t i = 0; i < " << valueExpr(*count) << "; ++i) {\n";
       inner += "  ";
     }
     if (!insideMicroBatches) {
       out_ << inner << "for (int64_t mb = 0; mb < t.nMicroBatches; ++mb) {\n";
-      if (run.count == 1) commentEntry(out_, plan_, layout_, rank_, tb, run.firstEntry, inner + "  ");
+      if (!loop) commentEntry(out_, plan_, layout_, rank_, tb, run.firstEntry, inner + "  ");
       writeIndented(out_, body, inner + "  ");
       out_ << inner << "}\n";
     } else {
-      if (run.count == 1) commentEntry(out_, plan_, layout_, rank_, tb, run.firstEntry, inner);
+      if (!loop) commentEntry(out_, plan_, layout_, rank_, tb, run.firstEntry, inner);
       writeIndented(out_, body, inner);
     }
-    if (run.count > 1) out_ << indent << "}\n";
+    if (loop) out_ << indent << "}\n";
   }
 
   const Plan& plan_;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "plan/plan_storage.h"
@@ -309,24 +311,6 @@ std::vector<EntryRun> rerollEntries(std::span<const EntryCode> entries, int32_t 
 
 namespace {
 
-// The order of a rank's TBs in its kernel: by their templates (then by id), so ranks whose TBs are
-// a permutation of one another get the same code.
-std::vector<int32_t> canonicalTbOrder(const std::vector<std::vector<int32_t>>& tbKeys) {
-  std::vector<int32_t> order(tbKeys.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return tbKeys[a] < tbKeys[b]; });
-  return order;
-}
-
-// A TB's templates and replay blocks: what its canonical position is sorted by.
-std::vector<int32_t> tbKey(const Plan& plan, const PlanTb& tb, std::span<const EntryCode> entries) {
-  std::vector<int32_t> key;
-  for (const auto& [first, last] : replayBlocks(plan, tb)) key.push_back(last - first);
-  key.push_back(-1);
-  for (const EntryCode& entry : entries) key.push_back(entry.shape);
-  return key;
-}
-
 RankCode rankFrame(const Plan& plan, const KernelLayout& layout, int32_t rank) {
   RankCode code;
   code.rank = rank;
@@ -343,25 +327,335 @@ RankCode rankFrame(const Plan& plan, const KernelLayout& layout, int32_t rank) {
   return code;
 }
 
+// One run of a rank: entries [begin, end) of RankRuns' concatenated entries.
+struct RunSpan {
+  int32_t tb = 0;     ///< canonical position of its TB
+  int32_t block = 0;  ///< replay block within the TB
+  int32_t first = 0;  ///< entry index within the TB
+  size_t begin = 0;
+  size_t end = 0;
+  bool isLoop = false;  ///< a loop (any length, even 0 or 1, when re-cut to another skeleton)
+  int32_t shape = -1;   ///< the template, when re-cut (an empty loop has no entry to tell it)
+  bool loop() const { return isLoop; }
+};
+
+// A rank's entries and its own maximal runs, its TBs in canonical order: what roles are made of.
+// The skeleton (`key`) is per TB its blocks and per run its template and whether it is a loop;
+// the run lengths are values, so ranks whose schedules put the same runs in the same order share
+// a skeleton even when a run is longer on one rank than on another (HPDS orders each node's ring
+// entries by the global chunk queue, so the turning points of a node's loops move with the node).
+struct RankRuns {
+  RankCode frame;  ///< frame values and TB ids (canonical order); no runs
+  std::vector<int32_t> key;
+  std::vector<int32_t> blocksOfTb;  ///< per TB (canonical order): its replay blocks
+  std::vector<int32_t> shapes;      ///< per entry
+  std::vector<uint32_t> valueAt;    ///< per entry: offset of its values
+  std::vector<int32_t> values;
+  std::vector<RunSpan> runs;       ///< TB by TB, block by block
+  std::vector<uint32_t> formsAt;   ///< per run: offset of its holes' forms (loops only)
+  std::vector<HoleForms> forms;
+
+  int32_t value(size_t entry, size_t hole) const { return values[valueAt[entry] + hole]; }
+  EntryCode entry(const EntryTemplates& templates, size_t j) const {
+    const int32_t holes = templates.holes(shapes[j]);
+    return EntryCode{shapes[j], std::vector<int32_t>(values.begin() + valueAt[j], values.begin() + valueAt[j] + holes)};
+  }
+  const HoleForms& formsOf(size_t run, size_t hole) const { return forms[formsAt[run] + hole]; }
+  int32_t shapeOfRun(size_t run) const { return runs[run].shape >= 0 ? runs[run].shape : shapes[runs[run].begin]; }
+};
+
+// One TB's entries and maximal runs (greedy, per replay block), and its skeleton.
+struct TbRuns {
+  struct Run {
+    int32_t block = 0;
+    int32_t first = 0;
+    int32_t count = 0;
+    std::vector<HoleForms> forms;  ///< per hole; empty for a single entry
+  };
+  std::vector<EntryCode> entries;
+  int32_t blocks = 0;
+  std::vector<Run> runs;
+  std::vector<int32_t> key;
+};
+
+TbRuns tbRuns(const Plan& plan, const KernelLayout& layout, int32_t rank, const PlanTb& tb, EntryTemplates& templates,
+              bool reroll, std::span<const int32_t> moduli) {
+  TbRuns out;
+  out.entries.reserve(tb.entries.size());
+  for (int32_t e = 0; e < static_cast<int32_t>(tb.entries.size()); ++e) {
+    out.entries.push_back(encodeEntry(plan, layout, rank, tb, e, templates));
+  }
+  const std::vector<std::pair<int32_t, int32_t>> blocks = replayBlocks(plan, tb);
+  out.blocks = static_cast<int32_t>(blocks.size());
+  out.key.push_back(out.blocks);
+  for (int32_t b = 0; b < out.blocks; ++b) {
+    const int32_t first = blocks[b].first;  // not a structured binding: lambdas capture it (Clang 14)
+    const int32_t last = blocks[b].second;
+    const size_t runsAt = out.key.size();
+    out.key.push_back(0);
+    const EntryCode* at = out.entries.data() + first;
+    greedyRuns(
+        static_cast<size_t>(last - first), reroll, moduli, [&](size_t j) { return at[j].shape; },
+        [&](size_t j, size_t h) { return at[j].values[h]; },
+        [&](size_t j) { return static_cast<int32_t>(at[j].values.size()); },
+        [&](size_t runFirst, size_t next, const std::vector<HoleForms>& forms) {
+          const int32_t count = static_cast<int32_t>(next - runFirst);
+          out.runs.push_back(TbRuns::Run{b, first + static_cast<int32_t>(runFirst), count, forms});
+          out.key.push_back(at[runFirst].shape);
+          out.key.push_back(count > 1 ? 1 : 0);
+          ++out.key[runsAt];
+        });
+  }
+  return out;
+}
+
+// The rank's TBs sorted by their skeletons (then by id), so ranks whose TBs are a permutation of
+// one another line up, concatenated.
+RankRuns encodeRankRuns(const Plan& plan, const KernelLayout& layout, int32_t rank, EntryTemplates& templates,
+                        bool reroll, std::span<const int32_t> moduli) {
+  RankRuns out;
+  out.frame = rankFrame(plan, layout, rank);
+  const std::vector<PlanTb>& planTbs = plan.ranks[rank].tbs;
+  std::vector<TbRuns> tbs;
+  tbs.reserve(planTbs.size());
+  for (const PlanTb& tb : planTbs) tbs.push_back(tbRuns(plan, layout, rank, tb, templates, reroll, moduli));
+  std::vector<int32_t> order(tbs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return tbs[a].key < tbs[b].key; });
+  out.key = {out.frame.epilogueBuffer, static_cast<int32_t>(tbs.size())};
+  for (size_t c = 0; c < order.size(); ++c) {
+    TbRuns& tb = tbs[order[c]];
+    out.frame.tbs.emplace_back().tb = order[c];
+    out.blocksOfTb.push_back(tb.blocks);
+    out.key.insert(out.key.end(), tb.key.begin(), tb.key.end());
+    const size_t base = out.shapes.size();
+    for (const EntryCode& code : tb.entries) {
+      out.shapes.push_back(code.shape);
+      out.valueAt.push_back(static_cast<uint32_t>(out.values.size()));
+      out.values.insert(out.values.end(), code.values.begin(), code.values.end());
+    }
+    for (const TbRuns::Run& run : tb.runs) {
+      const size_t begin = base + static_cast<size_t>(run.first);
+      out.runs.push_back(RunSpan{static_cast<int32_t>(c), run.block, run.first, begin,
+                                 begin + static_cast<size_t>(run.count), run.count > 1});
+      out.formsAt.push_back(static_cast<uint32_t>(out.forms.size()));
+      out.forms.insert(out.forms.end(), run.forms.begin(), run.forms.end());
+    }
+    tb = TbRuns{};
+  }
+  return out;
+}
+
+// Per run, the modulus of each hole (loops only): 0 for plain affine, else a plan size.
+using RunModuli = std::vector<std::vector<int32_t>>;
+
+RunModuli ownModuli(const RankRuns& rank, const EntryTemplates& templates, std::span<const int32_t> moduli) {
+  RunModuli chosen(rank.runs.size());
+  for (size_t s = 0; s < rank.runs.size(); ++s) {
+    if (!rank.runs[s].loop()) continue;
+    const int32_t holes = templates.holes(rank.shapeOfRun(s));
+    for (int32_t h = 0; h < holes; ++h) chosen[s].push_back(chosenModulus(rank.formsOf(s, h), moduli));
+  }
+  return chosen;
+}
+
+// The moduli that hold on every member (same skeleton): plain where all are plainly affine, else
+// the smallest plan size all agree on; nullopt when some hole has none in common.
+std::optional<RunModuli> commonModuli(std::span<const RankRuns* const> members, const EntryTemplates& templates,
+                                      std::span<const int32_t> moduli) {
+  const RankRuns& first = *members[0];
+  RunModuli chosen(first.runs.size());
+  for (size_t s = 0; s < first.runs.size(); ++s) {
+    if (!first.runs[s].loop()) continue;
+    const int32_t holes = templates.holes(first.shapeOfRun(s));
+    for (int32_t h = 0; h < holes; ++h) {
+      HoleForms all;
+      all.modular = ~0u;
+      for (const RankRuns* member : members) {
+        const HoleForms& forms = member->formsOf(s, h);
+        all.plain = all.plain && forms.plain;
+        all.modular &= forms.modular;
+      }
+      if (!all.any()) return std::nullopt;
+      chosen[s].push_back(chosenModulus(all, moduli));
+    }
+  }
+  return chosen;
+}
+
+// The rank's code: its runs with the given moduli. A loop of 0 or 1 entries (a rank re-cut to a
+// longer skeleton) has stride 0 and, when empty, base 0.
+RankCode cutRuns(const RankRuns& rank, const EntryTemplates& templates, const RunModuli& chosen) {
+  RankCode code = rank.frame;
+  for (size_t c = 0; c < code.tbs.size(); ++c) code.tbs[c].blocks.resize(static_cast<size_t>(rank.blocksOfTb[c]));
+  for (size_t s = 0; s < rank.runs.size(); ++s) {
+    const RunSpan& span = rank.runs[s];
+    const int32_t count = static_cast<int32_t>(span.end - span.begin);
+    std::vector<EntryRun>& block = code.tbs[span.tb].blocks[span.block];
+    if (span.loop() && count < 2) {
+      EntryRun& run = block.emplace_back();
+      run.shape = rank.shapeOfRun(s);
+      run.firstEntry = span.first;
+      run.count = count;
+      run.modulus = chosen[s];
+      run.base = count == 1 ? rank.entry(templates, span.begin).values : std::vector<int32_t>(chosen[s].size(), 0);
+      run.stride.assign(chosen[s].size(), 0);
+      continue;
+    }
+    const EntryCode head = rank.entry(templates, span.begin);
+    const EntryCode second = count > 1 ? rank.entry(templates, span.begin + 1) : EntryCode{};
+    block.push_back(makeRun(head, count > 1 ? &second : nullptr, span.first, count, chosen[s]));
+  }
+  return code;
+}
+
+// Re-cutting a rank to another role's skeleton: its TB's runs are split into pieces that line up
+// with the skeleton's runs, a loop of the skeleton may get no entries (a zero-length loop), a
+// single entry exactly one. A piece of an affine run is affine, so the rank's code is unchanged.
+struct Piece {
+  size_t begin = 0;  ///< index into RankRuns' concatenated entries
+  size_t count = 0;
+  size_t run = 0;    ///< the rank's own run it comes from (forms), when count > 0
+};
+
+class SkeletonFit {
+ public:
+  SkeletonFit(const RankRuns& rank, size_t firstRun, size_t nRuns, const RankRuns& target, size_t targetFirst,
+              size_t targetRuns)
+      : rank_(rank), first_(firstRun), n_(nRuns), target_(target), targetFirst_(targetFirst), m_(targetRuns) {}
+
+  /// The pieces, one per target run, or empty when the TB does not fit.
+  std::optional<std::vector<Piece>> fit() {
+    std::vector<Piece> pieces;
+    if (!search(0, 0, 0, pieces)) return std::nullopt;
+    return pieces;
+  }
+
+ private:
+  size_t length(size_t i) const { return rank_.runs[first_ + i].end - rank_.runs[first_ + i].begin; }
+  int32_t shapeOf(size_t i) const { return rank_.shapeOfRun(first_ + i); }
+
+  // Target run j onwards, from the rank's run i at offset `off`; depth-first, few lengths per loop
+  // (all, all but one or two, one, two, none), memoising failures.
+  bool search(size_t j, size_t i, size_t off, std::vector<Piece>& pieces) {
+    if (j == m_) return i == n_;
+    const uint64_t state = (uint64_t{j} << 40) | (uint64_t{i} << 20) | off;
+    if (failed_.count(state)) return false;
+    const RunSpan& want = target_.runs[targetFirst_ + j];
+    const int32_t wantShape = target_.shapeOfRun(targetFirst_ + j);
+    const bool matches = i < n_ && shapeOf(i) == wantShape;
+    const size_t rem = i < n_ ? length(i) - off : 0;
+    std::vector<size_t> takes;
+    if (!want.loop()) {
+      if (matches) takes.push_back(1);
+    } else {
+      if (matches) {
+        for (size_t k : {rem, rem - std::min<size_t>(rem, 1), rem - std::min<size_t>(rem, 2), size_t{1}, size_t{2}}) {
+          if (k >= 1 && k <= rem && std::find(takes.begin(), takes.end(), k) == takes.end()) takes.push_back(k);
+        }
+      }
+      takes.push_back(0);
+    }
+    for (size_t k : takes) {
+      const size_t begin = i < n_ ? rank_.runs[first_ + i].begin + off : 0;
+      pieces.push_back(Piece{begin, k, first_ + i});
+      const bool done = k > 0 && k == rem;
+      if (search(j + 1, done ? i + 1 : i, done ? 0 : off + k, pieces)) return true;
+      pieces.pop_back();
+    }
+    failed_.insert(state);
+    return false;
+  }
+
+  const RankRuns& rank_;
+  size_t first_, n_;
+  const RankRuns& target_;
+  size_t targetFirst_, m_;
+  std::set<uint64_t> failed_;
+};
+
+// The forms a piece of `count` entries allows: those of its run, all for an empty loop, and for
+// one entry the moduli its values lie under.
+void pieceForms(const RankRuns& rank, const EntryTemplates& templates, const Piece& piece, int32_t shape,
+                std::span<const int32_t> moduli, std::vector<HoleForms>& forms) {
+  const int32_t holes = templates.holes(shape);
+  for (int32_t h = 0; h < holes; ++h) {
+    HoleForms f;
+    if (piece.count >= 2) {
+      f = rank.formsOf(piece.run, static_cast<size_t>(h));
+    } else {
+      f.modular = 0;
+      for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
+        const int32_t v = piece.count == 1 ? rank.value(piece.begin, static_cast<size_t>(h)) : 0;
+        if (v >= 0 && v < moduli[j]) f.modular |= 1u << j;
+      }
+    }
+    forms.push_back(f);
+  }
+}
+
+// `rank` re-cut to the skeleton of `target` (task-level plans: one block per TB), or nullopt.
+std::optional<RankRuns> recut(const RankRuns& rank, const RankRuns& target, const EntryTemplates& templates,
+                              std::span<const int32_t> moduli) {
+  const size_t nTbs = rank.frame.tbs.size();
+  if (target.frame.tbs.size() != nTbs || rank.frame.epilogueBuffer != target.frame.epilogueBuffer) return std::nullopt;
+  for (size_t c = 0; c < nTbs; ++c) {
+    if (rank.blocksOfTb[c] != 1 || target.blocksOfTb[c] != 1) return std::nullopt;
+  }
+  auto runsOf = [](const RankRuns& r) {
+    std::vector<std::pair<size_t, size_t>> ranges(r.frame.tbs.size(), {0, 0});
+    for (size_t s = 0; s < r.runs.size(); ++s) {
+      auto& range = ranges[static_cast<size_t>(r.runs[s].tb)];
+      if (range.second == 0) range.first = s;
+      ++range.second;
+    }
+    return ranges;
+  };
+  const auto own = runsOf(rank);
+  const auto want = runsOf(target);
+  RankRuns out;
+  out.frame = rank.frame;
+  out.frame.tbs.clear();
+  out.key = target.key;
+  out.shapes = rank.shapes;
+  out.valueAt = rank.valueAt;
+  out.values = rank.values;
+  std::vector<bool> used(nTbs, false);
+  for (size_t c = 0; c < nTbs; ++c) {
+    std::optional<std::vector<Piece>> pieces;
+    size_t match = nTbs;
+    for (size_t t = 0; t < nTbs && !pieces; ++t) {
+      if (used[t]) continue;
+      pieces = SkeletonFit(rank, own[t].first, own[t].second, target, want[c].first, want[c].second).fit();
+      if (pieces) match = t;
+    }
+    if (!pieces) return std::nullopt;
+    used[match] = true;
+    out.frame.tbs.push_back(rank.frame.tbs[match]);
+    out.blocksOfTb.push_back(1);
+    const size_t tbBegin = own[match].second > 0 ? rank.runs[own[match].first].begin : 0;
+    for (size_t j = 0; j < pieces->size(); ++j) {
+      const Piece& piece = (*pieces)[j];
+      const RunSpan& shape = target.runs[want[c].first + j];
+      const size_t begin = piece.count > 0 ? piece.begin : tbBegin;
+      const int32_t shapeId = target.shapeOfRun(want[c].first + j);
+      RunSpan span{static_cast<int32_t>(c), 0, static_cast<int32_t>(begin - tbBegin), begin, begin + piece.count,
+                   shape.loop(), shapeId};
+      out.formsAt.push_back(static_cast<uint32_t>(out.forms.size()));
+      if (span.loop()) pieceForms(rank, templates, piece, shapeId, moduli, out.forms);
+      out.runs.push_back(span);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 RankCode encodeRank(const Plan& plan, const KernelLayout& layout, int32_t rank, EntryTemplates& templates,
                     bool reroll) {
-  RankCode code = rankFrame(plan, layout, rank);
   const std::vector<int32_t> moduli = planModuli(plan);
-  const std::vector<std::vector<EntryCode>> entries = encodeEntries(plan, layout, rank, templates);
-  const std::vector<PlanTb>& tbs = plan.ranks[rank].tbs;
-  std::vector<std::vector<int32_t>> keys;
-  for (const PlanTb& tb : tbs) keys.push_back(tbKey(plan, tb, entries[tb.id]));
-  for (int32_t id : canonicalTbOrder(keys)) {
-    TbCode& tbCode = code.tbs.emplace_back();
-    tbCode.tb = id;
-    const std::span<const EntryCode> all = entries[id];
-    for (const auto& [first, last] : replayBlocks(plan, tbs[id])) {
-      tbCode.blocks.push_back(rerollEntries(all.subspan(first, last - first), first, reroll, moduli));
-    }
-  }
-  return code;
+  const RankRuns runs = encodeRankRuns(plan, layout, rank, templates, reroll, moduli);
+  return cutRuns(runs, templates, ownModuli(runs, templates, moduli));
 }
 
 std::vector<EntryCode> unrollTb(const TbCode& tb) {
@@ -386,7 +680,7 @@ std::vector<int32_t> structureKey(const RankCode& code) {
       key.push_back(static_cast<int32_t>(block.size()));
       for (const EntryRun& run : block) {
         key.push_back(run.shape);
-        key.push_back(run.count);
+        key.push_back(run.stride.empty() ? 0 : 1);  // the length of a loop is a value
         key.insert(key.end(), run.modulus.begin(), run.modulus.end());
       }
     }
@@ -400,6 +694,7 @@ std::vector<int32_t> flattenValues(const RankCode& code) {
   for (const TbCode& tb : code.tbs) {
     for (const std::vector<EntryRun>& block : tb.blocks) {
       for (const EntryRun& run : block) {
+        if (!run.stride.empty()) values.push_back(run.count);
         values.insert(values.end(), run.base.begin(), run.base.end());
         values.insert(values.end(), run.stride.begin(), run.stride.end());
       }
@@ -419,8 +714,10 @@ RankCode withValues(const RankCode& structure, std::span<const int32_t> values) 
   for (TbCode& tb : code.tbs) {
     for (std::vector<EntryRun>& block : tb.blocks) {
       for (EntryRun& run : block) {
+        if (!run.stride.empty()) run.count = values[at++];
         take(run.base);
         take(run.stride);
+        if (!run.base.empty()) run.firstEntry = run.base[0];  // hole 0 is the entry index (t.at)
       }
     }
   }
@@ -486,154 +783,49 @@ RoleValue classify(std::span<const int32_t> ranks, std::span<const int32_t> valu
   return value;
 }
 
-// A rank's entries, compact: every entry's template and its values, concatenated; TBs in
-// canonical order.
-struct EncodedRank {
-  RankCode frame;  ///< frame values and TB ids (canonical order); no runs
-  std::vector<std::vector<std::pair<int32_t, int32_t>>> blocks;  ///< per TB: [first, last) entry ranges
-  std::vector<int32_t> tbFirst;  ///< per TB: index of its first entry in `shapes`
-  std::vector<int32_t> shapes;
-  std::vector<uint32_t> valueAt;  ///< per entry: offset of its values
-  std::vector<int32_t> values;
-
-  int32_t value(size_t entry, size_t hole) const { return values[valueAt[entry] + hole]; }
-  EntryCode entry(const EntryTemplates& templates, size_t j) const {
-    const int32_t holes = templates.holes(shapes[j]);
-    return EntryCode{shapes[j], std::vector<int32_t>(values.begin() + valueAt[j], values.begin() + valueAt[j] + holes)};
-  }
-};
-
-EncodedRank encodeCompact(const Plan& plan, const KernelLayout& layout, int32_t rank, EntryTemplates& templates) {
-  EncodedRank encoded;
-  encoded.frame = rankFrame(plan, layout, rank);
-  const std::vector<PlanTb>& tbs = plan.ranks[rank].tbs;
-  std::vector<std::vector<EntryCode>> entries(tbs.size());
-  std::vector<std::vector<int32_t>> keys;
-  for (const PlanTb& tb : tbs) {
-    for (int32_t e = 0; e < static_cast<int32_t>(tb.entries.size()); ++e) {
-      entries[tb.id].push_back(encodeEntry(plan, layout, rank, tb, e, templates));
-    }
-    keys.push_back(tbKey(plan, tb, entries[tb.id]));
-  }
-  for (int32_t id : canonicalTbOrder(keys)) {
-    encoded.frame.tbs.emplace_back().tb = id;
-    encoded.tbFirst.push_back(static_cast<int32_t>(encoded.shapes.size()));
-    encoded.blocks.push_back(replayBlocks(plan, tbs[id]));
-    for (EntryCode& code : entries[id]) {
-      encoded.shapes.push_back(code.shape);
-      encoded.valueAt.push_back(static_cast<uint32_t>(encoded.values.size()));
-      encoded.values.insert(encoded.values.end(), code.values.begin(), code.values.end());
-    }
-    entries[id].clear();
-    entries[id].shrink_to_fit();
-  }
-  return encoded;
-}
-
-// What must be equal for ranks to share a kernel before rerolling: the TBs (in canonical order),
-// their blocks and the template of every entry.
-std::vector<int32_t> shapeKey(const EncodedRank& encoded) {
-  std::vector<int32_t> key = {encoded.frame.epilogueBuffer, static_cast<int32_t>(encoded.blocks.size())};
-  for (const auto& blocks : encoded.blocks) {
-    key.push_back(static_cast<int32_t>(blocks.size()));
-    for (const auto& [first, last] : blocks) key.push_back(last - first);
-  }
-  key.insert(key.end(), encoded.shapes.begin(), encoded.shapes.end());
-  return key;
-}
-
-// The starts of the rank's own maximal runs (and of every block), by entry.
-void markRunStarts(const EncodedRank& encoded, const EntryTemplates& templates, bool reroll,
-                   std::span<const int32_t> moduli, std::vector<bool>& starts) {
-  for (size_t tb = 0; tb < encoded.blocks.size(); ++tb) {
-    const size_t base = static_cast<size_t>(encoded.tbFirst[tb]);
-    for (const auto& [first, last] : encoded.blocks[tb]) {
-      const size_t at = base + static_cast<size_t>(first);
-      greedyRuns(
-          static_cast<size_t>(last - first), reroll, moduli, [&](size_t j) { return encoded.shapes[at + j]; },
-          [&](size_t j, size_t h) { return encoded.value(at + j, h); },
-          [&](size_t j) { return templates.holes(encoded.shapes[at + j]); },
-          [&](size_t runFirst, size_t, const std::vector<HoleForms>&) { starts[at + runFirst] = true; });
-    }
-  }
-}
-
-// One run of a role: entries [begin, end) of the concatenated entries.
-struct RunSpan {
-  size_t tb = 0;
-  int32_t first = 0;  ///< entry index within the TB
-  size_t begin = 0;
-  size_t end = 0;
-};
-
-std::vector<RunSpan> runSpans(const EncodedRank& encoded, const std::vector<bool>& starts) {
-  std::vector<RunSpan> spans;
-  for (size_t tb = 0; tb < encoded.blocks.size(); ++tb) {
-    const size_t base = static_cast<size_t>(encoded.tbFirst[tb]);
-    for (const auto& [first, last] : encoded.blocks[tb]) {
-      for (int32_t e = first; e < last;) {
-        int32_t next = e + 1;
-        while (next < last && !starts[base + next]) ++next;
-        spans.push_back(RunSpan{tb, e, base + e, base + next});
-        e = next;
+// Joins each group, smallest last, to a larger group whose skeleton its ranks can be re-cut to
+// (zero-length and one-entry loops, runs split into pieces) with moduli every rank agrees on:
+// the first and last nodes of a ring, whose loops are shorter or missing, join the middle ones.
+void mergeGroups(std::vector<RankRuns>& ranks, std::vector<std::vector<int32_t>>& groups,
+                 const EntryTemplates& templates, std::span<const int32_t> moduli) {
+  std::vector<size_t> order(groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  // Larger groups first, then richer skeletons (more runs): those are the ones others fit into.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (groups[a].size() != groups[b].size()) return groups[a].size() > groups[b].size();
+    return ranks[groups[a].front()].runs.size() > ranks[groups[b].front()].runs.size();
+  });
+  std::vector<size_t> kept;
+  std::vector<int32_t> representative(groups.size(), -1);  ///< a rank with the group's own skeleton
+  for (size_t g : order) {
+    bool merged = false;
+    for (size_t h : kept) {
+      const RankRuns& target = ranks[representative[h]];
+      std::vector<RankRuns> recuts;
+      for (int32_t r : groups[g]) {
+        std::optional<RankRuns> fitted = recut(ranks[r], target, templates, moduli);
+        if (!fitted) break;
+        recuts.push_back(std::move(*fitted));
       }
+      if (recuts.size() != groups[g].size()) continue;
+      std::vector<const RankRuns*> members;
+      for (int32_t r : groups[h]) members.push_back(&ranks[r]);
+      for (const RankRuns& recut : recuts) members.push_back(&recut);
+      if (!commonModuli(members, templates, moduli)) continue;
+      for (size_t m = 0; m < recuts.size(); ++m) ranks[groups[g][m]] = std::move(recuts[m]);
+      groups[h].insert(groups[h].end(), groups[g].begin(), groups[g].end());
+      std::sort(groups[h].begin(), groups[h].end());
+      merged = true;
+      break;
+    }
+    if (!merged) {
+      kept.push_back(g);
+      representative[g] = groups[g].front();
     }
   }
-  return spans;
-}
-
-// The moduli of every run and hole that hold on every rank of the role; a run without one for some
-// hole is marked to be cut into single entries (returns false).
-bool commonModuli(const std::vector<const EncodedRank*>& members, const EntryTemplates& templates,
-                  std::span<const int32_t> moduli, const std::vector<RunSpan>& spans, std::vector<bool>& starts,
-                  std::vector<std::vector<int32_t>>& chosen) {
-  bool ok = true;
-  chosen.assign(spans.size(), {});
-  for (size_t s = 0; s < spans.size(); ++s) {
-    const RunSpan& span = spans[s];
-    if (span.end - span.begin < 2) continue;
-    const int32_t holes = templates.holes(members[0]->shapes[span.begin]);
-    for (int32_t h = 0; h < holes; ++h) {
-      HoleForms all;
-      all.modular = ~0u;
-      for (const EncodedRank* member : members) {
-        const int32_t v0 = member->value(span.begin, h);
-        const int32_t v1 = member->value(span.begin + 1, h);
-        HoleForms forms = startForms(v0, v1, moduli);
-        for (size_t j = span.begin + 2; j < span.end && forms.any(); ++j) {
-          narrowForms(forms, v0, v1, member->value(j, h), static_cast<int64_t>(j - span.begin), moduli);
-        }
-        all.plain = all.plain && forms.plain;
-        all.modular &= forms.modular;
-      }
-      if (!all.any()) {
-        for (size_t j = span.begin; j < span.end; ++j) starts[j] = true;
-        ok = false;
-        break;
-      }
-      chosen[s].push_back(chosenModulus(all, moduli));
-    }
-  }
-  return ok;
-}
-
-RankCode cutRuns(const EncodedRank& encoded, const EntryTemplates& templates, const std::vector<RunSpan>& spans,
-                 const std::vector<std::vector<int32_t>>& chosen) {
-  RankCode code = encoded.frame;
-  size_t s = 0;
-  for (size_t tb = 0; tb < encoded.blocks.size(); ++tb) {
-    for (const auto& [first, last] : encoded.blocks[tb]) {
-      std::vector<EntryRun>& block = code.tbs[tb].blocks.emplace_back();
-      for (; s < spans.size() && spans[s].tb == tb && spans[s].first < last; ++s) {
-        const RunSpan& span = spans[s];
-        const int32_t count = static_cast<int32_t>(span.end - span.begin);
-        const EntryCode head = encoded.entry(templates, span.begin);
-        const EntryCode second = count > 1 ? encoded.entry(templates, span.begin + 1) : EntryCode{};
-        block.push_back(makeRun(head, count > 1 ? &second : nullptr, span.first, count, chosen[s]));
-      }
-    }
-  }
-  return code;
+  std::vector<std::vector<int32_t>> result;
+  for (size_t g : kept) result.push_back(std::move(groups[g]));
+  groups = std::move(result);
 }
 
 }  // namespace
@@ -644,40 +836,44 @@ RoleAssignment assignRoles(const Plan& plan, const KernelLayout& layout, EntryTe
   assignment.roleOfRank.assign(static_cast<size_t>(plan.nRanks), -1);
   assignment.tables.resize(static_cast<size_t>(plan.nRanks));
   const std::vector<int32_t> moduli = planModuli(plan);
-  // Pass 1: group the ranks by their templates; a group's runs start wherever one of its ranks'
-  // own runs starts (a piece of a run is a run), so every rank of the group has the same loops.
-  std::map<std::vector<int32_t>, int32_t> roleOfKey;
-  std::vector<std::vector<bool>> startsOfRole;
-  std::vector<EncodedRank> encoded;
-  encoded.reserve(static_cast<size_t>(plan.nRanks));
+  // Pass 1: every rank's own maximal runs; ranks of one skeleton form a group.
+  std::vector<RankRuns> ranks;
+  ranks.reserve(static_cast<size_t>(plan.nRanks));
+  std::map<std::vector<int32_t>, size_t> groupOfKey;
+  std::vector<std::vector<int32_t>> groups;
   for (int32_t r = 0; r < plan.nRanks; ++r) {
-    encoded.push_back(encodeCompact(plan, layout, r, templates));
-    std::vector<int32_t> key = shapeKey(encoded.back());
+    ranks.push_back(encodeRankRuns(plan, layout, r, templates, reroll, moduli));
+    std::vector<int32_t> key = ranks.back().key;
     if (!share) key.push_back(r);
-    auto [it, inserted] = roleOfKey.try_emplace(std::move(key), static_cast<int32_t>(assignment.roles.size()));
-    if (inserted) {
-      assignment.roles.emplace_back();
-      startsOfRole.emplace_back(encoded.back().shapes.size(), false);
-    }
-    assignment.roles[it->second].ranks.push_back(r);
-    assignment.roleOfRank[r] = it->second;
-    markRunStarts(encoded.back(), templates, reroll, moduli, startsOfRole[it->second]);
+    auto [it, inserted] = groupOfKey.try_emplace(std::move(key), groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(r);
   }
-  // Pass 2: per role the moduli every rank agrees on (runs without are cut), each rank's runs and
-  // values, and how the kernel obtains each value.
-  for (size_t k = 0; k < assignment.roles.size(); ++k) {
-    KernelRole& role = assignment.roles[k];
-    std::vector<const EncodedRank*> members;
-    for (int32_t r : role.ranks) members.push_back(&encoded[r]);
-    std::vector<RunSpan> spans;
-    std::vector<std::vector<int32_t>> chosen;
-    do {
-      spans = runSpans(*members[0], startsOfRole[k]);
-    } while (!commonModuli(members, templates, moduli, spans, startsOfRole[k], chosen));
+  if (share && reroll) mergeGroups(ranks, groups, templates, moduli);
+  // Pass 2: a group whose ranks agree on a modulus for every hole of every loop is a role; else
+  // it splits by the ranks' own moduli (each part agrees by construction).
+  std::vector<std::pair<std::vector<int32_t>, RunModuli>> roles;
+  for (std::vector<int32_t>& group : groups) {
+    std::vector<const RankRuns*> members;
+    for (int32_t r : group) members.push_back(&ranks[r]);
+    if (std::optional<RunModuli> chosen = commonModuli(members, templates, moduli)) {
+      roles.emplace_back(std::move(group), std::move(*chosen));
+      continue;
+    }
+    std::map<RunModuli, std::vector<int32_t>> parts;
+    for (int32_t r : group) parts[ownModuli(ranks[r], templates, moduli)].push_back(r);
+    for (auto& [chosen, part] : parts) roles.emplace_back(std::move(part), chosen);
+  }
+  std::sort(roles.begin(), roles.end(), [](const auto& a, const auto& b) { return a.first.front() < b.first.front(); });
+  // Each rank's code and values, and how the role's kernel obtains each value.
+  for (auto& [members, chosen] : roles) {
+    KernelRole& role = assignment.roles.emplace_back();
+    role.ranks = std::move(members);
     std::vector<std::vector<int32_t>> values;
     for (int32_t r : role.ranks) {
-      RankCode code = cutRuns(encoded[r], templates, spans, chosen);
-      encoded[r] = EncodedRank{};  // done with it
+      assignment.roleOfRank[r] = static_cast<int32_t>(assignment.roles.size() - 1);
+      RankCode code = cutRuns(ranks[r], templates, chosen);
+      ranks[r] = RankRuns{};  // done with it
       values.push_back(flattenValues(code));
       if (r == role.ranks.front()) role.code = std::move(code);
     }

@@ -7,11 +7,15 @@
 //      integer constant a hole) and the hole values; a run of consecutive entries of a TB with
 //      one template whose holes are affine in the position i within the run (base + i * stride)
 //      is one EntryRun; a hole may also step modulo a plan size (chunk indices and peers wrap
-//      around rings: (base + i * stride) % m). A rank's TBs are put in a canonical order (by their
-//      templates), so ranks whose TBs are a permutation of one another share code. Ranks whose
-//      RankCodes have the same structure (templates, run lengths, moduli) share a KernelRole: a
-//      value equal on all its ranks is a literal, one affine in the rank (possibly modulo a plan
-//      size) is `(a * rank + b) % m`, any other is read from the rank's value table
+//      around rings: (base + i * stride) % m). A rank's TBs are put in a canonical order (by the
+//      templates of their runs), so ranks whose TBs are a permutation of one another share code.
+//      Ranks whose own maximal runs have the same skeleton (per TB the templates of its runs, in
+//      order, and which are loops) share a KernelRole: a loop's length is a value like any other,
+//      so a node whose ring turns around after 3 entries and one that turns after 5 share a
+//      kernel. A smaller group joins a larger one when its ranks can be re-cut to its skeleton
+//      (runs split into pieces, loops of length 0 or 1; the same entries in the same order). A
+//      value equal on all the role's ranks is a literal, one affine in the rank (possibly
+//      modulo a plan size) is `(a * rank + b) % m`, any other is read from the rank's value table
 //      (KernelArgs::roleValues).
 #pragma once
 
@@ -109,16 +113,18 @@ std::vector<EntryRun> rerollEntries(std::span<const EntryCode> entries, int32_t 
 /// The sizes a hole may wrap around: the ranks, the chunks of each buffer (ascending, distinct).
 std::vector<int32_t> planModuli(const Plan& plan);
 
-/// The rank's code, rerolled (or not), its TBs in canonical order.
+/// The rank's code, rerolled (or not) into its own maximal runs, its TBs in canonical order.
 RankCode encodeRank(const Plan& plan, const KernelLayout& layout, int32_t rank, EntryTemplates& templates,
                     bool reroll = true);
 
 /// The entries a TB's runs stand for, in order (the inverse of rerolling).
 std::vector<EntryCode> unrollTb(const TbCode& tb);
 
-/// What a rank's kernel is, without its values: equal keys share a kernel.
+/// What a rank's kernel is, without its values (a loop's length is a value): equal keys share a
+/// kernel.
 std::vector<int32_t> structureKey(const RankCode& code);
-/// Every value of the rank's code in a fixed order (frame, then per run its bases and strides).
+/// Every value of the rank's code in a fixed order (frame, TB ids, then per run: its length if it
+/// is a loop, its bases, its strides).
 std::vector<int32_t> flattenValues(const RankCode& code);
 /// The code of `structure` (a rank's code of the same key) with `values` (flattenValues order).
 RankCode withValues(const RankCode& structure, std::span<const int32_t> values);

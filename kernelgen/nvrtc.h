@@ -43,6 +43,10 @@ NvrtcResult compileWithNvrtc(const GeneratedKernel& kernel, std::string_view arc
 /// NVRTC's version ("13.0"); empty in a build without CUDA.
 std::string nvrtcVersionText();
 
+/// The options compileWithNvrtc adds before `options.extraOptions`: --Ofast-compile=min where
+/// NVRTC has it (12.8 and later) and the extra options choose no -Ofast-compile level themselves.
+std::vector<std::string> nvrtcDefaultOptions(const NvrtcOptions& options = {});
+
 /// compileWithNvrtc through kernelgen's on-disk cache (host_build.h: kernelCacheRoot(cacheDir)),
 /// one sealed entry per source, device headers, architecture, options and NVRTC version, so
 /// compiling the same plan again reads the CUBIN and PTX back instead of running NVRTC.

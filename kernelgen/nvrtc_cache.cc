@@ -37,6 +37,7 @@ uint64_t entryHash(const GeneratedKernel& kernel, std::string_view arch, const N
   }
   add(options.dataType ? dataTypeName(*options.dataType) : "any type");
   add(options.op ? reduceOpName(*options.op) : "any op");
+  for (const std::string& option : nvrtcDefaultOptions(options)) add(option);
   for (const std::string& extra : options.extraOptions) add(extra);
   return hash;
 }

@@ -3,6 +3,8 @@
 // exactly the constants of its own straight-line code.
 #include "kernelgen/kernel_roles.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "kernelgen/codegen.h"
@@ -116,6 +118,51 @@ TEST(Roles, SharedKernelsVerifyOnTheCpuLikeOneKernelPerRank) {
     options.kernelGen.reroll = share;
     const CpuVerifyReport report = verifyPlanOnCpu(compileExample("hm_allreduce", "hpds", true, 16, 8).plan, options);
     EXPECT_TRUE(report.ok) << (share ? "roles\n" : "one kernel per rank\n") << report.summary();
+  }
+}
+
+// HPDS orders each node's inter-node ring entries by the global chunk queue, so the loops of node n
+// turn around after about n entries: loop lengths are values, the first nodes (whose loops are
+// shorter or missing) are re-cut to the middle nodes' skeleton, and only the last node, whose
+// runs come in another order, keeps a kernel of its own. The number of kernels and their size
+// stop growing with the nodes, and every rank's values give back its own constants.
+TEST(Roles, HmAllReduceKernelsDoNotGrowWithTheNodes) {
+  const GeneratedKernels fourNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 32, 8).plan);
+  const GeneratedKernels eightNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 64, 8).plan);
+  const GeneratedKernels sixteenNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 128, 8).plan);
+  const GeneratedKernels thirtyTwoNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 256, 8).plan);
+  EXPECT_LE(fourNodes.kernels.size(), 4u);
+  EXPECT_LE(eightNodes.kernels.size(), 3u);
+  EXPECT_EQ(sixteenNodes.kernels.size(), 2u);
+  EXPECT_EQ(thirtyTwoNodes.kernels.size(), 2u);
+  size_t largest16 = 0;
+  size_t largest32 = 0;
+  for (const GeneratedKernel& kernel : sixteenNodes.kernels) largest16 = std::max(largest16, kernel.source.size());
+  for (const GeneratedKernel& kernel : thirtyTwoNodes.kernels) largest32 = std::max(largest32, kernel.source.size());
+  EXPECT_LT(largest32, largest16 + largest16 / 20) << "a kernel's source grows with the nodes";
+  // All nodes but the last share one kernel.
+  size_t most = 0;
+  for (const GeneratedKernel& kernel : thirtyTwoNodes.kernels) most = std::max(most, kernel.ranks.size());
+  EXPECT_EQ(most, 256u - 8u);
+  for (int32_t nRanks : {32, 64, 128}) {
+    expectRolesReproduceRanks(compileExample("hm_allreduce", "hpds", true, nRanks, 8).plan,
+                              "hm_allreduce " + std::to_string(nRanks / 8) + "x8");
+  }
+}
+
+TEST(Roles, HmAllReduceSharedKernelsVerifyOnTheCpu) {
+  for (int32_t nRanks : {32, 128}) {
+    const Plan& plan = compileExample("hm_allreduce", "hpds", true, nRanks, 8).plan;
+    const GeneratedKernels kernels = generateKernels(plan);
+    EXPECT_LE(kernels.kernels.size(), nRanks == 32 ? 4u : 2u) << nRanks << " ranks";
+    VerifyOptions options;
+    options.count = 16 * nRanks + 5;  // a remainder: the last chunk is short
+    options.chunkSize = 32;           // several micro-batches per chunk
+    options.timeoutSeconds = 120;
+    const CpuVerifyReport report = verifyPlanOnCpu(plan, options);
+    EXPECT_TRUE(report.ok) << nRanks << " ranks\n" << report.summary();
+    EXPECT_EQ(report.ranks.size(), static_cast<size_t>(plan.nRanks));
+    EXPECT_GT(report.microBatches, 1);
   }
 }
 
