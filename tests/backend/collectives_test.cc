@@ -76,7 +76,7 @@ TEST(Collectives, EveryCollectiveTypeAndOpOnEightRanks) { runMatrix(8, matrixCou
 TEST(Collectives, AFullStagingRestartsOnEveryRankAndTheResultsStayRight) {
   constexpr int kRanks = 4;
   const std::string dir = scratchDir("staging-restart");
-  RankProcesses ranks = startRanks(kRanks, {kRank, "matrix", "1237,1048579", "float32", "sum", "float32"},
+  RankProcesses ranks = startRanks(kRanks, {kRank, "matrix", "1237,70001", "float32", "sum", "float32"},
                                    {cacheEnv(), "TUCCL_TIMEOUT_S=60", "TUCCL_DEVICE=cpu", "TUCCL_STAGING_BYTES=6M",
                                     "TUCCL_DEBUG=INFO", sanitizerEnv()},
                                    dir);
