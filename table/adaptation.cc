@@ -69,6 +69,8 @@ AdaptivePolicy::AdaptivePolicy(int32_t groups, AdaptationOptions options)
   options_.window = std::max(1, options_.window);
   agreed_.assign(static_cast<size_t>(groups_), -1.0);
   excluded_.assign(static_cast<size_t>(groups_), false);
+  interval_ = static_cast<uint64_t>(options_.syncEvery);
+  nextSync_ = interval_;
   recent_.resize(static_cast<size_t>(groups_));
 }
 
@@ -119,6 +121,20 @@ std::string AdaptivePolicy::summary() const {
 }
 
 Status AdaptivePolicy::agree(const std::vector<std::string>& summaries) {
+  const int32_t before = best_;
+  Status status = agreeOn(summaries);
+  // The next agreement: soon while something changes or is unknown, later and later while not.
+  bool settled = status && best_ == before;
+  for (int32_t g = 0; g < groups_ && settled; ++g) {
+    settled = excluded_[static_cast<size_t>(g)] || agreed_[static_cast<size_t>(g)] >= 0;
+  }
+  const auto every = static_cast<uint64_t>(options_.syncEvery);
+  interval_ = settled ? std::min(interval_ * 2, every * kMaxSyncBackoff) : every;
+  nextSync_ += interval_;
+  return status;
+}
+
+Status AdaptivePolicy::agreeOn(const std::vector<std::string>& summaries) {
   const size_t expected = static_cast<size_t>(groups_) * sizeof(GroupSummary);
   for (size_t r = 0; r < summaries.size(); ++r) {
     if (summaries[r].size() != expected) {

@@ -18,6 +18,12 @@
 // group's agreed time is the maximum over ranks of each rank's mean of its last samples: a
 // collective completes when its slowest rank does.
 //
+// Agreements back off: after one that changes nothing (every group known, the same choice) the
+// next comes twice as many calls later, up to kMaxSyncBackoff x syncEvery; a change, or a group
+// still unknown, brings them back to every syncEvery calls. An agreement costs an exchange among
+// all ranks, which a long job pays only while there is something to learn. Every interval is a
+// multiple of syncEvery, and the schedule changes only in agree(), so it is the same on every rank.
+//
 // Standard library only: libtuccl (backend/adaptive_runtime.h, agreeing over its bootstrap) and
 // the tuner plugin (plugin/tuner_adapt.h, agreeing through a rendezvous) share it.
 #pragma once
@@ -31,6 +37,9 @@
 #include "support/status.h"
 
 namespace tuccl {
+
+/// The longest interval between agreements, in multiples of AdaptationOptions::syncEvery.
+inline constexpr uint64_t kMaxSyncBackoff = 64;
 
 struct AdaptationOptions {
   int32_t samplesPerGroup = 2;  ///< calls per group before the first choice
@@ -67,14 +76,16 @@ class AdaptivePolicy {
   int32_t groups() const { return groups_; }
   /// The group call `k` (0-based, counted per key) runs.
   int32_t groupFor(uint64_t k) const;
-  /// Whether the caller must agree() before call `k` (after every syncEvery calls).
-  bool syncDue(uint64_t k) const { return k > 0 && k % static_cast<uint64_t>(options_.syncEvery) == 0; }
+  /// Whether the caller must agree() before call `k`: at syncEvery, then at the intervals the
+  /// agreements set (see "Agreements back off"); always a multiple of syncEvery.
+  bool syncDue(uint64_t k) const { return k > 0 && k == nextSync_; }
   /// A call of `group` took `seconds` on this rank (any thread).
   void record(int32_t group, double seconds);
   /// This rank's summary for the next agreement (fixed size: groups x 16 bytes).
   std::string summary() const;
-  /// Every rank's summary (by rank): updates the agreed times and the current choice.
-  /// InvalidArgument when a summary is malformed (then nothing changes).
+  /// Every rank's summary (by rank), at the call syncDue() named: updates the agreed times, the
+  /// current choice and when the next agreement is due. InvalidArgument when a summary is
+  /// malformed (then nothing changes but the schedule, which moves on alike on every rank).
   Status agree(const std::vector<std::string>& summaries);
   /// Starts from what an earlier run agreed (the learned table): `best` and the agreed times
   /// (seconds; < 0 unknown, one per group). The first exploration round is skipped; probes go on.
@@ -96,7 +107,10 @@ class AdaptivePolicy {
   bool restored_ = false;       // restore(): no first exploration round
   std::vector<bool> excluded_;  // exclude(): never run
   int32_t candidateFor(uint64_t k) const;  // groupFor before exclusions
+  Status agreeOn(const std::vector<std::string>& summaries);  // agree() without the schedule
   std::vector<double> agreed_;  // seconds; < 0: unknown
+  uint64_t interval_ = 0;       // calls between the last agreement and the next
+  uint64_t nextSync_ = 0;       // the call of the next agreement
 
   mutable std::mutex mutex_;                 // the local samples
   std::vector<std::vector<double>> recent_;  // per group, the last `window` samples

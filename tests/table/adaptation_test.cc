@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <random>
@@ -76,6 +77,44 @@ TEST(Adaptation, AChangedLandscapeIsNoticedThroughTheProbes) {
   EXPECT_EQ(run.policies[0].best(), 2);
   ASSERT_FALSE(run.policies[0].exploring(990));
   EXPECT_EQ(run.choices[0][990], 2);
+}
+
+// Agreements back off while nothing changes (every interval a multiple of syncEvery, up to
+// kMaxSyncBackoff of them), and come back to every syncEvery calls when the choice changes.
+TEST(Adaptation, AgreementsBackOffWhileSettledAndReturnOnAChange) {
+  AdaptationOptions options;
+  options.probeEvery = 8;
+  std::vector<uint64_t> syncs;
+  AdaptivePolicy policy(2, options);
+  auto seconds = [](int32_t group, uint64_t k) {
+    if (group == 0) return 5e-3;
+    return k < 3000 ? 2e-3 : 9e-3;  // group 1 wins, then becomes the slowest at call 3000
+  };
+  for (uint64_t k = 0; k < 6000; ++k) {
+    if (policy.syncDue(k)) {
+      syncs.push_back(k);
+      EXPECT_TRUE(policy.agree({policy.summary()}));
+    }
+    const int32_t group = policy.groupFor(k);
+    policy.record(group, seconds(group, k));
+  }
+  const auto every = static_cast<uint64_t>(options.syncEvery);
+  ASSERT_GE(syncs.size(), 4u);
+  EXPECT_EQ(syncs[0], every);
+  uint64_t longest = 0;
+  for (size_t i = 1; i < syncs.size(); ++i) {
+    const uint64_t interval = syncs[i] - syncs[i - 1];
+    EXPECT_EQ(interval % every, 0u) << "agreement at call " << syncs[i];
+    EXPECT_LE(interval, every * kMaxSyncBackoff);
+    longest = std::max(longest, interval);
+  }
+  EXPECT_EQ(longest, every * kMaxSyncBackoff) << "a settled key backs off to the longest interval";
+  EXPECT_LT(syncs.size(), 6000 / every / 8) << "far fewer agreements than one per syncEvery calls";
+  EXPECT_EQ(policy.best(), 0) << "the change at call 3000 was noticed";
+  // After the change the agreements came every syncEvery calls again for a while.
+  bool shortAfterChange = false;
+  for (size_t i = 1; i < syncs.size(); ++i) shortAfterChange |= syncs[i - 1] > 3000 && syncs[i] - syncs[i - 1] == every;
+  EXPECT_TRUE(shortAfterChange);
 }
 
 TEST(Adaptation, LocalTimingsAloneNeverMoveAChoice) {
