@@ -144,53 +144,6 @@ std::vector<std::pair<int32_t, int32_t>> replayBlocks(const Plan& plan, const Pl
 }
 
 
-int64_t floorMod(int64_t v, int64_t m) { return ((v % m) + m) % m; }
-
-// The forms one hole of a run can take: plain affine in the position, or affine modulo one of the
-// candidate moduli (bit j: moduli[j]). Built from the run's first two values, narrowed by each next.
-struct HoleForms {
-  bool plain = true;
-  uint32_t modular = 0;
-  bool any() const { return plain || modular != 0; }
-};
-
-HoleForms startForms(int32_t v0, int32_t v1, std::span<const int32_t> moduli) {
-  HoleForms forms;
-  forms.plain = int64_t{v1} - v0 >= INT32_MIN && int64_t{v1} - v0 <= INT32_MAX;
-  for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
-    if (v0 >= 0 && v1 >= 0 && v0 < moduli[j] && v1 < moduli[j]) forms.modular |= 1u << j;
-  }
-  return forms;
-}
-
-// Keeps the forms under which value `vi` at position i continues the run v0, v1, ... While the run
-// is plainly affine, a modulus stays consistent exactly while the values stay in [0, m).
-void narrowForms(HoleForms& forms, int32_t v0, int32_t v1, int32_t vi, int64_t i, std::span<const int32_t> moduli) {
-  if (forms.plain) {
-    if (int64_t{vi} == v0 + i * (int64_t{v1} - v0)) {
-      for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
-        if (vi < 0 || vi >= moduli[j]) forms.modular &= ~(1u << j);
-      }
-      return;
-    }
-    forms.plain = false;
-  }
-  for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
-    if ((forms.modular & (1u << j)) == 0) continue;
-    const int64_t m = moduli[j];
-    if (vi < 0 || vi >= m || vi != floorMod(v0 + i * floorMod(int64_t{v1} - v0, m), m)) forms.modular &= ~(1u << j);
-  }
-}
-
-// The modulus a hole uses: 0 when plain affine works, else the smallest consistent one.
-int32_t chosenModulus(const HoleForms& forms, std::span<const int32_t> moduli) {
-  if (forms.plain) return 0;
-  for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
-    if (forms.modular & (1u << j)) return moduli[j];
-  }
-  return -1;
-}
-
 // A run of `count` entries starting with `head` then `second`, with the chosen moduli.
 EntryRun makeRun(const EntryCode& head, const EntryCode* second, int32_t firstEntry, int32_t count,
                  const std::vector<int32_t>& modulus) {
@@ -239,15 +192,6 @@ int32_t EntryRun::valueAt(size_t hole, int32_t i) const {
   return static_cast<int32_t>(modulus[hole] > 0 ? floorMod(v, modulus[hole]) : v);
 }
 
-std::vector<int32_t> planModuli(const Plan& plan) {
-  std::vector<int32_t> moduli = {plan.nRanks};
-  for (int32_t chunks : plan.bufferChunks) moduli.push_back(chunks);
-  std::sort(moduli.begin(), moduli.end());
-  moduli.erase(std::unique(moduli.begin(), moduli.end()), moduli.end());
-  moduli.erase(std::remove_if(moduli.begin(), moduli.end(), [](int32_t m) { return m < 2; }), moduli.end());
-  return moduli;
-}
-
 namespace {
 
 // Greedy maximal runs over entries [0, n) given by shape(j) and value(j, h) (holes(j) values):
@@ -255,8 +199,8 @@ namespace {
 template <typename Shape, typename Value, typename Holes, typename Emit>
 void greedyRuns(size_t n, bool reroll, std::span<const int32_t> moduli, Shape shape, Value value, Holes holes,
                 Emit emit) {
-  std::vector<HoleForms> forms;
-  std::vector<HoleForms> narrowed;
+  std::vector<AffineForms> forms;
+  std::vector<AffineForms> narrowed;
   for (size_t first = 0; first < n;) {
     size_t next = first + 1;
     forms.clear();
@@ -264,7 +208,7 @@ void greedyRuns(size_t n, bool reroll, std::span<const int32_t> moduli, Shape sh
       const size_t nHoles = static_cast<size_t>(holes(first));
       bool ok = true;
       for (size_t h = 0; h < nHoles && ok; ++h) {
-        forms.push_back(startForms(value(first, h), value(next, h), moduli));
+        forms.push_back(startAffineForms(value(first, h), value(next, h), moduli));
         ok = forms.back().any();
       }
       if (!ok) {
@@ -275,7 +219,7 @@ void greedyRuns(size_t n, bool reroll, std::span<const int32_t> moduli, Shape sh
           narrowed.assign(forms.begin(), forms.end());
           bool keeps = true;
           for (size_t h = 0; h < nHoles && keeps; ++h) {
-            narrowForms(narrowed[h], value(first, h), value(first + 1, h), value(next, h),
+            narrowAffineForms(narrowed[h], value(first, h), value(first + 1, h), value(next, h),
                         static_cast<int64_t>(next - first), moduli);
             keeps = narrowed[h].any();
           }
@@ -299,9 +243,9 @@ std::vector<EntryRun> rerollEntries(std::span<const EntryCode> entries, int32_t 
       entries.size(), reroll, moduli, [&](size_t j) { return entries[j].shape; },
       [&](size_t j, size_t h) { return entries[j].values[h]; },
       [&](size_t j) { return static_cast<int32_t>(entries[j].values.size()); },
-      [&](size_t first, size_t next, const std::vector<HoleForms>& forms) {
+      [&](size_t first, size_t next, const std::vector<AffineForms>& forms) {
         std::vector<int32_t> modulus;
-        for (const HoleForms& f : forms) modulus.push_back(chosenModulus(f, moduli));
+        for (const AffineForms& f : forms) modulus.push_back(chosenModulus(f, moduli));
         const int32_t count = static_cast<int32_t>(next - first);
         runs.push_back(makeRun(entries[first], count > 1 ? &entries[first + 1] : nullptr,
                                firstEntry + static_cast<int32_t>(first), count, modulus));
@@ -353,14 +297,14 @@ struct RankRuns {
   std::vector<int32_t> values;
   std::vector<RunSpan> runs;       ///< TB by TB, block by block
   std::vector<uint32_t> formsAt;   ///< per run: offset of its holes' forms (loops only)
-  std::vector<HoleForms> forms;
+  std::vector<AffineForms> forms;
 
   int32_t value(size_t entry, size_t hole) const { return values[valueAt[entry] + hole]; }
   EntryCode entry(const EntryTemplates& templates, size_t j) const {
     const int32_t holes = templates.holes(shapes[j]);
     return EntryCode{shapes[j], std::vector<int32_t>(values.begin() + valueAt[j], values.begin() + valueAt[j] + holes)};
   }
-  const HoleForms& formsOf(size_t run, size_t hole) const { return forms[formsAt[run] + hole]; }
+  const AffineForms& formsOf(size_t run, size_t hole) const { return forms[formsAt[run] + hole]; }
   int32_t shapeOfRun(size_t run) const { return runs[run].shape >= 0 ? runs[run].shape : shapes[runs[run].begin]; }
 };
 
@@ -370,7 +314,7 @@ struct TbRuns {
     int32_t block = 0;
     int32_t first = 0;
     int32_t count = 0;
-    std::vector<HoleForms> forms;  ///< per hole; empty for a single entry
+    std::vector<AffineForms> forms;  ///< per hole; empty for a single entry
   };
   std::vector<EntryCode> entries;
   int32_t blocks = 0;
@@ -398,7 +342,7 @@ TbRuns tbRuns(const Plan& plan, const KernelLayout& layout, int32_t rank, const 
         static_cast<size_t>(last - first), reroll, moduli, [&](size_t j) { return at[j].shape; },
         [&](size_t j, size_t h) { return at[j].values[h]; },
         [&](size_t j) { return static_cast<int32_t>(at[j].values.size()); },
-        [&](size_t runFirst, size_t next, const std::vector<HoleForms>& forms) {
+        [&](size_t runFirst, size_t next, const std::vector<AffineForms>& forms) {
           const int32_t count = static_cast<int32_t>(next - runFirst);
           out.runs.push_back(TbRuns::Run{b, first + static_cast<int32_t>(runFirst), count, forms});
           out.key.push_back(at[runFirst].shape);
@@ -469,10 +413,10 @@ std::optional<RunModuli> commonModuli(std::span<const RankRuns* const> members, 
     if (!first.runs[s].loop()) continue;
     const int32_t holes = templates.holes(first.shapeOfRun(s));
     for (int32_t h = 0; h < holes; ++h) {
-      HoleForms all;
+      AffineForms all;
       all.modular = ~0u;
       for (const RankRuns* member : members) {
-        const HoleForms& forms = member->formsOf(s, h);
+        const AffineForms& forms = member->formsOf(s, h);
         all.plain = all.plain && forms.plain;
         all.modular &= forms.modular;
       }
@@ -577,10 +521,10 @@ class SkeletonFit {
 // The forms a piece of `count` entries allows: those of its run, all for an empty loop, and for
 // one entry the moduli its values lie under.
 void pieceForms(const RankRuns& rank, const EntryTemplates& templates, const Piece& piece, int32_t shape,
-                std::span<const int32_t> moduli, std::vector<HoleForms>& forms) {
+                std::span<const int32_t> moduli, std::vector<AffineForms>& forms) {
   const int32_t holes = templates.holes(shape);
   for (int32_t h = 0; h < holes; ++h) {
-    HoleForms f;
+    AffineForms f;
     if (piece.count >= 2) {
       f = rank.formsOf(piece.run, static_cast<size_t>(h));
     } else {

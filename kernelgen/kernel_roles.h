@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "kernelgen/kernel_layout.h"
+#include "plan/affine_runs.h"
 #include "plan/plan.h"
 #include "plan/plan_storage.h"
 
@@ -110,8 +111,6 @@ std::vector<std::vector<EntryCode>> encodeEntries(const Plan& plan, const Kernel
 std::vector<EntryRun> rerollEntries(std::span<const EntryCode> entries, int32_t firstEntry, bool reroll = true,
                                     std::span<const int32_t> moduli = {});
 
-/// The sizes a hole may wrap around: the ranks, the chunks of each buffer (ascending, distinct).
-std::vector<int32_t> planModuli(const Plan& plan);
 
 /// The rank's code, rerolled (or not) into its own maximal runs, its TBs in canonical order.
 RankCode encodeRank(const Plan& plan, const KernelLayout& layout, int32_t rank, EntryTemplates& templates,

@@ -8,25 +8,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "plan/affine_runs.h"
+
 namespace tuccl {
 
 namespace {
 
-int64_t floorMod(int64_t value, int64_t m) {
-  const int64_t r = value % m;
-  return r < 0 ? r + m : r;
-}
-
-// The sizes an integer may wrap around: the ranks and the chunks of each buffer (ascending,
-// distinct, at least 2; at most 32 of them, one bit each below).
-std::vector<int64_t> planModuli(const Plan& plan) {
-  std::vector<int64_t> moduli = {plan.nRanks};
-  for (int32_t chunks : plan.bufferChunks) moduli.push_back(chunks);
-  std::sort(moduli.begin(), moduli.end());
-  moduli.erase(std::unique(moduli.begin(), moduli.end()), moduli.end());
-  moduli.erase(std::remove_if(moduli.begin(), moduli.end(), [](int64_t m) { return m < 2; }), moduli.end());
-  return moduli;
-}
+// Whether a stride or an affine coefficient fits the 32 bits the reader allows.
+bool fits32(int64_t value) { return value >= INT32_MIN && value <= INT32_MAX; }
 
 EntryShape shapeOf(const PlanEntry& entry) {
   return EntryShape{entry.kind, entry.srcBuffer, entry.dstBuffer, entry.hasDependents,
@@ -43,45 +32,6 @@ void fieldsOf(const PlanEntry& entry, std::vector<int64_t>& out) {
   }
 }
 
-// The forms one field of a run can still take: plainly affine, or affine modulo moduli[j] (bit j).
-struct FieldForms {
-  bool plain = true;
-  uint32_t modular = 0;
-};
-
-// Whether a stride or an affine coefficient fits the 32 bits the reader allows.
-bool fits32(int64_t value) { return value >= INT32_MIN && value <= INT32_MAX; }
-
-FieldForms startForms(int64_t v0, int64_t v1, const std::vector<int64_t>& moduli) {
-  FieldForms forms;
-  forms.plain = fits32(v1 - v0);
-  for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
-    if (v0 >= 0 && v1 >= 0 && v0 < moduli[j] && v1 < moduli[j]) forms.modular |= 1u << j;
-  }
-  return forms;
-}
-
-// The forms left when the value at position i is vi (v0, v1 at positions 0 and 1).
-FieldForms narrowForms(FieldForms forms, int64_t v0, int64_t v1, int64_t vi, int64_t i,
-                       const std::vector<int64_t>& moduli) {
-  if (forms.plain && vi != v0 + i * (v1 - v0)) forms.plain = false;
-  for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
-    if ((forms.modular & (1u << j)) == 0) continue;
-    const int64_t m = moduli[j];
-    if (vi < 0 || vi >= m || vi != floorMod(v0 + i * floorMod(v1 - v0, m), m)) forms.modular &= ~(1u << j);
-  }
-  return forms;
-}
-
-// 0 when plainly affine works, else the smallest modulus that does.
-int64_t chosenModulus(const FieldForms& forms, const std::vector<int64_t>& moduli) {
-  if (forms.plain) return 0;
-  for (size_t j = 0; j < moduli.size() && j < 32; ++j) {
-    if (forms.modular & (1u << j)) return moduli[j];
-  }
-  return 0;
-}
-
 // One rank rolled, as a structure (what must be equal to share a template) and its values.
 //   structure: tbs, then per TB its runs, then per run kind, buffers, hasDependents, deps, repeat
 //   values:    per TB id, sendPeer, recvPeer, then per run and field its base, stride, modulo
@@ -91,24 +41,25 @@ struct RankCode {
 };
 
 // The length of the maximal run of `entries` starting at `first`.
-size_t runLength(const std::vector<PlanEntry>& entries, size_t first, const std::vector<int64_t>& moduli,
-                 std::vector<int64_t>& v0, std::vector<int64_t>& v1, std::vector<FieldForms>& forms) {
+size_t runLength(const std::vector<PlanEntry>& entries, size_t first, std::span<const int32_t> moduli,
+                 std::vector<int64_t>& v0, std::vector<int64_t>& v1, std::vector<AffineForms>& forms) {
   const EntryShape shape = shapeOf(entries[first]);
   if (first + 1 >= entries.size() || !(shapeOf(entries[first + 1]) == shape)) return 1;
   fieldsOf(entries[first], v0);
   fieldsOf(entries[first + 1], v1);
   forms.clear();
-  for (size_t f = 0; f < v0.size(); ++f) forms.push_back(startForms(v0[f], v1[f], moduli));
+  for (size_t f = 0; f < v0.size(); ++f) forms.push_back(startAffineForms(v0[f], v1[f], moduli));
   std::vector<int64_t> vi;
-  std::vector<FieldForms> narrowed(forms.size());
+  std::vector<AffineForms> narrowed(forms.size());
   size_t next = first + 2;
   for (; next < entries.size() && shapeOf(entries[next]) == shape; ++next) {
     fieldsOf(entries[next], vi);
     const auto i = static_cast<int64_t>(next - first);
     bool fits = true;
     for (size_t f = 0; f < vi.size() && fits; ++f) {
-      narrowed[f] = narrowForms(forms[f], v0[f], v1[f], vi[f], i, moduli);
-      fits = narrowed[f].plain || narrowed[f].modular != 0;
+      narrowed[f] = forms[f];
+      narrowAffineForms(narrowed[f], v0[f], v1[f], vi[f], i, moduli);
+      fits = narrowed[f].any();
     }
     if (!fits) break;
     forms.swap(narrowed);
@@ -116,8 +67,8 @@ size_t runLength(const std::vector<PlanEntry>& entries, size_t first, const std:
   return next - first;
 }
 
-void appendRun(const std::vector<PlanEntry>& entries, size_t first, size_t length, const std::vector<int64_t>& moduli,
-               const std::vector<int64_t>& v0, const std::vector<int64_t>& v1, const std::vector<FieldForms>& forms,
+void appendRun(const std::vector<PlanEntry>& entries, size_t first, size_t length, std::span<const int32_t> moduli,
+               const std::vector<int64_t>& v0, const std::vector<int64_t>& v1, const std::vector<AffineForms>& forms,
                RankCode& code) {
   const EntryShape shape = shapeOf(entries[first]);
   code.structure.insert(code.structure.end(),
@@ -137,12 +88,12 @@ void appendRun(const std::vector<PlanEntry>& entries, size_t first, size_t lengt
   }
 }
 
-RankCode encodeTb(const PlanTb& tb, const std::vector<int64_t>& moduli) {
+RankCode encodeTb(const PlanTb& tb, std::span<const int32_t> moduli) {
   RankCode code;
   code.values.insert(code.values.end(), {tb.id, tb.sendPeer, tb.recvPeer});
   code.structure.push_back(0);
   std::vector<int64_t> v0, v1;
-  std::vector<FieldForms> forms;
+  std::vector<AffineForms> forms;
   for (size_t first = 0; first < tb.entries.size();) {
     const size_t length = runLength(tb.entries, first, moduli, v0, v1, forms);
     appendRun(tb.entries, first, length, moduli, v0, v1, forms, code);
@@ -155,7 +106,7 @@ RankCode encodeTb(const PlanTb& tb, const std::vector<int64_t>& moduli) {
 // The rank's TBs in canonical order (by structure, then id), so that ranks whose TBs are a
 // permutation of one another share a template: the expansion puts each TB back at its id. A rank
 // whose ids are not 0, 1, ... in order (not a valid plan) keeps its order.
-RankCode encodeRank(const PlanRank& rank, const std::vector<int64_t>& moduli) {
+RankCode encodeRank(const PlanRank& rank, std::span<const int32_t> moduli) {
   std::vector<RankCode> tbs;
   bool idsArePositions = true;
   for (size_t b = 0; b < rank.tbs.size(); ++b) {
@@ -179,7 +130,7 @@ RankCode encodeRank(const PlanRank& rank, const std::vector<int64_t>& moduli) {
 // Fits one value across the ranks of a template: literal, affine in the rank (plainly or modulo
 // one of the plan's sizes), or nothing (the caller makes it per rank).
 std::optional<RankValue> fitAffine(std::span<const int32_t> ranks, std::span<const int64_t> values,
-                                   const std::vector<int64_t>& moduli) {
+                                   std::span<const int32_t> moduli) {
   const int64_t v0 = values[0];
   if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == v0; })) return RankValue::literal(v0);
   const int64_t r0 = ranks[0], d = ranks[1] - r0, dv = values[1] - v0;
@@ -243,7 +194,7 @@ RankTemplate buildTemplate(const RankCode& code, const std::vector<RankValue>& s
 // Ranks sharing one structure (`members`: positions in the plan, ascending): their values decide
 // each slot's form.
 void rollGroup(const Plan& plan, const std::vector<RankCode>& codes, const std::vector<int32_t>& members,
-               const std::vector<int64_t>& moduli, RolledPlan& rolled) {
+               std::span<const int32_t> moduli, RolledPlan& rolled) {
   const auto templateIndex = static_cast<int32_t>(rolled.templates.size());
   const RankCode& first = codes[members[0]];
   std::vector<int32_t> ranks;
@@ -375,7 +326,7 @@ const char* entryFieldName(int field) {
 }
 
 RolledPlan rollPlan(const Plan& plan) {
-  const std::vector<int64_t> moduli = planModuli(plan);
+  const std::vector<int32_t> moduli = planModuli(plan);
   std::vector<RankCode> codes;
   codes.reserve(plan.ranks.size());
   std::map<std::vector<int64_t>, size_t> groupOf;  // structure -> group, in order of first rank
