@@ -194,15 +194,17 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
     warming = call < state.warmup;  // the static choice, nothing exchanged
     decided = warming ? 0 : call - state.warmup;
   }
-  if (warming) {
+  // What call `call` runs, at TRACE: "TuCCL adapt trace: ... runs group=<g>[ (why)]".
+  auto traced = [&](int32_t group, const char* why) {
     if (logEnabled(LogLevel::Trace)) {
       logLine(LogLevel::Trace, rank_,
               "TuCCL adapt trace: rank=" + std::to_string(rank_) + " call=" + std::to_string(call) +
                   " coll=" + toLowerCase(collectiveName(key.collective)) + " bytes=" + std::to_string(bytes) +
-                  " runs group=0 (warming up)");
+                  " runs group=" + std::to_string(group) + why);
     }
-    return 0;
-  }
+    return group;
+  };
+  if (warming) return traced(0, " (warming up)");
   if (policy->syncDue(decided)) {
     Expected<std::vector<std::string>> summaries = allGather(policy->summary());
     if (!summaries) return summaries.status();
@@ -220,13 +222,7 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
     }
   }
   const int32_t group = policy->groupFor(decided);
-  if (logEnabled(LogLevel::Trace)) {
-    logLine(LogLevel::Trace, rank_,
-            "TuCCL adapt trace: rank=" + std::to_string(rank_) + " call=" + std::to_string(call) +
-                " coll=" + toLowerCase(collectiveName(key.collective)) + " bytes=" + std::to_string(bytes) +
-                " runs group=" + std::to_string(group) + (group == policy->best() ? "" : " (exploring)"));
-  }
-  return group;
+  return traced(group, group == policy->best() ? "" : " (exploring)");
 }
 
 void AdaptiveRuntime::record(const AdaptKey& key, int32_t group, double seconds) {
@@ -271,7 +267,7 @@ uint64_t AdaptiveRuntime::calls(const AdaptKey& key) const {
   return it == keys_.end() ? 0 : it->second.calls;
 }
 
-std::string AdaptiveRuntime::learnedText() const {
+std::optional<std::string> AdaptiveRuntime::learnedText() const {
   nlohmann::ordered_json doc;
   doc["format"] = kLearnedFormat;
   doc["version"] = kLearnedVersion;
@@ -303,26 +299,19 @@ std::string AdaptiveRuntime::learnedText() const {
     if (known) add(key, state.policy->best(), agreed);
   }
   for (const auto& [key, state] : learned_) add(key, state.best, state.agreedSeconds);  // not called this run
+  if (keys.empty()) return std::nullopt;
   doc["keys"] = std::move(keys);
   return doc.dump(1) + "\n";
 }
 
 Status AdaptiveRuntime::persist() {
   if (rank_ != 0 || settings_.file.empty()) return {};
-  {
-    std::lock_guard lock(mutex_);
-    bool anything = !learned_.empty();
-    for (const auto& [key, state] : keys_) {
-      for (int32_t g = 0; state.policy && g < state.policy->groups() && !anything; ++g) {
-        anything = state.policy->agreedSeconds(g).has_value();
-      }
-    }
-    if (!anything) return {};  // nothing learnt, nothing to keep (no file for every short job)
-  }
+  const std::optional<std::string> text = learnedText();
+  if (!text) return {};  // nothing learnt, nothing to keep (no file for every short job)
   const std::filesystem::path path(settings_.file);
   std::error_code error;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), error);
-  Status written = writeFileAtomically(path, learnedText());
+  Status written = writeFileAtomically(path, *text);
   if (!written) warnOnce("adapt-write", "TuCCL adapt: cannot write " + settings_.file + ": " + written.message());
   return written;
 }

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -105,7 +106,8 @@ class AdaptiveRuntime {
     std::vector<double> agreedSeconds;
   };
   KeyState& stateOf(const AdaptKey& key, int32_t groups);
-  std::string learnedText() const;
+  /// The learned table's text; nullopt when no key has anything to keep.
+  std::optional<std::string> learnedText() const;
 
   AdaptSettings settings_;
   int32_t rank_;
