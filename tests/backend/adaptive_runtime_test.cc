@@ -164,7 +164,8 @@ TEST(AdaptiveRuntime, OffAndBadSettingsAreRefusedByName) {
        {std::tuple{"TUCCL_ADAPT_SYNC", "0", "a whole number of calls from 1 to 1048576"},
         std::tuple{"TUCCL_ADAPT_SYNC", "8x", "a whole number of calls from 1 to 1048576"},
         std::tuple{"TUCCL_ADAPT_PROBE", "1", "a whole number of calls from 2 to 1048576"},
-        std::tuple{"TUCCL_ADAPT_PROBE", "-4", "a whole number of calls from 2 to 1048576"}}) {
+        std::tuple{"TUCCL_ADAPT_PROBE", "-4", "a whole number of calls from 2 to 1048576"},
+        std::tuple{"TUCCL_ADAPT_WARMUP", "many", "a whole number of calls from 0 to 1048576"}}) {
     setenv(name, value, 1);
     Expected<AdaptSettings> refused = backend::adaptSettingsFromEnvironment("");
     unsetenv(name);

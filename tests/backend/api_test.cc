@@ -199,7 +199,8 @@ TEST_F(Api, BadEnvironmentValuesAreRefusedNamingTheVariable) {
   const std::pair<const char*, const char*> bad[] = {{"TUCCL_TIMEOUT_S", "soon"},   {"TUCCL_TIMEOUT_S", "-1"},
                                                      {"TUCCL_DEVICE", "gpu"},       {"TUCCL_STAGING_BYTES", "12Q"},
                                                      {"TUCCL_STAGING_SLOTS", "0"},  {"TUCCL_CHUNK_SIZE", "8"},
-                                                     {"TUCCL_NCHANNELS", "65"}};
+                                                     {"TUCCL_NCHANNELS", "65"},     {"TUCCL_PROTO", "LL64"},
+                                                     {"TUCCL_ADAPT_WARMUP", "-1"}};
   for (const auto& [name, value] : bad) {
     SCOPED_TRACE(std::string(name) + "=" + value);
     const char* before = std::getenv(name);
