@@ -110,6 +110,9 @@ std::string bytesOf(const InitReport& report) {
   return std::string(reinterpret_cast<const char*>(&report), sizeof(report));
 }
 
+/// Channels of the CUDA device's plans when the table names none: 4 replicas of a ring's two TBs
+/// keep 8 SMs busy per rank, and 8 ranks sharing one GPU (MPS) still fit its SMs at one block each.
+constexpr int32_t kCudaDefaultChannels = 4;
 constexpr size_t kBlobBytes = 1024;  // staging export blobs travel length-prefixed, padded to this size
 
 std::string formatSeconds(double seconds) {
@@ -258,6 +261,10 @@ Expected<std::unique_ptr<Device>> Communicator::Impl::chooseDevice(PlanCacheOpti
       if (!created) return created.status();
       planOptions.hostKernels = false;
       planOptions.cudaArch = *arch;
+      // A channel is a replica of the plan's TBs on its own share of the data: a GPU reaches its
+      // copy bandwidth only with many TBs (one SM moves a few tens of GB/s), so the CUDA device
+      // runs kCudaDefaultChannels unless the table or TUCCL_NCHANNELS says otherwise.
+      planOptions.defaultChannels = kCudaDefaultChannels;
       return created;
     }
     if (options.device == "cuda") {
@@ -266,6 +273,10 @@ Expected<std::unique_ptr<Device>> Communicator::Impl::chooseDevice(PlanCacheOpti
     logLine(LogLevel::Info, rank, "no GPU (" + driver.status().message() + "): the CPU device runs this communicator");
   }
   planOptions.hostKernels = true;
+  // On the CPU device a TB is a thread: channels would only multiply the threads that share the
+  // host's cores, so a table's channels are not taken (TUCCL_NCHANNELS still forces them).
+  planOptions.defaultChannels = 1;
+  planOptions.maxChannels = 1;
   return createCpuDevice(rank, nRanks);
 }
 

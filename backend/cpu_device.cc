@@ -15,6 +15,7 @@
 #include "backend/call_buffers.h"
 #include "backend/cpu_stream.h"
 #include "backend/kernel_call.h"
+#include "kernelgen/device/datatypes.h"
 #include "kernelgen/tb_report.h"
 #include "transport/staging_transport.h"
 
@@ -164,7 +165,7 @@ struct State {
       }
       const KernelLayout& layout = call.plan->layout;
       runtime.progress.assign(static_cast<size_t>(std::max(1, layout.progressCounters[call.rank])), 0);
-      runtime.reports.assign(call.plan->plan.ranks[call.rank].tbs.size(), dev::TbReport{});
+      runtime.reports.assign(static_cast<size_t>(layout.blocksOf(call.plan->plan, call.rank)), dev::TbReport{});
     }
     return runtime;
   }
@@ -224,10 +225,8 @@ Status State::execute(const KernelCall& call) {
 Status checkSendAhead(const CompiledPlan& compiled, const dev::KernelArgs& args, int32_t minSlots) {
   const int64_t ahead = compiled.plan.config.sendAhead;
   if (ahead <= 0) return {};
-  const int64_t k = std::max<int64_t>(1, args.chunksPerUnit);
-  const int64_t chunkElems = (args.count + k - 1) / k;
-  const int64_t slice = std::max<int64_t>(1, args.sliceElems);
-  const int64_t microBatches = chunkElems > 0 ? (chunkElems + slice - 1) / slice : 1;
+  const int64_t microBatches = dev::microBatchCount(args.count, args.chunksPerUnit, args.sliceElems, args.channels,
+                                                    dev::elementSize(args.dtype));
   if (microBatches * ahead <= minSlots) return {};
   return makeError(ErrorCode::Internal, "CPU device: the plan (" + compiled.description + ") posts sends ahead of " +
                                             std::to_string(ahead) + " chunk(s), which a call of " +

@@ -680,7 +680,7 @@ Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& ca
   }
   const CompiledPlan& plan = *call.plan;
   const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));
-  const int32_t nTbs = plan.kernels.kernelOf(call.rank).nTbs;
+  const int32_t nTbs = plan.layout.blocksOf(plan.plan, call.rank);
   if (Status status = reserve(*slot, (progress + 2) * sizeof(uint64_t), static_cast<size_t>(nTbs),
                               workspaceLayout(call).total);
       !status) {
@@ -746,9 +746,10 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
   args.roleValues = devicePointer<int32_t>(values, 0);
   void* params[] = {&args};
   const GeneratedKernel& kernel = plan.kernels.kernelOf(call.rank);
-  const std::string what = kernel.kernelName + " <<<" + std::to_string(kernel.nTbs) + ", " +
+  const int32_t blocks = plan.layout.blocksOf(plan.plan, call.rank);  // the TBs of every channel
+  const std::string what = kernel.kernelName + " <<<" + std::to_string(blocks) + ", " +
                            std::to_string(plan.plan.config.nThreads) + ">>>";
-  if (Status status = check(cu_.cuLaunchKernel(function, static_cast<unsigned>(kernel.nTbs), 1, 1,
+  if (Status status = check(cu_.cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1,
                                                static_cast<unsigned>(plan.plan.config.nThreads), 1, 1, 0, stream,
                                                params, nullptr),
                             "cuLaunchKernel", what);

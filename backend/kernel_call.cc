@@ -73,6 +73,9 @@ dev::KernelArgs callKernelArgs(const KernelCall& call, const CallBuffers& buffer
   a.chunksPerUnit = compiled.layout.chunksPerUnit;
   a.inPlaceCall = buffers.inPlaceCall ? 1 : 0;
   a.protocol = deviceProtocol(compiled.plan.config.protocol);
+  a.channels = compiled.layout.channels;
+  a.ringsPerChannel = compiled.layout.ringsPerChannel;
+  a.progressPerChannel = compiled.layout.progressPerChannel[call.rank];
   return a;
 }
 

@@ -40,7 +40,11 @@ struct PlanCacheOptions {
   std::string topology;        ///< topology signature matched against table entries; empty: any
   std::string cacheDir;        ///< empty: memory only
   int64_t defaultChunkSize = 256 << 10;  ///< bytes per slice when the table gives none
+  /// Channels (kernel replicas, docs/kernels.md "Channels") when the table gives none, and the
+  /// most a table entry may ask for (0: no limit); TUCCL_NCHANNELS (forcedChannels) beats both.
+  /// The communicator sets them per device (docs/runtime.md "Channels").
   int32_t defaultChannels = 1;
+  int32_t maxChannels = 0;
   bool hostKernels = true;     ///< build the host library (CPU device)
   std::string cudaArch;        ///< non-empty: compile CUBINs for it ("sm_90")
   /// Calls of at most this many tuner bytes get one TB per rank (TbPolicy::Single) when the plans

@@ -190,7 +190,10 @@ Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTabl
     selection.entry = matched;
     selection.reason = entrySummary(entry);
     if (!entry.choices.empty() && entry.choices.front().protocol) selection.protocol = *entry.choices.front().protocol;
-    if (entry.nChannels > 0) selection.shape.nChannels = entry.nChannels;
+    if (entry.nChannels > 0) {
+      selection.shape.nChannels =
+          options.maxChannels > 0 ? std::min(entry.nChannels, options.maxChannels) : entry.nChannels;
+    }
     if (entry.chunkSize > 0) {
       selection.chunkSize = static_cast<int64_t>(std::min<uint64_t>(entry.chunkSize, std::numeric_limits<int64_t>::max()));
     }

@@ -159,8 +159,8 @@ class KernelWriter {
          << "-level execution), " << tbPolicyName(plan_.tbAllocation) << " TBs, protocol "
          << protocolName(plan_.config.protocol) << ", chunk size " << plan_.config.chunkSize << " bytes\n";
     if (!plan_.sourceName.empty()) out_ << "// Source: " << plan_.sourceName << "\n";
-    out_ << "// " << kernel.nTbs << " TB(s): launch with gridDim.x = " << kernel.nTbs
-         << "; blockIdx.x selects a TB (docs/kernels.md).\n"
+    out_ << "// " << kernel.nTbs << " TB(s): launch with gridDim.x = " << kernel.nTbs << " x channels"
+         << " per channel; blockIdx.x selects a TB and its channel (docs/kernels.md).\n"
          << (replay ? "// Each TB replays the entries of a block of sub-pipelines once per micro-batch.\n"
                     : "// Each entry runs all micro-batches before the TB's next entry (task-level).\n");
     if (role_.tableSize > 0 || role_.ranks.size() > 1) {
@@ -168,9 +168,10 @@ class KernelWriter {
            << role_.tableSize << " (KernelArgs::roleValues).\n";
     }
     out_ << "#include \"primitives.h\"\n\n"
-         << "TUCCL_KERNEL " << kernel.kernelName << "(tuccl::dev::KernelArgs args) {\n"
+         << "TUCCL_KERNEL_THREADS(" << plan_.config.nThreads << ") " << kernel.kernelName
+         << "(tuccl::dev::KernelArgs args) {\n"
          << "  using namespace tuccl::dev;\n"
-         << "  Tb t = makeTb(args, static_cast<int32_t>(blockIdx.x));\n"
+         << "  Tb t = makeTb(args, static_cast<int32_t>(blockIdx.x), " << kernel.nTbs << ");\n"
          << "  [[maybe_unused]] const int32_t rank = args.rank;\n"
          << "  [[maybe_unused]] const int32_t* const v = args.roleValues;\n";
   }
@@ -186,11 +187,11 @@ class KernelWriter {
     }
     if (literal) {
       for (const RoleValue* id : ids) tbLabels_.push_back(id->b);
-      out_ << "  switch (blockIdx.x) {\n";
+      out_ << "  switch (t.baseTb) {\n";
       return;
     }
     out_ << "  // This rank's TB ids of the code blocks below (they differ between the ranks).\n"
-         << "  const int32_t tb = static_cast<int32_t>(blockIdx.x);\n"
+         << "  const int32_t tb = t.baseTb;\n"
          << "  int32_t code = -1;\n";
     for (size_t c = 0; c < ids.size(); ++c) {
       out_ << "  " << (c == 0 ? "" : "else ") << "if (tb == " << valueExpr(*ids[c]) << ") code = " << c << ";\n";

@@ -2,7 +2,7 @@
 //
 // In:  a Plan (plan/plan.h).
 // Out: GeneratedKernels: the distinct kernels (kernel<K>.cu defining
-//        TUCCL_KERNEL tuccl_kernel<K>(tuccl::dev::KernelArgs args))
+//        TUCCL_KERNEL_THREADS(nThreads) tuccl_kernel<K>(tuccl::dev::KernelArgs args))
 //      and, per rank, the kernel it runs and its value table. A kernel's blockIdx.x selects a TB's
 //      code: each entry loops over its micro-batches, waits on the flags of the entries it depends
 //      on, runs its primitive (kernelgen/device/primitives.h) and posts its own progress. Runs of

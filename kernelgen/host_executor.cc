@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -16,10 +17,6 @@
 namespace tuccl {
 namespace {
 
-int64_t microBatchesOf(int64_t count, int32_t chunksPerUnit, int64_t sliceElems) {
-  const int64_t chunkElems = (count + chunksPerUnit - 1) / chunksPerUnit;
-  return chunkElems > 0 ? (chunkElems + sliceElems - 1) / sliceElems : 1;
-}
 
 Status invalid(const std::string& message) { return makeError(ErrorCode::InvalidArgument, "host executor: " + message); }
 
@@ -59,7 +56,8 @@ Status checkRequest(const HostKernels& kernels, const Plan& plan, const KernelLa
   }
   const CallGeometry& geometry = staging.geometry();
   if (staging.ringCount() != layout.rings.size() || geometry.sliceElems < 1 ||
-      geometry.microBatches != microBatchesOf(call.count, layout.chunksPerUnit, geometry.sliceElems)) {
+      geometry.microBatches != dev::microBatchCount(call.count, layout.chunksPerUnit, geometry.sliceElems,
+                                                    layout.channels, static_cast<int32_t>(dataTypeSize(call.dataType)))) {
     return invalid("the staging was made for another layout or count");
   }
   if (geometry.slotBytes < stagingSlotBytes(geometry.protocol, geometry.sliceElems * dataTypeSize(call.dataType))) {
@@ -84,6 +82,7 @@ struct RankState {
   std::vector<uint64_t> progress;
   std::vector<uint64_t> barrier = std::vector<uint64_t>(2, 0);
   std::vector<dev::TbReport> reports;
+  std::unique_ptr<dev::PrimitiveCounters> counters = std::make_unique<dev::PrimitiveCounters>();
 };
 
 std::vector<RankState> rankStates(const HostKernels& kernels, const Plan& plan, const KernelLayout& layout,
@@ -93,7 +92,7 @@ std::vector<RankState> rankStates(const HostKernels& kernels, const Plan& plan, 
   for (int32_t r = 0; r < plan.nRanks; ++r) {
     RankState& state = states[r];
     state.progress.assign(static_cast<size_t>(std::max(1, layout.progressCounters[r])), 0);
-    state.reports.assign(plan.ranks[r].tbs.size(), dev::TbReport{});
+    state.reports.assign(static_cast<size_t>(layout.blocksOf(plan, r)), dev::TbReport{});
     dev::KernelArgs& a = state.args;
     a.input = buffers[r].input;
     a.output = buffers[r].output;
@@ -114,6 +113,10 @@ std::vector<RankState> rankStates(const HostKernels& kernels, const Plan& plan, 
     a.deadlineNs = deadlineNs;
     a.protocol = deviceProtocol(staging.geometry().protocol);
     a.roleValues = kernels.valuesOf(r);
+    a.counters = state.counters.get();
+    a.channels = layout.channels;
+    a.ringsPerChannel = layout.ringsPerChannel;
+    a.progressPerChannel = layout.progressPerChannel[r];
   }
   return states;
 }
@@ -122,7 +125,7 @@ void raiseAbort(int32_t* flag) { std::atomic_ref<int32_t>(*flag).store(1, std::m
 
 // Starts a thread per TB of `ranks`, waits for them (the watchdog raises the abort flag once the
 // deadline and its grace have passed) and joins them. Returns whether the watchdog fired.
-Expected<bool> runThreads(const HostKernels& kernels, const Plan& plan, const std::vector<int32_t>& ranks,
+Expected<bool> runThreads(const HostKernels& kernels, const std::vector<int32_t>& ranks,
                           std::vector<RankState>& states, int32_t* abort,
                           std::chrono::steady_clock::time_point watchdogAt) {
   std::mutex mutex;
@@ -132,7 +135,7 @@ Expected<bool> runThreads(const HostKernels& kernels, const Plan& plan, const st
   Status started;
   try {
     for (int32_t r : ranks) {
-      for (size_t tb = 0; tb < plan.ranks[r].tbs.size(); ++tb) {
+      for (size_t tb = 0; tb < states[r].reports.size(); ++tb) {
         threads.emplace_back([&, r, tb] {
           kernels.setBlock(static_cast<unsigned>(tb));
           kernels.ranks[r](states[r].args);
@@ -166,7 +169,8 @@ CallGeometry callGeometry(const Plan& plan, const KernelLayout& layout, const Co
   const int64_t elementSize = dataTypeSize(call.dataType);
   CallGeometry geometry;
   geometry.sliceElems = std::max<int64_t>(1, (chunkSize > 0 ? chunkSize : plan.config.chunkSize) / elementSize);
-  geometry.microBatches = microBatchesOf(call.count, layout.chunksPerUnit, geometry.sliceElems);
+  geometry.microBatches = dev::microBatchCount(call.count, layout.chunksPerUnit, geometry.sliceElems, layout.channels,
+                                               static_cast<int32_t>(elementSize));
   geometry.stagingSlots =
       static_cast<int32_t>(std::clamp<int64_t>(std::min<int64_t>(stagingSlots, geometry.microBatches), 1, 64));
   geometry.protocol = protocol.value_or(plan.config.protocol);
@@ -234,7 +238,7 @@ Expected<HostRun> runPlanOnHost(const HostKernels& kernels, const Plan& plan, co
   std::vector<RankState> states = rankStates(kernels, plan, layout, call, buffers, staging,
                                              std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                  deadline.time_since_epoch()).count());
-  Expected<bool> fired = runThreads(kernels, plan, *ranks, states, staging.abortFlag(), watchdogAt);
+  Expected<bool> fired = runThreads(kernels, *ranks, states, staging.abortFlag(), watchdogAt);
   if (!fired) return fired.status();
 
   HostRun run;
@@ -247,6 +251,8 @@ Expected<HostRun> runPlanOnHost(const HostKernels& kernels, const Plan& plan, co
       run.stopped.push_back(std::move(tb));
     }
   }
+  run.counters.resize(static_cast<size_t>(plan.nRanks));
+  for (int32_t r : *ranks) run.counters[r] = *states[r].counters;
   run.hang = run.hang || run.watchdogFired;
   run.completed = run.stopped.empty();
   return run;

@@ -103,6 +103,10 @@ struct HostRun {
   bool watchdogFired = false;  ///< TBs were still running past the timeout and its grace
   std::vector<StoppedTb> stopped;  ///< every TB that did not finish, by rank and TB
   double runSeconds = 0;
+  /// By rank (zero for the ranks not run): the bytes the rank's TBs loaded and stored, its
+  /// slices, waits, barriers and fences (dev::PrimitiveCounters; docs/kernels.md "Counted on
+  /// the CPU").
+  std::vector<dev::PrimitiveCounters> counters;
 
   /// Ok when completed; otherwise stoppedTbsStatus: Timeout (a hang), Internal (an order
   /// mismatch: a plan whose sends and receives disagree) or Aborted, with every stopped TB.

@@ -1,6 +1,7 @@
 // Kernel layout (kernel_layout.h).
 #include "kernelgen/kernel_layout.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -42,6 +43,21 @@ KernelLayout layoutKernels(const Plan& plan) {
     s.peer = t.recv;
     r.peer = t.send;
   }
+  // Channels: replica c of ring i is ring i + c * ringsPerChannel, between the replicas' TBs
+  // (TB tb of replica c is block tb + c * the rank's TBs); a rank's progress counters repeat
+  // per replica the same way.
+  layout.channels = std::max(1, plan.config.nChannels);
+  layout.ringsPerChannel = static_cast<int32_t>(layout.rings.size());
+  layout.progressPerChannel = layout.progressCounters;
+  for (int32_t c = 1; c < layout.channels; ++c) {
+    for (int32_t i = 0; i < layout.ringsPerChannel; ++i) {
+      RingInfo ring = layout.rings[i];
+      ring.srcTb += c * static_cast<int32_t>(plan.ranks[ring.srcRank].tbs.size());
+      ring.dstTb += c * static_cast<int32_t>(plan.ranks[ring.dstRank].tbs.size());
+      layout.rings.push_back(ring);
+    }
+  }
+  for (int32_t& counters : layout.progressCounters) counters *= layout.channels;
   return layout;
 }
 

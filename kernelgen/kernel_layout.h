@@ -32,11 +32,21 @@ struct EntryLayout {
 struct KernelLayout {
   Collective collective = Collective::AllReduce;
   int32_t chunksPerUnit = 1;  ///< k (planChunkUnit)
-  std::vector<RingInfo> rings;
-  std::vector<std::vector<std::vector<EntryLayout>>> entries;  ///< [rank][tb][entry]
-  std::vector<int32_t> progressCounters;                        ///< per rank
+  /// Channels: the kernels run config.nChannels replicas of the plan's TBs (docs/kernels.md
+  /// "Channels"). `rings` and `progressCounters` hold every replica's; `entries` name replica 0's
+  /// ring and counter, replica c adds c * ringsPerChannel and c * progressPerChannel[rank].
+  int32_t channels = 1;
+  int32_t ringsPerChannel = 0;
+  std::vector<RingInfo> rings;                                 ///< every replica's rings
+  std::vector<std::vector<std::vector<EntryLayout>>> entries;  ///< [rank][tb][entry], replica 0
+  std::vector<int32_t> progressCounters;                       ///< per rank, every replica's
+  std::vector<int32_t> progressPerChannel;                     ///< per rank, one replica's
 
   const EntryLayout& at(int32_t rank, int32_t tb, int32_t entry) const { return entries[rank][tb][entry]; }
+  /// The blocks a rank's kernel is launched with: its TBs times the channels.
+  int32_t blocksOf(const Plan& plan, int32_t rank) const {
+    return static_cast<int32_t>(plan.ranks[rank].tbs.size()) * channels;
+  }
 };
 
 /// Builds the layout. Sends pair with receives as docs/plan-format.md defines (pairTransfers).

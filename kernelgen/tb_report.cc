@@ -80,8 +80,12 @@ std::string waitText(const KernelLayout& layout, const dev::TbReport& report) {
 
 std::string describeStoppedTb(const Plan& plan, const KernelLayout& layout, int32_t rank, int32_t tb,
                               const dev::TbReport& report) {
-  return "rank " + std::to_string(rank) + " tb " + std::to_string(tb) + " " + entryText(plan, rank, tb, report) + ": " +
-         stateName(report.state) + waitText(layout, report);
+  // Block tb runs the plan's TB tb % (the rank's TBs), of channel tb / (the rank's TBs).
+  const auto tbs = static_cast<int32_t>(plan.ranks[rank].tbs.size());
+  const int32_t planTb = tbs > 0 ? tb % tbs : tb;
+  const std::string channel = layout.channels > 1 && tbs > 0 ? " (channel " + std::to_string(tb / tbs) + ")" : "";
+  return "rank " + std::to_string(rank) + " tb " + std::to_string(tb) + channel + " " +
+         entryText(plan, rank, planTb, report) + ": " + stateName(report.state) + waitText(layout, report);
 }
 
 std::vector<StoppedTb> stoppedTbs(const Plan& plan, const KernelLayout& layout, int32_t rank,

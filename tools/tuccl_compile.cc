@@ -133,8 +133,10 @@ std::vector<bool> emittedRanks(const tuccl::Plan& plan, const std::vector<int32_
 // kernels.json: which kernel every rank runs and its value table (KernelArgs::roleValues), and
 // per kernel its file, entry point, grid and ranks. Ranks left out by --emit-ranks are omitted.
 std::string kernelsJson(const tuccl::GeneratedKernels& kernels, const std::vector<bool>& emitted,
-                        const std::vector<bool>& kernelEmitted) {
-  std::string out = "{\n \"format\": \"tuccl-kernels\",\n \"version\": 1,\n \"kernels\": [";
+                        const std::vector<bool>& kernelEmitted, int32_t channels) {
+  // "nTbs": the plan's TBs a kernel runs per channel; "blocks": its grid, nTbs x "channels".
+  std::string out = "{\n \"format\": \"tuccl-kernels\",\n \"version\": 1,\n \"channels\": " +
+                    std::to_string(channels) + ",\n \"kernels\": [";
   bool first = true;
   for (const tuccl::GeneratedKernel& kernel : kernels.kernels) {
     if (!kernelEmitted[kernel.id]) continue;
@@ -142,6 +144,7 @@ std::string kernelsJson(const tuccl::GeneratedKernels& kernels, const std::vecto
     first = false;
     out += "{\"id\": " + std::to_string(kernel.id) + ", \"file\": \"" + kernel.fileName + "\", \"name\": \"" +
            kernel.kernelName + "\", \"nTbs\": " + std::to_string(kernel.nTbs) +
+           ", \"blocks\": " + std::to_string(kernel.nTbs * channels) +
            ", \"tableSize\": " + std::to_string(kernel.tableSize) + ", \"ranks\": " +
            std::to_string(kernel.ranks.size()) + "}";
   }
@@ -215,7 +218,7 @@ int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
     if (!writeOutputFile(dir / kernel.fileName, kernel.source)) return kExitError;
     written.push_back(&kernel);
   }
-  if (!writeOutputFile(dir / "kernels.json", kernelsJson(kernels, emitted, kernelEmitted))) return kExitError;
+  if (!writeOutputFile(dir / "kernels.json", kernelsJson(kernels, emitted, kernelEmitted, std::max(1, plan.config.nChannels)))) return kExitError;
   std::cout << "wrote " << (dir / "plan.json").string() << " (" << tuccl::schedulerName(plan.scheduler) << ", "
             << tuccl::tbPolicyName(plan.tbAllocation) << ", " << plan.subPipelines << " sub-pipelines), "
             << written.size() << " of " << kernels.kernels.size() << " kernels (kernel<K>.cu) for "

@@ -1,10 +1,13 @@
 // Datatypes and reduction operations of the primitives: float, half, bfloat16, double, int32,
 // int64, uint8 (NCCL's set minus int8/uint32/uint64/fp8) and sum, prod, min, max, avg.
 //
-// half and bfloat16 are our own 16-bit storage types with float conversions written in integer
-// arithmetic (round to nearest even), so host and device compute bit-identical results and the
-// library needs no cuda_fp16.h (NVRTC compiles it without include paths). Arithmetic on them is
-// done in float and rounded once per operation, as NCCL's generic path does.
+// half and bfloat16 are our own 16-bit storage types, so the library needs no cuda_fp16.h (NVRTC
+// compiles it without include paths). The host converts in integer arithmetic, the device with
+// PTX cvt (bfloat16 from sm_80), both rounding to nearest even, so host and device compute
+// bit-identical results for every value but NaN payloads. Arithmetic on them is done in float and
+// rounded once per operation, as NCCL's generic path does; reduce_copy.h's packed sum and product
+// (f16x2 / bf16x2) round once too and give the same bits (float holds 2p + 2 bits of either
+// type, so rounding through float is exact rounding).
 // Integer sum and product wrap around (computed unsigned: no undefined behaviour on the host).
 #pragma once
 
@@ -20,6 +23,20 @@ struct BFloat16 {
   uint16_t bits;
 };
 
+#if defined(TUCCL_DEVICE_COMPILE)
+// The device converts with the hardware's instructions: cvt rounds to nearest even exactly as
+// the integer code below does (NaN payloads aside), without its branches and loops.
+TUCCL_DEVICE_INLINE float toFloat(Half h) {
+  float value;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(h.bits));
+  return value;
+}
+TUCCL_DEVICE_INLINE Half toHalf(float value) {
+  Half h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(value));
+  return h;
+}
+#else
 TUCCL_DEVICE_INLINE float toFloat(Half h) {
   const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
   uint32_t exponent = (h.bits >> 10) & 0x1fu;
@@ -64,14 +81,21 @@ TUCCL_DEVICE_INLINE Half toHalf(float value) {
   if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;
   return Half{static_cast<uint16_t>(sign | result)};
 }
+#endif
 
 TUCCL_DEVICE_INLINE float toFloat(BFloat16 b) { return bitsFloat(static_cast<uint32_t>(b.bits) << 16); }
 
 TUCCL_DEVICE_INLINE BFloat16 toBFloat16(float value) {
+#if defined(TUCCL_DEVICE_COMPILE) && __CUDA_ARCH__ >= 800
+  BFloat16 b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b.bits) : "f"(value));
+  return b;
+#else
   const uint32_t bits = floatBits(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return BFloat16{static_cast<uint16_t>((bits >> 16) | 0x40u)};  // nan
   const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
   return BFloat16{static_cast<uint16_t>(rounded >> 16)};
+#endif
 }
 
 /// Element-wise reduction operators. Avg reduces as a sum; the kernel's epilogue divides by nRanks.
@@ -152,95 +176,6 @@ TUCCL_DEVICE_INLINE int32_t elementSize(int32_t dtype) {
     case kFloat64: return 8;
     default: return 0;
   }
-}
-
-/// 16 bytes moved by one vector load or store (uint4 on the device: ld/st.global.v4).
-#if defined(TUCCL_DEVICE_COMPILE)
-typedef uint4 Pack16;
-#else
-struct alignas(16) Pack16 {
-  uint32_t x, y, z, w;
-};
-#endif
-
-TUCCL_DEVICE_INLINE bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
-/// dst[i] = Op(dst[i], src[i]) for i < n, by the threads of the TB; 16-byte vectors when both
-/// pointers allow it, scalars for the rest.
-template <typename T, typename Op>
-TUCCL_HOST_DEVICE void reduceInto(T* dst, const T* src, int64_t n) {
-  constexpr int kPer = 16 / static_cast<int>(sizeof(T));
-  int64_t done = 0;
-  if (aligned16(dst) && aligned16(src)) {
-    const int64_t packs = n / kPer;
-    for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-      union {
-        Pack16 pack;
-        T elems[kPer];
-      } a, b;
-      a.pack = reinterpret_cast<const Pack16*>(dst)[p];
-      b.pack = reinterpret_cast<const Pack16*>(src)[p];
-      for (int e = 0; e < kPer; ++e) a.elems[e] = Combine<Op, T>::apply(a.elems[e], b.elems[e]);
-      reinterpret_cast<Pack16*>(dst)[p] = a.pack;
-    }
-    done = packs * kPer;
-  }
-  for (int64_t i = done + threadIdx.x; i < n; i += blockDim.x) dst[i] = Combine<Op, T>::apply(dst[i], src[i]);
-}
-
-template <typename T>
-TUCCL_DEVICE_INLINE void reduceIntoOp(int32_t op, T* dst, const T* src, int64_t n) {
-  switch (op) {
-    case kProd: reduceInto<T, OpProd>(dst, src, n); break;
-    case kMin: reduceInto<T, OpMin>(dst, src, n); break;
-    case kMax: reduceInto<T, OpMax>(dst, src, n); break;
-    default: reduceInto<T, OpSum>(dst, src, n); break;  // kSum, kAvg
-  }
-}
-
-template <int32_t D>
-struct TypeOf;
-template <>
-struct TypeOf<kUint8> { typedef uint8_t type; };
-template <>
-struct TypeOf<kInt32> { typedef int32_t type; };
-template <>
-struct TypeOf<kInt64> { typedef int64_t type; };
-template <>
-struct TypeOf<kFloat16> { typedef Half type; };
-template <>
-struct TypeOf<kBFloat16> { typedef BFloat16 type; };
-template <>
-struct TypeOf<kFloat32> { typedef float type; };
-template <>
-struct TypeOf<kFloat64> { typedef double type; };
-
-/// dst op= src over n elements of a runtime datatype and operation (one switch per slice).
-/// Compiling with -DTUCCL_ONLY_DTYPE=<DataType> (and -DTUCCL_ONLY_OP=<RedOp>) specialises the
-/// kernel to one datatype (and operation), as a runtime that compiles per call configuration
-/// would: smaller code, faster NVRTC.
-TUCCL_DEVICE_NOINLINE void reduceElements(int32_t dtype, int32_t op, void* dst, const void* src, int64_t n) {
-#if defined(TUCCL_ONLY_DTYPE)
-  typedef typename TypeOf<TUCCL_ONLY_DTYPE>::type T;
-  (void)dtype;
-#if defined(TUCCL_ONLY_OP)
-  (void)op;
-  reduceIntoOp<T>(TUCCL_ONLY_OP, static_cast<T*>(dst), static_cast<const T*>(src), n);
-#else
-  reduceIntoOp<T>(op, static_cast<T*>(dst), static_cast<const T*>(src), n);
-#endif
-#else
-  switch (dtype) {
-    case kUint8: reduceIntoOp(op, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n); break;
-    case kInt32: reduceIntoOp(op, static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n); break;
-    case kInt64: reduceIntoOp(op, static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n); break;
-    case kFloat16: reduceIntoOp(op, static_cast<Half*>(dst), static_cast<const Half*>(src), n); break;
-    case kBFloat16: reduceIntoOp(op, static_cast<BFloat16*>(dst), static_cast<const BFloat16*>(src), n); break;
-    case kFloat32: reduceIntoOp(op, static_cast<float*>(dst), static_cast<const float*>(src), n); break;
-    case kFloat64: reduceIntoOp(op, static_cast<double*>(dst), static_cast<const double*>(src), n); break;
-    default: break;
-  }
-#endif
 }
 
 template <typename T>

@@ -1,9 +1,11 @@
 // Flags and credits (SCCL/NCCL style: flags, not grid barriers). A flag is a monotonically
-// increasing 64-bit counter; a waiter needs it to reach a value. Device: volatile accesses
-// fenced with __threadfence_system (visible to peers over NVLink/PCIe). Host: std::atomic_ref
-// with acquire/release. Every wait is bounded: after `spinLimit` cycles (device) or past the
-// deadline (host), or once another TB gave up, the waiter writes what it waited for into its
-// TbReport and returns false, so a hang becomes a diagnostic.
+// increasing 64-bit counter; a waiter needs it to reach a value. Device: one thread polls with
+// volatile loads and no fence, orders once after the wait (fence.acq_rel), and a post is one
+// fence.acq_rel then a volatile store, at GPU scope between a rank's own TBs and system scope
+// across GPUs, processes and the host (nccl-data-path.md §2). Host: std::atomic_ref with
+// acquire/release. Every wait is bounded: after `spinLimit` cycles (device) or past the deadline
+// (host), or once another TB gave up, the waiter writes what it waited for into its TbReport and
+// returns false, so a hang becomes a diagnostic.
 #pragma once
 
 #include "kernel_args.h"
@@ -17,25 +19,55 @@
 
 namespace tuccl::dev {
 
-/// Reads a flag with acquire semantics.
-TUCCL_DEVICE_INLINE uint64_t loadAcquire(uint64_t* flag) {
-#if defined(TUCCL_DEVICE_COMPILE)
-  const uint64_t value = *reinterpret_cast<volatile uint64_t*>(flag);
-  __threadfence_system();
-  return value;
-#elif defined(TUCCL_CUDA_COMPILER)
-  return *reinterpret_cast<volatile uint64_t*>(flag);  // nvcc's host pass of device-only code
+/// Reads a flag without ordering (device: ld.volatile, no fence; NCCL polls this way,
+/// nccl-data-path.md §2): a wait polls with it and orders once, with fenceAcquire, after it saw
+/// the value it waited for. Host: an acquire load (as cheap as a plain one on x86).
+TUCCL_DEVICE_INLINE uint64_t loadRelaxed(const uint64_t* flag) {
+#if defined(TUCCL_CUDA_COMPILER)
+  return *reinterpret_cast<const volatile uint64_t*>(flag);
 #else
-  return std::atomic_ref<uint64_t>(*flag).load(std::memory_order_acquire);
+  return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(flag)).load(std::memory_order_acquire);
 #endif
 }
 
-/// Publishes a flag value with release semantics (the data written before it is visible first).
-TUCCL_DEVICE_INLINE void storeRelease(uint64_t* flag, uint64_t value) {
+/// Memory scopes of the device's fences: GPU for flags both ends of which run on this GPU (a
+/// rank's own TBs), system for flags other GPUs, processes or the host read (staging rings).
+enum FenceScope : int32_t { kScopeGpu = 0, kScopeSystem = 1 };
+
+/// Makes what the writer published before the flag this thread just saw visible to this thread's
+/// later loads (device: fence.acq_rel at the scope; host: the loads are acquire already).
+TUCCL_DEVICE_INLINE void fenceAcquire(FenceScope scope) {
 #if defined(TUCCL_DEVICE_COMPILE)
-  __threadfence_system();
+  if (scope == kScopeGpu) {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  } else {
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+  }
+#else
+  (void)scope;
+#endif
+}
+
+/// Publishes a flag value with release semantics: the writes of this thread, and of every thread
+/// of the TB that met it at a barrier since, are visible before the value (device: fence.acq_rel
+/// at the scope, then a relaxed store, nccl-data-path.md §2 "Post rule").
+TUCCL_DEVICE_INLINE void storeRelease(uint64_t* flag, uint64_t value, FenceScope scope = kScopeSystem) {
+#if defined(TUCCL_DEVICE_COMPILE)
+  fenceAcquire(scope);
   *reinterpret_cast<volatile uint64_t*>(flag) = value;
 #elif defined(TUCCL_CUDA_COMPILER)
+  (void)scope;
+  *reinterpret_cast<volatile uint64_t*>(flag) = value;
+#else
+  (void)scope;
+  std::atomic_ref<uint64_t>(*flag).store(value, std::memory_order_release);
+#endif
+}
+
+/// Publishes a flag value that orders nothing but the reads before it (a returned credit: the
+/// slot's loads completed before the barrier that preceded it). Device: a volatile store.
+TUCCL_DEVICE_INLINE void storeRelaxed(uint64_t* flag, uint64_t value) {
+#if defined(TUCCL_CUDA_COMPILER)
   *reinterpret_cast<volatile uint64_t*>(flag) = value;
 #else
   std::atomic_ref<uint64_t>(*flag).store(value, std::memory_order_release);
@@ -44,11 +76,7 @@ TUCCL_DEVICE_INLINE void storeRelease(uint64_t* flag, uint64_t value) {
 
 /// Orders this thread's earlier writes before its later ones for every observer (device); the
 /// host's release stores order themselves.
-TUCCL_DEVICE_INLINE void fenceSystem() {
-#if defined(TUCCL_DEVICE_COMPILE)
-  __threadfence_system();
-#endif
-}
+TUCCL_DEVICE_INLINE void fenceSystem() { fenceAcquire(kScopeSystem); }
 
 /// Reads a word another rank wrote before a flag this thread already acquired.
 TUCCL_DEVICE_INLINE uint64_t loadPlain(const uint64_t* word) {
@@ -62,7 +90,7 @@ TUCCL_DEVICE_INLINE uint64_t loadPlain(const uint64_t* word) {
 /// Adds one to a counter shared by the TBs of a rank; returns the new value.
 TUCCL_DEVICE_INLINE uint64_t arrive(uint64_t* counter) {
 #if defined(TUCCL_DEVICE_COMPILE)
-  __threadfence_system();
+  fenceAcquire(kScopeGpu);  // the TBs of a rank share its GPU
   return atomicAdd(reinterpret_cast<unsigned long long*>(counter), 1ull) + 1;
 #elif defined(TUCCL_CUDA_COMPILER)
   return ++*counter;
@@ -165,6 +193,15 @@ TUCCL_DEVICE_INLINE void backOff(uint64_t spins) {
 #endif
 }
 
+/// Polls between checks of the abort word and the clock. The device reads the abort word from host
+/// memory, a PCIe round trip: NCCL checks every 10,000 spins (primitives.h); 1,024 spins of L2
+/// loads are about a millisecond. The host backs off instead (backOff).
+#if defined(TUCCL_DEVICE_COMPILE)
+inline constexpr uint64_t kExpiryCheckMask = 1023u;
+#else
+inline constexpr uint64_t kExpiryCheckMask = 255u;
+#endif
+
 /// Spins until `ready(seen)` holds. Returns false, with the report filled (expected and the
 /// value last seen), when the bound is hit or another TB aborted.
 template <typename Ready>
@@ -175,7 +212,7 @@ TUCCL_DEVICE_INLINE bool spinUntil(const KernelArgs& args, TbReport& report, Rea
   const long long start = waitStart();
   for (uint64_t spins = 1;; ++spins) {
     if (ready(seen)) return true;
-    if ((spins & 255u) == 0 && waitExpired(args, start)) {
+    if ((spins & kExpiryCheckMask) == 0 && waitExpired(args, start)) {
       giveUp(args, report, expected, seen, site);
       return false;
     }
@@ -183,25 +220,18 @@ TUCCL_DEVICE_INLINE bool spinUntil(const KernelArgs& args, TbReport& report, Rea
   }
 }
 
-/// Spins (thread 0 only) until *flag >= expected. Returns false, with the report filled, when the
-/// bound is hit or another TB aborted.
+/// Spins (thread 0 only) until *flag >= expected, without ordering: the caller fences once after
+/// (fenceAcquire) when it reads what the flag published. Returns false, with the report filled,
+/// when the bound is hit or another TB aborted.
 TUCCL_DEVICE_NOINLINE bool spinUntilAtLeast(const KernelArgs& args, TbReport& report, uint64_t* flag,
                                             uint64_t expected, WaitSite site) {
   return spinUntil(
       args, report,
       [&](uint64_t& seen) {
-        seen = loadAcquire(flag);
+        seen = loadRelaxed(flag);
         return seen >= expected;
       },
       expected, site);
-}
-
-/// The TB-wide form: thread 0 waits, every thread learns the verdict.
-TUCCL_DEVICE_INLINE bool waitAtLeast(const KernelArgs& args, TbReport& report, uint64_t* flag, uint64_t expected,
-                                     WaitSite site) {
-  bool ok = true;
-  if (threadIdx.x == 0) ok = spinUntilAtLeast(args, report, flag, expected, site);
-  return tbAgree(ok);
 }
 
 }  // namespace tuccl::dev

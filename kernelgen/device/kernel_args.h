@@ -68,6 +68,21 @@ struct TbReport {
   uint64_t seen = 0;       ///< the value last seen
 };
 
+/// What a rank's TBs did, counted by the host build only (the device build compiles the counting
+/// out): the checks of docs/kernels.md "Counted on the CPU" read them. Bytes are those the data
+/// loops and line writers load and store (buffers and staging slots alike).
+struct PrimitiveCounters {
+  uint64_t bytesRead = 0;
+  uint64_t bytesWritten = 0;
+  uint64_t slices = 0;       ///< slices moved by remote primitives (each send or receive of one)
+  uint64_t dataWaits = 0;    ///< waits for a slice's data flag (Simple) or its lines (LL, LL128)
+  uint64_t creditWaits = 0;  ///< waits for a slot's credit
+  uint64_t entryWaits = 0;   ///< waits on another entry of the rank, and the rank barrier
+  uint64_t entryPosts = 0;   ///< progress posted for the rank's other entries
+  uint64_t barriers = 0;     ///< barriers of a TB's threads
+  uint64_t fences = 0;       ///< memory fences
+};
+
 struct KernelArgs {
   void* input = nullptr;
   void* output = nullptr;
@@ -90,6 +105,36 @@ struct KernelArgs {
   int64_t deadlineNs = 0;        ///< host: steady-clock time (ns) after which a wait gives up
   const int32_t* roleValues = nullptr;  ///< this rank's value table: the values its kernel reads as v[k]
   int32_t protocol = kProtoSimple;  ///< ProtocolId: how slices travel through the staging rings
+  PrimitiveCounters* counters = nullptr;  ///< host build: this rank's counters (null: not counted)
+  /// Channels (docs/kernels.md "Channels"): the kernel runs `channels` replicas of the plan's TBs,
+  /// replica c as blocks [c * nTbs, (c + 1) * nTbs), each on its own contiguous share of every
+  /// transfer, with its own rings (ring + c * ringsPerChannel) and progress counters
+  /// (counter + c * progressPerChannel).
+  int32_t channels = 1;
+  int32_t ringsPerChannel = 0;     ///< the plan's rings (all ranks)
+  int32_t progressPerChannel = 0;  ///< this rank's progress counters of one replica
+  int32_t pad2 = 0;
 };
+
+/// Elements of one channel's share of a transfer of up to `chunkElems` elements: all of it with one
+/// channel; with more, ceil(chunkElems / channels) rounded up to 16 bytes, so a share starts on the
+/// same 16-byte boundary as its chunk (NCCL also splits a chunk over channels in contiguous,
+/// aligned pieces: nccl-data-path.md §1.2).
+TUCCL_DEVICE_INLINE int64_t channelShareElems(int64_t chunkElems, int32_t channels, int32_t elemSize) {
+  if (channels <= 1) return chunkElems;
+  const int64_t grain = elemSize > 0 && elemSize < 16 ? 16 / elemSize : 1;
+  const int64_t per = (chunkElems + channels - 1) / channels;
+  return (per + grain - 1) / grain * grain;
+}
+
+/// Micro-batches every entry of a call runs: slices of `sliceElems` over a channel's share of a
+/// chunk (at least one, so an empty call still exchanges its flags).
+TUCCL_DEVICE_INLINE int64_t microBatchCount(int64_t count, int32_t chunksPerUnit, int64_t sliceElems, int32_t channels,
+                                            int32_t elemSize) {
+  const int64_t k = chunksPerUnit > 0 ? chunksPerUnit : 1;
+  const int64_t share = channelShareElems((count + k - 1) / k, channels, elemSize);
+  const int64_t se = sliceElems > 0 ? sliceElems : 1;
+  return share > 0 ? (share + se - 1) / se : 1;
+}
 
 }  // namespace tuccl::dev

@@ -20,6 +20,7 @@
 #include "flags.h"
 #include "kernel_args.h"
 #include "protocols.h"
+#include "reduce_copy.h"
 #include "tuccl_device.h"
 
 namespace tuccl::dev {
@@ -30,31 +31,95 @@ enum BufferId : int32_t { kInput = 0, kOutput = 1, kScratch = 2 };
 struct Tb {
   const KernelArgs* args;
   TbReport* report;
-  int32_t tb;
+  int32_t tb;       ///< the block: channel * nTbs + baseTb
+  int32_t baseTb;   ///< the plan's TB this block runs
+  int32_t channel;  ///< the replica it runs (KernelArgs::channels)
   int32_t elemSize;
   int64_t chunkElems;
+  int64_t shareElems;  ///< a channel's share of a chunk (channelShareElems)
   int64_t nMicroBatches;
+  int32_t entry;       ///< the entry being run, kept in registers: the report gets it when the TB stops
+  int64_t microBatch;
 
-  /// Records the entry and micro-batch being run (for the hang report).
-  TUCCL_DEVICE_INLINE void at(int32_t entry, int64_t mb) {
+  /// Records the entry and micro-batch being run (for the hang report; nothing is written to memory).
+  TUCCL_DEVICE_INLINE void at(int32_t e, int64_t mb) {
+    entry = e;
+    microBatch = mb;
+  }
+  /// The TB stops: its report says where (the wait that gave up filled in why).
+  TUCCL_DEVICE_INLINE void stopped() {
     if (threadIdx.x == 0) {
       report->entry = entry;
-      report->microBatch = mb;
+      report->microBatch = microBatch;
     }
+  }
+
+  // Counting (host build): what docs/kernels.md's CPU checks read.
+  TUCCL_DEVICE_INLINE void count(uint64_t PrimitiveCounters::*field, uint64_t n) const {
+#if !defined(TUCCL_CUDA_COMPILER)
+    if (args->counters != nullptr) std::atomic_ref<uint64_t>(args->counters->*field).fetch_add(n, std::memory_order_relaxed);
+#else
+    (void)field;
+    (void)n;
+#endif
+  }
+  TUCCL_DEVICE_INLINE void moved(uint64_t read, uint64_t written) const {
+    count(&PrimitiveCounters::bytesRead, read);
+    count(&PrimitiveCounters::bytesWritten, written);
+  }
+  /// A barrier of the TB's threads.
+  TUCCL_DEVICE_INLINE void sync() const {
+    count(&PrimitiveCounters::barriers, 1);
+    tbSync();
+  }
+  /// A barrier at which every thread learns thread 0's verdict.
+  TUCCL_DEVICE_INLINE bool agree(bool threadZeroVerdict) const {
+    count(&PrimitiveCounters::barriers, 1);
+    return tbAgree(threadZeroVerdict);
+  }
+  /// A barrier at which every thread learns whether all threads' `ok` held.
+  TUCCL_DEVICE_INLINE bool all(bool ok) const {
+    count(&PrimitiveCounters::barriers, 1);
+    return tbAll(ok);
+  }
+  /// Thread 0: a fence after a wait (acquire) or before a post (release).
+  TUCCL_DEVICE_INLINE void acquire(FenceScope scope) const {
+    count(&PrimitiveCounters::fences, 1);
+    fenceAcquire(scope);
+  }
+  TUCCL_DEVICE_INLINE void release(uint64_t* flag, uint64_t value, FenceScope scope) const {
+    count(&PrimitiveCounters::fences, 1);
+    storeRelease(flag, value, scope);
   }
 };
 
-TUCCL_DEVICE_INLINE Tb makeTb(const KernelArgs& args, int32_t tb) {
+/// Block `block` of a rank's kernel whose plan has `nTbs` TBs per channel (0: one channel).
+TUCCL_DEVICE_INLINE Tb makeTb(const KernelArgs& args, int32_t block, int32_t nTbs = 0) {
   Tb t;
   t.args = &args;
-  t.report = &args.reports[tb];
-  t.tb = tb;
+  t.report = &args.reports[block];
+  t.tb = block;
+  const int32_t channels = args.channels > 0 ? args.channels : 1;
+  t.channel = nTbs > 0 && channels > 1 ? block / nTbs : 0;
+  t.baseTb = block - t.channel * nTbs;
   t.elemSize = elementSize(args.dtype);
   const int64_t k = args.chunksPerUnit > 0 ? args.chunksPerUnit : 1;
   t.chunkElems = (args.count + k - 1) / k;
-  const int64_t se = args.sliceElems > 0 ? args.sliceElems : 1;
-  t.nMicroBatches = t.chunkElems > 0 ? (t.chunkElems + se - 1) / se : 1;
+  t.shareElems = channelShareElems(t.chunkElems, channels, t.elemSize);
+  t.nMicroBatches = microBatchCount(args.count, args.chunksPerUnit, args.sliceElems, channels, t.elemSize);
+  t.entry = -1;
+  t.microBatch = -1;
   return t;
+}
+
+/// This block's copy of the plan's ring `ring` and of its rank's progress counter `counter`.
+TUCCL_DEVICE_INLINE int32_t ringOf(const Tb& t, int32_t ring) { return ring + t.channel * t.args->ringsPerChannel; }
+TUCCL_DEVICE_INLINE int32_t counterOf(const Tb& t, int32_t counter) {
+  return counter + t.channel * t.args->progressPerChannel;
+}
+/// The blocks of the rank's kernel: `nTbs` per channel.
+TUCCL_DEVICE_INLINE int32_t blocksOf(const Tb& t, int32_t nTbs) {
+  return nTbs * (t.args->channels > 0 ? t.args->channels : 1);
 }
 
 TUCCL_DEVICE_INLINE char* bufferBase(const KernelArgs& args, int32_t buffer) {
@@ -78,142 +143,166 @@ struct Slice {
   int64_t begin;
   int64_t elems;
 };
+/// The transfer moves min(source, destination chunk length) elements; the TB's channel takes its
+/// share of them, [c * shareElems, (c + 1) * shareElems), and micro-batch mb its slice of that.
 TUCCL_DEVICE_INLINE Slice sliceOf(const Tb& t, int32_t srcIndex, int32_t dstIndex, int64_t mb) {
   const int64_t len = minI64(chunkLength(t, srcIndex), chunkLength(t, dstIndex));
+  const int64_t shareBegin = minI64(t.channel * t.shareElems, len);
+  const int64_t shareEnd = minI64(shareBegin + t.shareElems, len);
   const int64_t se = t.args->sliceElems;
-  const int64_t begin = minI64(mb * se, len);
-  return Slice{begin, minI64(se, len - begin)};
+  const int64_t begin = minI64(shareBegin + mb * se, shareEnd);
+  return Slice{begin, minI64(se, shareEnd - begin)};
 }
 
 TUCCL_DEVICE_INLINE char* elementPtr(const Tb& t, int32_t buffer, int32_t index, int64_t within) {
   return bufferBase(*t.args, buffer) + (chunkOffset(t, index) + within) * t.elemSize;
 }
 
-/// Copies n bytes with the threads of the TB, 16 bytes per access where alignment allows.
-TUCCL_DEVICE_INLINE void copyBytes(char* dst, const char* src, int64_t n) {
-  int64_t done = 0;
-  if (aligned16(dst) && aligned16(src)) {
-    const int64_t packs = n / 16;
-    for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-      reinterpret_cast<Pack16*>(dst)[p] = reinterpret_cast<const Pack16*>(src)[p];
-    }
-    done = packs * 16;
-  }
-  for (int64_t i = done + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
-}
-
 TUCCL_DEVICE_INLINE uint64_t sliceTag(int32_t op, int64_t slice) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(op)) << 32) | static_cast<uint32_t>(slice);
 }
 
+// ---- Waits --------------------------------------------------------------------------------------
+
+/// Thread 0 waits until *flag >= expected (relaxed polls); true elsewhere. The caller agrees at
+/// its next barrier.
+TUCCL_DEVICE_INLINE bool waitFlag(Tb& t, uint64_t* flag, uint64_t expected, WaitSite site,
+                                  uint64_t PrimitiveCounters::*kind) {
+  if (threadIdx.x != 0) return true;
+  t.count(kind, 1);
+  return spinUntilAtLeast(*t.args, *t.report, flag, expected, site);
+}
+
 // ---- Dependencies between entries of one rank (per micro-batch) -------------------------------
 
-/// Waits until entry (depTb, depEntry), whose progress counter is `progress`, finished `mb`.
+/// Waits until entry (depTb, depEntry), whose progress counter is `progress`, finished `mb`: one
+/// thread polls, one GPU-scope acquire (the rank's TBs share its GPU), one barrier.
 TUCCL_DEVICE_NOINLINE bool waitEntry(Tb& t, int32_t progress, int32_t depTb, int32_t depEntry, int64_t mb) {
-  WaitSite site{kWaitDependency, -1, depTb, depEntry};
-  return waitAtLeast(*t.args, *t.report, &t.args->progress[progress], static_cast<uint64_t>(mb + 1), site);
+  bool ok = waitFlag(t, &t.args->progress[counterOf(t, progress)], static_cast<uint64_t>(mb + 1),
+                     WaitSite{kWaitDependency, -1, depTb + (t.tb - t.baseTb), depEntry}, &PrimitiveCounters::entryWaits);
+  if (threadIdx.x == 0 && ok) t.acquire(kScopeGpu);
+  return t.agree(ok);
 }
 
-/// Publishes that this entry finished micro-batch `mb`.
+/// Publishes that this entry finished micro-batch `mb`. Every primitive ends with a barrier of
+/// the TB's threads after its last store, so thread 0 alone releases (GPU scope).
 TUCCL_DEVICE_INLINE void postEntry(Tb& t, int32_t progress, int64_t mb) {
-  tbSync();
-  if (threadIdx.x == 0) storeRelease(&t.args->progress[progress], static_cast<uint64_t>(mb + 1));
-}
-
-// ---- Remote primitives (PUSH) ---------------------------------------------------------------
-
-/// Thread 0 records slice k's tag in its slot, and the slot bytes it uses (the proxy forwards
-/// that much).
-TUCCL_DEVICE_INLINE void writeTag(RingDevice& r, int32_t slot, uint64_t tag, int64_t bytes) {
   if (threadIdx.x == 0) {
-    r.tags[slot] = tag;
-    r.tags[r.nSlots + slot] = static_cast<uint64_t>(bytes);
+    t.count(&PrimitiveCounters::entryPosts, 1);
+    t.release(&t.args->progress[counterOf(t, progress)], static_cast<uint64_t>(mb + 1), kScopeGpu);
   }
 }
 
-/// Writes slice k (`bytes` at `src`) into its slot in the kernel's protocol and raises `posted`.
-/// Simple: data, tag, then `posted` (release). LL / LL128: the tag first, so a receiver that saw
-/// the lines also sees the tag, then the lines; `posted` serves the inter-node proxy.
-TUCCL_DEVICE_INLINE void stageSlice(Tb& t, RingDevice& r, uint64_t k, int32_t slot, const char* src, int64_t bytes,
-                                    uint64_t tag) {
-  char* at = r.staging + slot * r.slotBytes;
-  const int32_t protocol = protocolOf(*t.args);
-  if (protocol == kProtoSimple) {
-    copyBytes(at, src, bytes);
-    tbSync();
-    writeTag(r, slot, tag, bytes);
+// ---- Remote primitives (PUSH), one slice at a time ----------------------------------------------
+//
+// A slice of a remote primitive (docs/kernels.md "Synchronisation per slice"):
+//   1. thread 0 waits: for the data flag of the incoming slice (then one acquire fence and the tag
+//      check) and for the credit of the outgoing slot; LL / LL128 receivers wait on the lines
+//      instead, every thread for its own;
+//   2. barrier 1: every thread learns the verdict;
+//   3. every thread moves its share of the slice in one pass (reduceCopy: each source read once,
+//      every destination written);
+//   4. barrier 2;
+//   5. thread 0 posts: the outgoing slot's tag, one release fence and the data flag; the credit of
+//      the incoming slot (a relaxed store).
+// Two barriers and, per direction, one fence a slice. The rings' running counts are thread 0's:
+// every thread reads them at the primitive's start, thread 0 advances them before the last
+// barrier 2, so no thread reads a count that is being written.
+
+/// Where one ring's slice k sits.
+struct SlotRef {
+  RingDevice* ring;
+  uint64_t k;
+  int32_t slot;
+  char* data;
+};
+TUCCL_DEVICE_INLINE SlotRef slotOf(const Tb& t, int32_t ring, uint64_t k) {
+  RingDevice& r = t.args->rings[ring];
+  const int32_t slot = static_cast<int32_t>(k % static_cast<uint64_t>(r.nSlots));
+  return SlotRef{&r, k, slot, r.staging + slot * r.slotBytes};
+}
+
+/// Thread 0: waits for the credit of outgoing slot `out`.
+TUCCL_DEVICE_INLINE bool waitCredit(Tb& t, int32_t ring, const SlotRef& out) {
+  const uint64_t nSlots = static_cast<uint64_t>(out.ring->nSlots);
+  if (threadIdx.x != 0 || out.k < nSlots) return true;
+  return waitFlag(t, out.ring->consumed, out.k + 1 - nSlots, WaitSite{kWaitCredit, ring, -1, -1},
+                  &PrimitiveCounters::creditWaits);
+}
+
+/// Thread 0: the slot holds the slice expected (plan order); a mismatch is reported and raises
+/// the abort word, never consumed.
+TUCCL_DEVICE_INLINE bool tagMatches(Tb& t, int32_t ring, const SlotRef& in, uint64_t tag) {
+  const uint64_t seen = loadPlain(&in.ring->tags[in.slot]);
+  if (seen == tag) return true;
+  TbReport& report = *t.report;
+  report.state = kTbTagMismatch;
+  report.wait = kWaitData;
+  report.ring = ring;
+  report.expected = tag;
+  report.seen = seen;
+  raiseAbort(*t.args);
+  return false;
+}
+
+/// Thread 0 (Simple): waits for incoming slice `in`, acquires it and checks its tag.
+TUCCL_DEVICE_INLINE bool waitData(Tb& t, int32_t ring, const SlotRef& in, uint64_t tag) {
+  if (threadIdx.x != 0) return true;
+  if (!waitFlag(t, in.ring->posted, in.k + 1, WaitSite{kWaitData, ring, -1, -1}, &PrimitiveCounters::dataWaits)) {
+    return false;
+  }
+  t.acquire(kScopeSystem);
+  return tagMatches(t, ring, in, tag);
+}
+
+/// Thread 0, after barrier 2: publishes outgoing slice `out` (`bytes` of payload) under `tag`.
+/// Simple: the tag and size, then the data flag with one release fence. LL / LL128 published
+/// the tag before the lines (writeLines); the data flag serves the inter-node proxy only.
+TUCCL_DEVICE_INLINE void postData(Tb& t, const SlotRef& out, uint64_t tag, int64_t bytes) {
+  if (threadIdx.x != 0) return;
+  RingDevice& r = *out.ring;
+  if (protocolOf(*t.args) == kProtoSimple) {
+    r.tags[out.slot] = tag;
+    r.tags[r.nSlots + out.slot] = static_cast<uint64_t>(bytes);
+    t.release(r.posted, out.k + 1, kScopeSystem);
   } else {
-    writeTag(r, slot, tag, stagedBytes(protocol, bytes));
-    fenceSystem();
-    tbSync();
-    if (protocol == kProtoLL) {
-      writeLLSlice(at, src, bytes, k);
-    } else {
-      writeLL128Slice(at, src, bytes, k);
-    }
-    tbSync();
+    storeRelaxed(r.posted, out.k + 1);
   }
-  if (threadIdx.x == 0) storeRelease(r.posted, k + 1);
 }
 
-/// Pushes slice `mb` of `count` source chunks into the peer's staging ring.
-TUCCL_DEVICE_NOINLINE bool send(Tb& t, int32_t ring, int32_t srcBuffer, int32_t srcIndex, int32_t dstIndex,
-                              int32_t count, int32_t op, int64_t mb) {
-  RingDevice& r = t.args->rings[ring];
-  tbSync();
-  const uint64_t first = *r.sendCount;
-  for (int32_t j = 0; j < count; ++j) {
-    const uint64_t k = first + static_cast<uint64_t>(j);
-    const int32_t slot = static_cast<int32_t>(k % static_cast<uint64_t>(r.nSlots));
-    if (k >= static_cast<uint64_t>(r.nSlots)) {
-      WaitSite site{kWaitCredit, ring, -1, -1};
-      if (!waitAtLeast(*t.args, *t.report, r.consumed, k + 1 - static_cast<uint64_t>(r.nSlots), site)) return false;
-    }
-    const Slice s = sliceOf(t, srcIndex + j, dstIndex + j, mb);
-    stageSlice(t, r, k, slot, elementPtr(t, srcBuffer, srcIndex + j, s.begin), s.elems * t.elemSize,
-               sliceTag(op, mb * count + j));
+/// Thread 0, after barrier 2: returns the credit of incoming slice `in` (its loads are done).
+TUCCL_DEVICE_INLINE void returnCredit(const SlotRef& in) {
+  if (threadIdx.x == 0) storeRelaxed(in.ring->consumed, in.k + 1);
+}
+
+/// LL / LL128, thread 0 before barrier 1: the outgoing slot's tag and size, fenced before any
+/// thread writes a line, so a receiver that saw the lines sees the tag.
+TUCCL_DEVICE_INLINE void tagLines(Tb& t, const SlotRef& out, uint64_t tag, int64_t bytes) {
+  if (threadIdx.x != 0) return;
+  RingDevice& r = *out.ring;
+  r.tags[out.slot] = tag;
+  r.tags[r.nSlots + out.slot] = static_cast<uint64_t>(stagedBytes(protocolOf(*t.args), bytes));
+  t.count(&PrimitiveCounters::fences, 1);
+  fenceSystem();
+}
+
+/// LL / LL128: every thread writes its lines of `bytes` at `src` into slot `out`.
+TUCCL_DEVICE_INLINE void writeLines(Tb& t, const SlotRef& out, const char* src, int64_t bytes) {
+  const int32_t protocol = protocolOf(*t.args);
+  if (protocol == kProtoLL) {
+    writeLLSlice(out.data, src, bytes, out.k);
+  } else {
+    writeLL128Slice(out.data, src, bytes, out.k);
   }
-  if (threadIdx.x == 0) *r.sendCount = first + static_cast<uint64_t>(count);
-  tbSync();
-  return true;
+  t.moved(static_cast<uint64_t>(bytes), static_cast<uint64_t>(stagedBytes(protocol, bytes)));
 }
 
-/// Thread 0 checks that the slot holds the slice expected (plan order); a mismatch is reported,
-/// never consumed.
-TUCCL_DEVICE_INLINE bool checkTag(Tb& t, int32_t ring, int32_t slot, uint64_t tag) {
-  RingDevice& r = t.args->rings[ring];
-  bool ok = true;
-  if (threadIdx.x == 0) {
-    const uint64_t seen = loadPlain(&r.tags[slot]);
-    if (seen != tag) {
-      TbReport& report = *t.report;
-      report.state = kTbTagMismatch;
-      report.wait = kWaitData;
-      report.ring = ring;
-      report.expected = tag;
-      report.seen = seen;
-      raiseAbort(*t.args);
-      ok = false;
-    }
-  }
-  return tbAgree(ok);
-}
-
-/// Simple: waits for the next slice of a ring and checks it is the one expected (plan order).
-TUCCL_DEVICE_INLINE bool awaitSlice(Tb& t, int32_t ring, uint64_t k, uint64_t tag, int32_t& slot) {
-  RingDevice& r = t.args->rings[ring];
-  slot = static_cast<int32_t>(k % static_cast<uint64_t>(r.nSlots));
-  WaitSite site{kWaitData, ring, -1, -1};
-  if (!waitAtLeast(*t.args, *t.report, r.posted, k + 1, site)) return false;
-  return checkTag(t, ring, slot, tag);
-}
-
-/// LL / LL128: takes slice k's lines out of its slot as they arrive, into `dst` (reduce: dst op=
-/// the data, a piece at a time through a TB-local buffer), then checks its tag.
-TUCCL_DEVICE_NOINLINE bool receiveLines(Tb& t, int32_t ring, uint64_t k, int32_t slot, char* dst, int64_t bytes,
+/// LL / LL128: takes incoming slice `in`'s lines as they arrive into `dst` (reduce: dst op= the
+/// data, a piece at a time through a TB-local buffer); if `next` is not null the result also
+/// goes out as slice `next` (written as lines after the piece is complete). Barrier 1 ends
+/// every piece; thread 0 then acquires and checks the tag.
+TUCCL_DEVICE_NOINLINE bool receiveLines(Tb& t, int32_t ring, const SlotRef& in, char* dst, int64_t bytes,
                                         uint64_t tag, bool reduce) {
-  RingDevice& r = t.args->rings[ring];
-  const char* at = r.staging + slot * r.slotBytes;
   const bool ll = protocolOf(*t.args) == kProtoLL;
 #if defined(TUCCL_DEVICE_COMPILE)
   __shared__ alignas(16) char bounce[kLineBounceBytes];
@@ -221,103 +310,162 @@ TUCCL_DEVICE_NOINLINE bool receiveLines(Tb& t, int32_t ring, uint64_t k, int32_t
   alignas(16) char bounce[kLineBounceBytes];
 #endif
   const int64_t piece = reduce ? kLineBounceBytes : (bytes > 0 ? bytes : 1);
+  if (threadIdx.x == 0) t.count(&PrimitiveCounters::dataWaits, 1);
   for (int64_t begin = 0; begin == 0 || begin < bytes; begin += piece) {
     const int64_t n = minI64(piece, bytes - begin);
     char* out = reduce ? bounce : dst + begin;
-    const bool ok = ll ? readLLPiece(*t.args, *t.report, ring, at, k, bytes, begin, n, out)
-                       : readLL128Piece(*t.args, *t.report, ring, at, k, bytes, begin, n, out);
+    const bool ok = ll ? readLLPiece(*t.args, *t.report, ring, in.data, in.k, bytes, begin, n, out)
+                       : readLL128Piece(*t.args, *t.report, ring, in.data, in.k, bytes, begin, n, out);
+    t.count(&PrimitiveCounters::barriers, 1);  // the readers' tbAll
     if (!ok) return false;
     if (reduce) {
       reduceElements(t.args->dtype, t.args->op, dst + begin, bounce, n / t.elemSize);
-      tbSync();
+      if (begin + piece < bytes) t.sync();  // the next piece reuses the bounce buffer; the last
+                                            // piece's reads end at the caller's barrier
     }
   }
-  fenceSystem();
-  tbSync();
-  return checkTag(t, ring, slot, tag);
+  const int32_t protocol = ll ? kProtoLL : kProtoLL128;
+  t.moved(static_cast<uint64_t>(stagedBytes(protocol, bytes) + (reduce ? bytes : 0)), static_cast<uint64_t>(bytes));
+  bool ok = true;
+  if (threadIdx.x == 0) {
+    t.acquire(kScopeSystem);
+    ok = tagMatches(t, ring, in, tag);
+  }
+  return ok;
 }
 
-/// Returns the credit of slice k.
-TUCCL_DEVICE_INLINE void releaseSlice(RingDevice& r, uint64_t k) {
-  tbSync();
-  if (threadIdx.x == 0) storeRelease(r.consumed, k + 1);
-}
-
-/// Receives slice `mb` of `count` chunks into the destination (reduce: dst op= incoming).
-TUCCL_DEVICE_NOINLINE bool receive(Tb& t, int32_t ring, int32_t srcIndex, int32_t dstBuffer, int32_t dstIndex,
-                                 int32_t count, int32_t op, int64_t mb, bool reduce) {
-  RingDevice& r = t.args->rings[ring];
-  tbSync();
-  const uint64_t first = *r.recvCount;
+/// Pushes slice `mb` of `count` source chunks into the peer's staging ring.
+TUCCL_DEVICE_NOINLINE bool send(Tb& t, int32_t planRing, int32_t srcBuffer, int32_t srcIndex, int32_t dstIndex,
+                                int32_t count, int32_t op, int64_t mb) {
+  const int32_t ring = ringOf(t, planRing);
+  const uint64_t first = *t.args->rings[ring].sendCount;
+  const bool simple = protocolOf(*t.args) == kProtoSimple;
   for (int32_t j = 0; j < count; ++j) {
-    const uint64_t k = first + static_cast<uint64_t>(j);
+    const SlotRef out = slotOf(t, ring, first + static_cast<uint64_t>(j));
+    const Slice s = sliceOf(t, srcIndex + j, dstIndex + j, mb);
+    const char* src = elementPtr(t, srcBuffer, srcIndex + j, s.begin);
+    const int64_t bytes = s.elems * t.elemSize;
     const uint64_t tag = sliceTag(op, mb * count + j);
+    bool ok = waitCredit(t, ring, out);
+    if (!simple && ok) tagLines(t, out, tag, bytes);
+    if (!t.agree(ok)) return false;  // barrier 1
+    if (simple) {
+      copyBytes(out.data, src, bytes);
+      t.moved(static_cast<uint64_t>(bytes), static_cast<uint64_t>(bytes));
+    } else {
+      writeLines(t, out, src, bytes);
+    }
+    if (threadIdx.x == 0) {
+      t.count(&PrimitiveCounters::slices, 1);
+      if (j + 1 == count) *out.ring->sendCount = first + static_cast<uint64_t>(count);
+    }
+    t.sync();  // barrier 2
+    postData(t, out, tag, bytes);
+  }
+  return true;
+}
+
+/// Receives slice `mb` of `count` chunks into the destination (reduce: dst op= incoming). With
+/// `outRing` >= 0 the result is also pushed on to that ring in the same pass (the fused forms;
+/// `nextOp` tags the forwarded slices), so the slice is read once.
+TUCCL_DEVICE_NOINLINE bool receive(Tb& t, int32_t planRing, int32_t planOutRing, int32_t srcIndex, int32_t dstBuffer,
+                                   int32_t dstIndex, int32_t count, int32_t op, int32_t nextOp, int64_t mb, bool reduce) {
+  const int32_t ring = ringOf(t, planRing);
+  const int32_t outRing = planOutRing >= 0 ? ringOf(t, planOutRing) : -1;
+  const uint64_t firstIn = *t.args->rings[ring].recvCount;
+  const uint64_t firstOut = outRing >= 0 ? *t.args->rings[outRing].sendCount : 0;
+  const bool simple = protocolOf(*t.args) == kProtoSimple;
+  for (int32_t j = 0; j < count; ++j) {
+    const SlotRef in = slotOf(t, ring, firstIn + static_cast<uint64_t>(j));
     const Slice s = sliceOf(t, srcIndex + j, dstIndex + j, mb);
     char* dst = elementPtr(t, dstBuffer, dstIndex + j, s.begin);
-    if (protocolOf(*t.args) != kProtoSimple) {
-      const int32_t slot = static_cast<int32_t>(k % static_cast<uint64_t>(r.nSlots));
-      if (!receiveLines(t, ring, k, slot, dst, s.elems * t.elemSize, tag, reduce)) return false;
-      releaseSlice(r, k);
-      continue;
+    const int64_t bytes = s.elems * t.elemSize;
+    const uint64_t tag = sliceTag(op, mb * count + j);
+    const uint64_t nextTag = sliceTag(nextOp, mb * count + j);
+    SlotRef out{nullptr, 0, 0, nullptr};
+    bool ok = true;
+    if (outRing >= 0) {
+      out = slotOf(t, outRing, firstOut + static_cast<uint64_t>(j));
+      ok = waitCredit(t, outRing, out);
     }
-    int32_t slot = 0;
-    if (!awaitSlice(t, ring, k, tag, slot)) return false;
-    const char* staged = r.staging + slot * r.slotBytes;
-    if (reduce) {
-      reduceElements(t.args->dtype, t.args->op, dst, staged, s.elems);
+    if (simple) {
+      ok = ok && waitData(t, ring, in, tag);
+      if (!t.agree(ok)) return false;  // barrier 1
+      if (reduce) {
+        reduceCopy(t.args->dtype, t.args->op, dst, in.data, dst, out.data, s.elems);
+      } else {
+        reduceCopy(t.args->dtype, t.args->op, in.data, nullptr, dst, out.data, s.elems);
+      }
+      t.moved(static_cast<uint64_t>((reduce ? 2 : 1) * bytes), static_cast<uint64_t>((outRing >= 0 ? 2 : 1) * bytes));
     } else {
-      copyBytes(dst, staged, s.elems * t.elemSize);
+      if (outRing >= 0 && !t.all(ok)) return false;  // the outgoing credit, before the lines are read
+      ok = receiveLines(t, ring, in, dst, bytes, tag, reduce);  // ends with a barrier per piece
+      if (outRing < 0) {
+        // Every thread's loads of the slot are done: thread 0 returns the credit at once.
+        if (threadIdx.x == 0 && ok) {
+          t.count(&PrimitiveCounters::slices, 1);
+          if (j + 1 == count) *in.ring->recvCount = firstIn + static_cast<uint64_t>(count);
+          returnCredit(in);
+        }
+        if (!t.agree(ok)) return false;
+        continue;
+      }
+      if (threadIdx.x == 0 && ok) tagLines(t, out, nextTag, bytes);
+      if (!t.agree(ok)) return false;  // the lines and the tag
+      writeLines(t, out, dst, bytes);
     }
-    releaseSlice(r, k);
+    if (threadIdx.x == 0) {
+      t.count(&PrimitiveCounters::slices, outRing >= 0 ? 2 : 1);
+      if (j + 1 == count) {
+        *in.ring->recvCount = firstIn + static_cast<uint64_t>(count);
+        if (outRing >= 0) *out.ring->sendCount = firstOut + static_cast<uint64_t>(count);
+      }
+    }
+    t.sync();  // barrier 2
+    returnCredit(in);
+    if (outRing >= 0) postData(t, out, nextTag, bytes);
   }
-  if (threadIdx.x == 0) *r.recvCount = first + static_cast<uint64_t>(count);
-  tbSync();
   return true;
 }
 
 TUCCL_DEVICE_INLINE bool recv(Tb& t, int32_t ring, int32_t srcIndex, int32_t dstBuffer, int32_t dstIndex,
                               int32_t count, int32_t op, int64_t mb) {
-  return receive(t, ring, srcIndex, dstBuffer, dstIndex, count, op, mb, false);
+  return receive(t, ring, -1, srcIndex, dstBuffer, dstIndex, count, op, op, mb, false);
 }
 TUCCL_DEVICE_INLINE bool recvReduceCopy(Tb& t, int32_t ring, int32_t srcIndex, int32_t dstBuffer, int32_t dstIndex,
                                         int32_t count, int32_t op, int64_t mb) {
-  return receive(t, ring, srcIndex, dstBuffer, dstIndex, count, op, mb, true);
+  return receive(t, ring, -1, srcIndex, dstBuffer, dstIndex, count, op, op, mb, true);
 }
 
-/// Fused forms (one pass over the slice): receive into the destination (copy or reduce), then
-/// push the result on to the next ring without re-reading a flag in between. `nextOp` tags the
-/// forwarded slices.
-TUCCL_DEVICE_INLINE bool recvSendFused(Tb& t, int32_t inRing, int32_t outRing, int32_t srcIndex, int32_t dstBuffer,
-                                       int32_t dstIndex, int32_t count, int32_t op, int32_t nextOp, int64_t mb,
-                                       bool reduce) {
-  if (!receive(t, inRing, srcIndex, dstBuffer, dstIndex, count, op, mb, reduce)) return false;
-  return send(t, outRing, dstBuffer, dstIndex, dstIndex, count, nextOp, mb);
-}
+/// Fused forms (one pass over the slice): receive into the destination (copy or reduce) and push
+/// the result on to the next ring in the same loop. `nextOp` tags the forwarded slices.
 TUCCL_DEVICE_INLINE bool recvCopySend(Tb& t, int32_t inRing, int32_t outRing, int32_t srcIndex, int32_t dstBuffer,
                                       int32_t dstIndex, int32_t count, int32_t op, int32_t nextOp, int64_t mb) {
-  return recvSendFused(t, inRing, outRing, srcIndex, dstBuffer, dstIndex, count, op, nextOp, mb, false);
+  return receive(t, inRing, outRing, srcIndex, dstBuffer, dstIndex, count, op, nextOp, mb, false);
 }
 TUCCL_DEVICE_INLINE bool recvReduceSend(Tb& t, int32_t inRing, int32_t outRing, int32_t srcIndex, int32_t dstBuffer,
                                         int32_t dstIndex, int32_t count, int32_t op, int32_t nextOp, int64_t mb) {
-  return recvSendFused(t, inRing, outRing, srcIndex, dstBuffer, dstIndex, count, op, nextOp, mb, true);
+  return receive(t, inRing, outRing, srcIndex, dstBuffer, dstIndex, count, op, nextOp, mb, true);
 }
 
 // ---- Local primitives -----------------------------------------------------------------------
 
-/// dst = src (copy) or dst op= src (reduce) for slice `mb` of `count` chunks of this rank.
+/// dst = src (copy) or dst op= src (reduce) for slice `mb` of `count` chunks of this rank; one
+/// barrier after the last store.
 TUCCL_DEVICE_NOINLINE bool local(Tb& t, int32_t srcBuffer, int32_t srcIndex, int32_t dstBuffer, int32_t dstIndex,
-                               int32_t count, int64_t mb, bool reduce) {
+                                 int32_t count, int64_t mb, bool reduce) {
   for (int32_t j = 0; j < count; ++j) {
     const Slice s = sliceOf(t, srcIndex + j, dstIndex + j, mb);
     char* dst = elementPtr(t, dstBuffer, dstIndex + j, s.begin);
     const char* src = elementPtr(t, srcBuffer, srcIndex + j, s.begin);
     if (reduce) {
-      reduceElements(t.args->dtype, t.args->op, dst, src, s.elems);
+      reduceCopy(t.args->dtype, t.args->op, dst, src, dst, nullptr, s.elems);
     } else {
-      copyBytes(dst, src, s.elems * t.elemSize);
+      reduceCopy(t.args->dtype, t.args->op, src, nullptr, dst, nullptr, s.elems);
     }
+    t.moved(static_cast<uint64_t>((reduce ? 2 : 1) * s.elems * t.elemSize), static_cast<uint64_t>(s.elems * t.elemSize));
   }
-  tbSync();
+  t.sync();
   return true;
 }
 TUCCL_DEVICE_INLINE bool copy(Tb& t, int32_t srcBuffer, int32_t srcIndex, int32_t dstBuffer, int32_t dstIndex,
@@ -331,18 +479,25 @@ TUCCL_DEVICE_INLINE bool reduce(Tb& t, int32_t srcBuffer, int32_t srcIndex, int3
 
 // ---- Kernel prologue and epilogue -----------------------------------------------------------
 
-/// Waits until all nTbs TBs of the rank arrived at barrier `which` (0: prologue, 1: epilogue).
+/// Waits until all blocks of the rank (nTbs per channel) arrived at barrier `which` (0: prologue,
+/// 1: epilogue).
 TUCCL_DEVICE_NOINLINE bool rankBarrier(Tb& t, int32_t which, int32_t nTbs) {
-  tbSync();
-  if (threadIdx.x == 0) arrive(&t.args->barrier[which]);
-  WaitSite site{kWaitBarrier, -1, -1, -1};
-  return waitAtLeast(*t.args, *t.report, &t.args->barrier[which], static_cast<uint64_t>(nTbs), site);
+  t.sync();
+  bool ok = true;
+  if (threadIdx.x == 0) {
+    arrive(&t.args->barrier[which]);
+    ok = waitFlag(t, &t.args->barrier[which], static_cast<uint64_t>(blocksOf(t, nTbs)), WaitSite{kWaitBarrier, -1, -1, -1},
+                  &PrimitiveCounters::entryWaits);
+    if (ok) t.acquire(kScopeGpu);
+  }
+  return t.agree(ok);
 }
 
-/// This TB's share [begin, end) of n elements split over nTbs TBs.
+/// This block's share [begin, end) of n elements split over the rank's blocks (nTbs per channel).
 TUCCL_DEVICE_INLINE Slice tbShare(const Tb& t, int64_t n, int32_t nTbs) {
-  const int64_t begin = n * t.tb / nTbs;
-  return Slice{begin, n * (t.tb + 1) / nTbs - begin};
+  const int64_t blocks = blocksOf(t, nTbs);
+  const int64_t begin = n * t.tb / blocks;
+  return Slice{begin, n * (t.tb + 1) / blocks - begin};
 }
 
 /// Out-of-place call of an in-place plan: copy the input (copyBlocks units) into its storage
@@ -366,15 +521,19 @@ TUCCL_DEVICE_NOINLINE bool epilogue(Tb& t, int32_t nTbs, int32_t buffer, int32_t
     divideElements(t.args->dtype, bufferBase(*t.args, buffer) + (firstBlock * t.args->count + share.begin) * t.elemSize,
                    share.elems, t.args->nRanks);
   }
-  tbSync();
+  t.sync();
   if (threadIdx.x == 0) t.report->state = kTbDone;
   return true;
 }
 
 }  // namespace tuccl::dev
 
-/// Generated code: run a primitive; stop the TB when it gave up (its report says why).
+/// Generated code: run a primitive; stop the TB when it gave up (its report says why and, from
+/// the Tb `t`, where).
 #define TUCCL_TRY(call) \
   do {                  \
-    if (!(call)) return; \
+    if (!(call)) {      \
+      t.stopped();      \
+      return;           \
+    }                   \
   } while (0)

@@ -9,6 +9,9 @@
 //                          sites in straight-line code stay cheap to compile
 //   TUCCL_KERNEL           a rank's kernel: extern "C" __global__ on CUDA, a plain exported
 //                          function on the host (the executor calls it once per TB thread)
+//   TUCCL_KERNEL_THREADS(n) the same, launched with exactly n threads per TB:
+//                          __launch_bounds__(n), so the compiler may give each thread the
+//                          registers n threads leave (128 at 512) instead of 1,024 threads' 64
 #pragma once
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -22,12 +25,14 @@
 #define TUCCL_HOST_DEVICE __host__ __device__
 #define TUCCL_DEVICE_INLINE __host__ __device__ __forceinline__
 #define TUCCL_KERNEL extern "C" __global__ void __launch_bounds__(1024)
+#define TUCCL_KERNEL_THREADS(threads) extern "C" __global__ void __launch_bounds__(threads)
 #define TUCCL_DEVICE_NOINLINE __host__ __device__ __noinline__
 #else
 #define TUCCL_HOST_DEVICE
 #define TUCCL_DEVICE_INLINE inline
 #define TUCCL_DEVICE_NOINLINE inline
 #define TUCCL_KERNEL extern "C" __attribute__((visibility("default"))) void
+#define TUCCL_KERNEL_THREADS(threads) TUCCL_KERNEL
 #endif
 
 #if defined(__CUDACC_RTC__)
@@ -85,15 +90,11 @@ TUCCL_DEVICE_INLINE float bitsFloat(uint32_t bits) {
 #endif
 }
 
-/// All threads of the TB agree on thread 0's verdict (a TB-wide broadcast; free on the host).
+/// All threads of the TB agree on thread 0's verdict: one barrier that is also the vote
+/// (bar.red.and; free on the host).
 TUCCL_DEVICE_INLINE bool tbAgree(bool threadZeroVerdict) {
 #if defined(TUCCL_DEVICE_COMPILE)
-  __shared__ int verdict;
-  if (threadIdx.x == 0) verdict = threadZeroVerdict ? 1 : 0;
-  __syncthreads();
-  const bool result = verdict != 0;
-  __syncthreads();
-  return result;
+  return __syncthreads_and(threadIdx.x == 0 ? (threadZeroVerdict ? 1 : 0) : 1) != 0;
 #else
   return threadZeroVerdict;
 #endif

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -286,7 +287,10 @@ TEST_P(CudaDeviceRanks, RunAllReduceAsThreadsOfOneProcess) {
       ASSERT_LT(r, nRanks);
       EXPECT_EQ(launch.values.at(9), static_cast<uint64_t>(r)) << "launched in GPU " << r << "'s context";
       EXPECT_EQ(launch.text, plan->kernels.kernelOf(r).kernelName);
-      EXPECT_EQ(launch.values.at(0), static_cast<uint64_t>(plan->kernels.kernelOf(r).nTbs));
+      // The grid: the plan's TBs of every channel.
+      EXPECT_EQ(launch.values.at(0),
+                static_cast<uint64_t>(plan->kernels.kernelOf(r).nTbs * std::max(1, plan->plan.config.nChannels)));
+      EXPECT_EQ(args.channels, std::max(1, plan->plan.config.nChannels));
       EXPECT_EQ(launch.values.at(3), static_cast<uint64_t>(kThreads));
       EXPECT_EQ(launch.values.at(1) * launch.values.at(2) * launch.values.at(4) * launch.values.at(5), 1u);
       EXPECT_EQ(args.count, counts[i / nRanks]);

@@ -23,9 +23,11 @@ TEST(Codegen, StraightLineKernelsNameEveryEntry) {
     ASSERT_EQ(kernel.ranks.size(), 1u);
     EXPECT_EQ(generated.ranks[kernel.ranks[0]].kernel, kernel.id);
     EXPECT_EQ(kernel.fileName, "kernel" + std::to_string(kernel.id) + ".cu");
-    EXPECT_NE(kernel.source.find("TUCCL_KERNEL " + kernel.kernelName + "(tuccl::dev::KernelArgs args)"),
+    // Bounded to the threads the kernel is launched with (the plan's nThreads).
+    EXPECT_NE(kernel.source.find("TUCCL_KERNEL_THREADS(" + std::to_string(example.plan.config.nThreads) + ") " +
+                                 kernel.kernelName + "(tuccl::dev::KernelArgs args)"),
               std::string::npos);
-    EXPECT_NE(kernel.source.find("switch (blockIdx.x)"), std::string::npos);
+    EXPECT_NE(kernel.source.find("switch (t.baseTb)"), std::string::npos);
     EXPECT_NE(kernel.source.find("ring_allreduce.resccl:"), std::string::npos) << "source lines in comments";
     EXPECT_NE(kernel.source.find("for (int64_t mb = 0; mb < t.nMicroBatches; ++mb)"), std::string::npos);
     EXPECT_EQ(kernel.source.find("for (int32_t i = 0;"), std::string::npos) << "no rerolled loop";

@@ -1,0 +1,175 @@
+// What the primitives do per slice, counted in the host build of real plans (docs/kernels.md,
+// "Counted on the CPU"): the bytes each rank loads and stores, the flag waits, barriers and fences
+// per slice, and the bytes a Simple flag wait covers. Every element of every rank is checked too.
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "kernelgen/codegen.h"
+#include "kernelgen/collective_reference.h"
+#include "kernelgen/host_executor.h"
+#include "kernelgen/output_compare.h"
+#include "plan_fixtures.h"
+
+namespace tuccl {
+namespace {
+
+using testing::compileExample;
+
+struct Counted {
+  std::vector<dev::PrimitiveCounters> counters;
+  int64_t bytesPerRank = 0;  ///< S: the collective's bytes per rank (AllGather: the output)
+};
+
+// Runs `plan` on every rank with random float data, checks every element against the reference
+// and returns the counters.
+Counted runCounted(const Plan& plan, int64_t count, int64_t chunkBytes, Protocol protocol) {
+  const KernelLayout layout = layoutKernels(plan);
+  std::string error;
+  std::shared_ptr<const HostKernels> kernels = buildHostKernels(generateKernels(plan), error);
+  EXPECT_TRUE(kernels) << error;
+  if (!kernels) return {};
+  CollectiveCall call;
+  call.collective = layout.collective;
+  call.nRanks = plan.nRanks;
+  call.root = plan.root;
+  call.dataType = DataType::Float32;
+  call.count = count;
+  call.inPlace = plan.inPlace;
+  const RankBufferElements elements = planBufferElements(plan, layout, count);
+  std::mt19937 random(11);
+  std::vector<std::vector<float>> input(plan.nRanks), output(plan.nRanks), scratch(plan.nRanks);
+  std::vector<std::vector<double>> values(plan.nRanks);
+  std::vector<RankBuffers> buffers(plan.nRanks);
+  for (int32_t r = 0; r < plan.nRanks; ++r) {
+    input[r].resize(static_cast<size_t>(std::max(elements.input, inputElements(call))));
+    output[r].resize(static_cast<size_t>(std::max(elements.output, outputElements(call))));
+    scratch[r].resize(static_cast<size_t>(elements.scratch));
+    for (int64_t i = 0; i < inputElements(call); ++i) {
+      input[r][i] = static_cast<float>(random() % 64) / 4.0f;
+      values[r].push_back(input[r][i]);
+    }
+    if (plan.inPlace) {
+      // NCCL's in-place layout, one storage buffer: AllGather's input is block r of the output,
+      // ReduceScatter's output block r of the input, the others' input is their output.
+      output[r].resize(static_cast<size_t>(std::max({inputElements(call), outputElements(call), elements.input,
+                                                     elements.output})));
+      float* storage = output[r].data();
+      const bool gather = layout.collective == Collective::AllGather;
+      const bool scatter = layout.collective == Collective::ReduceScatter;
+      float* in = gather ? storage + r * count : storage;
+      std::copy(input[r].begin(), input[r].begin() + inputElements(call), in);
+      buffers[r] = RankBuffers{in, scatter ? storage + r * count : storage, scratch[r].data()};
+    } else {
+      buffers[r] = RankBuffers{input[r].data(), output[r].data(), scratch[r].data()};
+    }
+  }
+  HostStaging staging(layout, callGeometry(plan, layout, call, chunkBytes, 4, protocol));
+  Expected<HostRun> run = runPlanOnHost(*kernels, plan, layout, call, buffers, staging);
+  EXPECT_TRUE(run && run->completed) << (run ? run->status().toString() : run.status().toString());
+  if (!run) return {};
+  Expected<RankOutputs> expected = referenceOutputs(call, values);
+  EXPECT_TRUE(expected);
+  std::vector<const void*> outputs;
+  for (const RankBuffers& b : buffers) outputs.push_back(b.output);
+  for (const RankComparison& rank : compareOutputs(call, *expected, outputs)) EXPECT_TRUE(rank.ok()) << rank.rank;
+  return Counted{run->counters, outputElements(call) * 4};
+}
+
+uint64_t moved(const dev::PrimitiveCounters& c) { return c.bytesRead + c.bytesWritten; }
+
+// The ring AllReduce as lowered (send, recv, recvReduceCopy: a receiving TB stores the slice and
+// a sending TB reads it again) moves 9(n-1)S/n bytes per rank: the reduce-scatter's n-1 steps
+// each read the slot and the chunk and write the chunk (3), then the chunk is read and written to
+// the peer's slot (2); the all-gather's n-1 steps each read a slot and write the chunk (2), then
+// the chunk is sent on (2) except after the last; plus the first send (2): (5 + 4)(n-1) S/n.
+TEST(PrimitiveCounters, RingAllReduceMovesNineBytesPerRankPerStep) {
+  for (int32_t n : {4, 8}) {
+    const Plan& plan = compileExample("ring_allreduce", "hpds", true, n, n).plan;
+    const int64_t count = int64_t{1} << 16;  // 256 KiB a rank
+    const Counted counted = runCounted(plan, count, 8192, Protocol::Simple);
+    ASSERT_EQ(counted.counters.size(), static_cast<size_t>(n));
+    const uint64_t S = static_cast<uint64_t>(counted.bytesPerRank);
+    for (int32_t r = 0; r < n; ++r) {
+      EXPECT_EQ(moved(counted.counters[r]), 9 * (n - 1) * S / n) << "rank " << r << " of " << n;
+    }
+  }
+}
+
+// Per slice of a remote primitive, whatever the protocol: one wait for its data (Simple: the data
+// flag; LL and LL128: the slice's lines), two barriers, and one fence per direction (an acquire
+// after a received slice's data, a release before a sent slice's flag or lines); a wait on another
+// entry costs one barrier and one acquire, a post one release; a TB ends with one barrier.
+TEST(PrimitiveCounters, TwoBarriersAndOneFencePerSliceAndDirection) {
+  const Plan& plan = compileExample("ring_allreduce", "hpds", true, 4, 4).plan;
+  for (Protocol protocol : {Protocol::Simple, Protocol::LL, Protocol::LL128}) {
+    // Slices of 960 floats: one piece of an LL / LL128 receiver's reduce buffer (3,840 bytes).
+    const Counted counted = runCounted(plan, 960 * 4 * 3, 3840, protocol);
+    for (int32_t r = 0; r < plan.nRanks; ++r) {
+      const dev::PrimitiveCounters& c = counted.counters[r];
+      ASSERT_GT(c.slices, 0u);
+      EXPECT_EQ(c.dataWaits * 2, c.slices) << protocolName(protocol) << ": a ring rank receives what it sends";
+      // Plus the epilogue's one barrier per TB.
+      EXPECT_EQ(c.barriers, 2 * c.slices + c.entryWaits + plan.ranks[r].tbs.size()) << protocolName(protocol);
+      EXPECT_EQ(c.fences, c.slices + c.entryWaits + c.entryPosts) << protocolName(protocol);
+    }
+  }
+}
+
+// Simple at 1 MiB chunks: a flag wait (data, credit or dependency) covers at least 256 KiB.
+TEST(PrimitiveCounters, SimpleWaitsCoverAQuarterMebibyteAtOneMebibyteChunks) {
+  const Plan& plan = compileExample("ring_allreduce", "hpds", true, 4, 4).plan;
+  const int64_t count = int64_t{4} << 20;  // 16 MiB a rank: 4 MiB chunks, 4 slices each
+  const Counted counted = runCounted(plan, count, 1 << 20, Protocol::Simple);
+  for (const dev::PrimitiveCounters& c : counted.counters) {
+    const uint64_t waits = c.dataWaits + c.creditWaits + c.entryWaits;
+    ASSERT_GT(waits, 0u);
+    EXPECT_GE(moved(c) / waits, uint64_t{256} << 10) << "bytes per flag wait";
+  }
+}
+
+// Channels: the kernels run C replicas of the plan's TBs, replica c on its share of every transfer.
+// On every example, C = 1, 2 and 4 give the right result on every rank; each rank moves the same
+// bytes whatever C, and its slices are C replicas times the micro-batches of a share (each replica
+// sends and receives every slice of its share; an empty slice still exchanges its flags).
+TEST(PrimitiveCounters, ChannelsReplicateTheTbsAndSplitTheBytes) {
+  struct Example {
+    const char* name;
+    int32_t ranks;
+    int32_t perNode;
+    int32_t root;
+  };
+  const Example examples[] = {{"ring_allreduce", 4, 4, -1},   {"ring_allgather", 4, 4, -1},
+                              {"ring_reducescatter", 4, 4, -1}, {"hm_allreduce", 8, 4, -1},
+                              {"direct_alltoall", 4, 4, -1},    {"chain_broadcast", 4, 4, 1},
+                              {"binomial_reduce", 4, 4, 2}};
+  for (const Example& example : examples) {
+    const Plan& base = compileExample(example.name, "hpds", true, example.ranks, example.perNode, example.root).plan;
+    std::vector<dev::PrimitiveCounters> one;
+    int64_t oneBatches = 0;
+    for (int32_t channels : {1, 2, 4}) {
+      Plan plan = base;
+      plan.config.nChannels = channels;
+      const KernelLayout layout = layoutKernels(plan);
+      EXPECT_EQ(layout.blocksOf(plan, 0), channels * static_cast<int32_t>(plan.ranks[0].tbs.size()));
+      const int64_t batches = dev::microBatchCount(1000, layout.chunksPerUnit, 64, channels, 4);
+      // 1,000 floats a unit: shares of 256 (16-byte multiples) and a short last one, in slices of 64.
+      const Counted counted = runCounted(plan, 1000, 256, Protocol::Simple);
+      ASSERT_EQ(counted.counters.size(), static_cast<size_t>(plan.nRanks)) << example.name << " C=" << channels;
+      if (channels == 1) {
+        one = counted.counters;
+        oneBatches = batches;
+        continue;
+      }
+      for (int32_t r = 0; r < plan.nRanks; ++r) {
+        const dev::PrimitiveCounters& c = counted.counters[r];
+        EXPECT_EQ(moved(c), moved(one[r])) << example.name << " rank " << r << " C=" << channels;
+        EXPECT_EQ(c.slices * static_cast<uint64_t>(oneBatches), one[r].slices * channels * static_cast<uint64_t>(batches))
+            << example.name << " rank " << r << " C=" << channels;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tuccl
