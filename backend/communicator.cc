@@ -81,7 +81,26 @@ struct InitReport {
   int32_t ok = 1;  ///< this rank's local setup succeeded
   uint64_t adaptHash = 0;  ///< the runtime phase's settings (adaptRuleHash): every rank must agree on them
   uint64_t planHash = 0;   ///< what shapes every plan besides the table (planSettingsHash)
+  int32_t gpuOrdinal = -1;      ///< the GPU this rank runs on (CUDA device)
+  int32_t multiprocessors = 0;  ///< its SMs (0: not a GPU)
 };
+
+// The TBs each rank's kernel may run at once (PlanCacheOptions::maxBlocksPerRank): for every GPU,
+// its SMs over the ranks that share it (one TB per SM: the kernels use up to 128 registers of 512
+// threads), the least over all ranks, so every rank cuts its plans' channels alike. 0: no GPU.
+int32_t blocksPerRank(const std::vector<InitReport>& reports) {
+  int32_t least = 0;
+  for (const InitReport& mine : reports) {
+    if (mine.multiprocessors <= 0) continue;
+    int32_t sharing = 0;
+    for (const InitReport& other : reports) {
+      sharing += other.hostHash == mine.hostHash && other.gpuOrdinal == mine.gpuOrdinal ? 1 : 0;
+    }
+    const int32_t share = std::max(1, mine.multiprocessors / std::max(1, sharing));
+    least = least == 0 ? share : std::min(least, share);
+  }
+  return least;
+}
 
 // The environment's overrides of the plans and the ring depth: ranks that differ would build
 // other plans or place rings elsewhere, and wait on each other forever.
@@ -324,6 +343,10 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   mine.ok = local ? 1 : 0;
   mine.adaptHash = adaptRuleHash(options.adapt);
   mine.planHash = planSettingsHash(options);
+  if (device && device->kind() == DeviceKind::Cuda) {
+    mine.gpuOrdinal = device->deviceOrdinal();
+    mine.multiprocessors = device->multiprocessors();
+  }
   Expected<std::vector<std::string>> reports = bootstrap->allGather(bytesOf(mine));
   if (!reports) return reports.status();
   if (!local) return local;
@@ -349,6 +372,13 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
     if (theirs.adaptHash != mine.adaptHash) {
       return mismatch("adapts otherwise (TUCCL_ADAPT, TUCCL_ADAPT_SYNC, TUCCL_ADAPT_PROBE or TUCCL_ADAPT_WARMUP differs)");
     }
+  }
+
+  std::vector<InitReport> everyone(static_cast<size_t>(nRanks));
+  for (int32_t r = 0; r < nRanks; ++r) std::memcpy(&everyone[r], (*reports)[r].data(), sizeof(InitReport));
+  if (const int32_t blocks = blocksPerRank(everyone); blocks > 0) {
+    planOptions.maxBlocksPerRank = blocks;
+    plans = std::make_unique<PlanCache>(table, planOptions);
   }
 
   // Hosts: the ranks of one host hash share memory; the others are reached through the network.

@@ -210,12 +210,14 @@ std::string placementSignature(const std::string& planKey, const PlanPlacement& 
 class CudaDevice final : public Device {
  public:
   CudaDevice(const CudaDriver& driver, int ordinal, CUdevice device, CUcontext context, std::string arch,
-             int clockKhz)
-      : cu_(driver), ordinal_(ordinal), device_(device), context_(context), arch_(std::move(arch)), clockKhz_(clockKhz) {}
+             int clockKhz, int multiprocessors)
+      : cu_(driver), ordinal_(ordinal), device_(device), context_(context), arch_(std::move(arch)), clockKhz_(clockKhz),
+        multiprocessors_(multiprocessors) {}
   ~CudaDevice() override;
 
   DeviceKind kind() const override { return DeviceKind::Cuda; }
   int deviceOrdinal() const override { return ordinal_; }
+  int multiprocessors() const override { return multiprocessors_; }
   Status setRemoteRanks(const std::vector<bool>& remote) override {
     for (bool r : remote) {
       if (r) {
@@ -271,6 +273,7 @@ class CudaDevice final : public Device {
   const CUcontext context_;
   const std::string arch_;
   const int clockKhz_;
+  const int multiprocessors_;  ///< 0: the driver did not say
 
   // Staging: this rank's segment, every rank's as mapped here (0: another host), and what to undo.
   CUdeviceptr staging_ = 0;
@@ -913,13 +916,19 @@ Expected<std::unique_ptr<Device>> createCudaDevice(const CudaDriver& driver, int
       !status) {
     return status;
   }
+  // The SMs bound how many TBs may wait on each other at once (PlanCacheOptions::maxBlocksPerRank);
+  // a driver that does not say leaves them unbounded.
+  int multiprocessors = 0;
+  if (driver.cuDeviceGetAttribute(&multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) != CUDA_SUCCESS) {
+    multiprocessors = 0;
+  }
   CUcontext context = nullptr;
   if (Status status = cudaStatus(driver, driver.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain",
                                  what);
       !status) {
     return status;
   }
-  return std::unique_ptr<Device>(new CudaDevice(driver, ordinal, device, context, *arch, clockKhz));
+  return std::unique_ptr<Device>(new CudaDevice(driver, ordinal, device, context, *arch, clockKhz, multiprocessors));
 }
 
 Expected<int> currentCudaOrdinal(const CudaDriver& driver) {

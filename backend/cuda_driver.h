@@ -53,6 +53,7 @@ inline constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
 inline constexpr CUresult CUDA_ERROR_UNKNOWN = 999;
 
 inline constexpr int CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13;  // kHz
+inline constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 inline constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 0x01;

@@ -83,6 +83,9 @@ class Device {
   virtual DeviceKind kind() const = 0;
   /// CUDA device ordinal, -1 for the CPU.
   virtual int deviceOrdinal() const = 0;
+  /// The GPU's streaming multiprocessors (0: not a GPU, or unknown): a rank's kernel runs all its
+  /// TBs at once, one per SM, beside those of the ranks sharing the GPU.
+  virtual int multiprocessors() const { return 0; }
 
   /// Marks the ranks of other hosts, before createStaging: their rings run through the
   /// inter-node proxy, which reaches them in hostSegments(). Unsupported (saying why) on a device

@@ -2,6 +2,7 @@
 // compiled once per identity, in memory (build-once futures) and on disk (plan_store.h).
 #include "backend/plan_cache.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
@@ -70,6 +71,30 @@ PlanRequest planRequest(const PlanSelection& selection, const PlanCacheOptions& 
     request.config.sendAhead = 1;
   }
   return request;
+}
+
+// A rank's kernel runs its TBs times the channels as one grid whose blocks wait on each other's
+// flags, so all of them, and those of the ranks sharing its GPU, must be resident at once. With
+// `maxBlocks` per rank (0: no limit), a plan whose TBs do not fit even once is refused rather than
+// left to wait for blocks that never start, and the channels are cut to a quarter of it: on an
+// H200 under MPS, 4 ranks of 4 ring channels (32 TBs on 132 SMs) ran, while 4 ranks of 8 and 8
+// ranks of 4 (64 TBs) stopped at their timeout, for a reason not yet determined
+// (docs/runtime.md, "On a GPU").
+inline constexpr int32_t kChannelShareOfBlocks = 4;
+
+Status fitChannels(Plan& plan, int32_t maxBlocks, const std::string& name) {
+  if (maxBlocks <= 0) return {};
+  size_t tbs = 1;
+  for (const PlanRank& rank : plan.ranks) tbs = std::max(tbs, rank.tbs.size());
+  if (tbs > static_cast<size_t>(maxBlocks)) {
+    return makeError(ErrorCode::ResourceExhausted, name, {},
+                     "the plan runs " + std::to_string(tbs) + " TBs on a rank, all at once, but a rank's share of its "
+                     "GPU holds " + std::to_string(maxBlocks) + " (its SMs over the ranks that share it, one TB per "
+                     "SM): run fewer ranks per GPU, or choose an algorithm of fewer TBs (TUCCL_ALGO)");
+  }
+  const auto fit = std::max<int32_t>(1, static_cast<int32_t>(static_cast<size_t>(maxBlocks / kChannelShareOfBlocks) / tbs));
+  if (plan.config.nChannels > fit) plan.config.nChannels = fit;
+  return {};
 }
 
 std::string oneLine(std::string text) {
@@ -355,6 +380,7 @@ PlanResult PlanCache::Impl::compile(const PlanIdentity& identity, const Program&
     }
     Expected<Plan> plan = planFromStoreOrBuild(identity, program, parameters, request, selection);
     if (!plan) return plan.status();
+    if (Status fits = fitChannels(*plan, options.maxBlocksPerRank, program.name); !fits) return fits;
     compiled->plan = std::move(*plan);
     try {
       compiled->layout = layoutKernels(compiled->plan);

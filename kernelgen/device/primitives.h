@@ -5,10 +5,12 @@
 //   the collective's unit of `count` elements is cut into k = chunksPerUnit chunks of
 //   ce = ceil(count / k) elements; chunk j of a unit covers [j*ce, min((j+1)*ce, count)), so the
 //   last chunks may be shorter or empty. Chunk `index` of a buffer is chunk index % k of unit
-//   block index / k (block b starts at element b * count). A slice is sliceElems elements; every
-//   entry runs nMicroBatches = max(1, ceil(ce / sliceElems)) micro-batches, and slice mb of a
-//   chunk is [mb*se, min((mb+1)*se, len)) — possibly empty, which still exchanges flags so both
-//   sides stay in step. A transfer moves min(source chunk length, destination chunk length).
+//   block index / k (block b starts at element b * count). A transfer moves len = min(source
+//   chunk length, destination chunk length) elements; with C channels the TB of channel c moves
+//   its share [c*sh, min((c+1)*sh, len)), sh = channelShareElems(ce, C) (all of it when C = 1). A
+//   slice is sliceElems elements; every entry runs nMicroBatches = max(1, ceil(sh / sliceElems))
+//   micro-batches, and slice mb is the share's [mb*se, (mb+1)*se) — possibly short or empty,
+//   which still exchanges flags so both sides stay in step.
 //
 // Remote primitives use a staging ring (kernel_args.h: RingDevice) in the protocol the kernel
 // runs (KernelArgs::protocol): Simple (a data flag per slot, below), LL or LL128 (flags inside

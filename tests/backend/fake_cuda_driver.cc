@@ -436,6 +436,7 @@ CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice device) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = kComputeMajor; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = kComputeMinor; break;
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = kClockKhz; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = kMultiprocessors; break;
     default: return record("cuDeviceGetAttribute", CUDA_ERROR_INVALID_VALUE, {uint64_t(attribute), uint64_t(device)});
   }
   return record("cuDeviceGetAttribute", CUDA_SUCCESS, {uint64_t(attribute), uint64_t(device), uint64_t(*value)});

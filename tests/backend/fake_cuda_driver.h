@@ -68,6 +68,8 @@ void synchronize(tucclStream_t stream, int ordinal = 0);
 
 /// The clock rate the fake reports (kHz), which turns a spin limit into seconds.
 inline constexpr int kClockKhz = 1980000;
+/// The multiprocessors the fake reports (an H100 SXM's).
+inline constexpr int kMultiprocessors = 132;
 /// The compute capability the fake reports.
 inline constexpr int kComputeMajor = 9;
 inline constexpr int kComputeMinor = 0;

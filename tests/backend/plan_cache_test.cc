@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -251,6 +252,38 @@ TEST(PlanCacheSelection, SmallCallsOnTheCpuDeviceRunInOneTb) {
   ASSERT_NE(pipelined, nullptr);
   EXPECT_EQ(pipelined->plan.tbAllocation, TbPolicy::Single);
   EXPECT_EQ(pipelined->plan.config.sendAhead, 0);
+}
+
+// The TBs a rank's kernel runs at once (its TBs times the channels) stay within its share of the
+// GPU: the channels are cut to a quarter of it, and a plan whose TBs alone do not fit is refused,
+// saying why.
+TEST(PlanCacheSelection, ChannelsAreCutToTheBlocksARankMayRunAtOnce) {
+  PlanCacheOptions options = memoryOnly(4);
+  options.forcedAlgorithm = "ring";
+  options.forcedChannels = 16;
+  PlanCache unbounded(std::nullopt, options);
+  auto all = planOrFail(unbounded, query(Collective::AllReduce, 1 << 20));
+  ASSERT_NE(all, nullptr);
+  EXPECT_EQ(all->plan.config.nChannels, 16);
+  size_t tbs = 0;
+  for (const PlanRank& rank : all->plan.ranks) tbs = std::max(tbs, rank.tbs.size());
+  ASSERT_GT(tbs, 1u);  // a ring rank sends and receives on TBs of their own
+
+  // Channels take a quarter of the blocks a rank may run: 3 replicas here.
+  options.maxBlocksPerRank = static_cast<int32_t>(4 * (3 * tbs) + 3);
+  PlanCache bounded(std::nullopt, options);
+  auto cut = planOrFail(bounded, query(Collective::AllReduce, 1 << 20));
+  ASSERT_NE(cut, nullptr);
+  EXPECT_EQ(cut->plan.config.nChannels, 3);
+  EXPECT_EQ(cut->layout.channels, 3);
+  for (int32_t r = 0; r < cut->plan.nRanks; ++r) EXPECT_LE(cut->layout.blocksOf(cut->plan, r), options.maxBlocksPerRank);
+
+  options.maxBlocksPerRank = static_cast<int32_t>(tbs) - 1;
+  PlanCache tooSmall(std::nullopt, options);
+  auto refused = tooSmall.planFor(query(Collective::AllReduce, 1 << 20));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), ErrorCode::ResourceExhausted);
+  EXPECT_NE(refused.status().message().find("TBs on a rank"), std::string::npos) << refused.status().toString();
 }
 
 const char* kSelectionTable = R"({
