@@ -159,56 +159,28 @@ TUCCL_DEVICE_INLINE void storePack(uint64_t at, Pack16 v) {
 }
 
 /// A word of W bytes (8, 4, 2, 1): the unit of copies whose pointers are not 16-byte compatible.
+/// Loaded like the packs (ld.volatile.global) into a register of type T (constraint C; PTX has no
+/// 8-bit registers, so bytes travel in 16-bit ones).
 template <int W>
 struct Word;
-template <>
-struct Word<8> {
-  typedef uint64_t type;
-  TUCCL_DEVICE_INLINE static type load(uint64_t at) {
-    type v;
-    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(at) : "memory");
-    return v;
-  }
-  TUCCL_DEVICE_INLINE static void store(uint64_t at, type v) {
-    asm volatile("st.global.u64 [%0], %1;" ::"l"(at), "l"(v) : "memory");
-  }
-};
-template <>
-struct Word<4> {
-  typedef uint32_t type;
-  TUCCL_DEVICE_INLINE static type load(uint64_t at) {
-    type v;
-    asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(at) : "memory");
-    return v;
-  }
-  TUCCL_DEVICE_INLINE static void store(uint64_t at, type v) {
-    asm volatile("st.global.u32 [%0], %1;" ::"l"(at), "r"(v) : "memory");
-  }
-};
-template <>
-struct Word<2> {
-  typedef uint16_t type;
-  TUCCL_DEVICE_INLINE static type load(uint64_t at) {
-    type v;
-    asm volatile("ld.volatile.global.u16 %0, [%1];" : "=h"(v) : "l"(at) : "memory");
-    return v;
-  }
-  TUCCL_DEVICE_INLINE static void store(uint64_t at, type v) {
-    asm volatile("st.global.u16 [%0], %1;" ::"l"(at), "h"(v) : "memory");
-  }
-};
-template <>
-struct Word<1> {
-  typedef uint16_t type;  // PTX has no 8-bit registers: u8 loads widen to 16 bits
-  TUCCL_DEVICE_INLINE static type load(uint64_t at) {
-    type v;
-    asm volatile("ld.volatile.global.u8 %0, [%1];" : "=h"(v) : "l"(at) : "memory");
-    return v;
-  }
-  TUCCL_DEVICE_INLINE static void store(uint64_t at, type v) {
-    asm volatile("st.global.u8 [%0], %1;" ::"l"(at), "h"(v) : "memory");
-  }
-};
+#define TUCCL_GLOBAL_WORD(W, T, BITS, C)                                                         \
+  template <>                                                                                   \
+  struct Word<W> {                                                                              \
+    typedef T type;                                                                             \
+    TUCCL_DEVICE_INLINE static type load(uint64_t at) {                                         \
+      type v;                                                                                   \
+      asm volatile("ld.volatile.global.u" #BITS " %0, [%1];" : "=" C(v) : "l"(at) : "memory"); \
+      return v;                                                                                 \
+    }                                                                                           \
+    TUCCL_DEVICE_INLINE static void store(uint64_t at, type v) {                                \
+      asm volatile("st.global.u" #BITS " [%0], %1;" ::"l"(at), C(v) : "memory");               \
+    }                                                                                           \
+  };
+TUCCL_GLOBAL_WORD(8, uint64_t, 64, "l")
+TUCCL_GLOBAL_WORD(4, uint32_t, 32, "r")
+TUCCL_GLOBAL_WORD(2, uint16_t, 16, "h")
+TUCCL_GLOBAL_WORD(1, uint16_t, 8, "h")
+#undef TUCCL_GLOBAL_WORD
 
 /// The packs [0, packs) of every source, combined with Op (a copy: the one source), stored to
 /// every destination: kUnroll loads per source in flight per thread, then the stores.
