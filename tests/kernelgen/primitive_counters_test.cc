@@ -10,6 +10,8 @@
 #include "kernelgen/host_executor.h"
 #include "kernelgen/output_compare.h"
 #include "plan_fixtures.h"
+#include "sim/network.h"
+#include "sim/simulator.h"
 
 namespace tuccl {
 namespace {
@@ -167,6 +169,49 @@ TEST(PrimitiveCounters, ChannelsReplicateTheTbsAndSplitTheBytes) {
         EXPECT_EQ(c.slices * static_cast<uint64_t>(oneBatches), one[r].slices * channels * static_cast<uint64_t>(batches))
             << example.name << " rank " << r << " C=" << channels;
       }
+    }
+  }
+}
+
+// The simulator models the kernels that run: with C channels it simulates C replicas of the plan,
+// and on every example, for C = 1, 2 and 4, the kernels' blocks per rank are the simulated TBs per
+// rank and the slices the kernels send are the simulated transfers (message sizes where both cut
+// the data alike: shares and slices of whole 16-byte multiples).
+TEST(PrimitiveCounters, TheSimulatorSimulatesTheChannelsTheKernelsRun) {
+  struct Example {
+    const char* name;
+    int32_t root;
+  };
+  const Example examples[] = {{"ring_allreduce", -1},  {"ring_allgather", -1}, {"ring_reducescatter", -1},
+                              {"direct_allreduce", -1}, {"direct_alltoall", -1}, {"hm_allreduce", -1},
+                              {"chain_broadcast", 1},   {"binomial_reduce", 2}};
+  const Network network = loadNetwork("preset:resccl-a100:nodes=2,gpus=4").value();
+  for (const Example& example : examples) {
+    const Plan& base = compileExample(example.name, "hpds", true, 8, 4, example.root).plan;
+    for (int32_t channels : {1, 2, 4}) {
+      Plan plan = base;
+      plan.config.nChannels = channels;
+      plan.config.chunkSize = 4096;
+      const KernelLayout layout = layoutKernels(plan);
+      // 2,048 floats a unit: every chunk, share and slice a whole number of 16-byte packs.
+      const int64_t count = 2048 * layout.chunksPerUnit;
+      const Counted counted = runCounted(plan, count, plan.config.chunkSize, Protocol::Simple);
+      ASSERT_EQ(counted.counters.size(), static_cast<size_t>(plan.nRanks)) << example.name;
+      SimOptions options;
+      options.messageBytes = counted.bytesPerRank;
+      if (layout.collective == Collective::ReduceScatter || layout.collective == Collective::AllToAll) {
+        options.messageBytes = count * 4 * plan.nRanks;  // nccl-tests' size: the input
+      }
+      Expected<SimResult> simulated = simulatePlan(plan, network, options);
+      ASSERT_TRUE(simulated) << example.name << ": " << simulated.status().toString();
+      uint64_t sent = 0;
+      for (int32_t r = 0; r < plan.nRanks; ++r) {
+        int32_t tbs = 0;
+        for (const SimTb& tb : simulated->tbs) tbs += tb.rank == r ? 1 : 0;
+        EXPECT_EQ(tbs, layout.blocksOf(plan, r)) << example.name << " rank " << r << " C=" << channels;
+        sent += counted.counters[r].slices - counted.counters[r].dataWaits;
+      }
+      EXPECT_EQ(static_cast<int64_t>(sent), simulated->transfers) << example.name << " C=" << channels;
     }
   }
 }
