@@ -82,6 +82,9 @@ constexpr double kDestroyWaitSeconds = 60;
 struct CallSlot {
   CUdeviceptr counters = 0;  ///< progress counters, then the two barrier counters
   size_t counterBytes = 0;
+  /// The slot's calls so far: each call's counters are numbered by it (KernelArgs::epoch), so
+  /// they are cleared once, when allocated, and never per call.
+  uint64_t epoch = 0;
   dev::TbReport* reports = nullptr;  ///< host-mapped
   CUdeviceptr reportsDevice = 0;
   size_t reportCapacity = 0;
@@ -631,7 +634,14 @@ Status CudaDevice::reserve(CallSlot& slot, size_t counterBytes, size_t nTbs, siz
     if (Status status = check(cu_.cuMemAlloc(&slot.counters, bytes), "cuMemAlloc", "progress counters"); !status) {
       return status;
     }
+    // Cleared once: the calls number their values (KernelArgs::epoch), the slot's first is 1.
+    if (Status status = check(cu_.cuMemsetD8(slot.counters, 0, bytes), "cuMemsetD8", "progress counters"); !status) {
+      cu_.cuMemFree(slot.counters);
+      slot.counters = 0;
+      return status;
+    }
     slot.counterBytes = bytes;
+    slot.epoch = 0;
   }
   if (slot.reportCapacity < nTbs) {
     if (slot.reports != nullptr) cu_.cuMemFreeHost(slot.reports);
@@ -700,8 +710,9 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
                            CUdeviceptr values, const std::shared_ptr<CallSlot>& slot) {
   const CompiledPlan& plan = *call.plan;
   const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));
-  // The slot is this call's alone until its host function ran: its reports are written here, its
-  // counters cleared in stream order (a previous call of the stream may still run).
+  // The slot is this call's alone until its host function ran: its reports are written here; its
+  // counters are not cleared, the call numbers its values instead (a previous call of the stream
+  // may still run, and its values are all below this call's).
   std::fill(slot->reports, slot->reports + slot->nTbs, dev::TbReport{});
   std::optional<CallTiming> timing;
   if (call.completed) {
@@ -722,11 +733,6 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
       return status;
     }
   }
-  if (Status status = check(cu_.cuMemsetD8Async(slot->counters, 0, (progress + 2) * sizeof(uint64_t), stream),
-                            "cuMemsetD8Async", "progress counters");
-      !status) {
-    return status;
-  }
   // The slot's scratch memory is the call's workspace (call_buffers.h): scratch and relocated storage.
   const CallBuffers buffers =
       resolveCallBuffers(call, slot->scratchBytes > 0 ? reinterpret_cast<char*>(slot->scratch) : nullptr);
@@ -746,6 +752,7 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
   args.reports = devicePointer<dev::TbReport>(slot->reportsDevice, 0);
   args.abort = devicePointer<int32_t>(abortDevice_, 0);
   args.spinLimit = spinLimitCycles(call.timeoutSeconds, clockKhz_);
+  args.epoch = ++slot->epoch;
   args.roleValues = devicePointer<int32_t>(values, 0);
   void* params[] = {&args};
   const GeneratedKernel& kernel = plan.kernels.kernelOf(call.rank);

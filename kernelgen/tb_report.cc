@@ -41,6 +41,12 @@ std::string entryText(const Plan& plan, int32_t rank, int32_t tb, const dev::TbR
   return out.str();
 }
 
+// A progress or barrier count of the waiter's call: the low half of an epoch-numbered value
+// (dev::epochValue), 0 when the counter still holds an earlier call's.
+uint64_t countOfCall(const dev::TbReport& report) {
+  return (report.seen >> 32) == (report.expected >> 32) ? report.seen & 0xffffffffu : 0;
+}
+
 // What the TB waited for when it stopped.
 std::string waitText(const KernelLayout& layout, const dev::TbReport& report) {
   std::ostringstream out;
@@ -64,11 +70,12 @@ std::string waitText(const KernelLayout& layout, const dev::TbReport& report) {
           << ", needs " << report.expected;
       break;
     case dev::kWaitDependency:
-      out << ", waiting for tb " << report.depTb << " entry " << report.depEntry << ": it finished " << report.seen
-          << " micro-batches, needs " << report.expected;
+      out << ", waiting for tb " << report.depTb << " entry " << report.depEntry << ": it finished "
+          << countOfCall(report) << " micro-batches, needs " << (report.expected & 0xffffffffu);
       break;
     case dev::kWaitBarrier:
-      out << ", waiting at the rank barrier: " << report.seen << " of " << report.expected << " TBs arrived";
+      out << ", waiting at the rank barrier: " << countOfCall(report) << " of " << (report.expected & 0xffffffffu)
+          << " TBs arrived";
       break;
     default:
       break;

@@ -87,15 +87,30 @@ TUCCL_DEVICE_INLINE uint64_t loadPlain(const uint64_t* word) {
 #endif
 }
 
-/// Adds one to a counter shared by the TBs of a rank; returns the new value.
-TUCCL_DEVICE_INLINE uint64_t arrive(uint64_t* counter) {
+/// One arrival at a counter shared by the TBs of a rank, in the call of `epoch`: the first arrival
+/// of an epoch replaces an earlier call's value by (epoch << 32) | 1, the others add one. Returns
+/// the new value.
+TUCCL_DEVICE_INLINE uint64_t arrive(uint64_t* counter, uint64_t epoch) {
 #if defined(TUCCL_DEVICE_COMPILE)
   fenceAcquire(kScopeGpu);  // the TBs of a rank share its GPU
-  return atomicAdd(reinterpret_cast<unsigned long long*>(counter), 1ull) + 1;
+  unsigned long long* word = reinterpret_cast<unsigned long long*>(counter);
+  unsigned long long seen = *reinterpret_cast<volatile unsigned long long*>(word);
+  for (;;) {
+    const unsigned long long next = (seen >> 32) < epoch ? epochValue(epoch, 1) : seen + 1;
+    const unsigned long long was = atomicCAS(word, seen, next);
+    if (was == seen) return next;
+    seen = was;
+  }
 #elif defined(TUCCL_CUDA_COMPILER)
-  return ++*counter;
+  *counter = (*counter >> 32) < epoch ? epochValue(epoch, 1) : *counter + 1;
+  return *counter;
 #else
-  return std::atomic_ref<uint64_t>(*counter).fetch_add(1, std::memory_order_acq_rel) + 1;
+  std::atomic_ref<uint64_t> word(*counter);
+  uint64_t seen = word.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t next = (seen >> 32) < epoch ? epochValue(epoch, 1) : seen + 1;
+    if (word.compare_exchange_weak(seen, next, std::memory_order_acq_rel)) return next;
+  }
 #endif
 }
 

@@ -114,7 +114,15 @@ struct KernelArgs {
   int32_t ringsPerChannel = 0;     ///< the plan's rings (all ranks)
   int32_t progressPerChannel = 0;  ///< this rank's progress counters of one replica
   int32_t pad2 = 0;
+  /// The call's number on its progress and barrier counters, which are never cleared between
+  /// calls: a progress value is (epoch << 32) | micro-batches done, a barrier value
+  /// (epoch << 32) | arrivals, so an earlier call's values read as "nothing yet". Counters that
+  /// start at zero for every call (the host executor, the CPU device) run with epoch 0.
+  uint64_t epoch = 0;
 };
+
+/// The value of a progress or barrier counter that says `n` of the call of `epoch`.
+TUCCL_DEVICE_INLINE uint64_t epochValue(uint64_t epoch, uint64_t n) { return (epoch << 32) | n; }
 
 /// Elements of one channel's share of a transfer of up to `chunkElems` elements: all of it with one
 /// channel; with more, ceil(chunkElems / channels) rounded up to 16 bytes, so a share starts on the

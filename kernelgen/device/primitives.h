@@ -180,7 +180,7 @@ TUCCL_DEVICE_INLINE bool waitFlag(Tb& t, uint64_t* flag, uint64_t expected, Wait
 /// Waits until entry (depTb, depEntry), whose progress counter is `progress`, finished `mb`: one
 /// thread polls, one GPU-scope acquire (the rank's TBs share its GPU), one barrier.
 TUCCL_DEVICE_NOINLINE bool waitEntry(Tb& t, int32_t progress, int32_t depTb, int32_t depEntry, int64_t mb) {
-  bool ok = waitFlag(t, &t.args->progress[counterOf(t, progress)], static_cast<uint64_t>(mb + 1),
+  bool ok = waitFlag(t, &t.args->progress[counterOf(t, progress)], epochValue(t.args->epoch, static_cast<uint64_t>(mb + 1)),
                      WaitSite{kWaitDependency, -1, depTb + (t.tb - t.baseTb), depEntry}, &PrimitiveCounters::entryWaits);
   if (threadIdx.x == 0 && ok) t.acquire(kScopeGpu);
   return t.agree(ok);
@@ -191,7 +191,8 @@ TUCCL_DEVICE_NOINLINE bool waitEntry(Tb& t, int32_t progress, int32_t depTb, int
 TUCCL_DEVICE_INLINE void postEntry(Tb& t, int32_t progress, int64_t mb) {
   if (threadIdx.x == 0) {
     t.count(&PrimitiveCounters::entryPosts, 1);
-    t.release(&t.args->progress[counterOf(t, progress)], static_cast<uint64_t>(mb + 1), kScopeGpu);
+    t.release(&t.args->progress[counterOf(t, progress)], epochValue(t.args->epoch, static_cast<uint64_t>(mb + 1)),
+              kScopeGpu);
   }
 }
 
@@ -487,8 +488,9 @@ TUCCL_DEVICE_NOINLINE bool rankBarrier(Tb& t, int32_t which, int32_t nTbs) {
   t.sync();
   bool ok = true;
   if (threadIdx.x == 0) {
-    arrive(&t.args->barrier[which]);
-    ok = waitFlag(t, &t.args->barrier[which], static_cast<uint64_t>(blocksOf(t, nTbs)), WaitSite{kWaitBarrier, -1, -1, -1},
+    arrive(&t.args->barrier[which], t.args->epoch);
+    ok = waitFlag(t, &t.args->barrier[which], epochValue(t.args->epoch, static_cast<uint64_t>(blocksOf(t, nTbs))),
+                  WaitSite{kWaitBarrier, -1, -1, -1},
                   &PrimitiveCounters::entryWaits);
     if (ok) t.acquire(kScopeGpu);
   }
