@@ -558,11 +558,11 @@ run_tuccl() {
   [ "$tuccl_ready" = 1 ] || return 0
   t=$(limit "$cap")
   if [ "$t" = 0 ]; then
-    note_row "$part" "tuccl $coll" "$n" "$dtype" "$range" "SKIPPED: time budget (--budget $budget)"
+    note_row "$part" "tuccl $coll$label" "$n" "$dtype" "$range" "SKIPPED: time budget (--budget $budget)"
     return 0
   fi
   if [ "$part" = tuccl ] && [ "$timeouts_in_a_row" -ge 2 ]; then
-    note_row "$part" "tuccl $coll" "$n" "$dtype" "$range" "SKIPPED: the two runs before it timed out"
+    note_row "$part" "tuccl $coll$label" "$n" "$dtype" "$range" "SKIPPED: the two runs before it timed out"
     return 0
   fi
   run_child "$name" "$t" "$tuccl_run" -n "$n" --timeout "$(( t - 6 ))" -- "$tuccl_bench" "$coll" \
@@ -570,9 +570,9 @@ run_tuccl() {
   rc=$?
   bench_rows "$part" "$name" "$coll" "$n" "$([ "$part" = tuccl ] && echo "$copy_b")" >> "$rows"
   if [ "$rc" != 0 ]; then
-    note_row "$part" "tuccl $coll" "$n" "$dtype" "$range" "$(reason "$name" "$rc" "$t")"
+    note_row "$part" "tuccl $coll$label" "$n" "$dtype" "$range" "$(reason "$name" "$rc" "$t")"
   elif ! grep -q -E '^ *[0-9]+ ' "$logs/$name.out"; then
-    note_row "$part" "tuccl $coll" "$n" "$dtype" "$range" "FAILED: no result rows [logs: $name.*]"
+    note_row "$part" "tuccl $coll$label" "$n" "$dtype" "$range" "FAILED: no result rows [logs: $name.*]"
   fi
   case "$rc" in 124|137) timeouts_in_a_row=$(( timeouts_in_a_row + 1 )) ;; *) timeouts_in_a_row=0 ;; esac
 }
