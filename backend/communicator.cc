@@ -350,11 +350,12 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   Expected<std::vector<std::string>> reports = bootstrap->allGather(bytesOf(mine));
   if (!reports) return reports.status();
   if (!local) return local;
+  std::vector<InitReport> everyone(static_cast<size_t>(nRanks));
   for (int32_t r = 0; r < nRanks; ++r) {
     if ((*reports)[r].size() != sizeof(InitReport)) {
       return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " runs another version of libtuccl");
     }
-    InitReport theirs;
+    InitReport& theirs = everyone[r];
     std::memcpy(&theirs, (*reports)[r].data(), sizeof(theirs));
     auto mismatch = [&](const std::string& what) {
       return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " " + what);
@@ -374,31 +375,23 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
     }
   }
 
-  std::vector<InitReport> everyone(static_cast<size_t>(nRanks));
-  for (int32_t r = 0; r < nRanks; ++r) std::memcpy(&everyone[r], (*reports)[r].data(), sizeof(InitReport));
-  if (const int32_t blocks = blocksPerRank(everyone); blocks > 0) {
-    planOptions.maxBlocksPerRank = blocks;
-    plans = std::make_unique<PlanCache>(table, planOptions);
-  }
-
   // Hosts: the ranks of one host hash share memory; the others are reached through the network.
   std::vector<uint64_t> hosts;
   std::vector<bool> remote(static_cast<size_t>(nRanks), false);
   hostOf.assign(static_cast<size_t>(nRanks), 0);
   for (int32_t r = 0; r < nRanks; ++r) {
-    InitReport theirs;
-    std::memcpy(&theirs, (*reports)[r].data(), sizeof(theirs));
-    auto known = std::find(hosts.begin(), hosts.end(), theirs.hostHash);
+    auto known = std::find(hosts.begin(), hosts.end(), everyone[r].hostHash);
     hostOf[r] = static_cast<int32_t>(known - hosts.begin());
-    if (known == hosts.end()) hosts.push_back(theirs.hostHash);
-    remote[r] = theirs.hostHash != mine.hostHash;
+    if (known == hosts.end()) hosts.push_back(everyone[r].hostHash);
+    remote[r] = everyone[r].hostHash != mine.hostHash;
   }
+  // What every rank learnt from the others shapes the plans: the hosts, and the TBs a rank's GPU
+  // share runs at once.
+  planOptions.nNodes = static_cast<int32_t>(hosts.size());
+  planOptions.maxBlocksPerRank = blocksPerRank(everyone);
+  if (planOptions.nNodes > 1 || planOptions.maxBlocksPerRank > 0) plans = std::make_unique<PlanCache>(table, planOptions);
   Status spans;
-  if (hosts.size() > 1) {
-    planOptions.nNodes = static_cast<int32_t>(hosts.size());
-    plans = std::make_unique<PlanCache>(table, planOptions);
-    spans = device->setRemoteRanks(remote);
-  }
+  if (hosts.size() > 1) spans = device->setRemoteRanks(remote);
 
   // Staging: create, exchange (length-prefixed: a CUDA blob is binary), map, then drop the names.
   Expected<std::string> blob =

@@ -20,7 +20,7 @@
 namespace tuccl::dev {
 
 /// Reads a flag without ordering (device: ld.volatile, no fence; NCCL polls this way,
-/// nccl-data-path.md §2): a wait polls with it and orders once, with fenceAcquire, after it saw
+/// nccl-data-path.md §2): a wait polls with it and orders once, with fence, after it saw
 /// the value it waited for. Host: an acquire load (as cheap as a plain one on x86).
 TUCCL_DEVICE_INLINE uint64_t loadRelaxed(const uint64_t* flag) {
 #if defined(TUCCL_CUDA_COMPILER)
@@ -34,9 +34,11 @@ TUCCL_DEVICE_INLINE uint64_t loadRelaxed(const uint64_t* flag) {
 /// rank's own TBs), system for flags other GPUs, processes or the host read (staging rings).
 enum FenceScope : int32_t { kScopeGpu = 0, kScopeSystem = 1 };
 
-/// Makes what the writer published before the flag this thread just saw visible to this thread's
-/// later loads (device: fence.acq_rel at the scope; host: the loads are acquire already).
-TUCCL_DEVICE_INLINE void fenceAcquire(FenceScope scope) {
+/// One fence.acq_rel at the scope (device; the host's acquire loads and release stores order
+/// themselves): after a wait it makes what the writer published before the flag visible to this
+/// thread's later loads; before a store it publishes this thread's writes, and those of every
+/// thread of the TB that met it at a barrier since, ahead of the store.
+TUCCL_DEVICE_INLINE void fence(FenceScope scope) {
 #if defined(TUCCL_DEVICE_COMPILE)
   if (scope == kScopeGpu) {
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
@@ -53,7 +55,7 @@ TUCCL_DEVICE_INLINE void fenceAcquire(FenceScope scope) {
 /// at the scope, then a relaxed store, nccl-data-path.md §2 "Post rule").
 TUCCL_DEVICE_INLINE void storeRelease(uint64_t* flag, uint64_t value, FenceScope scope = kScopeSystem) {
 #if defined(TUCCL_DEVICE_COMPILE)
-  fenceAcquire(scope);
+  fence(scope);
   *reinterpret_cast<volatile uint64_t*>(flag) = value;
 #elif defined(TUCCL_CUDA_COMPILER)
   (void)scope;
@@ -74,10 +76,6 @@ TUCCL_DEVICE_INLINE void storeRelaxed(uint64_t* flag, uint64_t value) {
 #endif
 }
 
-/// Orders this thread's earlier writes before its later ones for every observer (device); the
-/// host's release stores order themselves.
-TUCCL_DEVICE_INLINE void fenceSystem() { fenceAcquire(kScopeSystem); }
-
 /// Reads a word another rank wrote before a flag this thread already acquired.
 TUCCL_DEVICE_INLINE uint64_t loadPlain(const uint64_t* word) {
 #if defined(TUCCL_DEVICE_COMPILE)
@@ -92,7 +90,7 @@ TUCCL_DEVICE_INLINE uint64_t loadPlain(const uint64_t* word) {
 /// the new value.
 TUCCL_DEVICE_INLINE uint64_t arrive(uint64_t* counter, uint64_t epoch) {
 #if defined(TUCCL_DEVICE_COMPILE)
-  fenceAcquire(kScopeGpu);  // the TBs of a rank share its GPU
+  fence(kScopeGpu);  // the TBs of a rank share its GPU
   unsigned long long* word = reinterpret_cast<unsigned long long*>(counter);
   unsigned long long seen = *reinterpret_cast<volatile unsigned long long*>(word);
   for (;;) {
@@ -236,7 +234,7 @@ TUCCL_DEVICE_INLINE bool spinUntil(const KernelArgs& args, TbReport& report, Rea
 }
 
 /// Spins (thread 0 only) until *flag >= expected, without ordering: the caller fences once after
-/// (fenceAcquire) when it reads what the flag published. Returns false, with the report filled,
+/// (fence) when it reads what the flag published. Returns false, with the report filled,
 /// when the bound is hit or another TB aborted.
 TUCCL_DEVICE_NOINLINE bool spinUntilAtLeast(const KernelArgs& args, TbReport& report, uint64_t* flag,
                                             uint64_t expected, WaitSite site) {

@@ -84,10 +84,10 @@ struct Tb {
     count(&PrimitiveCounters::barriers, 1);
     return tbAll(ok);
   }
-  /// Thread 0: a fence after a wait (acquire) or before a post (release).
-  TUCCL_DEVICE_INLINE void acquire(FenceScope scope) const {
+  /// Thread 0: a fence after a wait, or before writes others must see after earlier ones.
+  TUCCL_DEVICE_INLINE void fence(FenceScope scope) const {
     count(&PrimitiveCounters::fences, 1);
-    fenceAcquire(scope);
+    dev::fence(scope);
   }
   TUCCL_DEVICE_INLINE void release(uint64_t* flag, uint64_t value, FenceScope scope) const {
     count(&PrimitiveCounters::fences, 1);
@@ -182,7 +182,7 @@ TUCCL_DEVICE_INLINE bool waitFlag(Tb& t, uint64_t* flag, uint64_t expected, Wait
 TUCCL_DEVICE_NOINLINE bool waitEntry(Tb& t, int32_t progress, int32_t depTb, int32_t depEntry, int64_t mb) {
   bool ok = waitFlag(t, &t.args->progress[counterOf(t, progress)], epochValue(t.args->epoch, static_cast<uint64_t>(mb + 1)),
                      WaitSite{kWaitDependency, -1, depTb + (t.tb - t.baseTb), depEntry}, &PrimitiveCounters::entryWaits);
-  if (threadIdx.x == 0 && ok) t.acquire(kScopeGpu);
+  if (threadIdx.x == 0 && ok) t.fence(kScopeGpu);
   return t.agree(ok);
 }
 
@@ -254,7 +254,7 @@ TUCCL_DEVICE_INLINE bool waitData(Tb& t, int32_t ring, const SlotRef& in, uint64
   if (!waitFlag(t, in.ring->posted, in.k + 1, WaitSite{kWaitData, ring, -1, -1}, &PrimitiveCounters::dataWaits)) {
     return false;
   }
-  t.acquire(kScopeSystem);
+  t.fence(kScopeSystem);
   return tagMatches(t, ring, in, tag);
 }
 
@@ -285,8 +285,7 @@ TUCCL_DEVICE_INLINE void tagLines(Tb& t, const SlotRef& out, uint64_t tag, int64
   RingDevice& r = *out.ring;
   r.tags[out.slot] = tag;
   r.tags[r.nSlots + out.slot] = static_cast<uint64_t>(stagedBytes(protocolOf(*t.args), bytes));
-  t.count(&PrimitiveCounters::fences, 1);
-  fenceSystem();
+  t.fence(kScopeSystem);
 }
 
 /// LL / LL128: every thread writes its lines of `bytes` at `src` into slot `out`.
@@ -301,9 +300,8 @@ TUCCL_DEVICE_INLINE void writeLines(Tb& t, const SlotRef& out, const char* src, 
 }
 
 /// LL / LL128: takes incoming slice `in`'s lines as they arrive into `dst` (reduce: dst op= the
-/// data, a piece at a time through a TB-local buffer); if `next` is not null the result also
-/// goes out as slice `next` (written as lines after the piece is complete). Barrier 1 ends
-/// every piece; thread 0 then acquires and checks the tag.
+/// data, a piece at a time through a TB-local buffer). A barrier ends every piece; thread 0 then
+/// acquires and checks the tag.
 TUCCL_DEVICE_NOINLINE bool receiveLines(Tb& t, int32_t ring, const SlotRef& in, char* dst, int64_t bytes,
                                         uint64_t tag, bool reduce) {
   const bool ll = protocolOf(*t.args) == kProtoLL;
@@ -331,7 +329,7 @@ TUCCL_DEVICE_NOINLINE bool receiveLines(Tb& t, int32_t ring, const SlotRef& in, 
   t.moved(static_cast<uint64_t>(stagedBytes(protocol, bytes) + (reduce ? bytes : 0)), static_cast<uint64_t>(bytes));
   bool ok = true;
   if (threadIdx.x == 0) {
-    t.acquire(kScopeSystem);
+    t.fence(kScopeSystem);
     ok = tagMatches(t, ring, in, tag);
   }
   return ok;
@@ -394,11 +392,9 @@ TUCCL_DEVICE_NOINLINE bool receive(Tb& t, int32_t planRing, int32_t planOutRing,
     if (simple) {
       ok = ok && waitData(t, ring, in, tag);
       if (!t.agree(ok)) return false;  // barrier 1
-      if (reduce) {
-        reduceCopy(t.args->dtype, t.args->op, dst, in.data, dst, out.data, s.elems);
-      } else {
-        reduceCopy(t.args->dtype, t.args->op, in.data, nullptr, dst, out.data, s.elems);
-      }
+      // Reduce: dst op= the slot; copy: the slot alone. The next ring's slot, if any, gets it too.
+      reduceCopy(t.args->dtype, t.args->op, reduce ? dst : in.data, reduce ? in.data : nullptr, dst, out.data,
+                 s.elems);
       t.moved(static_cast<uint64_t>((reduce ? 2 : 1) * bytes), static_cast<uint64_t>((outRing >= 0 ? 2 : 1) * bytes));
     } else {
       if (outRing >= 0 && !t.all(ok)) return false;  // the outgoing credit, before the lines are read
@@ -461,11 +457,7 @@ TUCCL_DEVICE_NOINLINE bool local(Tb& t, int32_t srcBuffer, int32_t srcIndex, int
     const Slice s = sliceOf(t, srcIndex + j, dstIndex + j, mb);
     char* dst = elementPtr(t, dstBuffer, dstIndex + j, s.begin);
     const char* src = elementPtr(t, srcBuffer, srcIndex + j, s.begin);
-    if (reduce) {
-      reduceCopy(t.args->dtype, t.args->op, dst, src, dst, nullptr, s.elems);
-    } else {
-      reduceCopy(t.args->dtype, t.args->op, src, nullptr, dst, nullptr, s.elems);
-    }
+    reduceCopy(t.args->dtype, t.args->op, reduce ? dst : src, reduce ? src : nullptr, dst, nullptr, s.elems);
     t.moved(static_cast<uint64_t>((reduce ? 2 : 1) * s.elems * t.elemSize), static_cast<uint64_t>(s.elems * t.elemSize));
   }
   t.sync();
@@ -492,7 +484,7 @@ TUCCL_DEVICE_NOINLINE bool rankBarrier(Tb& t, int32_t which, int32_t nTbs) {
     ok = waitFlag(t, &t.args->barrier[which], epochValue(t.args->epoch, static_cast<uint64_t>(blocksOf(t, nTbs))),
                   WaitSite{kWaitBarrier, -1, -1, -1},
                   &PrimitiveCounters::entryWaits);
-    if (ok) t.acquire(kScopeGpu);
+    if (ok) t.fence(kScopeGpu);
   }
   return t.agree(ok);
 }

@@ -38,8 +38,6 @@ struct alignas(16) Pack16 {
 };
 #endif
 
-TUCCL_DEVICE_INLINE bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
 template <typename T>
 TUCCL_DEVICE_INLINE T minOf(T a, T b) {
   return a < b ? a : b;
