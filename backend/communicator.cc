@@ -484,11 +484,13 @@ Expected<const PlanPlacement*> Communicator::Impl::placementFor(const CompiledPl
   auto it = placements.find(compiled.key);
   if (it != placements.end()) return it->second.get();
   const int64_t slotBytes = stagingSlotBytes(compiled.plan.config.protocol, compiled.plan.config.chunkSize);
-  Expected<PlanPlacement> placed = allocator->place(compiled.layout, slotBytes, options.stagingSlots);
+  // A plan with fused entries needs rings of two slots at least (plan.h: minStagingSlots).
+  const int32_t slots = std::max(options.stagingSlots, minStagingSlots(compiled.plan));
+  Expected<PlanPlacement> placed = allocator->place(compiled.layout, slotBytes, slots);
   if (!placed && placed.status().code() == ErrorCode::ResourceExhausted && !placements.empty() && !proxy) {
     // The staging holds the rings of earlier plans: start it afresh and place this plan alone.
     if (Status restarted = restartStaging(compiled.plan.algorithm); !restarted) return restarted;
-    placed = allocator->place(compiled.layout, slotBytes, options.stagingSlots);
+    placed = allocator->place(compiled.layout, slotBytes, slots);
   }
   if (!placed) return placed.status();
   auto& slot = placements[compiled.key];

@@ -91,7 +91,7 @@ Measurement measure(const tuccl::SourceText& source, int ranks, int gpusPerNode,
   m.tbMs = millisecondsSince(start);
   for (int32_t count : allocation.tbCount) m.tbsPerRank = std::max(m.tbsPerRank, static_cast<int>(count));
   start = std::chrono::steady_clock::now();
-  tuccl::Plan plan = tuccl::lowerToPlan(algorithm, dag, pipeline, allocation);
+  tuccl::Plan plan = tuccl::lowerToPlan(algorithm, dag, pipeline, allocation, {}, true);
   m.lowerMs = millisecondsSince(start);
   start = std::chrono::steady_clock::now();
   CountingBuffer counter;

@@ -1,11 +1,11 @@
-// libFuzzer target for the plan JSON reader, versions 1, 2 and 3 (build with -DTUCCL_FUZZ=ON and
+// libFuzzer target for the plan JSON reader, versions 1 to 4 (build with -DTUCCL_FUZZ=ON and
 // clang).
 //
 //   build-fuzz/fuzz/plan_json_fuzzer -max_total_time=300 -timeout=5 -dict=fuzz/plan_json.dict fuzz/corpus_plan
 //
-// Every input must read into a valid plan that writes back (versions 2 and 3) to text reading
-// into the same plan, or fail with a Status naming the file; anything else (a crash, a sanitizer
-// report, a hang, an escaping exception, an expansion beyond the limit) is a bug.
+// Every input must read into a valid plan that writes back (versions 2, 3 and 4) to text reading
+// into the same plan (unfused before version 4), or fail with a Status naming the file; anything
+// else (a crash, a sanitizer report, a hang, an escaping exception, an expansion beyond the limit) is a bug.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -31,10 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const tuccl::PlanTb& tb : rank.tbs)
       for (const tuccl::PlanEntry& entry : tb.entries) items += 1 + static_cast<int64_t>(entry.deps.size());
   if (items > limits.maxExpandedItems) std::abort();
-  for (int version : {2, 3}) {
+  const tuccl::Plan unfused = tuccl::unfusedPlan(*plan);
+  for (int version : {2, 3, 4}) {
     const std::string text = tuccl::writePlanJson(*plan, version);
     tuccl::Expected<tuccl::Plan> back = tuccl::readPlanJson(tuccl::SourceText("again.json", text));
-    if (!back.ok() || !(*back == *plan)) std::abort();
+    if (!back.ok() || !(*back == (version < 4 ? unfused : *plan))) std::abort();
   }
   return 0;
 }

@@ -28,20 +28,29 @@ std::string sourceLoc(const Plan& plan, const PlanEntry& entry) {
 // The comment of a single entry: its primitive, operation, step, source line, slots and ring.
 void commentEntry(std::ostringstream& out, const Plan& plan, const KernelLayout& layout, int32_t rank,
                   const PlanTb& tb, int32_t e, const std::string& indent) {
-  const auto [entry, where, remote, srcRank, dstRank, src, dst] = entrySlots(plan, layout, rank, tb, e);
+  const auto [entry, where, remote, srcRank, dstRank, src, dst, nextRank, next] = entrySlots(plan, layout, rank, tb, e);
   out << indent << "// entry " << e << ": " << primitiveName(entry.kind);
   if (entry.kind == PrimitiveKind::Send) out << " -> rank " << entry.peer;
-  if (entry.kind == PrimitiveKind::Recv || entry.kind == PrimitiveKind::RecvReduceCopy) {
-    out << " <- rank " << entry.peer;
-  }
+  if (isReceive(entry.kind)) out << " <- rank " << entry.peer;
+  if (isFused(entry.kind)) out << " -> rank " << nextRank;
   out << ", op " << entry.op << ", step " << entry.step << ", sub-pipeline " << entry.subPipeline;
   if (!plan.sourceName.empty() && entry.loc.known()) out << ", " << sourceLoc(plan, entry);
+  auto ringText = [&](int32_t index) {
+    const RingInfo& ring = layout.rings[index];
+    out << " via ring " << index << " (rank " << ring.srcRank << " tb " << ring.srcTb << " -> rank " << ring.dstRank
+        << " tb " << ring.dstTb << ")";
+  };
   out << "\n" << indent << "//   rank " << srcRank << " " << slotText(src, entry.count) << " -> rank " << dstRank << " "
       << slotText(dst, entry.count);
-  if (remote) {
-    const RingInfo& ring = layout.rings[where.ring];
-    out << " via ring " << where.ring << " (rank " << ring.srcRank << " tb " << ring.srcTb << " -> rank " << ring.dstRank
-        << " tb " << ring.dstTb << ")";
+  if (remote) ringText(where.ring);
+  if (isFused(entry.kind)) {
+    out << "\n" << indent << "//   then op " << entry.next.op << ", step " << entry.next.step << ", sub-pipeline "
+        << entry.next.subPipeline;
+    if (!plan.sourceName.empty() && entry.next.loc.known()) {
+      out << ", " << plan.sourceName << ":" << entry.next.loc.line << ":" << entry.next.loc.column;
+    }
+    out << ": -> rank " << nextRank << " " << slotText(next, entry.count);
+    ringText(where.outRing);
   }
   out << "\n";
 }
@@ -60,6 +69,9 @@ void commentRun(std::ostringstream& out, const Plan& plan, const PlanTb& tb, con
   if (first.kind != PrimitiveKind::Copy && first.kind != PrimitiveKind::Reduce) {
     out << (first.kind == PrimitiveKind::Send ? " -> " : " <- ")
         << (first.peer == last.peer ? "rank " : "ranks ") << range(first.peer, last.peer);
+  }
+  if (isFused(first.kind)) {
+    out << " -> " << (first.next.peer == last.next.peer ? "rank " : "ranks ") << range(first.next.peer, last.next.peer);
   }
   out << ", ops " << range(first.op, last.op) << ", steps " << range(first.step, last.step) << ", sub-pipelines "
       << range(first.subPipeline, last.subPipeline) << "\n";

@@ -171,8 +171,10 @@ CallGeometry callGeometry(const Plan& plan, const KernelLayout& layout, const Co
   geometry.sliceElems = std::max<int64_t>(1, (chunkSize > 0 ? chunkSize : plan.config.chunkSize) / elementSize);
   geometry.microBatches = dev::microBatchCount(call.count, layout.chunksPerUnit, geometry.sliceElems, layout.channels,
                                                static_cast<int32_t>(elementSize));
-  geometry.stagingSlots =
-      static_cast<int32_t>(std::clamp<int64_t>(std::min<int64_t>(stagingSlots, geometry.microBatches), 1, 64));
+  // Never more slots than micro-batches (a slot per slice in flight is enough), never fewer than
+  // the plan needs to make progress (minStagingSlots: 2 with fused entries).
+  geometry.stagingSlots = static_cast<int32_t>(
+      std::clamp<int64_t>(std::min<int64_t>(stagingSlots, geometry.microBatches), minStagingSlots(plan), 64));
   geometry.protocol = protocol.value_or(plan.config.protocol);
   geometry.slotBytes = stagingSlotBytes(geometry.protocol, geometry.sliceElems * elementSize);
   return geometry;

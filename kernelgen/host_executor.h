@@ -42,8 +42,8 @@ struct CallGeometry {
 };
 
 /// The geometry of `call` run by `plan`: slices of `chunkSize` bytes (0: the plan's
-/// config.chunkSize), `stagingSlots` clamped to [1, min(micro-batches, 64)], slots sized for
-/// `protocol` (nullopt: the plan's config.protocol). The run uses the geometry's protocol: the
+/// config.chunkSize), `stagingSlots` clamped to at most min(micro-batches, 64) and at least
+/// minStagingSlots(plan), slots sized for `protocol` (nullopt: the plan's config.protocol). The run uses the geometry's protocol: the
 /// kernels read it at run time, so one build of a plan runs every protocol.
 CallGeometry callGeometry(const Plan& plan, const KernelLayout& layout, const CollectiveCall& call, int64_t chunkSize,
                           int32_t stagingSlots, std::optional<Protocol> protocol = std::nullopt);

@@ -39,9 +39,15 @@ KernelLayout layoutKernels(const Plan& plan) {
     ++layout.rings[it->second].messages;
     EntryLayout& s = layout.entries[t.srcRank][t.send.tb][t.send.entry];
     EntryLayout& r = layout.entries[t.dstRank][t.recv.tb][t.recv.entry];
-    s.ring = r.ring = it->second;
-    s.peer = t.recv;
+    r.ring = it->second;
     r.peer = t.send;
+    if (isFused(plan.ranks[t.srcRank].tbs[t.send.tb].entries[t.send.entry].kind)) {
+      s.outRing = it->second;  // its receiving side has the entry's ring
+      s.outPeer = t.recv;
+    } else {
+      s.ring = it->second;
+      s.peer = t.recv;
+    }
   }
   // Channels: replica c of ring i is ring i + c * ringsPerChannel, between the replicas' TBs
   // (TB tb of replica c is block tb + c * the rank's TBs); a rank's progress counters repeat

@@ -24,9 +24,11 @@ struct RingInfo {
 };
 
 struct EntryLayout {
-  int32_t ring = -1;      ///< remote entries: the ring they push into / read from
+  int32_t ring = -1;      ///< remote entries: the ring they push into / read from (fused: read from)
   int32_t progress = -1;  ///< entries with dependents: index of their progress counter on the rank
-  EntryRef peer{-1, -1};  ///< remote entries: the paired entry on the peer
+  EntryRef peer{-1, -1};  ///< remote entries: the paired entry on the peer (fused: the sender)
+  int32_t outRing = -1;      ///< fused entries: the ring they push their result into
+  EntryRef outPeer{-1, -1};  ///< fused entries: the receive of their result on the next peer
 };
 
 struct KernelLayout {

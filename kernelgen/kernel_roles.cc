@@ -57,8 +57,17 @@ EntrySlots entrySlots(const Plan& plan, const KernelLayout& layout, int32_t rank
   const bool remote = where.ring >= 0;
   const int32_t srcRank = entry.kind == PrimitiveKind::Send || !remote ? rank : entry.peer;
   const int32_t dstRank = entry.kind == PrimitiveKind::Send ? entry.peer : rank;
-  return {entry, where, remote, srcRank, dstRank, planStorage(plan, srcRank, entry.srcBuffer, entry.srcIndex),
-          planStorage(plan, dstRank, entry.dstBuffer, entry.dstIndex)};
+  const bool fused = isFused(entry.kind);
+  const int32_t nextRank = fused ? entry.next.peer : -1;
+  return {entry,
+          where,
+          remote,
+          srcRank,
+          dstRank,
+          planStorage(plan, srcRank, entry.srcBuffer, entry.srcIndex),
+          planStorage(plan, dstRank, entry.dstBuffer, entry.dstIndex),
+          nextRank,
+          fused ? planStorage(plan, nextRank, entry.next.dstBuffer, entry.next.dstIndex) : StorageSlot{}};
 }
 
 namespace {
@@ -67,7 +76,8 @@ namespace {
 // dependency, the primitive and the post of its own progress counter.
 EntryCode encodeEntry(const Plan& plan, const KernelLayout& layout, int32_t rank, const PlanTb& tb, int32_t e,
                       EntryTemplates& templates) {
-  const auto [entry, where, remote, srcRank, dstRank, src, dst] = entrySlots(plan, layout, rank, tb, e);
+  [[maybe_unused]] const auto [entry, where, remote, srcRank, dstRank, src, dst, nextRank, next] =
+      entrySlots(plan, layout, rank, tb, e);
   const uint64_t signature =
       templateSignature(entry.kind, src.buffer, dst.buffer, entry.deps.size(), remote, where.progress >= 0);
   const int32_t known = templates.find(signature);
@@ -97,6 +107,17 @@ EntryCode encodeEntry(const Plan& plan, const KernelLayout& layout, int32_t rank
       w.hole(src.index) << ", " << bufferId(dst.buffer) << ", ";
       w.hole(dst.index) << ", ";
       break;
+    case PrimitiveKind::RecvCopySend:
+    case PrimitiveKind::RecvReduceSend:
+    case PrimitiveKind::RecvReduceCopySend:
+      w << (entry.kind == PrimitiveKind::RecvCopySend     ? "recvCopySend(t, "
+            : entry.kind == PrimitiveKind::RecvReduceSend ? "recvReduceSend(t, "
+                                                          : "recvReduceCopySend(t, ");
+      w.hole(where.ring) << ", ";
+      w.hole(where.outRing) << ", ";
+      w.hole(src.index) << ", " << bufferId(dst.buffer) << ", ";
+      w.hole(dst.index) << ", ";
+      break;
     case PrimitiveKind::Copy:
     case PrimitiveKind::Reduce:
       w << (entry.kind == PrimitiveKind::Copy ? "copy(t, " : "reduce(t, ") << bufferId(src.buffer) << ", ";
@@ -106,6 +127,7 @@ EntryCode encodeEntry(const Plan& plan, const KernelLayout& layout, int32_t rank
   }
   w.hole(entry.count);
   if (remote) w << ", ", w.hole(entry.op);
+  if (isFused(entry.kind)) w << ", ", w.hole(entry.next.op);
   w << ", mb));\n";
   if (where.progress >= 0) {
     w << "postEntry(t, ";

@@ -98,6 +98,8 @@ struct EntrySlots {
   bool remote;
   int32_t srcRank, dstRank;
   StorageSlot src, dst;
+  int32_t nextRank;  ///< fused entries: the rank the result goes on to (-1 otherwise)
+  StorageSlot next;  ///< fused entries: the slots there
 };
 EntrySlots entrySlots(const Plan& plan, const KernelLayout& layout, int32_t rank, const PlanTb& tb, int32_t e);
 

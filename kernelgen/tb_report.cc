@@ -37,6 +37,7 @@ std::string entryText(const Plan& plan, int32_t rank, int32_t tb, const dev::TbR
   if (entry.kind != PrimitiveKind::Copy && entry.kind != PrimitiveKind::Reduce) {
     out << (entry.kind == PrimitiveKind::Send ? " to rank " : " from rank ") << entry.peer;
   }
+  if (isFused(entry.kind)) out << " to rank " << entry.next.peer << ", next op " << entry.next.op;
   out << ", op " << entry.op << ") micro-batch " << report.microBatch;
   return out.str();
 }

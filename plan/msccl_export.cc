@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 #include "plan/plan_pairing.h"
@@ -180,6 +181,10 @@ std::vector<MscclStep> entrySteps(const Layout& layout, int32_t rank, const Plan
     case PrimitiveKind::Reduce:
       for (const Piece& p : cutPieces(layout, entry, rank, rank, replica)) steps.push_back(pieceStep(MscclStepType::Reduce, p));
       break;
+    case PrimitiveKind::RecvCopySend:
+    case PrimitiveKind::RecvReduceSend:
+    case PrimitiveKind::RecvReduceCopySend:
+      throw std::logic_error("MSCCL export: fused entries are split (unfusedPlan) before their steps are made");
   }
   return steps;
 }
@@ -511,9 +516,12 @@ std::string_view collName(Collective collective, MscclRuntime runtime) {
 
 }  // namespace
 
-Expected<MscclAlgorithm> lowerToMsccl(const Plan& plan, const MscclExportOptions& options) {
-  if (Status status = checkOptions(plan, options); !status) return status;
-  if (Status status = validatePlan(plan); !status) return makeError(ErrorCode::InvalidInput, status.message());
+Expected<MscclAlgorithm> lowerToMsccl(const Plan& fusedPlan, const MscclExportOptions& options) {
+  if (Status status = checkOptions(fusedPlan, options); !status) return status;
+  if (Status status = validatePlan(fusedPlan); !status) return makeError(ErrorCode::InvalidInput, status.message());
+  // MSCCL steps are sends and receives of one task each; a fused entry is written as its receive
+  // and its send, which options.fuse joins again into rcs / rrcs steps.
+  const Plan plan = unfusedPlan(fusedPlan);
   Expected<Lanes> lanes = assignLanes(plan);
   if (!lanes) return makeError(ErrorCode::InvalidInput, lanes.status().message());
   const Layout layout{plan, options.inPlace, options.replicas > 0 ? options.replicas : std::max(1, plan.config.nChannels)};

@@ -17,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -379,6 +380,10 @@ void emitEntry(const Layout& layout, const Wiring& w, int32_t rank, const PlanEn
       }
       return;
     }
+    case PrimitiveKind::RecvCopySend:
+    case PrimitiveKind::RecvReduceSend:
+    case PrimitiveKind::RecvReduceCopySend:
+      throw std::logic_error("MSCCL++ export: fused entries are split (unfusedPlan) before their operations are made");
     case PrimitiveKind::Copy:
     case PrimitiveKind::Reduce: {
       const std::vector<Piece> pieces = cutPieces(
@@ -612,9 +617,11 @@ Json gpuJson(const MscclppGpu& gpu) {
 
 }  // namespace
 
-Expected<MscclppPlan> lowerToMscclpp(const Plan& plan, const MscclppExportOptions& options) {
-  if (Status status = checkOptions(plan, options); !status) return status;
-  if (Status status = validatePlan(plan); !status) return makeError(ErrorCode::InvalidInput, status.message());
+Expected<MscclppPlan> lowerToMscclpp(const Plan& fusedPlan, const MscclppExportOptions& options) {
+  if (Status status = checkOptions(fusedPlan, options); !status) return status;
+  if (Status status = validatePlan(fusedPlan); !status) return makeError(ErrorCode::InvalidInput, status.message());
+  // The MSCCL++ operations here are per transfer: a fused entry is written as its receive and send.
+  const Plan plan = unfusedPlan(fusedPlan);
   Expected<Wiring> wiring = wire(plan, options.ranksPerNode);
   if (!wiring) return wiring.status();
   const Wiring& w = *wiring;

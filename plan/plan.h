@@ -20,15 +20,33 @@
 
 namespace tuccl {
 
-enum class PrimitiveKind : uint8_t { Send, Recv, RecvReduceCopy, Copy, Reduce };
+/// The fused kinds receive a slice and send it on in the same pass (NCCL's recvCopySend,
+/// recvReduceSend and recvReduceCopySend; ResCCL §4.3): RecvCopySend stores the slice and forwards
+/// it; RecvReduceCopySend stores the reduced slice and forwards it; RecvReduceSend forwards the
+/// reduced slice without storing it (lowering emits it only where nothing reads the stored value).
+enum class PrimitiveKind : uint8_t { Send, Recv, RecvReduceCopy, Copy, Reduce, RecvCopySend, RecvReduceSend, RecvReduceCopySend };
 
-/// "send", "recv", "recvReduceCopy", "copy", "reduce".
+/// "send", "recv", "recvReduceCopy", "copy", "reduce", "recvCopySend", "recvReduceSend",
+/// "recvReduceCopySend".
 std::string_view primitiveName(PrimitiveKind kind);
 std::optional<PrimitiveKind> parsePrimitiveKind(std::string_view name);
-/// Recv or RecvReduceCopy: the receiving side of a transfer.
+/// The kind names as a reader's error lists them ("send, recv, ... or recvReduceCopySend").
+const char* primitiveNameList();
+/// Recv, RecvReduceCopy or a fused kind: the receiving side of a transfer.
 bool isReceive(PrimitiveKind kind);
 /// Copy or Reduce: a rank's own data movement, with no peer.
 bool isLocal(PrimitiveKind kind);
+/// RecvCopySend, RecvReduceSend, RecvReduceCopySend: a receive that also sends (PlanEntry::next).
+bool isFused(PrimitiveKind kind);
+/// Send or a fused kind: the sending side of a transfer.
+bool isSending(PrimitiveKind kind);
+/// The receives that reduce the incoming slice into the destination.
+bool reducesIncoming(PrimitiveKind kind);
+/// The fused kind of a receive (Recv or RecvReduceCopy) that forwards its result; `stores`:
+/// whether the result is also stored (always for a copy).
+PrimitiveKind fusedKind(PrimitiveKind receive, bool stores);
+/// The receive a fused kind begins with (RecvReduceSend: RecvReduceCopy).
+PrimitiveKind receiveOf(PrimitiveKind kind);
 
 /// An entry of a TB on the same rank.
 struct EntryRef {
@@ -57,13 +75,44 @@ struct PlanEntry {
   /// (data dependencies through slots). Entries earlier in the same TB are implied and omitted.
   std::vector<EntryRef> deps;
   bool hasDependents = false;  ///< some entry lists this one in its deps
+  /// Fused kinds: the send of this entry's result (its destination slots) that runs in the same
+  /// pass — the task `next.op`, to rank `next.peer`'s slots (next.dstBuffer, next.dstIndex), the
+  /// same `count`. Its own fields for every other kind are the defaults.
+  struct Next {
+    int32_t peer = -1;
+    BufferKind dstBuffer = BufferKind::Input;
+    int32_t dstIndex = 0;
+    int32_t step = 0;
+    int32_t op = 0;
+    int32_t subPipeline = 0;
+    SourceLoc loc;
+    friend bool operator==(const Next&, const Next&) = default;
+  } next;
   friend bool operator==(const PlanEntry&, const PlanEntry&) = default;
 };
 
+/// The send a Send or fused entry performs: to `peer`, task `op` in `subPipeline`, from this
+/// rank's (srcBuffer, srcIndex) to the peer's (dstBuffer, dstIndex), `count` chunks.
+struct SendSide {
+  int32_t peer = 0;
+  int32_t op = 0;
+  int32_t subPipeline = 0;
+  int32_t step = 0;
+  BufferKind srcBuffer = BufferKind::Input;
+  int32_t srcIndex = 0;
+  BufferKind dstBuffer = BufferKind::Output;
+  int32_t dstIndex = 0;
+  int32_t count = 1;
+  SourceLoc loc;
+};
+/// The send side of a Send or fused entry (a fused entry sends its own destination slots).
+SendSide sendSideOf(const PlanEntry& entry);
+
 struct PlanTb {
   int32_t id = 0;
-  /// The peer of every send (recv) entry: -1 when there is none, -2 when there are several
-  /// (a state-based TB may serve several connections one after another).
+  /// The peer of every send (recv) entry — a fused entry's `next.peer` counts as a send's —: -1
+  /// when there is none, -2 when there are several (a state-based TB may serve several
+  /// connections one after another).
   int32_t sendPeer = -1;
   int32_t recvPeer = -1;
   std::vector<PlanEntry> entries;
@@ -105,5 +154,23 @@ struct Plan {
   std::vector<PlanRank> ranks;
   friend bool operator==(const Plan&, const Plan&) = default;
 };
+
+/// The plan with every fused entry split into its receive (Recv or RecvReduceCopy) followed by
+/// its Send in the same TB; dependencies renumbered (a dependency on a fused entry becomes one on
+/// its send, which the TB runs after the receive). The same data movement in the same order per
+/// connection, for readers that reason about transfers one direction at a time. An
+/// algorithm-level plan gets config.sendAhead of at least 1: its fused sends never waited for
+/// their receivers, and split they still need not (the buffered order). With
+/// `splitReceives`, per rank, TB and entry of the result: whether it is the receive half of a
+/// split fused entry (its send is the next entry; the kernels run the two slice by slice).
+Plan unfusedPlan(const Plan& plan, std::vector<std::vector<std::vector<bool>>>* splitReceives = nullptr);
+/// Whether any entry of the plan is fused.
+bool hasFusedEntries(const Plan& plan);
+
+/// The slots a staging ring needs for the plan to make progress: a fused entry holds its incoming
+/// slot until its outgoing slot is free, so a ring of fused entries (each waiting for the next)
+/// needs a second slot — 2 for plans with fused entries (checkPlanDeadlockFree checks them so),
+/// 1 otherwise. Runtimes give every ring at least this many, whatever their ring-depth setting.
+int32_t minStagingSlots(const Plan& plan);
 
 }  // namespace tuccl

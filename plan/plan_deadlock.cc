@@ -26,33 +26,76 @@ Status checkPlanDeadlockFree(const Plan& plan) {
   if (!transfers) return transfers.status();
   std::vector<std::pair<int64_t, int64_t>> edges;
   const int64_t ahead = plan.config.sendAhead;
-  if (ahead == 0) {
-    // Rendezvous: a send and its receive are one node of the graph (the receive's node is the
-    // send's).
-    for (const PlanTransfer& t : *transfers) node[id(t.dstRank, t.recv)] = id(t.srcRank, t.send);
-  } else {
-    // Buffered: the receive waits for the send; the send of a connection's chunk c waits for the
-    // receive of chunk c - ahead (its slot's credit). Transfers come per connection, in order.
-    const std::vector<PlanTransfer>& all = *transfers;
-    for (size_t first = 0; first < all.size();) {
-      size_t last = first;
-      while (last < all.size() && all[last].srcRank == all[first].srcRank && all[last].dstRank == all[first].dstRank)
-        ++last;
-      std::vector<int64_t> chunksEnd;  // per transfer of the connection: the end of its chunks
-      for (size_t k = first; k < last; ++k) {
-        const PlanTransfer& t = all[k];
-        chunksEnd.push_back((chunksEnd.empty() ? 0 : chunksEnd.back()) +
-                            plan.ranks[t.srcRank].tbs[t.send.tb].entries[t.send.entry].count);
-        const int64_t send = id(t.srcRank, t.send);
-        edges.emplace_back(send, id(t.dstRank, t.recv));
-        const int64_t credit = chunksEnd.back() - 1 - ahead;  // the chunk whose receive frees the last slot
-        if (credit < 0) continue;
-        const size_t holder = static_cast<size_t>(
-            std::upper_bound(chunksEnd.begin(), chunksEnd.end(), credit) - chunksEnd.begin());
-        edges.emplace_back(id(all[first + holder].dstRank, all[first + holder].recv), send);
+  // A plan with fused entries that replays all its entries per micro-batch: an entry moves one
+  // slice per round and a send, fused or not, needs a free slot of its ring, not its receiver —
+  // buffered, with the slots every ring has (minStagingSlots). At task or stage level an entry
+  // would need all its micro-batches buffered: a fused chain there is one rendezvous node.
+  const bool slicePerRound = plan.executionLevel == ExecutionLevel::Algorithm && hasFusedEntries(plan);
+  auto sendEntry = [&](const PlanTransfer& t) -> const PlanEntry& {
+    return plan.ranks[t.srcRank].tbs[t.send.tb].entries[t.send.entry];
+  };
+  auto buffered = [&](const PlanTransfer&) { return ahead > 0 || slicePerRound; };
+  // Rendezvous: a send and its receive are one node of the graph; a chain of fused entries
+  // forwarding one slice is one node (union-find).
+  auto find = [&](int64_t v) {
+    while (node[v] != v) v = node[v] = node[node[v]];
+    return v;
+  };
+  for (const PlanTransfer& t : *transfers) {
+    if (buffered(t)) continue;
+    const int64_t a = find(id(t.dstRank, t.recv));
+    const int64_t b = find(id(t.srcRank, t.send));
+    if (a != b) node[std::max(a, b)] = std::min(a, b);
+  }
+  for (int64_t v = 0; v < total; ++v) node[v] = find(v);
+  // A node runs its entries together: two of one TB (a fused chain coming back to a TB it left)
+  // never can — the TB runs them one after the other.
+  {
+    std::vector<int64_t> tbOfNode(static_cast<size_t>(total), -1);
+    int64_t tbIndex = 0;
+    for (size_t r = 0; r < plan.ranks.size(); ++r) {
+      for (size_t b = 0; b < plan.ranks[r].tbs.size(); ++b, ++tbIndex) {
+        const auto& entries = plan.ranks[r].tbs[b].entries;
+        for (size_t e = 0; e < entries.size(); ++e) {
+          int64_t& owner = tbOfNode[node[tbBase[r][b] + static_cast<int64_t>(e)]];
+          if (owner == tbIndex) {
+            return makeError(ErrorCode::InvalidInput,
+                             "deadlock: rank " + std::to_string(r) + " tb " + std::to_string(b) + " entry " +
+                                 std::to_string(e) + " (" + std::string(primitiveName(entries[e].kind)) + " of op " +
+                                 std::to_string(entries[e].op) +
+                                 ") must run together with an earlier entry of its TB (a fused chain comes back "
+                                 "to it at task level)");
+          }
+          owner = tbIndex;
+        }
       }
-      first = last;
     }
+  }
+  auto waits = [&](int64_t before, int64_t after) {
+    if (node[before] != node[after]) edges.emplace_back(node[before], node[after]);  // a node waits for nothing in it
+  };
+  // Buffered: the receive waits for the send; the send of a connection's chunk c waits for the
+  // receive of chunk c - ahead (its slot's credit). Transfers come per connection, in order.
+  const int64_t slots = std::max<int64_t>(ahead, minStagingSlots(plan));
+  const std::vector<PlanTransfer>& all = *transfers;
+  for (size_t first = 0; first < all.size();) {
+    size_t last = first;
+    while (last < all.size() && all[last].srcRank == all[first].srcRank && all[last].dstRank == all[first].dstRank)
+      ++last;
+    std::vector<int64_t> chunksEnd;  // per transfer of the connection: the end of its chunks
+    for (size_t k = first; k < last; ++k) {
+      const PlanTransfer& t = all[k];
+      chunksEnd.push_back((chunksEnd.empty() ? 0 : chunksEnd.back()) + sendEntry(t).count);
+      if (!buffered(t)) continue;
+      const int64_t send = id(t.srcRank, t.send);
+      waits(send, id(t.dstRank, t.recv));
+      const int64_t credit = chunksEnd.back() - 1 - slots;  // the chunk whose receive frees the last slot
+      if (credit < 0) continue;
+      const size_t holder = static_cast<size_t>(
+          std::upper_bound(chunksEnd.begin(), chunksEnd.end(), credit) - chunksEnd.begin());
+      waits(id(all[first + holder].dstRank, all[first + holder].recv), send);
+    }
+    first = last;
   }
 
   // Wait-for edges between nodes: the previous entry of the TB, and the deps.
@@ -60,9 +103,9 @@ Status checkPlanDeadlockFree(const Plan& plan) {
     for (size_t b = 0; b < plan.ranks[r].tbs.size(); ++b) {
       const auto& entries = plan.ranks[r].tbs[b].entries;
       for (size_t e = 0; e < entries.size(); ++e) {
-        const int64_t self = node[tbBase[r][b] + static_cast<int64_t>(e)];
-        if (e > 0) edges.emplace_back(node[tbBase[r][b] + static_cast<int64_t>(e) - 1], self);
-        for (const EntryRef& dep : entries[e].deps) edges.emplace_back(node[tbBase[r][dep.tb] + dep.entry], self);
+        const int64_t here = tbBase[r][b] + static_cast<int64_t>(e);
+        if (e > 0) waits(here - 1, here);
+        for (const EntryRef& dep : entries[e].deps) waits(tbBase[r][dep.tb] + dep.entry, here);
       }
     }
   }

@@ -126,6 +126,10 @@ class Reader {
 PlanEntry readEntry(const Reader& read, const json& object, const std::string& path) {
   PlanEntry entry;
   entry.kind = read.name(object, "kind", path, parsePrimitiveKind, "send, recv, recvReduceCopy, copy or reduce");
+  if (isFused(entry.kind)) {
+    read.fail(path + ".kind " + std::string(primitiveName(entry.kind)) +
+              " is a fused primitive, which only rolled plans (format version 4) carry");
+  }
   entry.peer = read.index(object, "peer", path);
   entry.srcBuffer = read.name(object, "srcBuffer", path, parseBufferKind, "input, output or scratch");
   entry.srcIndex = read.index(object, "srcIndex", path);
@@ -215,8 +219,8 @@ std::vector<RankValue> readDepValues(const Reader& read, const json& deps, const
 // A run's "stride" or "modulo": the fields it names (others 0). Unknown fields are refused: a
 // misspelt one would silently change the expansion.
 std::vector<RankValue> readSteps(const Reader& read, const json& run, const char* key, const std::string& path,
-                                 int32_t deps, int64_t perRankValues) {
-  std::vector<RankValue> values(kEntryFields + 2 * static_cast<size_t>(deps), RankValue::literal(0));
+                                 int32_t named, int32_t deps, int64_t perRankValues) {
+  std::vector<RankValue> values(named + 2 * static_cast<size_t>(deps), RankValue::literal(0));
   if (!run.contains(key)) return values;
   const json& steps = run[key];
   const std::string stepsPath = path + "." + key;
@@ -224,12 +228,12 @@ std::vector<RankValue> readSteps(const Reader& read, const json& run, const char
   for (auto it = steps.begin(); it != steps.end(); ++it) {
     if (it.key() == "deps") {
       const std::vector<RankValue> depValues = readDepValues(read, *it, stepsPath + ".deps", deps, perRankValues);
-      std::copy(depValues.begin(), depValues.end(), values.begin() + kEntryFields);
+      std::copy(depValues.begin(), depValues.end(), values.begin() + named);
       continue;
     }
     int field = 0;
-    while (field < kEntryFields && it.key() != entryFieldName(field)) ++field;
-    if (field == kEntryFields) read.fail(stepsPath + " has an unknown field \"" + it.key() + "\"");
+    while (field < named && it.key() != entryFieldName(field)) ++field;
+    if (field == named) read.fail(stepsPath + " has an unknown field \"" + it.key() + "\"");
     values[field] = readRankValue(read, *it, stepsPath + "." + it.key(), perRankValues);
   }
   return values;
@@ -242,12 +246,21 @@ RolledRun readRun(const Reader& read, const json& run, const std::string& path, 
   rolled.repeat = run.contains("repeat") ? read.integer(run, "repeat", path, 1, limits.maxExpandedItems) : 1;
   const json& entry = read.field(run, "entry", path);
   const std::string entryPath = path + ".entry";
-  rolled.shape.kind =
-      read.name(entry, "kind", entryPath, parsePrimitiveKind, "send, recv, recvReduceCopy, copy or reduce");
+  rolled.shape.kind = read.name(entry, "kind", entryPath, parsePrimitiveKind, primitiveNameList());
+  if (isFused(rolled.shape.kind) && read.version() < 4) {
+    read.fail(entryPath + ".kind " + std::string(primitiveName(rolled.shape.kind)) +
+              " is a fused primitive, which plan format version 4 introduced (this plan says version " +
+              std::to_string(read.version()) + ")");
+  }
   rolled.shape.srcBuffer = read.name(entry, "srcBuffer", entryPath, parseBufferKind, "input, output or scratch");
   rolled.shape.dstBuffer = read.name(entry, "dstBuffer", entryPath, parseBufferKind, "input, output or scratch");
+  if (isFused(rolled.shape.kind)) {
+    rolled.shape.nextDstBuffer =
+        read.name(entry, "nextDstBuffer", entryPath, parseBufferKind, "input, output or scratch");
+  }
   rolled.shape.hasDependents = read.boolean(entry, "hasDependents", entryPath);
-  for (int field = 0; field < kEntryFields; ++field) {
+  const int named = namedFields(rolled.shape.kind);
+  for (int field = 0; field < named; ++field) {
     rolled.base.push_back(readRankValue(read, read.field(entry, entryFieldName(field), entryPath),
                                         entryPath + "." + entryFieldName(field), perRankValues));
   }
@@ -255,8 +268,8 @@ RolledRun readRun(const Reader& read, const json& run, const std::string& path, 
       readDepValues(read, read.array(entry, "deps", entryPath), entryPath + ".deps", -1, perRankValues);
   rolled.base.insert(rolled.base.end(), deps.begin(), deps.end());
   rolled.shape.deps = static_cast<int32_t>(deps.size() / 2);
-  rolled.stride = readSteps(read, run, "stride", path, rolled.shape.deps, perRankValues);
-  rolled.modulo = readSteps(read, run, "modulo", path, rolled.shape.deps, perRankValues);
+  rolled.stride = readSteps(read, run, "stride", path, named, rolled.shape.deps, perRankValues);
+  rolled.modulo = readSteps(read, run, "modulo", path, named, rolled.shape.deps, perRankValues);
   return rolled;
 }
 
@@ -460,10 +473,10 @@ void writeRankValue(std::ostream& out, const RankValue& value) {
   }
 }
 
-void writeDepValues(std::ostream& out, const std::vector<RankValue>& values) {
+void writeDepValues(std::ostream& out, const std::vector<RankValue>& values, size_t named) {
   out << '[';
-  for (size_t f = kEntryFields; f < values.size(); f += 2) {
-    out << (f == kEntryFields ? "[" : ", [");
+  for (size_t f = named; f < values.size(); f += 2) {
+    out << (f == named ? "[" : ", [");
     writeRankValue(out, values[f]);
     out << ", ";
     writeRankValue(out, values[f + 1]);
@@ -473,11 +486,11 @@ void writeDepValues(std::ostream& out, const std::vector<RankValue>& values) {
 }
 
 // A run's "stride" or "modulo": the fields that are not literally 0 (left out when none is).
-void writeSteps(std::ostream& out, const char* key, const std::vector<RankValue>& values) {
+void writeSteps(std::ostream& out, const char* key, const std::vector<RankValue>& values, int named) {
   const RankValue zero = RankValue::literal(0);
-  const bool depsZero = std::all_of(values.begin() + kEntryFields, values.end(), [&](const RankValue& v) { return v == zero; });
+  const bool depsZero = std::all_of(values.begin() + named, values.end(), [&](const RankValue& v) { return v == zero; });
   bool first = true;
-  for (int f = 0; f < kEntryFields; ++f) {
+  for (int f = 0; f < named; ++f) {
     if (values[f] == zero) continue;
     out << (first ? std::string(", \"") + key + "\": {\"" : std::string(", \"")) << entryFieldName(f) << "\": ";
     writeRankValue(out, values[f]);
@@ -485,7 +498,7 @@ void writeSteps(std::ostream& out, const char* key, const std::vector<RankValue>
   }
   if (!depsZero) {
     out << (first ? std::string(", \"") + key + "\": {\"" : std::string(", \"")) << "deps\": ";
-    writeDepValues(out, values);
+    writeDepValues(out, values, named);
     first = false;
   }
   if (!first) out << '}';
@@ -495,20 +508,24 @@ void writeRun(std::ostream& out, const RolledRun& run) {
   out << '{';
   if (run.repeat > 1) out << "\"repeat\": " << run.repeat << ", ";
   out << "\"entry\": {\"kind\": \"" << primitiveName(run.shape.kind) << '"';
-  for (int f = 0; f < kEntryFields; ++f) {
+  const int named = namedFields(run.shape.kind);
+  for (int f = 0; f < named; ++f) {
     out << ", \"" << entryFieldName(f) << "\": ";
     writeRankValue(out, run.base[f]);
     if (f == static_cast<int>(EntryField::Peer)) out << ", \"srcBuffer\": \"" << bufferName(run.shape.srcBuffer) << '"';
     if (f == static_cast<int>(EntryField::SrcIndex)) {
       out << ", \"dstBuffer\": \"" << bufferName(run.shape.dstBuffer) << '"';
     }
+    if (f == static_cast<int>(EntryField::NextPeer)) {
+      out << ", \"nextDstBuffer\": \"" << bufferName(run.shape.nextDstBuffer) << '"';
+    }
   }
   out << ", \"deps\": ";
-  writeDepValues(out, run.base);
+  writeDepValues(out, run.base, named);
   out << ", \"hasDependents\": " << (run.shape.hasDependents ? "true" : "false") << '}';
   if (run.repeat > 1) {
-    writeSteps(out, "stride", run.stride);
-    writeSteps(out, "modulo", run.modulo);
+    writeSteps(out, "stride", run.stride, named);
+    writeSteps(out, "modulo", run.modulo, named);
   }
   out << '}';
 }
@@ -566,6 +583,11 @@ void writePlanJson(std::ostream& out, const Plan& plan, int version) {
     throw std::invalid_argument("writePlanJson writes plan format versions " +
                                 std::to_string(kOldestWrittenPlanFormatVersion) + " to " +
                                 std::to_string(kPlanFormatVersion) + ", not " + std::to_string(version));
+  }
+  if (version < 4 && hasFusedEntries(plan)) {
+    // Older formats have no fused primitives: the same transfers, each receive then its send.
+    writePlanJson(out, unfusedPlan(plan), version);
+    return;
   }
   const std::string header = planHeaderJson(plan, version).dump(1);
   size_t written = 0;

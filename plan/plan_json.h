@@ -15,15 +15,18 @@
 namespace tuccl {
 
 /// The version writePlanJson writes by default. Version 2 added the root and the source
-/// locations; version 3 rolls runs of entries and ranks of one shape into templates.
-inline constexpr int kPlanFormatVersion = 3;
+/// locations; version 3 rolls runs of entries and ranks of one shape into templates; version 4
+/// (rolled, like 3) adds the fused primitives (recvCopySend, recvReduceSend, recvReduceCopySend)
+/// and their next* fields.
+inline constexpr int kPlanFormatVersion = 4;
 /// The oldest version readPlanJson reads (without root: no Broadcast or Reduce plans).
 inline constexpr int kOldestPlanFormatVersion = 1;
 /// The oldest version writePlanJson writes: one object per entry.
 inline constexpr int kOldestWrittenPlanFormatVersion = 2;
 
-/// The plan as JSON text of `version` (2 or 3; another is a bug: std::invalid_argument). Object
-/// keys in sorted order, a trailing newline; equal plans give byte-identical text.
+/// The plan as JSON text of `version` (2, 3 or 4; another is a bug: std::invalid_argument). Object
+/// keys in sorted order, a trailing newline; equal plans give byte-identical text. Versions 2 and
+/// 3 write a plan with fused entries unfused (unfusedPlan): the same transfers.
 std::string writePlanJson(const Plan& plan, int version = kPlanFormatVersion);
 
 /// The same text written to `out` piece by piece (a rank, a run): the text of a large plan is

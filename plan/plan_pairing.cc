@@ -26,9 +26,13 @@ Expected<std::vector<PlanTransfer>> pairTransfers(const Plan& plan) {
       const auto& entries = rank.tbs[b].entries;
       for (size_t e = 0; e < entries.size(); ++e) {
         const PlanEntry& entry = entries[e];
-        const SideKey key{entry.subPipeline, entry.op, static_cast<int32_t>(b), static_cast<int32_t>(e)};
-        if (entry.kind == PrimitiveKind::Send) sends[{rank.rank, entry.peer}].push_back(key);
-        if (isReceive(entry.kind)) recvs[{entry.peer, rank.rank}].push_back(key);
+        const int32_t tb = static_cast<int32_t>(b);
+        const int32_t place = static_cast<int32_t>(e);
+        if (isSending(entry.kind)) {
+          const SendSide side = sendSideOf(entry);
+          sends[{rank.rank, side.peer}].push_back(SideKey{side.subPipeline, side.op, tb, place});
+        }
+        if (isReceive(entry.kind)) recvs[{entry.peer, rank.rank}].push_back(SideKey{entry.subPipeline, entry.op, tb, place});
       }
     }
   }

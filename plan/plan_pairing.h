@@ -1,6 +1,7 @@
 // Send/receive pairing (docs/plan-format.md, "Pairing"): for a directed pair of ranks (a -> b),
 // the sends of a to b and the receives of b from a pair one to one, the k-th with the k-th, both
-// ordered by (subPipeline, op). The validator, the static checks, the kernel layout and the
+// ordered by (subPipeline, op); a fused entry is a receive of its own task and a send of its
+// `next` task (PlanEntry::Next), each in its own connection. The validator, the static checks, the kernel layout and the
 // simulator's readers all pair this way.
 //
 // In:  a Plan (its entries' peers in range).

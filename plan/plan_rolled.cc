@@ -18,7 +18,7 @@ namespace {
 bool fits32(int64_t value) { return value >= INT32_MIN && value <= INT32_MAX; }
 
 EntryShape shapeOf(const PlanEntry& entry) {
-  return EntryShape{entry.kind, entry.srcBuffer, entry.dstBuffer, entry.hasDependents,
+  return EntryShape{entry.kind, entry.srcBuffer, entry.dstBuffer, entry.next.dstBuffer, entry.hasDependents,
                     static_cast<int32_t>(entry.deps.size())};
 }
 
@@ -26,6 +26,11 @@ EntryShape shapeOf(const PlanEntry& entry) {
 void fieldsOf(const PlanEntry& entry, std::vector<int64_t>& out) {
   out.assign({entry.peer, entry.srcIndex, entry.dstIndex, entry.count, entry.step, entry.op, entry.subPipeline,
               static_cast<int64_t>(entry.loc.line), static_cast<int64_t>(entry.loc.column)});
+  if (isFused(entry.kind)) {
+    const PlanEntry::Next& next = entry.next;
+    out.insert(out.end(), {next.peer, next.dstIndex, next.step, next.op, next.subPipeline,
+                           static_cast<int64_t>(next.loc.line), static_cast<int64_t>(next.loc.column)});
+  }
   for (const EntryRef& dep : entry.deps) {
     out.push_back(dep.tb);
     out.push_back(dep.entry);
@@ -73,7 +78,8 @@ void appendRun(const std::vector<PlanEntry>& entries, size_t first, size_t lengt
   const EntryShape shape = shapeOf(entries[first]);
   code.structure.insert(code.structure.end(),
                         {static_cast<int64_t>(shape.kind), static_cast<int64_t>(shape.srcBuffer),
-                         static_cast<int64_t>(shape.dstBuffer), shape.hasDependents ? 1 : 0, shape.deps,
+                         static_cast<int64_t>(shape.dstBuffer), static_cast<int64_t>(shape.nextDstBuffer),
+                         shape.hasDependents ? 1 : 0, shape.deps,
                          static_cast<int64_t>(length)});
   if (length == 1) {
     std::vector<int64_t> only;
@@ -176,10 +182,11 @@ RankTemplate buildTemplate(const RankCode& code, const std::vector<RankValue>& s
       run.shape.kind = static_cast<PrimitiveKind>(code.structure[s++]);
       run.shape.srcBuffer = static_cast<BufferKind>(code.structure[s++]);
       run.shape.dstBuffer = static_cast<BufferKind>(code.structure[s++]);
+      run.shape.nextDstBuffer = static_cast<BufferKind>(code.structure[s++]);
       run.shape.hasDependents = code.structure[s++] != 0;
       run.shape.deps = static_cast<int32_t>(code.structure[s++]);
       run.repeat = code.structure[s++];
-      for (int32_t f = 0; f < kEntryFields + 2 * run.shape.deps; ++f) {
+      for (int32_t f = 0; f < namedFields(run.shape.kind) + 2 * run.shape.deps; ++f) {
         run.base.push_back(slots[v++]);
         run.stride.push_back(slots[v++]);
         run.modulo.push_back(slots[v++]);
@@ -235,10 +242,9 @@ int64_t checkedValue(const RankValue& value, const RolledRank& rank, int64_t low
   return v;
 }
 
-std::string fieldName(int32_t field) {
-  if (field < kEntryFields) return entryFieldName(field);
-  return std::string("deps[") + std::to_string((field - kEntryFields) / 2) + "][" +
-         std::to_string((field - kEntryFields) % 2) + "]";
+std::string fieldName(int32_t field, int32_t named) {
+  if (field < named) return entryFieldName(field);
+  return std::string("deps[") + std::to_string((field - named) / 2) + "][" + std::to_string((field - named) % 2) + "]";
 }
 
 // The smallest value a field of an expanded entry may take.
@@ -246,9 +252,11 @@ int64_t lowestValue(int32_t field) { return field == static_cast<int32_t>(EntryF
 
 void expandRun(const RolledRun& run, const RolledRank& rank, const std::string& where, PlanTb& tb) {
   const auto fields = static_cast<int32_t>(run.base.size());
+  const int32_t named = namedFields(run.shape.kind);
+  if (fields != named + 2 * run.shape.deps) failExpansion(where + ": the run's fields do not match its kind and deps");
   std::vector<int64_t> base(fields), stride(fields), modulo(fields), value(fields);
   for (int32_t f = 0; f < fields; ++f) {
-    const std::string name = fieldName(f);
+    const std::string name = fieldName(f, named);
     base[f] = checkedValue(run.base[f], rank, INT32_MIN, INT32_MAX, where + ".entry." + name);
     stride[f] = checkedValue(run.stride[f], rank, INT32_MIN, INT32_MAX, where + ".stride." + name);
     modulo[f] = checkedValue(run.modulo[f], rank, 0, INT32_MAX, where + ".modulo." + name);
@@ -259,7 +267,7 @@ void expandRun(const RolledRun& run, const RolledRank& rank, const std::string& 
       value[f] = modulo[f] > 0 ? floorMod(v, modulo[f]) : v;
       if (value[f] < lowestValue(f) || value[f] > INT32_MAX) {
         failExpansion(where + ": entry " + std::to_string(i) + " of the run on rank " + std::to_string(rank.rank) +
-                      " has " + fieldName(f) + " = " + std::to_string(value[f]) + ", out of range [" +
+                      " has " + fieldName(f, named) + " = " + std::to_string(value[f]) + ", out of range [" +
                       std::to_string(lowestValue(f)) + ", " + std::to_string(INT32_MAX) + "]");
       }
     }
@@ -276,10 +284,20 @@ void expandRun(const RolledRun& run, const RolledRank& rank, const std::string& 
     entry.op = static_cast<int32_t>(value[5]);
     entry.subPipeline = static_cast<int32_t>(value[6]);
     entry.loc = SourceLoc{static_cast<uint32_t>(value[7]), static_cast<uint32_t>(value[8])};
+    if (isFused(entry.kind)) {
+      PlanEntry::Next& next = entry.next;
+      next.dstBuffer = run.shape.nextDstBuffer;
+      next.peer = static_cast<int32_t>(value[9]);
+      next.dstIndex = static_cast<int32_t>(value[10]);
+      next.step = static_cast<int32_t>(value[11]);
+      next.op = static_cast<int32_t>(value[12]);
+      next.subPipeline = static_cast<int32_t>(value[13]);
+      next.loc = SourceLoc{static_cast<uint32_t>(value[14]), static_cast<uint32_t>(value[15])};
+    }
     entry.deps.reserve(run.shape.deps);
     for (int32_t d = 0; d < run.shape.deps; ++d) {
-      entry.deps.push_back(EntryRef{static_cast<int32_t>(value[kEntryFields + 2 * d]),
-                                    static_cast<int32_t>(value[kEntryFields + 2 * d + 1])});
+      entry.deps.push_back(EntryRef{static_cast<int32_t>(value[named + 2 * d]),
+                                    static_cast<int32_t>(value[named + 2 * d + 1])});
     }
     tb.entries.push_back(std::move(entry));
   }
@@ -320,10 +338,13 @@ int64_t RankValue::valueFor(int32_t rank, std::span<const int64_t> values) const
 }
 
 const char* entryFieldName(int field) {
-  static constexpr const char* kNames[kEntryFields] = {"peer", "srcIndex",    "dstIndex", "count", "step",
-                                                       "op",   "subPipeline", "line",     "column"};
+  static constexpr const char* kNames[kEntryFields + kNextFields] = {
+      "peer",     "srcIndex",     "dstIndex", "count",  "step",           "op",       "subPipeline", "line",
+      "column",   "nextPeer",     "nextDstIndex", "nextStep", "nextOp", "nextSubPipeline", "nextLine", "nextColumn"};
   return kNames[field];
 }
+
+int namedFields(PrimitiveKind kind) { return kEntryFields + (isFused(kind) ? kNextFields : 0); }
 
 RolledPlan rollPlan(const Plan& plan) {
   const std::vector<int32_t> moduli = planModuli(plan);

@@ -40,10 +40,17 @@ struct RankValue {
   friend bool operator==(const RankValue&, const RankValue&) = default;
 };
 
-/// The integers of an entry, in this order; then per dependency its tb and entry.
-enum class EntryField : uint8_t { Peer, SrcIndex, DstIndex, Count, Step, Op, SubPipeline, Line, Column };
+/// The integers of an entry, in this order; a fused entry's PlanEntry::Next follows (NextPeer
+/// ...); then per dependency its tb and entry.
+enum class EntryField : uint8_t {
+  Peer, SrcIndex, DstIndex, Count, Step, Op, SubPipeline, Line, Column,
+  NextPeer, NextDstIndex, NextStep, NextOp, NextSubPipeline, NextLine, NextColumn
+};
 inline constexpr int kEntryFields = 9;
-/// "peer", "srcIndex", ... as the JSON names them.
+inline constexpr int kNextFields = 7;
+/// The named fields of an entry of `kind`: kEntryFields, plus kNextFields for a fused kind.
+int namedFields(PrimitiveKind kind);
+/// "peer", "srcIndex", ..., "nextPeer", ... as the JSON names them.
 const char* entryFieldName(int field);
 
 /// What every entry of a run shares.
@@ -51,13 +58,14 @@ struct EntryShape {
   PrimitiveKind kind = PrimitiveKind::Send;
   BufferKind srcBuffer = BufferKind::Input;
   BufferKind dstBuffer = BufferKind::Output;
+  BufferKind nextDstBuffer = BufferKind::Input;  ///< fused kinds: PlanEntry::Next::dstBuffer
   bool hasDependents = false;
   int32_t deps = 0;  ///< dependencies per entry
   friend bool operator==(const EntryShape&, const EntryShape&) = default;
 };
 
 /// `repeat` consecutive entries: entry i has field f = base[f] + i * stride[f], taken modulo
-/// modulo[f] when that is positive. Fields are kEntryFields, then 2 per dependency.
+/// modulo[f] when that is positive. Fields are namedFields(kind), then 2 per dependency.
 struct RolledRun {
   EntryShape shape;
   int64_t repeat = 1;

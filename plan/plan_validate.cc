@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plan/plan_pairing.h"
+#include "plan/plan_storage.h"
 
 namespace tuccl {
 namespace {
@@ -62,6 +63,31 @@ Status checkRank(const Plan& plan, int32_t r) {
       if (entry.subPipeline < 0 || entry.subPipeline >= plan.subPipelines) {
         return invalid(where(r, tb.id, e) + ": subPipeline out of range");
       }
+      if (isFused(entry.kind)) {
+        const PlanEntry::Next& next = entry.next;
+        if (next.peer < 0 || next.peer >= plan.nRanks || next.peer == r) {
+          return invalid(where(r, tb.id, e) + ": next.peer must name another rank");
+        }
+        if (next.dstIndex < 0 ||
+            int64_t{next.dstIndex} + entry.count > plan.bufferChunks[static_cast<int>(next.dstBuffer)]) {
+          return invalid(where(r, tb.id, e) + ": next chunks out of the buffer");
+        }
+        if (next.subPipeline < 0 || next.subPipeline >= plan.subPipelines) {
+          return invalid(where(r, tb.id, e) + ": next.subPipeline out of range");
+        }
+        // One pass moves one slice geometry: the three chunks must have one length, i.e. sit at
+        // the same place of their units (plan/plan_storage.h).
+        const int32_t unit = planChunkUnit(plan);
+        const int32_t residue = unit > 0 ? planStorage(plan, r, entry.dstBuffer, entry.dstIndex).index % unit : 0;
+        if (unit > 0 && (planStorage(plan, entry.peer, entry.srcBuffer, entry.srcIndex).index % unit != residue ||
+                         planStorage(plan, next.peer, next.dstBuffer, next.dstIndex).index % unit != residue)) {
+          return invalid(where(r, tb.id, e) + ": a fused primitive's source, destination and next chunks must sit at "
+                         "the same place of their units (chunk index modulo " + std::to_string(unit) + ")");
+        }
+      } else if (entry.next != PlanEntry::Next{}) {
+        return invalid(where(r, tb.id, e) + ": next is set, but " + std::string(primitiveName(entry.kind)) +
+                       " is not a fused primitive");
+      }
       for (const EntryRef& dep : entry.deps) {
         if (dep.tb < 0 || static_cast<size_t>(dep.tb) >= rank.tbs.size() || dep.entry < 0 ||
             static_cast<size_t>(dep.entry) >= rank.tbs[dep.tb].entries.size()) {
@@ -93,7 +119,7 @@ Status checkPairs(const Plan& plan) {
   for (size_t i = 0; i < transfers->size(); ++i) {
     const PlanTransfer& t = (*transfers)[i];
     if (i > 0 && ((*transfers)[i - 1].srcRank != t.srcRank || (*transfers)[i - 1].dstRank != t.dstRank)) index = 0;
-    const PlanEntry& s = plan.ranks[t.srcRank].tbs[t.send.tb].entries[t.send.entry];
+    const SendSide s = sendSideOf(plan.ranks[t.srcRank].tbs[t.send.tb].entries[t.send.entry]);
     const PlanEntry& v = plan.ranks[t.dstRank].tbs[t.recv.tb].entries[t.recv.entry];
     if (s.op != v.op || s.count != v.count || s.srcBuffer != v.srcBuffer || s.srcIndex != v.srcIndex ||
         s.dstBuffer != v.dstBuffer || s.dstIndex != v.dstIndex || s.subPipeline != v.subPipeline) {

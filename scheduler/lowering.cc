@@ -1,12 +1,267 @@
 // Primitive lowering: pipeline + TB allocation -> per-rank TB entry lists (ResCCL §4.3, §4.5).
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 
+#include "plan/plan_storage.h"
+#include "plan/plan_validate.h"
 #include "scheduler/lowering.h"
 
 namespace tuccl {
 namespace {
+
+// ---- Fusion: a receive and the send of its result as one entry -----------------------------
+
+// Per task: the send that forwards the value it wrote (-1: none) and whether that value is
+// stored for nothing (no other task reads it and a later task overwrites all of it). One walk in
+// pipeline order, which orders every slot's accesses as the DAG does.
+struct Forwarding {
+  std::vector<int32_t> forwardOf;
+  std::vector<bool> deadStore;
+};
+
+Forwarding findForwarding(const Algorithm& algorithm, const Pipeline& pipeline) {
+  const auto& ops = algorithm.ops;
+  const SlotNumbering numbering(algorithm);
+  std::vector<int32_t> definedBy(static_cast<size_t>(numbering.slotCount()), -1);
+  const size_t n = ops.size();
+  Forwarding result{std::vector<int32_t>(n, -1), std::vector<bool>(n, false)};
+  std::vector<bool> readElsewhere(n, false);
+  std::vector<int32_t> overwritten(n, 0);
+  auto slotOf = [&](int32_t rank, BufferKind buffer, int32_t index) { return numbering.slot(rank, buffer, index); };
+  for (int32_t t : pipeline.order) {
+    const Operation& op = ops[t];
+    // A remote send may forward the received value it reads: all its source slots hold the
+    // value of one remote receive that wrote exactly them.
+    int32_t forwards = -1;
+    if (!op.isLocal()) {
+      const int32_t first = definedBy[slotOf(op.srcRank, op.srcBuffer, op.srcIndex)];
+      if (first >= 0 && result.forwardOf[first] < 0 && !ops[first].isLocal() && ops[first].dstRank == op.srcRank &&
+          ops[first].count == op.count &&
+          slotOf(ops[first].dstRank, ops[first].dstBuffer, ops[first].dstIndex) ==
+              slotOf(op.srcRank, op.srcBuffer, op.srcIndex)) {
+        forwards = first;
+        for (int32_t c = 1; c < op.count && forwards >= 0; ++c) {
+          if (definedBy[slotOf(op.srcRank, op.srcBuffer, op.srcIndex + c)] != first) forwards = -1;
+        }
+      }
+    }
+    auto read = [&](int32_t rank, BufferKind buffer, int32_t index) {
+      for (int32_t c = 0; c < op.count; ++c) {
+        const int32_t definer = definedBy[slotOf(rank, buffer, index + c)];
+        if (definer >= 0 && definer != forwards) readElsewhere[definer] = true;
+      }
+    };
+    read(op.srcRank, op.srcBuffer, op.srcIndex);
+    if (op.kind == OpKind::Reduce) read(op.dstRank, op.dstBuffer, op.dstIndex);
+    if (forwards >= 0) result.forwardOf[forwards] = t;
+    for (int32_t c = 0; c < op.count; ++c) {
+      int32_t& definer = definedBy[slotOf(op.dstRank, op.dstBuffer, op.dstIndex + c)];
+      if (definer >= 0) ++overwritten[definer];
+      definer = t;
+    }
+  }
+  for (size_t t = 0; t < n; ++t) {
+    result.deadStore[t] = result.forwardOf[t] >= 0 && !readElsewhere[t] && overwritten[t] == ops[t].count;
+  }
+  return result;
+}
+
+// Fuses forwarding pairs in a plan whose entries are placed but have no dependencies yet: the
+// TBs of a receive and of the send of its result merge (their entries in pipeline order), the
+// send moves up behind the receive where nothing between them stops it (a send to the same peer,
+// a task it depends on) and the two become one fused entry. sendSide / recvSide follow the
+// entries. Returns whether anything was fused.
+bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& pipeline, Plan& plan,
+                    std::vector<PlacedEntry>& sendSide, std::vector<PlacedEntry>& recvSide) {
+  const auto& ops = algorithm.ops;
+  const Forwarding forwarding = findForwarding(algorithm, pipeline);
+  // The kernels run a fused entry's two transfers over one slice geometry: the three chunks (the
+  // peer's source, this rank's slots, the next peer's destination) must have one length.
+  const int32_t unit = planChunkUnit(plan);
+  auto storageIndex = [&](int32_t rank, BufferKind buffer, int32_t index) {
+    return planStorage(plan, rank, buffer, index).index;
+  };
+  // Only TBs that serve one connection fuse: a TB already serving several (state-based merging,
+  // a single TB) would run even more in series, and where its fused entries fall would follow
+  // each node's schedule, so ranks of one role would need kernels of their own.
+  auto oneConnection = [&](const PlacedEntry& side, bool receiving) {
+    const std::vector<PlanEntry>& entries = plan.ranks[side.rank].tbs[side.ref.tb].entries;
+    const PlanEntry& first = entries[side.ref.entry];
+    return std::all_of(entries.begin(), entries.end(), [&](const PlanEntry& entry) {
+      return entry.peer == first.peer && (receiving ? isReceive(entry.kind) : entry.kind == PrimitiveKind::Send);
+    });
+  };
+  std::vector<int32_t> candidates;  // receiving tasks
+  for (size_t t = 0; t < ops.size(); ++t) {
+    const int32_t next = forwarding.forwardOf[t];
+    if (next < 0 || unit <= 0) continue;
+    if (!oneConnection(recvSide[t], true) || !oneConnection(sendSide[next], false)) continue;
+    const Operation& in = ops[t];
+    const Operation& out = ops[next];
+    const int32_t residue = storageIndex(in.dstRank, in.dstBuffer, in.dstIndex) % unit;
+    if (storageIndex(in.srcRank, in.srcBuffer, in.srcIndex) % unit != residue ||
+        storageIndex(out.dstRank, out.dstBuffer, out.dstIndex) % unit != residue) {
+      continue;
+    }
+    candidates.push_back(static_cast<int32_t>(t));
+  }
+  if (candidates.empty()) return false;
+
+  // Merge the TBs of each pair (union-find per rank).
+  std::vector<int32_t> position(ops.size());
+  for (size_t i = 0; i < pipeline.order.size(); ++i) position[pipeline.order[i]] = static_cast<int32_t>(i);
+  std::vector<std::vector<int32_t>> parent(plan.ranks.size());
+  for (const PlanRank& rank : plan.ranks) {
+    parent[rank.rank].resize(rank.tbs.size());
+    for (size_t b = 0; b < rank.tbs.size(); ++b) parent[rank.rank][b] = static_cast<int32_t>(b);
+  }
+  auto root = [&](int32_t rank, int32_t tb) {
+    std::vector<int32_t>& p = parent[rank];
+    while (p[tb] != tb) tb = p[tb] = p[p[tb]];
+    return tb;
+  };
+  auto unite = [&](const std::vector<int32_t>& pairs) {
+    for (std::vector<int32_t>& p : parent) std::iota(p.begin(), p.end(), 0);
+    for (int32_t t : pairs) {
+      const PlacedEntry& in = recvSide[t];
+      const PlacedEntry& out = sendSide[forwarding.forwardOf[t]];
+      const int32_t a = root(in.rank, in.ref.tb);
+      const int32_t b = root(out.rank, out.ref.tb);
+      if (a != b) parent[in.rank][std::max(a, b)] = std::min(a, b);
+    }
+  };
+  // A merged TB is one receiving and one sending connection (a ring's or a chain's link): pairs
+  // whose TBs would join more are left unfused.
+  unite(candidates);
+  std::vector<std::vector<int32_t>> members(plan.ranks.size());
+  for (const PlanRank& rank : plan.ranks) {
+    members[rank.rank].assign(rank.tbs.size(), 0);
+    for (size_t b = 0; b < rank.tbs.size(); ++b) ++members[rank.rank][root(rank.rank, static_cast<int32_t>(b))];
+  }
+  std::erase_if(candidates, [&](int32_t t) {
+    const PlacedEntry& in = recvSide[t];
+    return members[in.rank][root(in.rank, in.ref.tb)] != 2;
+  });
+  if (candidates.empty()) return false;
+  unite(candidates);
+  for (PlanRank& rank : plan.ranks) {
+    std::vector<int32_t> newId(rank.tbs.size(), -1);
+    std::vector<PlanTb> merged;
+    for (size_t b = 0; b < rank.tbs.size(); ++b) {
+      const int32_t r = root(rank.rank, static_cast<int32_t>(b));
+      if (newId[r] < 0) {
+        newId[r] = static_cast<int32_t>(merged.size());
+        merged.emplace_back().id = newId[r];
+      }
+      PlanTb& into = merged[newId[r]];
+      for (PlanEntry& entry : rank.tbs[b].entries) into.entries.push_back(std::move(entry));
+    }
+    // Every TB in one global order of the tasks. Where a sub-pipeline holds at most one task of a
+    // connection (task level) or one step (algorithm level): by sub-pipeline, then step, then
+    // operation. It keeps the DAG's order (dependencies go from smaller steps to larger ones) and
+    // each connection's pairing order (sub-pipeline, operation), and, unlike the pipeline's order
+    // within a sub-pipeline (chunk priorities, which differ between nodes), it is the same on
+    // ranks of one role: their fused kernels stay one. A stage (several steps, a connection's
+    // tasks in operation order) keeps the pipeline's order.
+    for (PlanTb& tb : merged) {
+      if (pipeline.level == ExecutionLevel::Stage) {
+        std::stable_sort(tb.entries.begin(), tb.entries.end(),
+                         [&](const PlanEntry& x, const PlanEntry& y) { return position[x.op] < position[y.op]; });
+      } else {
+        std::stable_sort(tb.entries.begin(), tb.entries.end(), [](const PlanEntry& x, const PlanEntry& y) {
+          return std::tie(x.subPipeline, x.step, x.op) < std::tie(y.subPipeline, y.step, y.op);
+        });
+      }
+    }
+    rank.tbs = std::move(merged);
+  }
+
+  // Fuse within each TB: the send moves up to its receive, or else the receive down to its send,
+  // when nothing between stops it — the other entries keep their order, so each connection's
+  // sends and receives keep theirs.
+  std::vector<int32_t> forwardedBy(ops.size(), -1);  // send task -> receive task
+  for (int32_t t : candidates) forwardedBy[forwarding.forwardOf[t]] = t;
+  auto dependsOn = [&](int32_t task, int32_t on) {
+    const auto preds = dag.predecessors(task);
+    return std::binary_search(preds.begin(), preds.end(), on);
+  };
+  // Whether `entry` (either of its tasks, if fused) depends on `task`, or `task` on it.
+  auto entryDependsOn = [&](const PlanEntry& entry, int32_t task) {
+    return dependsOn(entry.op, task) || (isFused(entry.kind) && dependsOn(entry.next.op, task));
+  };
+  auto taskDependsOnEntry = [&](int32_t task, const PlanEntry& entry) {
+    return dependsOn(task, entry.op) || (isFused(entry.kind) && dependsOn(task, entry.next.op));
+  };
+  bool fusedAny = false;
+  for (PlanRank& rank : plan.ranks) {
+    for (PlanTb& tb : rank.tbs) {
+      std::vector<PlanEntry>& entries = tb.entries;
+      for (size_t e = 0; e < entries.size(); ++e) {
+        if (entries[e].kind != PrimitiveKind::Send || forwardedBy[entries[e].op] < 0) continue;
+        const int32_t receiveTask = forwardedBy[entries[e].op];
+        std::optional<size_t> found;
+        for (size_t r = e; r-- > 0;) {
+          const PlanEntry& entry = entries[r];
+          if (entry.op == receiveTask && (entry.kind == PrimitiveKind::Recv || entry.kind == PrimitiveKind::RecvReduceCopy)) {
+            found = r;
+            break;
+          }
+        }
+        if (!found) continue;  // the receive is not before the send in this TB
+        const size_t r = *found;
+        const PlanEntry& send = entries[e];
+        const PlanEntry& receive = entries[r];
+        // The receive moves down past the entries before the first that stops it, the send up
+        // past those after the last that stops it; they meet where both can reach.
+        size_t receiveStop = e;  // the first entry the receive cannot pass
+        size_t sendStop = r;     // the last entry the send cannot pass
+        for (size_t k = r + 1; k < e; ++k) {
+          const PlanEntry& between = entries[k];
+          if (receiveStop == e && ((isReceive(between.kind) && between.peer == receive.peer) ||
+                                   entryDependsOn(between, receiveTask))) {
+            receiveStop = k;
+          }
+          if ((isSending(between.kind) && sendSideOf(between).peer == send.peer) || taskDependsOnEntry(send.op, between)) {
+            sendStop = k;
+          }
+        }
+        if (sendStop >= receiveStop) continue;
+        const size_t meet = receiveStop - 1;  // the fused entry goes right after entries[meet]
+        PlanEntry fused = receive;
+        fused.kind = fusedKind(receive.kind, !forwarding.deadStore[receiveTask]);
+        fused.next.peer = send.peer;
+        fused.next.dstBuffer = send.dstBuffer;
+        fused.next.dstIndex = send.dstIndex;
+        fused.next.step = send.step;
+        fused.next.op = send.op;
+        fused.next.subPipeline = send.subPipeline;
+        fused.next.loc = send.loc;
+        // entries (r, meet] move up one place, the fused entry takes place meet, and the send's
+        // place goes.
+        for (size_t k = r; k < meet; ++k) entries[k] = std::move(entries[k + 1]);
+        entries[meet] = std::move(fused);
+        entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(e));
+        --e;  // the entry after the send is at e now
+        fusedAny = true;
+      }
+    }
+  }
+  // Where every task's entries are now.
+  for (PlanRank& rank : plan.ranks) {
+    for (PlanTb& tb : rank.tbs) {
+      for (size_t e = 0; e < tb.entries.size(); ++e) {
+        const PlanEntry& entry = tb.entries[e];
+        const PlacedEntry here{rank.rank, EntryRef{tb.id, static_cast<int32_t>(e)}};
+        if (isReceive(entry.kind) || isLocal(entry.kind)) recvSide[entry.op] = here;
+        if (isSending(entry.kind)) sendSide[sendSideOf(entry).op] = here;
+      }
+    }
+  }
+  return fusedAny;
+}
 
 // Single TB with buffered sends (config.sendAhead > 0): each TB's entries step by step, a step's
 // sends before its receives, else in pipeline order. Returns the new place of every entry, or
@@ -45,7 +300,7 @@ std::optional<std::vector<std::vector<std::vector<int32_t>>>> sendsFirstOrder(co
 }  // namespace
 
 Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pipeline, const TbAllocation& allocation,
-                 const PlanConfig& config) {
+                 const PlanConfig& config, bool fuse) {
   const auto& ops = algorithm.ops;
   if (static_cast<int64_t>(ops.size()) != dag.nTasks || static_cast<int64_t>(pipeline.order.size()) != dag.nTasks ||
       allocation.recvConnectionOf.size() != ops.size()) {
@@ -118,8 +373,21 @@ Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pip
     }
   }
 
+  // A buffered single-TB order (sends first, for small calls) stays as it is.
+  const bool fused = fuse && plan.config.sendAhead == 0 && fuseForwarding(algorithm, dag, pipeline, plan, sendSide, recvSide);
   addDataDependencies(algorithm, dag, sendSide, recvSide, plan);
   setTbPeers(plan);
+  // Stage level replays a TB's entries of one sub-pipeline per micro-batch; a fused entry sends a
+  // task of a later sub-pipeline from its receive's stage, so the sender's and the receiver's
+  // slices would interleave differently: a fused stage-level plan replays whole TBs instead.
+  if (fused && plan.executionLevel == ExecutionLevel::Stage) plan.executionLevel = ExecutionLevel::Algorithm;
+  if (fused && !checkPlanDeadlockFree(plan)) {
+    // A fused chain that comes back to a TB it left (a ring's chunk returns to the rank that sent
+    // it) cannot run entry by entry: the TBs replay their entries per micro-batch instead, as
+    // NCCL's ring loop does, and a fused send then needs a free slot, not the whole entry buffered.
+    plan.executionLevel = ExecutionLevel::Algorithm;
+    if (!checkPlanDeadlockFree(plan)) return lowerToPlan(algorithm, dag, pipeline, allocation, config, false);
+  }
   return plan;
 }
 
@@ -174,14 +442,10 @@ void addDataDependencies(const Algorithm& algorithm, const Dag& dag, const std::
 void setTbPeers(Plan& plan) {
   for (PlanRank& rank : plan.ranks) {
     for (PlanTb& tb : rank.tbs) {
+      auto note = [](int32_t& peer, int32_t value) { peer = peer == -1 || peer == value ? value : -2; };
       for (const PlanEntry& entry : tb.entries) {
-        int32_t* peer = entry.kind == PrimitiveKind::Send ? &tb.sendPeer : isReceive(entry.kind) ? &tb.recvPeer : nullptr;
-        if (peer == nullptr) continue;
-        if (*peer == -1) {
-          *peer = entry.peer;
-        } else if (*peer != entry.peer) {
-          *peer = -2;
-        }
+        if (isSending(entry.kind)) note(tb.sendPeer, sendSideOf(entry).peer);
+        if (isReceive(entry.kind)) note(tb.recvPeer, entry.peer);
       }
     }
   }

@@ -23,8 +23,18 @@ namespace tuccl {
 /// > 0, each TB runs its entries step by step instead, a step's sends before its receives (a rank
 /// posts everything it can before it waits: fewer hand-offs between ranks sharing cores); when
 /// that order would break a dependency, the pipeline's order is kept and sendAhead becomes 0.
+///
+/// With `fuse`, a receive whose result its rank sends on next (the send reads exactly the slots
+/// the receive wrote, and nothing else wrote them between) becomes one fused entry —
+/// recvCopySend, recvReduceCopySend, or recvReduceSend where nothing but that send ever reads the
+/// stored value — so the slice is read once (NCCL's ring primitives; fuseForwarding). The TBs of
+/// the two connections merge into one. Where the fused plan would not be deadlock free
+/// (checkPlanDeadlockFree), or its order is the buffered single-TB one above, the plan stays
+/// unfused. A fused plan that is deadlock free only when its TBs replay their entries per
+/// micro-batch (a ring) gets executionLevel algorithm; rings of fused plans need two slots
+/// (minStagingSlots, plan.h).
 Plan lowerToPlan(const Algorithm& algorithm, const Dag& dag, const Pipeline& pipeline, const TbAllocation& allocation,
-                 const PlanConfig& config = {});
+                 const PlanConfig& config = {}, bool fuse = false);
 
 /// Where a task's share on one rank landed in a plan (rank -1: it has none there).
 struct PlacedEntry {

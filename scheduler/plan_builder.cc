@@ -67,11 +67,11 @@ Expected<Plan> tryBuildPlan(const Algorithm& algorithm, const PlanRequest& reque
     const TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline, options);
     PlanConfig config = request.config;
     if (config.nChannels <= 0) config.nChannels = algorithm.nChannels > 0 ? algorithm.nChannels : 1;
-    Plan lowered = lowerToPlan(algorithm, dag, pipeline, allocation, config);
+    Plan lowered = lowerToPlan(algorithm, dag, pipeline, allocation, config, request.fuse);
     if (lowered.config.sendAhead > 0 && !checkPlanDeadlockFree(lowered)) {
       // The rings are too shallow for the buffered order: the pipeline's order needs none.
       config.sendAhead = 0;
-      lowered = lowerToPlan(algorithm, dag, pipeline, allocation, config);
+      lowered = lowerToPlan(algorithm, dag, pipeline, allocation, config, request.fuse);
     }
     return lowered;
   }();

@@ -43,6 +43,9 @@ struct PlanRequest {
   /// The MSCCL XML file's own schedule (ImportedMscclAlgorithm::schedule, not owned): what
   /// Scheduler::AsWritten runs (scheduler/as_written.h); the other schedulers ignore it.
   const MscclSchedule* mscclSchedule = nullptr;
+  /// Fuse each receive with the send of its result (lowerToPlan): one pass over the slice. Off:
+  /// every transfer is its own send and receive (the plans before fusion).
+  bool fuse = true;
 };
 
 /// The error of asking for Scheduler::AsWritten without an MSCCL schedule.

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -133,6 +134,10 @@ class Engine {
   void expandReplicas();
   [[noreturn]] void reportDeadlock() const;
 
+  // A plan with fused entries runs as its unfused form (plan.h: unfusedPlan) in which each fused
+  // entry's receive and send are one group, replayed slice by slice as the fused kernel runs them.
+  std::vector<std::vector<std::vector<bool>>> split_;  // per rank, TB, entry: a fused entry's receive
+  std::optional<Plan> unfused_;
   const Plan& plan_;
   const Network& topology_;
   const SimOptions& options_;
@@ -173,7 +178,8 @@ std::vector<double> capacitiesOf(const Network& network) {
 }
 
 Engine::Engine(const Plan& plan, const Network& network, const SimOptions& options)
-    : plan_(plan),
+    : unfused_(hasFusedEntries(plan) ? std::optional<Plan>(unfusedPlan(plan, &split_)) : std::nullopt),
+      plan_(unfused_ ? *unfused_ : plan),
       topology_(network),
       options_(options),
       network_(capacitiesOf(network), [model = options.cost](double z) { return contentionFactor(model, z); }) {}
@@ -269,6 +275,7 @@ void Engine::buildTbs(int32_t simulated) {
           if (!last && plan_.executionLevel == ExecutionLevel::Algorithm) cut = false;
           if (!last && plan_.executionLevel == ExecutionLevel::Stage)
             cut = planTb.entries[e].subPipeline != planTb.entries[e + 1].subPipeline;
+          if (!split_.empty() && split_[rank.rank][&planTb - rank.tbs.data()][e]) cut = false;
           if (!cut) continue;
           const int32_t groupEnd = tb.entryBegin + static_cast<int32_t>(e) + 1;
           for (int32_t id = groupFirst; id < groupEnd; ++id) entries_[id].groupEnd = groupEnd;

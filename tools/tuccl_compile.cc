@@ -87,7 +87,7 @@ bool writeOutputFile(const std::filesystem::path& path, std::string_view bytes) 
 // The files -o DIR writes that a second run would replace: checked before any work.
 const std::vector<std::string> kOutputNames = {"plan.json", "kernels.json", "kernel0.cu"};
 
-// plan.json (version 3 unless --plan-version), streamed: the text of a large plan is never held whole.
+// plan.json (version 4 unless --plan-version), streamed: the text of a large plan is never held whole.
 bool writePlanFile(const std::filesystem::path& path, const tuccl::Plan& plan, int version) {
   const tuccl::Status status = tuccl::cli::writeOutputStream(
       path.string(), [&](std::ostream& out) { tuccl::writePlanJson(out, plan, version); });
@@ -103,6 +103,7 @@ int32_t tbsOf(const tuccl::Plan& plan, int32_t rank) { return static_cast<int32_
 void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, const tuccl::PlanRequest& base,
                  const CompileOptions& options) {
   tuccl::PlanRequest request = base;
+  request.fuse = false;  // the allocations' own TBs (ResCCL Table 3), before fusion merges any
   request.tbAllocation = {tuccl::TbPolicy::ConnectionBased, false};
   const tuccl::Plan connection = tuccl::buildPlan(algorithm, request);
   request.tbAllocation = {tuccl::TbPolicy::ConnectionBased, true};
@@ -431,8 +432,9 @@ int main(int argc, char** argv) {
           ->check(CLI::IsMember({"msccl", "executor", "rccl"}))
           ->capture_default_str();
   app.add_option("--plan-version", options.planVersion,
-                 "the plan JSON version written by -o DIR and --emit plan: 3 (runs and rank templates, its size "
-                 "grows with the distinct work) or 2 (one object per entry, for older readers)")
+                 "the plan JSON version written by -o DIR and --emit plan: 4 (runs and rank templates, its size "
+                 "grows with the distinct work; fused primitives), 3 (the same without fused primitives: the "
+                 "plan is written unfused) or 2 (one object per entry, unfused, for older readers)")
       ->check(CLI::Range(tuccl::kOldestWrittenPlanFormatVersion, tuccl::kPlanFormatVersion))
       ->capture_default_str();
   tuccl::cli::addForceFlag(app, options.force);
@@ -469,6 +471,10 @@ int main(int argc, char** argv) {
   app.add_option("--channels", options.request.config.nChannels,
                  "channels recorded in the plan (default: the program's nChannels)")
       ->transform(tuccl::cli::integerIn(1, 64));
+  bool noFuse = false;
+  app.add_flag("--no-fuse", noFuse,
+               "keep every transfer a plain send and receive: no fused recvCopySend / recvReduceSend / "
+               "recvReduceCopySend (docs/scheduling.md, \"Fusion\")");
   app.add_option("--arch", options.archs, "with -o and NVRTC: GPU architectures to compile for (sm_80, sm_90, ...)")
       ->delimiter(',')
       ->check(CLI::Validator(
@@ -561,6 +567,7 @@ int main(int argc, char** argv) {
   options.request.scheduler = tuccl::parseScheduler(scheduler).value();
   options.request.tbAllocation = tuccl::parseTbRequest(tbAllocation).value();
   options.request.config.protocol = tuccl::parseProtocol(protocol).value();
+  options.request.fuse = !noFuse;
   options.verifyOptions.inPlace = !outOfPlace;
   options.printSummary = check;
 

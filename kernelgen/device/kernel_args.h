@@ -75,6 +75,7 @@ struct PrimitiveCounters {
   uint64_t bytesRead = 0;
   uint64_t bytesWritten = 0;
   uint64_t slices = 0;       ///< slices moved by remote primitives (each send or receive of one)
+  uint64_t passes = 0;       ///< passes of remote primitives over a slice (a fused one sends and receives in one)
   uint64_t dataWaits = 0;    ///< waits for a slice's data flag (Simple) or its lines (LL, LL128)
   uint64_t creditWaits = 0;  ///< waits for a slot's credit
   uint64_t entryWaits = 0;   ///< waits on another entry of the rank, and the rank barrier

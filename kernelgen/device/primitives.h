@@ -358,6 +358,7 @@ TUCCL_DEVICE_NOINLINE bool send(Tb& t, int32_t planRing, int32_t srcBuffer, int3
     }
     if (threadIdx.x == 0) {
       t.count(&PrimitiveCounters::slices, 1);
+      t.count(&PrimitiveCounters::passes, 1);
       if (j + 1 == count) *out.ring->sendCount = first + static_cast<uint64_t>(count);
     }
     t.sync();  // barrier 2
@@ -368,9 +369,11 @@ TUCCL_DEVICE_NOINLINE bool send(Tb& t, int32_t planRing, int32_t srcBuffer, int3
 
 /// Receives slice `mb` of `count` chunks into the destination (reduce: dst op= incoming). With
 /// `outRing` >= 0 the result is also pushed on to that ring in the same pass (the fused forms;
-/// `nextOp` tags the forwarded slices), so the slice is read once.
+/// `nextOp` tags the forwarded slices), so the slice is read once; without `store` (Simple) the
+/// result goes to the ring only (recvReduceSend: nothing reads the stored value).
 TUCCL_DEVICE_NOINLINE bool receive(Tb& t, int32_t planRing, int32_t planOutRing, int32_t srcIndex, int32_t dstBuffer,
-                                   int32_t dstIndex, int32_t count, int32_t op, int32_t nextOp, int64_t mb, bool reduce) {
+                                   int32_t dstIndex, int32_t count, int32_t op, int32_t nextOp, int64_t mb, bool reduce,
+                                   bool store) {
   const int32_t ring = ringOf(t, planRing);
   const int32_t outRing = planOutRing >= 0 ? ringOf(t, planOutRing) : -1;
   const uint64_t firstIn = *t.args->rings[ring].recvCount;
@@ -392,10 +395,13 @@ TUCCL_DEVICE_NOINLINE bool receive(Tb& t, int32_t planRing, int32_t planOutRing,
     if (simple) {
       ok = ok && waitData(t, ring, in, tag);
       if (!t.agree(ok)) return false;  // barrier 1
-      // Reduce: dst op= the slot; copy: the slot alone. The next ring's slot, if any, gets it too.
-      reduceCopy(t.args->dtype, t.args->op, reduce ? dst : in.data, reduce ? in.data : nullptr, dst, out.data,
-                 s.elems);
-      t.moved(static_cast<uint64_t>((reduce ? 2 : 1) * bytes), static_cast<uint64_t>((outRing >= 0 ? 2 : 1) * bytes));
+      // Reduce: dst op= the slot; copy: the slot alone. The next ring's slot, if any, gets it too
+      // (or alone, when the result is not stored).
+      const bool stores = store || outRing < 0;
+      reduceCopy(t.args->dtype, t.args->op, reduce ? dst : in.data, reduce ? in.data : nullptr, stores ? dst : out.data,
+                 stores ? out.data : nullptr, s.elems);
+      t.moved(static_cast<uint64_t>((reduce ? 2 : 1) * bytes),
+              static_cast<uint64_t>(((stores ? 1 : 0) + (outRing >= 0 ? 1 : 0)) * bytes));
     } else {
       if (outRing >= 0 && !t.all(ok)) return false;  // the outgoing credit, before the lines are read
       ok = receiveLines(t, ring, in, dst, bytes, tag, reduce);  // ends with a barrier per piece
@@ -403,6 +409,7 @@ TUCCL_DEVICE_NOINLINE bool receive(Tb& t, int32_t planRing, int32_t planOutRing,
         // Every thread's loads of the slot are done: thread 0 returns the credit at once.
         if (threadIdx.x == 0 && ok) {
           t.count(&PrimitiveCounters::slices, 1);
+          t.count(&PrimitiveCounters::passes, 1);
           if (j + 1 == count) *in.ring->recvCount = firstIn + static_cast<uint64_t>(count);
           returnCredit(in);
         }
@@ -415,6 +422,7 @@ TUCCL_DEVICE_NOINLINE bool receive(Tb& t, int32_t planRing, int32_t planOutRing,
     }
     if (threadIdx.x == 0) {
       t.count(&PrimitiveCounters::slices, outRing >= 0 ? 2 : 1);
+      t.count(&PrimitiveCounters::passes, 1);
       if (j + 1 == count) {
         *in.ring->recvCount = firstIn + static_cast<uint64_t>(count);
         if (outRing >= 0) *out.ring->sendCount = firstOut + static_cast<uint64_t>(count);
@@ -429,22 +437,28 @@ TUCCL_DEVICE_NOINLINE bool receive(Tb& t, int32_t planRing, int32_t planOutRing,
 
 TUCCL_DEVICE_INLINE bool recv(Tb& t, int32_t ring, int32_t srcIndex, int32_t dstBuffer, int32_t dstIndex,
                               int32_t count, int32_t op, int64_t mb) {
-  return receive(t, ring, -1, srcIndex, dstBuffer, dstIndex, count, op, op, mb, false);
+  return receive(t, ring, -1, srcIndex, dstBuffer, dstIndex, count, op, op, mb, false, true);
 }
 TUCCL_DEVICE_INLINE bool recvReduceCopy(Tb& t, int32_t ring, int32_t srcIndex, int32_t dstBuffer, int32_t dstIndex,
                                         int32_t count, int32_t op, int64_t mb) {
-  return receive(t, ring, -1, srcIndex, dstBuffer, dstIndex, count, op, op, mb, true);
+  return receive(t, ring, -1, srcIndex, dstBuffer, dstIndex, count, op, op, mb, true, true);
 }
 
 /// Fused forms (one pass over the slice): receive into the destination (copy or reduce) and push
 /// the result on to the next ring in the same loop. `nextOp` tags the forwarded slices.
+/// recvReduceSend leaves the destination as it was (Simple; LL and LL128 reduce through it).
 TUCCL_DEVICE_INLINE bool recvCopySend(Tb& t, int32_t inRing, int32_t outRing, int32_t srcIndex, int32_t dstBuffer,
                                       int32_t dstIndex, int32_t count, int32_t op, int32_t nextOp, int64_t mb) {
-  return receive(t, inRing, outRing, srcIndex, dstBuffer, dstIndex, count, op, nextOp, mb, false);
+  return receive(t, inRing, outRing, srcIndex, dstBuffer, dstIndex, count, op, nextOp, mb, false, true);
+}
+TUCCL_DEVICE_INLINE bool recvReduceCopySend(Tb& t, int32_t inRing, int32_t outRing, int32_t srcIndex,
+                                            int32_t dstBuffer, int32_t dstIndex, int32_t count, int32_t op,
+                                            int32_t nextOp, int64_t mb) {
+  return receive(t, inRing, outRing, srcIndex, dstBuffer, dstIndex, count, op, nextOp, mb, true, true);
 }
 TUCCL_DEVICE_INLINE bool recvReduceSend(Tb& t, int32_t inRing, int32_t outRing, int32_t srcIndex, int32_t dstBuffer,
                                         int32_t dstIndex, int32_t count, int32_t op, int32_t nextOp, int64_t mb) {
-  return receive(t, inRing, outRing, srcIndex, dstBuffer, dstIndex, count, op, nextOp, mb, true);
+  return receive(t, inRing, outRing, srcIndex, dstBuffer, dstIndex, count, op, nextOp, mb, true, false);
 }
 
 // ---- Local primitives -----------------------------------------------------------------------

@@ -41,8 +41,14 @@ TEST(Codegen, StraightLineKernelsNameEveryEntry) {
   size_t calls = 0;
   for (size_t at = 0; (at = rank3.source.find("t.at(", at)) != std::string::npos; ++at) ++calls;
   EXPECT_EQ(calls, entries);
-  EXPECT_NE(rank3.source.find("TUCCL_TRY(recvReduceCopy(t, "), std::string::npos);
   EXPECT_NE(rank3.source.find("TUCCL_TRY(send(t, "), std::string::npos);
+  // The ring as lowered: its receives fused with the sends of their results.
+  EXPECT_NE(rank3.source.find("TUCCL_TRY(recvReduceSend(t, "), std::string::npos);
+  EXPECT_NE(rank3.source.find("TUCCL_TRY(recvReduceCopySend(t, "), std::string::npos);
+  EXPECT_NE(rank3.source.find("TUCCL_TRY(recvCopySend(t, "), std::string::npos);
+  EXPECT_NE(rank3.source.find("TUCCL_TRY(recv(t, "), std::string::npos);
+  EXPECT_NE(rank3.source.find(": recvReduceSend <- rank 2 -> rank 4, op "), std::string::npos) << rank3.source;
+  EXPECT_NE(rank3.source.find("//   then op "), std::string::npos) << "the forwarded task is named";
 }
 
 TEST(Codegen, RerolledKernelsLoopOverAffineRuns) {
@@ -97,11 +103,25 @@ TEST(KernelLayout, RingsPairSendsWithReceives) {
           EXPECT_EQ(where.ring, -1);
           continue;
         }
-        ASSERT_GE(where.ring, 0);
-        const PlanEntry& peer = example.plan.ranks[entry.peer].tbs[where.peer.tb].entries[where.peer.entry];
-        EXPECT_EQ(peer.op, entry.op);
-        EXPECT_EQ(layout.at(entry.peer, where.peer.tb, where.peer.entry).ring, where.ring);
-        if (entry.kind == PrimitiveKind::Send) ++sends;
+        // A receive (fused or not) reads the ring its sender pushes into, a send (or a fused
+        // entry's send) pushes into the ring its receiver reads.
+        if (isReceive(entry.kind)) {
+          ASSERT_GE(where.ring, 0);
+          const PlanEntry& sender = example.plan.ranks[entry.peer].tbs[where.peer.tb].entries[where.peer.entry];
+          EXPECT_EQ(sendSideOf(sender).op, entry.op);
+          const EntryLayout& theirs = layout.at(entry.peer, where.peer.tb, where.peer.entry);
+          EXPECT_EQ(isFused(sender.kind) ? theirs.outRing : theirs.ring, where.ring);
+        }
+        if (isSending(entry.kind)) {
+          const bool fused = isFused(entry.kind);
+          const int32_t ring = fused ? where.outRing : where.ring;
+          const EntryRef to = fused ? where.outPeer : where.peer;
+          const int32_t receiver = sendSideOf(entry).peer;
+          ASSERT_GE(ring, 0);
+          EXPECT_EQ(example.plan.ranks[receiver].tbs[to.tb].entries[to.entry].op, sendSideOf(entry).op);
+          EXPECT_EQ(layout.at(receiver, to.tb, to.entry).ring, ring);
+          ++sends;
+        }
       }
     }
   }
@@ -122,7 +142,8 @@ TEST(KernelLayout, LoweredPlansAreRaceFree) {
 }
 
 TEST(KernelLayout, RemovedDependencyIsARace) {
-  Plan plan = compileExample("ring_allreduce").plan;
+  // Unfused: a send TB whose entries depend on the receive TB's.
+  Plan plan = compileExample("ring_allreduce", "hpds", true, 8, 4, -1, false).plan;
   bool removed = false;
   for (PlanTb& tb : plan.ranks[2].tbs) {
     for (PlanEntry& entry : tb.entries) {

@@ -224,7 +224,8 @@ void swapEntries(Plan& plan, int32_t rank, int32_t tb, int32_t i, int32_t j) {
 }
 
 TEST(CpuVerify, MismatchedSendRecvOrderIsCaught) {
-  const auto& example = compileExample("ring_allgather");
+  // Unfused: a receive TB of plain receives, two of which are swapped.
+  const auto& example = compileExample("ring_allgather", "hpds", true, 8, 4, -1, false);
   Plan plan = example.plan;
   // Rank 3's receive TB takes two slices from rank 2 in the wrong order.
   int32_t tb = -1;
@@ -288,7 +289,8 @@ TEST(CpuVerify, RemovedDependencyIsRefused) {
 }
 
 TEST(CpuVerify, DeadlockBecomesADiagnosedHang) {
-  const auto& example = compileExample("ring_allreduce");
+  // Unfused: a send TB and a receive TB per rank.
+  const auto& example = compileExample("ring_allreduce", "hpds", true, 8, 4, -1, false);
   Plan plan = example.plan;
   // Rank 2: the first receive waits for the last send, which (through the TB order and the
   // send's own dependencies) waits for that receive: a cycle.

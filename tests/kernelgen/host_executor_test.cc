@@ -141,7 +141,8 @@ TEST(HostExecutor, ASubsetWithoutItsPeersIsADiagnosedHang) {
 }
 
 TEST(HostExecutor, ADeadlockedPlanIsDiagnosedWithinTheTimeout) {
-  Plan plan = compileExample("ring_allreduce").plan;
+  // Unfused: a send TB and a receive TB per rank.
+  Plan plan = compileExample("ring_allreduce", "hpds", true, 8, 4, -1, false).plan;
   // Rank 2's first receive waits for its last send, which waits (through TB order and the
   // send's dependencies) for that receive: a cycle.
   PlanRank& rank = plan.ranks[2];

@@ -49,10 +49,11 @@ struct CompiledExample {
 /// cached. `root` >= 0 overrides the Root of a Broadcast or Reduce program.
 inline const CompiledExample& compileExample(const std::string& name, const std::string& scheduler = "hpds",
                                              bool stateBased = true, int32_t nRanks = 8, int32_t perNode = 4,
-                                             int32_t root = -1) {
+                                             int32_t root = -1, bool fuse = true) {
   static std::map<std::string, std::unique_ptr<CompiledExample>> cache;
   const std::string key = name + "/" + scheduler + "/" + (stateBased ? "state" : "connection") + "/" +
-                          std::to_string(nRanks) + "x" + std::to_string(perNode) + "/root" + std::to_string(root);
+                          std::to_string(nRanks) + "x" + std::to_string(perNode) + "/root" + std::to_string(root) +
+                          (fuse ? "/fused" : "/unfused");
   auto& slot = cache[key];
   if (slot) return *slot;
   const std::string path = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + name + ".resccl";
@@ -80,7 +81,7 @@ inline const CompiledExample& compileExample(const std::string& name, const std:
   TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline, allocationOptions);
   PlanConfig config;
   config.nChannels = 1;
-  compiled->plan = lowerToPlan(algorithm, dag, pipeline, allocation, config);
+  compiled->plan = lowerToPlan(algorithm, dag, pipeline, allocation, config, fuse);  // fused, as buildPlan
   EXPECT_TRUE(validatePlan(compiled->plan).ok()) << key << ": " << validatePlan(compiled->plan).toString();
   slot = std::move(compiled);
   return *slot;

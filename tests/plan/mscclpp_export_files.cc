@@ -34,7 +34,7 @@ const std::vector<Example> kExamples = {
     {"ring_allgather", {{"nRanks", 4}, {"GPUPerNode", 2}}},
     {"ring_allgather", {{"nRanks", 8}, {"GPUPerNode", 4}}},
     {"ring_allreduce", {{"nRanks", 4}, {"GPUPerNode", 2}}},
-    {"ring_allreduce", {{"nRanks", 8}, {"GPUPerNode", 4}}, {"state", "connection", "single"}},
+    {"ring_allreduce", {{"nRanks", 8}, {"GPUPerNode", 4}}, {"state", "state-unfused", "connection", "single"}},
     {"ring_reducescatter", {{"nRanks", 8}, {"GPUPerNode", 4}}},
     {"direct_allgather", {{"nRanks", 6}, {"GPUPerNode", 3}}},
     {"direct_allreduce", {{"nRanks", 4}, {"GPUPerNode", 2}, {"nScratch", 16}}},
@@ -51,10 +51,12 @@ struct Policy {
   std::string name;
   Scheduler scheduler;
   TbRequest tbs;
+  bool fuse = true;
 };
 
 const std::vector<Policy> kPolicies = {
     {"state", Scheduler::Hpds, {TbPolicy::StateBased, false}},
+    {"state-unfused", Scheduler::Hpds, {TbPolicy::StateBased, false}, false},
     {"connection", Scheduler::Hpds, {TbPolicy::ConnectionBased, false}},
     {"single", Scheduler::Hpds, {TbPolicy::Single, false}},
 };
@@ -72,6 +74,7 @@ bool exportExample(const fs::path& dir, std::ofstream& manifest, const Example& 
     PlanRequest request;
     request.scheduler = policy.scheduler;
     request.tbAllocation = policy.tbs;
+    request.fuse = policy.fuse;
     const Plan plan = buildPlan(*algorithm, request);
     for (int32_t nodes : {1, 2}) {
       for (bool inPlace : {true, false}) {

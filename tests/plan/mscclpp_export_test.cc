@@ -27,6 +27,7 @@ Plan examplePlan(const std::string& file, RescclParameters parameters, TbPolicy 
   EXPECT_TRUE(algorithm.ok()) << algorithm.status().toString();
   PlanRequest request;
   request.tbAllocation = TbRequest{policy, false};
+  request.fuse = false;  // separate send and receive TBs: the TB counts and dependencies checked here
   return buildPlan(*algorithm, request);
 }
 

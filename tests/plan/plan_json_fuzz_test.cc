@@ -49,10 +49,11 @@ void checkInput(const std::string& text, const std::string& what) {
     return;
   }
   EXPECT_TRUE(validatePlan(*plan).ok()) << what;
-  for (int version : {2, 3}) {
+  for (int version : {2, 3, 4}) {
     const Expected<Plan> back = readPlanJson(SourceText("again.json", writePlanJson(*plan, version)));
     ASSERT_TRUE(back.ok()) << what << ": " << back.status().toString();
-    EXPECT_TRUE(*back == *plan) << what << " (version " << version << ")";
+    // Versions before 4 have no fused primitives: they carry the plan unfused.
+    EXPECT_TRUE(*back == (version < 4 ? unfusedPlan(*plan) : *plan)) << what << " (version " << version << ")";
   }
 }
 

@@ -55,14 +55,14 @@ TEST(PlanJson, VersionTwoRoundTripsByteIdentically) {
 
 TEST(PlanJson, StreamedTextIsTheSame) {
   for (const Plan& plan : {testing::twoRankAllGather(), testing::chainBroadcast(), Plan{}}) {
-    for (int version : {2, 3}) {
+    for (int version : {2, 3, 4}) {
       std::ostringstream out;
       writePlanJson(out, plan, version);
       EXPECT_EQ(out.str(), writePlanJson(plan, version));
     }
   }
   EXPECT_THROW(writePlanJson(Plan{}, 1), std::invalid_argument);
-  EXPECT_THROW(writePlanJson(Plan{}, 4), std::invalid_argument);
+  EXPECT_THROW(writePlanJson(Plan{}, 5), std::invalid_argument);
 }
 
 TEST(PlanJson, EqualPlansGiveEqualText) {
@@ -121,10 +121,10 @@ TEST(PlanJson, VersionOneRootedPlansAreRefused) {
 
 TEST(PlanJson, OtherVersionsAreRefused) {
   const std::string good = writePlanJson(testing::twoRankAllGather(), 2);
-  for (const char* version : {"0", "4", "7"}) {
+  for (const char* version : {"0", "5", "7"}) {
     const std::string error = errorOf(replaced(good, "\"version\": 2", std::string("\"version\": ") + version));
     EXPECT_NE(error.find(std::string("plan format version ") + version +
-                         " is not supported (this build reads versions 1, 2 and 3)"),
+                         " is not supported (this build reads versions 1, 2, 3 and 4)"),
               std::string::npos)
         << error;
   }

@@ -1,4 +1,4 @@
-// Plan JSON version 3 (plan/plan_rolled.h, plan/plan_json.h): every example program under every
+// Plan JSON versions 3 and 4 (plan/plan_rolled.h, plan/plan_json.h): every example program under every
 // scheduler and TB policy, and random plans, expand back to exactly the plan they were rolled
 // from; the text is deterministic and small; bad rolled documents are refused with the path of
 // the field.
@@ -59,7 +59,7 @@ std::vector<PlanRank> expandAll(const RolledPlan& rolled) {
 
 void expectRoundTrip(const Plan& plan, const std::string& what) {
   const std::string text = writePlanJson(plan);
-  EXPECT_NE(text.find("\"version\": 3"), std::string::npos) << what;
+  EXPECT_NE(text.find("\"version\": " + std::to_string(kPlanFormatVersion)), std::string::npos) << what;
   EXPECT_EQ(writePlanJson(plan), text) << what;  // deterministic
   std::ostringstream streamed;
   writePlanJson(streamed, plan);
@@ -143,7 +143,8 @@ Plan randomPlan(std::mt19937& random) {
       for (int32_t k = 0; k < runs; ++k) {
         const int32_t length = shapedPick(1, 9);
         PlanEntry head;
-        head.kind = static_cast<PrimitiveKind>(shapedPick(0, 4));
+        head.kind = static_cast<PrimitiveKind>(shapedPick(0, 7));  // the fused kinds too
+        if (isFused(head.kind)) head.next.dstBuffer = static_cast<BufferKind>(shapedPick(0, 2));
         head.srcBuffer = static_cast<BufferKind>(shapedPick(0, 2));
         head.dstBuffer = static_cast<BufferKind>(shapedPick(0, 2));
         head.hasDependents = shapedPick(0, 1) == 1;
@@ -162,6 +163,14 @@ Plan randomPlan(std::mt19937& random) {
           entry.op = pick(0, 5) == 0 ? (pick(0, 1) == 0 ? INT32_MAX : 0) : pick(0, 3) == 0 ? pick(0, 1 << 30) : 100 * k + 7 * i + r;
           entry.subPipeline = i;
           entry.loc = SourceLoc{static_cast<uint32_t>(shapedPick(0, 50)), static_cast<uint32_t>(pick(0, 3) == 0 ? 1u : 0u)};
+          if (isFused(entry.kind)) {
+            entry.next.peer = (r + 2 + k) % plan.nRanks;
+            entry.next.dstIndex = pick(0, 1) == 0 ? entry.srcIndex : pick(0, 1000);
+            entry.next.step = entry.step + 1;
+            entry.next.op = pick(0, 3) == 0 ? pick(0, 1 << 30) : 100 * k + 7 * i + r + 1;
+            entry.next.subPipeline = i + pick(0, 1);
+            entry.next.loc = SourceLoc{static_cast<uint32_t>(shapedPick(0, 50)), 2u};
+          }
           for (size_t d = 0; d < entry.deps.size(); ++d) {
             entry.deps[d] = EntryRef{(b + 1 + static_cast<int32_t>(d)) % 5, pick(0, 2) == 0 ? pick(0, 99) : i + k};
           }

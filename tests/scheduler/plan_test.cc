@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 #include <string>
 
 #include "oracles.h"
 #include "plan/plan_json.h"
+#include "plan/plan_pairing.h"
 #include "plan/plan_validate.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/dag.h"
@@ -111,6 +114,73 @@ TEST(Lowering, OracleCatchesMissingDependencies) {
   EXPECT_TRUE(wrong);
 }
 
+size_t countKind(const Plan& plan, PrimitiveKind kind) {
+  size_t n = 0;
+  for (const PlanRank& rank : plan.ranks)
+    for (const PlanTb& tb : rank.tbs)
+      for (const PlanEntry& entry : tb.entries) n += entry.kind == kind ? 1 : 0;
+  return n;
+}
+
+// Fusion: a ring's receives fuse with the sends of their results, each TB pair of a rank becomes
+// one TB, and the plan moves the same data: every transfer stays (paired per connection), its
+// unfused form runs to the algorithm's result, and plan JSON carries the fused entries (version
+// 4) or writes the unfused form (version 3).
+TEST(Lowering, FusesEachReceiveWithTheSendOfItsResult) {
+  const Algorithm ring = testing::ringAllReduce(4);
+  const Plan fused = buildPlan(ring, PlanRequest{});
+  PlanRequest plain;
+  plain.fuse = false;
+  const Plan unfused = buildPlan(ring, plain);
+  ASSERT_TRUE(validatePlan(fused).ok()) << validatePlan(fused).toString();
+  ASSERT_TRUE(checkPlanRaceFree(fused).ok()) << checkPlanRaceFree(fused).toString();
+  EXPECT_GT(countKind(fused, PrimitiveKind::RecvReduceSend), 0u);
+  EXPECT_GT(countKind(fused, PrimitiveKind::RecvReduceCopySend), 0u);
+  EXPECT_GT(countKind(fused, PrimitiveKind::RecvCopySend), 0u);
+  EXPECT_FALSE(hasFusedEntries(unfused));
+  EXPECT_EQ(minStagingSlots(fused), 2);
+  EXPECT_EQ(minStagingSlots(unfused), 1);
+  for (const PlanRank& rank : fused.ranks) {
+    EXPECT_LT(rank.tbs.size(), unfused.ranks[rank.rank].tbs.size()) << "rank " << rank.rank;
+  }
+  EXPECT_EQ(pairTransfers(fused).value().size(), pairTransfers(unfused).value().size());
+
+  // Every task is sent and received on the same ranks, fused or not (the CPU verification
+  // matrix runs the fused plans element by element).
+  auto sidesOf = [](const Plan& plan) {
+    std::multiset<std::tuple<int32_t, int32_t, int32_t, bool>> sides;  // op, rank, peer, sending
+    for (const PlanRank& rank : plan.ranks)
+      for (const PlanTb& tb : rank.tbs)
+        for (const PlanEntry& entry : tb.entries) {
+          if (isSending(entry.kind)) sides.emplace(sendSideOf(entry).op, rank.rank, sendSideOf(entry).peer, true);
+          if (isReceive(entry.kind) || isLocal(entry.kind)) sides.emplace(entry.op, rank.rank, entry.peer, false);
+        }
+    return sides;
+  };
+  EXPECT_TRUE(sidesOf(fused) == sidesOf(unfused));
+  const Plan split = unfusedPlan(fused);
+  EXPECT_FALSE(hasFusedEntries(split));
+  EXPECT_TRUE(sidesOf(split) == sidesOf(unfused));
+  // Split, the fused chains' sends still run ahead of their receives: a buffered order.
+  EXPECT_EQ(split.config.sendAhead, 1);
+  ASSERT_TRUE(validatePlan(split).ok()) << validatePlan(split).toString();
+
+  const Expected<Plan> back = readPlanJson(SourceText("plan.json", writePlanJson(fused)));
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_TRUE(*back == fused);
+  const Expected<Plan> older = readPlanJson(SourceText("plan.json", writePlanJson(fused, 3)));
+  ASSERT_TRUE(older.ok()) << older.status().toString();
+  EXPECT_TRUE(*older == split);
+  // A fused kind in a version-3 document is refused, naming the field.
+  std::string text = writePlanJson(fused);
+  text.replace(text.find("\"version\": 4"), 12, "\"version\": 3");
+  const Expected<Plan> refused = readPlanJson(SourceText("plan.json", text));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("is a fused primitive, which plan format version 4 introduced"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 // Lowering fills the typed header, the root of a rooted collective and every entry's source line.
 TEST(Lowering, CarriesRootAndSourceLocations) {
   Algorithm broadcast = testing::emptyAlgorithm(Collective::Broadcast, 1, 4, 1);
@@ -195,7 +265,7 @@ TEST(PlanJson, RoundTripAndDeterminism) {
   }
   const std::string text = writePlanJson(compile(testing::hmAllReduce(2, 2), Scheduler::Hpds, TbPolicy::StateBased));
   EXPECT_NE(text.find("\"format\": \"tuccl-plan\""), std::string::npos);
-  EXPECT_NE(text.find("\"version\": 3"), std::string::npos);
+  EXPECT_NE(text.find("\"version\": " + std::to_string(kPlanFormatVersion)), std::string::npos);
   EXPECT_NE(text.find("\"recvReduceCopy\""), std::string::npos);
   EXPECT_EQ(text.find("sendAhead"), std::string::npos);  // rendezvous: the field is left out
   PlanRequest request;

@@ -33,6 +33,17 @@ inline Algorithm emptyAlgorithm(Collective kind, int32_t nNodes, int32_t gpusPer
   return algorithm;
 }
 
+// examples/algorithms/ring_allreduce.resccl: a ring ReduceScatter then a ring AllGather.
+inline Algorithm ringAllReduce(int32_t n) {
+  Algorithm a = emptyAlgorithm(Collective::AllReduce, 1, n, n);
+  a.name = "Ring";
+  for (int32_t r = 0; r < n; ++r) {
+    for (int32_t s = 0; s < n - 1; ++s) addTransfer(a, r, (r + 1) % n, s, pmod(r - s, n), OpKind::Reduce);
+    for (int32_t s = 0; s < n - 1; ++s) addTransfer(a, r, (r + 1) % n, n - 1 + s, pmod(r + 1 - s, n), OpKind::Copy);
+  }
+  return a;
+}
+
 // examples/algorithms/hm_allreduce.resccl
 inline Algorithm hmAllReduce(int32_t nNodes, int32_t G) {
   const int32_t n = nNodes * G;

@@ -97,6 +97,7 @@ TEST(Simulator, PipelinedRingAllGatherMatchesItsClosedForm) {
     request.scheduler = scheduler;
     request.config.chunkSize = slice;
     request.config.nChannels = 1;
+    request.fuse = false;  // the closed forms are of a send TB and a receive TB per rank
     const Plan plan = buildPlan(ring, request);
     SimOptions options;
     options.messageBytes = bytes;

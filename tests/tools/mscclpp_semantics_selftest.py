@@ -169,9 +169,9 @@ HAND = [
      "overwrites o[0] of gpu 0, the source of the port put gpu 0 tb 0 op 0, before a flush"),
 ]
 
-# Breakages of TuCCL's export of a 2-node ring AllReduce (memory and port channels, semaphores
-# between its two thread blocks, the out-of-place barrier).
-EXPORT = "ring_allreduce.n4.state.nodes2.outofplace.json"
+# Breakages of TuCCL's export of a 2-node ring AllReduce, unfused (memory and port channels,
+# semaphores between its two thread blocks, the out-of-place barrier).
+EXPORT = "ring_allreduce.n4.state-unfused.nodes2.outofplace.json"
 EXPORTED = [
     ("no nop after a wait", delete(0, 1, "wait", 0, 1), "with no nop between (threads may run it before the wait)"),
     ("no sem_acquire", delete(0, 0, "sem_acquire"), "without an order between them (race)"),

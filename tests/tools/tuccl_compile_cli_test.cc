@@ -449,7 +449,7 @@ TEST_F(TucclCompilePlan, EmitsThePlanJson) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "kernel0.cu"));  // --emit writes the one file
 }
 
-TEST_F(TucclCompilePlan, WritesVersionThreeUnlessAskedForVersionTwo) {
+TEST_F(TucclCompilePlan, WritesVersionFourUnlessAskedForAnOlderOne) {
   const std::string program = example("hm_allreduce.resccl") + " -p nRanks=16 -p GPUPerNode=4";
   ToolRun rolled = runTool(program + " --no-cubin -o " + dir_.string());
   ASSERT_EQ(rolled.status, 0) << rolled.output;
@@ -459,7 +459,7 @@ TEST_F(TucclCompilePlan, WritesVersionThreeUnlessAskedForVersionTwo) {
   ToolRun v3 = runTool(program + " --emit plan -o " + emitted.string());
   ASSERT_EQ(v3.status, 0) << v3.output;
   const std::string rolledText = readText(dir_ / "plan.json"), plainText = readText(plain);
-  EXPECT_NE(rolledText.find("\"version\": 3"), std::string::npos);
+  EXPECT_NE(rolledText.find("\"version\": 4"), std::string::npos);
   EXPECT_NE(plainText.find("\"version\": 2"), std::string::npos);
   EXPECT_EQ(readText(emitted), rolledText);  // --emit plan streams the same text as -o DIR
   EXPECT_LT(rolledText.size() * 5, plainText.size());
@@ -470,6 +470,21 @@ TEST_F(TucclCompilePlan, WritesVersionThreeUnlessAskedForVersionTwo) {
   ToolRun bad = runTool(program + " --emit plan --plan-version 1");
   EXPECT_EQ(bad.status, 2) << bad.output;
   EXPECT_NE(bad.output.find("--plan-version"), std::string::npos) << bad.output;
+
+  // A ring fuses: version 4 carries the fused entries, version 3 the same plan unfused, and
+  // --no-fuse lowers without them.
+  const std::string ring = example("ring_allreduce.resccl") + " -p nRanks=4 -p GPUPerNode=4 --emit plan -o ";
+  const std::filesystem::path ring4 = dir_ / "ring4.json", ring3 = dir_ / "ring3.json", plainRing = dir_ / "ring_nofuse.json";
+  ASSERT_EQ(runTool(ring + ring4.string()).status, 0);
+  ASSERT_EQ(runTool(ring + ring3.string() + " --plan-version 3").status, 0);
+  ASSERT_EQ(runTool(ring + plainRing.string() + " --no-fuse").status, 0);
+  EXPECT_NE(readText(ring4).find("\"recvReduceSend\""), std::string::npos);
+  EXPECT_EQ(readText(ring3).find("\"recvReduceSend\""), std::string::npos);
+  EXPECT_EQ(readText(plainRing).find("\"recvReduceSend\""), std::string::npos);
+  const tuccl::Expected<tuccl::Plan> fused = tuccl::readPlanJson(tuccl::readSourceFile(ring4.string()));
+  const tuccl::Expected<tuccl::Plan> older = tuccl::readPlanJson(tuccl::readSourceFile(ring3.string()));
+  ASSERT_TRUE(fused.ok() && older.ok());
+  EXPECT_TRUE(tuccl::unfusedPlan(*fused) == *older);
 }
 
 TEST_F(TucclCompilePlan, EmitsAnMscclppPlanWithPortChannelsBetweenNodes) {
