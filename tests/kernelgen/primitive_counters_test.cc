@@ -109,42 +109,40 @@ TEST(PrimitiveCounters, UnfusedRingAllReduceMovesNineBytesPerRankPerStep) {
   }
 }
 
+// Runs `example` fused at 4 and 8 ranks (each plan holding every kind of `kinds`): every rank
+// moves at most bound(n) S / n bytes (+5 %).
+void expectFusedBytes(const char* example, std::initializer_list<PrimitiveKind> kinds, int64_t count,
+                      int64_t (*bound)(int64_t n)) {
+  for (int32_t n : {4, 8}) {
+    const Plan& plan = compileExample(example, "hpds", true, n, n).plan;
+    for (PrimitiveKind kind : kinds) EXPECT_GT(entriesOfKind(plan, kind), 0u) << example << " " << primitiveName(kind);
+    const Counted counted = runCounted(plan, count, 8192, Protocol::Simple);
+    ASSERT_EQ(counted.counters.size(), static_cast<size_t>(n));
+    const uint64_t S = static_cast<uint64_t>(counted.bytesPerRank);
+    for (int32_t r = 0; r < n; ++r) {
+      EXPECT_LE(moved(counted.counters[r]) * 100, static_cast<uint64_t>(bound(n)) * S / n * 105)
+          << example << " rank " << r << " of " << n;
+    }
+  }
+}
+
 // Lowering fuses each receive with the send of its result, so a slice is read once. The ring
 // AllReduce then moves at most (6n-4)S/n bytes per rank (+5 %): the first send (2), n-2
 // recvReduceSends that read the slot and the chunk and write the next slot (3), a
 // recvReduceCopySend that also stores the reduced chunk (4), n-2 recvCopySends (read 1, write 2)
 // and the last recv (2) — NCCL's ring (shared/reference/nccl-data-path.md).
 TEST(PrimitiveCounters, FusedRingAllReduceReadsEachSliceOnce) {
-  for (int32_t n : {4, 8}) {
-    const Plan& plan = compileExample("ring_allreduce", "hpds", true, n, n).plan;
-    EXPECT_GT(entriesOfKind(plan, PrimitiveKind::RecvReduceSend), 0u) << n;
-    EXPECT_GT(entriesOfKind(plan, PrimitiveKind::RecvReduceCopySend), 0u) << n;
-    EXPECT_GT(entriesOfKind(plan, PrimitiveKind::RecvCopySend), 0u) << n;
-    const int64_t count = int64_t{1} << 16;  // 256 KiB a rank
-    const Counted counted = runCounted(plan, count, 8192, Protocol::Simple);
-    ASSERT_EQ(counted.counters.size(), static_cast<size_t>(n));
-    const uint64_t S = static_cast<uint64_t>(counted.bytesPerRank);
-    for (int32_t r = 0; r < n; ++r) {
-      EXPECT_LE(moved(counted.counters[r]) * 100, (6 * n - 4) * S / n * 105) << "rank " << r << " of " << n;
-    }
-  }
+  expectFusedBytes("ring_allreduce",
+                   {PrimitiveKind::RecvReduceSend, PrimitiveKind::RecvReduceCopySend, PrimitiveKind::RecvCopySend},
+                   int64_t{1} << 16, [](int64_t n) { return 6 * n - 4; });  // 256 KiB a rank
 }
 
 // The ring AllGather fused: each forwarded chunk is read once from the slot and written to the
 // output and the next slot (3); with the first send (2) and the last recv (2), at most
 // (3n-2)S/n bytes per rank (+5 %), S the output.
 TEST(PrimitiveCounters, FusedRingAllGatherReadsEachSliceOnce) {
-  for (int32_t n : {4, 8}) {
-    const Plan& plan = compileExample("ring_allgather", "hpds", true, n, n).plan;
-    EXPECT_GT(entriesOfKind(plan, PrimitiveKind::RecvCopySend), 0u) << n;
-    const int64_t count = int64_t{1} << 14;  // 64 KiB a rank's input
-    const Counted counted = runCounted(plan, count, 8192, Protocol::Simple);
-    ASSERT_EQ(counted.counters.size(), static_cast<size_t>(n));
-    const uint64_t S = static_cast<uint64_t>(counted.bytesPerRank);
-    for (int32_t r = 0; r < n; ++r) {
-      EXPECT_LE(moved(counted.counters[r]) * 100, (3 * n - 2) * S / n * 105) << "rank " << r << " of " << n;
-    }
-  }
+  expectFusedBytes("ring_allgather", {PrimitiveKind::RecvCopySend}, int64_t{1} << 14,  // 64 KiB a rank's input
+                   [](int64_t n) { return 3 * n - 2; });
 }
 
 // Per slice of a remote primitive, whatever the protocol: one wait for its data (Simple: the data
