@@ -730,6 +730,7 @@ void Communicator::abort(const std::string& reason) {
 }
 
 Status Communicator::asyncError() const {
+  if (impl_->device) impl_->device->poll();  // calls that ended since hand in their errors first
   std::lock_guard lock(impl_->errorMutex);
   return impl_->asyncError;
 }

@@ -78,7 +78,7 @@ Expected<StagingBlob> decodeBlob(const std::string& text, size_t rank) {
 constexpr size_t kControlBytes = 4096;  // the control page: the abort word at offset 0
 constexpr double kDestroyWaitSeconds = 60;
 
-// The memory of one call: reused once the call's host function ran.
+// The memory of one call: reused once the call's completion event is seen.
 struct CallSlot {
   CUdeviceptr counters = 0;  ///< progress counters, then the two barrier counters
   size_t counterBytes = 0;
@@ -90,32 +90,33 @@ struct CallSlot {
   size_t reportCapacity = 0;
   CUdeviceptr scratch = 0;
   size_t scratchBytes = 0;
+  CUevent done = nullptr;  ///< recorded after the call's last operation; created once per slot
   bool inFlight = false;
   std::shared_ptr<const CompiledPlan> plan;  ///< the call it serves (for the TB descriptions)
   int32_t rank = 0;
   int32_t nTbs = 0;
 };
 
-// A timed call (the runtime phase): events around its work in stream order, read once the call's
-// host function ran. The events go back to the device's pool after reading.
+// A timed call (the runtime phase): events around its work in stream order, read once the call
+// finished. The events go back to the device's pool after reading.
 struct CallTiming {
   CUevent start = nullptr;
   CUevent end = nullptr;
   std::function<void(double)> completed;
 };
 
-// Shared by the device and the host functions of its calls, which may outlive it.
+// The device's calls: their slots, those in flight (in launch order) and the timed ones finished.
 struct CallTracker {
   std::mutex mutex;
   std::condition_variable idle;
   size_t inFlight = 0;
   ErrorSink sink;
   std::vector<std::shared_ptr<CallSlot>> slots;
-  std::vector<CallTiming> finished;  ///< timed calls whose host function ran, not yet read
+  std::vector<CallTiming> finished;  ///< timed calls that finished, not yet read
 };
 
+// A call in flight: found finished when its slot's event completed (CudaDevice::poll).
 struct PendingCall {
-  std::shared_ptr<CallTracker> tracker;
   std::shared_ptr<CallSlot> slot;
   std::optional<CallTiming> timing;
 };
@@ -127,27 +128,26 @@ void releaseSlot(CallTracker& tracker, CallSlot& slot) {
   tracker.idle.notify_all();
 }
 
-// The host function enqueued after each kernel: runs on a driver thread once the kernel is done,
-// so it reads the reports and makes no CUDA call. The error reaches the sink before drain() can
-// see the call finished.
-void callFinished(void* data) {
-  std::unique_ptr<PendingCall> pending(static_cast<PendingCall*>(data));
-  CallSlot& slot = *pending->slot;
+// A call whose event completed: its TB reports, read now that the kernel is done, go to the sink
+// when a TB did not finish (before the slot is released, so drain() sees the error first); a
+// timed call's events wait for readTimings.
+void callFinished(CallTracker& tracker, PendingCall& pending) {
+  CallSlot& slot = *pending.slot;
   const std::vector<dev::TbReport> reports(slot.reports, slot.reports + slot.nTbs);
   const Status status =
       stoppedTbsStatus(stoppedTbs(slot.plan->plan, slot.plan->layout, slot.rank, reports));
   ErrorSink sink;
   {
-    std::lock_guard lock(pending->tracker->mutex);
-    sink = pending->tracker->sink;
+    std::lock_guard lock(tracker.mutex);
+    sink = tracker.sink;
   }
   if (!status && sink) sink(status);
-  if (pending->timing) {
-    if (!status) pending->timing->completed = nullptr;  // a failed call is not timed; its events go back
-    std::lock_guard lock(pending->tracker->mutex);
-    pending->tracker->finished.push_back(std::move(*pending->timing));
+  if (pending.timing) {
+    if (!status) pending.timing->completed = nullptr;  // a failed call is not timed; its events go back
+    std::lock_guard lock(tracker.mutex);
+    tracker.finished.push_back(std::move(*pending.timing));
   }
-  releaseSlot(*pending->tracker, slot);
+  releaseSlot(tracker, slot);
 }
 
 // TUCCL_TEST_DELAY_GROUP on the CUDA device: a host function between the kernel and the call's end
@@ -245,6 +245,12 @@ class CudaDevice final : public Device {
     std::lock_guard lock(tracker_->mutex);
     tracker_->sink = std::move(sink);
   }
+  void poll() override {
+    ScopedContext scope(cu_, context_);
+    if (!scope.status()) return;
+    static_cast<void>(finishCalls());  // a driver error shows at the next launch or drain
+    readTimings();
+  }
 
  private:
   struct Module {
@@ -268,6 +274,7 @@ class CudaDevice final : public Device {
                  const std::shared_ptr<CallSlot>& slot);
   void freeSlot(CallSlot& slot);
   Expected<CUevent> takeEvent();
+  Status finishCalls();
   void readTimings();
 
   const CudaDriver& cu_;
@@ -299,6 +306,8 @@ class CudaDevice final : public Device {
   std::map<std::string, CUdeviceptr> ringTables_;
   std::map<std::string, CUdeviceptr> valueTables_;  ///< per plan and rank: its kernel's value table
   std::shared_ptr<CallTracker> tracker_ = std::make_shared<CallTracker>();
+  std::mutex pendingMutex_;
+  std::vector<PendingCall> pending_;  ///< the calls in flight, in launch order
 
   std::mutex eventMutex_;             ///< the events of timed calls
   std::vector<CUevent> events_;       ///< every event created (destroyed with the device)
@@ -338,6 +347,7 @@ CudaDevice::~CudaDevice() {
 }
 
 void CudaDevice::freeSlot(CallSlot& slot) {
+  if (slot.done != nullptr) cu_.cuEventDestroy(slot.done);
   if (slot.counters != 0) cu_.cuMemFree(slot.counters);
   if (slot.reports != nullptr) cu_.cuMemFreeHost(slot.reports);
   if (slot.scratch != 0) cu_.cuMemFree(slot.scratch);
@@ -626,6 +636,14 @@ Expected<CUdeviceptr> CudaDevice::valueTable(const CompiledPlan& plan, int32_t r
 }
 
 Status CudaDevice::reserve(CallSlot& slot, size_t counterBytes, size_t nTbs, size_t scratchBytes) {
+  if (slot.done == nullptr) {
+    if (Status status = check(cu_.cuEventCreate(&slot.done, CU_EVENT_DISABLE_TIMING), "cuEventCreate",
+                              "the completion event of a call slot");
+        !status) {
+      slot.done = nullptr;
+      return status;
+    }
+  }
   if (slot.counterBytes < counterBytes) {
     if (slot.counters != 0) cu_.cuMemFree(slot.counters);
     slot.counters = 0;
@@ -789,10 +807,37 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
       return status;
     }
   }
-  auto pending = std::make_unique<PendingCall>(PendingCall{tracker_, slot, std::move(timing)});
-  const CUresult result = cu_.cuLaunchHostFunc(stream, &callFinished, pending.get());
-  if (result == CUDA_SUCCESS) pending.release();  // callFinished owns it
-  return check(result, "cuLaunchHostFunc", "after " + what);
+  // The call's end: an event, found completed by finishCalls (no host function holds the stream).
+  if (Status status = check(cu_.cuEventRecord(slot->done, stream), "cuEventRecord", "the end of " + what); !status) {
+    return status;
+  }
+  std::lock_guard lock(pendingMutex_);
+  pending_.push_back(PendingCall{slot, std::move(timing)});
+  return {};
+}
+
+// The calls whose completion events fired: their reports are read and their slots released
+// (callFinished). Needs the device's context current. A driver error other than "not ready" (a
+// failed kernel's sticky error) is returned; those calls stay in flight.
+Status CudaDevice::finishCalls() {
+  std::vector<PendingCall> done;
+  CUresult failure = CUDA_SUCCESS;
+  {
+    std::lock_guard lock(pendingMutex_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      const CUresult result = cu_.cuEventQuery(it->slot->done);
+      if (result == CUDA_SUCCESS) {
+        done.push_back(std::move(*it));
+        it = pending_.erase(it);
+        continue;
+      }
+      if (result != CUDA_ERROR_NOT_READY && failure == CUDA_SUCCESS) failure = result;
+      ++it;
+    }
+  }
+  for (PendingCall& call : done) callFinished(*tracker_, call);
+  if (failure == CUDA_SUCCESS) return {};
+  return check(failure, "cuEventQuery", "a call's end on GPU " + std::to_string(ordinal_));
 }
 
 Status CudaDevice::copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) {
@@ -815,7 +860,8 @@ Status CudaDevice::launch(const KernelCall& call, tucclStream_t stream) {
   if (Status status = checkRingsOfRank(*call.placement, call.rank); !status) return status;
   ScopedContext scope(cu_, context_);
   if (Status status = scope.status(); !status) return status;
-  readTimings();  // the calls that finished since the last launch
+  static_cast<void>(finishCalls());  // the calls that finished since the last launch free their slots
+  readTimings();
   Expected<CUfunction> function = kernelFunction(*call.plan, call.rank);
   if (!function) return function.status();
   Expected<CUdeviceptr> rings = ringTable(*call.plan, *call.placement);
@@ -839,24 +885,22 @@ Status CudaDevice::drain(double timeoutSeconds) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(std::clamp(timeoutSeconds, 0.0, 86400.0)));
-  std::unique_lock lock(tracker_->mutex);
-  while (tracker_->inFlight > 0) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return makeError(ErrorCode::Timeout, "CUDA device: " + std::to_string(tracker_->inFlight) +
-                                               " calls on GPU " + std::to_string(ordinal_) + " still running after " +
-                                               std::to_string(timeoutSeconds) + " s");
+  if (Status status = scope.status(); !status) return status;
+  for (;;) {
+    // A failed kernel leaves a sticky error, and its event never fires: report it.
+    if (Status status = finishCalls(); !status) return status;
+    {
+      std::lock_guard lock(tracker_->mutex);
+      if (tracker_->inFlight == 0) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return makeError(ErrorCode::Timeout, "CUDA device: " + std::to_string(tracker_->inFlight) +
+                                                 " calls on GPU " + std::to_string(ordinal_) + " still running after " +
+                                                 std::to_string(timeoutSeconds) + " s");
+      }
     }
-    tracker_->idle.wait_for(lock, std::chrono::milliseconds(10));
-    lock.unlock();
-    // A failed kernel leaves a sticky error and never runs its host function: report it.
-    const CUresult result = scope.status() ? cu_.cuStreamQuery(nullptr) : CUDA_SUCCESS;
-    lock.lock();
-    if (result != CUDA_SUCCESS && result != CUDA_ERROR_NOT_READY) {
-      return check(result, "cuStreamQuery", "while waiting for the calls on GPU " + std::to_string(ordinal_));
-    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  lock.unlock();
-  if (scope.status()) readTimings();
+  readTimings();
   return {};
 }
 

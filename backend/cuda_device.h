@@ -10,14 +10,17 @@
 //   abort     one word every TB of every rank of the host watches: in the POSIX shared-memory
 //             control page of the host's lowest rank, registered with cuMemHostRegister
 //             (DEVICEMAP), so abort() is a plain store from any thread, while kernels run.
-//   per call  a call slot: progress and barrier counters (device memory, cleared with
-//             cuMemsetD8Async on the call's stream), the TB reports (host-mapped pinned memory)
-//             and the scratch buffer; a slot is reused once its call's host function ran.
+//   per call  a call slot: progress and barrier counters (device memory, cleared once when
+//             allocated; each call numbers its values), the TB reports (host-mapped pinned
+//             memory, written by a TB only when it stops), the scratch buffer and a completion
+//             event; a slot is reused once its call's event fired.
 //   per plan  the RingDevice array of the plan's placement (device pointers into the ranks'
 //             segments), uploaded once; the module of each rank's CUBIN, loaded once.
 // Per call: cuLaunchKernel(grid = the rank's TBs, block = the plan's nThreads, {&KernelArgs}) on the
-// stream, then cuLaunchHostFunc: a function that reads the TB reports and hands a Status naming
-// every TB that did not finish to the error sink.
+// stream, then cuEventRecord of the slot's completion event — no host function holds the stream.
+// The next launch, drain and poll (the communicator's async-error query) look at the events: a
+// finished call's TB reports are read and a Status naming every TB that did not finish goes to
+// the error sink. Timed calls (the runtime phase) add two events around their work.
 #pragma once
 
 #include <memory>

@@ -62,6 +62,7 @@ inline constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x01;
 inline constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
 inline constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x01;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
+inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
 
 /// The entry points the CUDA device calls; each field is named after the API function and bound
 /// to its current ABI symbol (the comment says which where it is versioned).

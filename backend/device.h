@@ -119,6 +119,10 @@ class Device {
   /// wait. Callable from any thread.
   virtual void abort() = 0;
   virtual void setErrorSink(ErrorSink sink) = 0;
+  /// Looks at the calls in flight: those that finished hand their errors to the sink. The CUDA
+  /// device learns of its calls' ends from events, read here, at each launch and in drain (no
+  /// host function per call); a device whose calls report as they end does nothing.
+  virtual void poll() {}
 };
 
 }  // namespace tuccl::backend

@@ -275,7 +275,10 @@ TEST_P(CudaDeviceRanks, RunAllReduceAsThreadsOfOneProcess) {
     EXPECT_EQ(fakecuda::callsOf("cuMemcpyHtoD_v2").size(), static_cast<size_t>(nRanks) + tables);
     // No memset per call: a call slot's counters are cleared once, and its calls number their values.
     EXPECT_EQ(fakecuda::callsOf("cuMemsetD8Async").size(), 0u);
-    EXPECT_EQ(fakecuda::callsOf("cuLaunchHostFunc").size(), static_cast<size_t>(3 * nRanks));
+    // No host function per call: each call's end is an event of its slot, read at the next launch,
+    // drain or poll.
+    EXPECT_EQ(fakecuda::callsOf("cuLaunchHostFunc").size(), 0u);
+    EXPECT_EQ(fakecuda::callsOf("cuEventRecord").size(), static_cast<size_t>(3 * nRanks));
 
     const std::vector<fakecuda::Call> launches = fakecuda::callsOf("cuLaunchKernel");
     ASSERT_EQ(launches.size(), static_cast<size_t>(3 * nRanks));
@@ -393,10 +396,11 @@ TEST(CudaDevice, TimesCallsWithEventsAroundTheirWork) {
       std::lock_guard lock(mutex);
       for (int32_t r = 0; r < kRanks; ++r) ASSERT_EQ(times[r].size(), static_cast<size_t>(call + 1)) << "rank " << r;
     }
-    // Two events per rank, reused by every call; each call recorded both on its stream.
-    EXPECT_EQ(fakecuda::callsOf("cuEventCreate").size(), 2u * kRanks);
-    EXPECT_EQ(fakecuda::callsOf("cuEventRecord").size(), 2u * 4 * kRanks);
-    EXPECT_EQ(fakecuda::resources().events, eventsBefore + 2 * kRanks);
+    // Two timing events per rank and its call slot's completion event, reused by every call; each
+    // call recorded all three on its stream.
+    EXPECT_EQ(fakecuda::callsOf("cuEventCreate").size(), 3u * kRanks);
+    EXPECT_EQ(fakecuda::callsOf("cuEventRecord").size(), 3u * 4 * kRanks);
+    EXPECT_EQ(fakecuda::resources().events, eventsBefore + 3 * kRanks);
   }
   EXPECT_EQ(fakecuda::resources().events, eventsBefore);  // destroyed with the devices
   for (int32_t r = 0; r < kRanks; ++r) {
@@ -405,7 +409,8 @@ TEST(CudaDevice, TimesCallsWithEventsAroundTheirWork) {
   }
 }
 
-// An untimed call creates no event; a call whose event cannot be made is refused naming it.
+// An untimed call records only its completion event (one per call slot, made with the slot); a
+// timed call whose events cannot be made is refused naming the call.
 TEST(CudaDevice, UntimedCallsMakeNoEventsAndEventFailuresAreNamed) {
   std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2);
   ASSERT_TRUE(plan);
@@ -415,8 +420,12 @@ TEST(CudaDevice, UntimedCallsMakeNoEventsAndEventFailuresAreNamed) {
   fakecuda::clearCalls();
   CallData data = allReduceData(2, 1025, 7);
   runCall(ranks, plan, data, {nullptr, nullptr}, false);
-  EXPECT_TRUE(fakecuda::callsOf("cuEventCreate").empty());
-  EXPECT_TRUE(fakecuda::callsOf("cuEventRecord").empty());
+  EXPECT_EQ(fakecuda::callsOf("cuEventCreate").size(), 2u);  // a slot per rank
+  EXPECT_EQ(fakecuda::callsOf("cuEventRecord").size(), 2u);  // one per call
+  CallData again = allReduceData(2, 1025, 8);
+  runCall(ranks, plan, again, {nullptr, nullptr}, false);
+  EXPECT_EQ(fakecuda::callsOf("cuEventCreate").size(), 2u);  // the slots are reused
+  EXPECT_EQ(fakecuda::callsOf("cuEventRecord").size(), 4u);
 
   const size_t launches = fakecuda::callsOf("cuLaunchKernel").size();
   fakecuda::failNext("cuEventCreate", CUDA_ERROR_OUT_OF_MEMORY);
