@@ -112,7 +112,7 @@ uint64_t planSettingsHash(const CommOptions& options) {
   return fnv1a64(algorithm + "/" + std::to_string(options.channels) + "/" +
                  (options.chunkSizeForced ? std::to_string(options.chunkSize) : std::string("-")) + "/" +
                  (options.protocol ? std::string(protocolName(*options.protocol)) : std::string("-")) + "/" +
-                 std::to_string(options.stagingSlots));
+                 std::to_string(options.stagingSlots) + (options.fuse ? "" : "/unfused"));
 }
 
 // What every rank must share for the runtime phase to stay in step: whether it runs and when its
@@ -186,6 +186,11 @@ Expected<CommOptions> commOptionsFromEnvironment() {
   if (const char* value = env("TUCCL_PROTO")) {
     options.protocol = parseProtocol(value);
     if (!options.protocol) return badVariable("TUCCL_PROTO", value, "LL, LL128 or Simple");
+  }
+  if (const char* value = env("TUCCL_FUSE")) {
+    const std::string text(value);
+    if (text != "0" && text != "1") return badVariable("TUCCL_FUSE", value, "0 or 1");
+    options.fuse = text == "1";
   }
   if (const char* value = env("TUCCL_STAGING_SLOTS")) {
     char* end = nullptr;
@@ -324,6 +329,7 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   planOptions.forcedChannels = options.channels;
   planOptions.forcedChunkSize = options.chunkSizeForced ? options.chunkSize : 0;
   planOptions.forcedProtocol = options.protocol;
+  planOptions.fuse = options.fuse;
   if (const char* path = env("TUCCL_TUNER_TABLE")) planOptions.tablePath = path;
   if (local) {
     Expected<std::unique_ptr<Device>> chosen = chooseDevice(planOptions, cudaDevice);

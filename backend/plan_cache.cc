@@ -70,6 +70,7 @@ PlanRequest planRequest(const PlanSelection& selection, const PlanCacheOptions& 
       static_cast<uint64_t>(selection.chunkSize) >= options.singleTbMaxBytes) {
     request.config.sendAhead = 1;
   }
+  request.fuse = options.fuse;
   return request;
 }
 
@@ -119,6 +120,7 @@ PlanIdentity identityOf(const Program& program, const RescclParameters& paramete
           std::string(protocolName(config.protocol)) + " " + std::to_string(config.nThreads) + " threads, chunk " +
           std::to_string(config.chunkSize) + ", " + std::to_string(config.nChannels) + " channels";
   if (config.sendAhead > 0) text += ", send ahead " + std::to_string(config.sendAhead);
+  if (!request.fuse) text += ", unfused";
   return {text, hashFileName(fnv1a64(text))};
 }
 

@@ -64,6 +64,8 @@ struct PlanCacheOptions {
   std::string forcedAlgorithm;
   int32_t forcedChannels = 0;
   int64_t forcedChunkSize = 0;
+  /// Lower with fused primitives (TUCCL_FUSE; docs/scheduling.md "Fusion").
+  bool fuse = true;
   /// TUCCL_PROTO: the protocol of every plan (beats the table's); empty: the table's, else Simple.
   std::optional<Protocol> forcedProtocol;
 };

@@ -200,7 +200,7 @@ TEST_F(Api, BadEnvironmentValuesAreRefusedNamingTheVariable) {
                                                      {"TUCCL_DEVICE", "gpu"},       {"TUCCL_STAGING_BYTES", "12Q"},
                                                      {"TUCCL_STAGING_SLOTS", "0"},  {"TUCCL_CHUNK_SIZE", "8"},
                                                      {"TUCCL_NCHANNELS", "65"},     {"TUCCL_PROTO", "LL64"},
-                                                     {"TUCCL_ADAPT_WARMUP", "-1"}};
+                                                     {"TUCCL_ADAPT_WARMUP", "-1"},  {"TUCCL_FUSE", "yes"}};
   for (const auto& [name, value] : bad) {
     SCOPED_TRACE(std::string(name) + "=" + value);
     const char* before = std::getenv(name);

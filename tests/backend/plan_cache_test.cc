@@ -25,6 +25,7 @@
 #include "kernelgen/cpu_verify.h"
 #include "kernelgen/host_executor.h"
 #include "kernelgen/nvrtc.h"
+#include "plan/plan_pairing.h"
 #include "table/table_io.h"
 
 namespace tuccl::backend {
@@ -305,6 +306,24 @@ const char* kSelectionTable = R"({
 
 // The kernels run the protocol the entry chose (LL for entries[3]), TUCCL_PROTO's over it, and
 // Simple on several hosts, saying so.
+// TUCCL_FUSE=0 (PlanCacheOptions::fuse): the same collective lowered without fused primitives, under
+// a key of its own; by default the ring fuses.
+TEST(PlanCacheSelection, FusionCanBeTurnedOff) {
+  PlanCacheOptions options = memoryOnly(4);
+  options.forcedAlgorithm = "ring";
+  PlanCache fused(std::nullopt, options);
+  auto withFusion = planOrFail(fused, query(Collective::AllReduce, 1 << 20));
+  ASSERT_NE(withFusion, nullptr);
+  EXPECT_TRUE(hasFusedEntries(withFusion->plan));
+  options.fuse = false;
+  PlanCache plain(std::nullopt, options);
+  auto without = planOrFail(plain, query(Collective::AllReduce, 1 << 20));
+  ASSERT_NE(without, nullptr);
+  EXPECT_FALSE(hasFusedEntries(without->plan));
+  EXPECT_NE(without->key, withFusion->key);
+  EXPECT_EQ(pairTransfers(without->plan).value().size(), pairTransfers(withFusion->plan).value().size());
+}
+
 TEST(PlanCacheSelection, PlansRunTheEntrysProtocolSimpleAcrossHosts) {
   PlanCache cache(parseTable(kSelectionTable), memoryOnly(4));
   auto bcast = planOrFail(cache, query(Collective::Broadcast, 1000, 1));
