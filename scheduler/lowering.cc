@@ -70,10 +70,10 @@ Forwarding findForwarding(const Algorithm& algorithm, const Pipeline& pipeline) 
 }
 
 // Fuses forwarding pairs in a plan whose entries are placed but have no dependencies yet: the
-// TBs of a receive and of the send of its result merge (their entries in pipeline order), the
-// send moves up behind the receive where nothing between them stops it (a send to the same peer,
-// a task it depends on) and the two become one fused entry. sendSide / recvSide follow the
-// entries. Returns whether anything was fused.
+// TBs of a receive and of the send of its result merge, the receive moves down and the send up
+// until they meet (past entries that neither depend on them nor use their connections) and the
+// two become one fused entry. sendSide / recvSide follow the entries. Returns whether anything
+// was fused.
 bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& pipeline, Plan& plan,
                     std::vector<PlacedEntry>& sendSide, std::vector<PlacedEntry>& recvSide) {
   const auto& ops = algorithm.ops;
@@ -87,12 +87,21 @@ bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& 
   // Only TBs that serve one connection fuse: a TB already serving several (state-based merging,
   // a single TB) would run even more in series, and where its fused entries fall would follow
   // each node's schedule, so ranks of one role would need kernels of their own.
+  enum : uint8_t { kMixed, kReceives, kSends };  // what a TB serves
+  std::vector<std::vector<uint8_t>> serves(plan.ranks.size());
+  for (const PlanRank& rank : plan.ranks) {
+    for (const PlanTb& tb : rank.tbs) {
+      const bool receives = std::all_of(tb.entries.begin(), tb.entries.end(), [&](const PlanEntry& entry) {
+        return isReceive(entry.kind) && entry.peer == tb.entries.front().peer;
+      });
+      const bool sends = std::all_of(tb.entries.begin(), tb.entries.end(), [&](const PlanEntry& entry) {
+        return entry.kind == PrimitiveKind::Send && entry.peer == tb.entries.front().peer;
+      });
+      serves[rank.rank].push_back(tb.entries.empty() ? kMixed : receives ? kReceives : sends ? kSends : kMixed);
+    }
+  }
   auto oneConnection = [&](const PlacedEntry& side, bool receiving) {
-    const std::vector<PlanEntry>& entries = plan.ranks[side.rank].tbs[side.ref.tb].entries;
-    const PlanEntry& first = entries[side.ref.entry];
-    return std::all_of(entries.begin(), entries.end(), [&](const PlanEntry& entry) {
-      return entry.peer == first.peer && (receiving ? isReceive(entry.kind) : entry.kind == PrimitiveKind::Send);
-    });
+    return serves[side.rank][side.ref.tb] == (receiving ? kReceives : kSends);
   };
   std::vector<int32_t> candidates;  // receiving tasks
   for (size_t t = 0; t < ops.size(); ++t) {
@@ -199,11 +208,15 @@ bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& 
   for (PlanRank& rank : plan.ranks) {
     for (PlanTb& tb : rank.tbs) {
       std::vector<PlanEntry>& entries = tb.entries;
+      // A fused send's place is marked gone and dropped at the end: no erase per pair (a ring of
+      // n ranks fuses 2n entries of one TB).
+      std::vector<bool> gone(entries.size(), false);
       for (size_t e = 0; e < entries.size(); ++e) {
-        if (entries[e].kind != PrimitiveKind::Send || forwardedBy[entries[e].op] < 0) continue;
+        if (gone[e] || entries[e].kind != PrimitiveKind::Send || forwardedBy[entries[e].op] < 0) continue;
         const int32_t receiveTask = forwardedBy[entries[e].op];
         std::optional<size_t> found;
         for (size_t r = e; r-- > 0;) {
+          if (gone[r]) continue;
           const PlanEntry& entry = entries[r];
           if (entry.op == receiveTask && (entry.kind == PrimitiveKind::Recv || entry.kind == PrimitiveKind::RecvReduceCopy)) {
             found = r;
@@ -219,6 +232,7 @@ bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& 
         size_t receiveStop = e;  // the first entry the receive cannot pass
         size_t sendStop = r;     // the last entry the send cannot pass
         for (size_t k = r + 1; k < e; ++k) {
+          if (gone[k]) continue;
           const PlanEntry& between = entries[k];
           if (receiveStop == e && ((isReceive(between.kind) && between.peer == receive.peer) ||
                                    entryDependsOn(between, receiveTask))) {
@@ -241,12 +255,20 @@ bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& 
         fused.next.loc = send.loc;
         // entries (r, meet] move up one place, the fused entry takes place meet, and the send's
         // place goes.
-        for (size_t k = r; k < meet; ++k) entries[k] = std::move(entries[k + 1]);
+        for (size_t k = r; k < meet; ++k) {
+          entries[k] = std::move(entries[k + 1]);
+          gone[k] = gone[k + 1];
+        }
         entries[meet] = std::move(fused);
-        entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(e));
-        --e;  // the entry after the send is at e now
+        gone[meet] = false;
+        gone[e] = true;
         fusedAny = true;
       }
+      size_t kept = 0;
+      for (size_t e = 0; e < entries.size(); ++e) {
+        if (!gone[e]) entries[kept++] = std::move(entries[e]);
+      }
+      entries.resize(kept);
     }
   }
   // Where every task's entries are now.
