@@ -28,11 +28,13 @@
 #   plan%  busbw / the bound of the plan that ran: all ranks share the GPU's traffic rate B (read +
 #          write, as a copy moves), so time >= n * bytes_per_rank / B, where bytes_per_rank is the
 #          traffic (reads + writes, staging included) of one rank of the ring plan, per row size S:
-#            AllReduce      in place (6n-4)S/n (fused recv-reduce-send, --ar-plan fused) or 9(n-1)S/n
-#                           (unfused, --ar-plan unfused); out of place + 2S (the prologue copy)
-#            AllGather      in place (3n-2)S/n; out of place + 2S/n (own block copied)
-#            ReduceScatter  in place (3n-1)S/n; out of place + 2S + 2S/n (input to the workspace, the
-#                           block out; backend/call_buffers.h)
+#            AllReduce      in place (6n-4)S/n fused (recvReduceSend, the default) or 9(n-1)S/n
+#                           unfused (--ar-plan unfused); out of place + 2S (the prologue copy)
+#            AllGather      in place (3n-2)S/n fused, 4(n-1)S/n unfused; out of place + 2S/n (own
+#                           block copied)
+#            ReduceScatter  in place (4n-3)S/n fused (its partial sums are stored:
+#                           recvReduceCopySend), 5(n-1)S/n unfused; out of place + 2S + 2S/n (input
+#                           to the workspace, the block out; backend/call_buffers.h)
 #          so plan busbw = B / (bytes_per_rank / (S/n)) * (the busbw factor). Edit plan_units below.
 #
 # Usage: bench/gpu_roofline.sh [--bin DIR] [--quick] [--ranks "2 4 8"] [--dtypes "float bfloat16"]
@@ -47,6 +49,7 @@
 #   --quick     4 ranks, float, 8M..256M, check 1: a first try
 #   --check N   tuccl-bench -c (checked calls per size); 0 by default (checking 1G is slow on the host)
 #   --budget S  total wall time; runs that no longer fit are listed as SKIPPED (default 270 s)
+#   --ar-plan unfused  run libtuccl's plans unfused (TUCCL_FUSE=0) and bound them so; default fused
 #   --channels "C ..."  also run the first collective (first rank count, first type) with
 #               TUCCL_NCHANNELS=C for each C (rows "tuccl allreduce C=8"); the other rows use the
 #               CUDA device's default channels (4) unless TUCCL_NCHANNELS is set
@@ -76,7 +79,7 @@ check=""
 latency_ranks=4
 latency_sizes="8:64K"
 latency_iters=500
-ar_plan=unfused
+ar_plan=fused
 channel_sweep=""
 label=""
 copy_bw=""
@@ -125,6 +128,7 @@ if [ "$quick" = 1 ]; then
 fi
 [ -n "$check" ] || check=0
 case "$ar_plan" in fused|unfused) ;; *) die "--ar-plan takes fused or unfused, not '$ar_plan'" ;; esac
+if [ "$ar_plan" = unfused ]; then export TUCCL_FUSE=0; fi  # the plans that run are the ones bounded
 for v in "$factor" "$iters" "$warmup" "$check" "$latency_iters" "$budget"; do
   [[ "$v" =~ ^[0-9]+$ ]] || die "'$v' is not a whole number"
 done
@@ -299,9 +303,10 @@ report() {
     echo "#   algbw*2(n-1)/n, AllGather/ReduceScatter algbw*(n-1)/n). time: us per call (copy, roofline: best)."
     echo "# bound (GB/s): roofline B, the copy's traffic; tuccl/nccl the physical busbw bound, AllReduce"
     echo "#   B(n-1)/n^2, AllGather/ReduceScatter B/(2n)."
-    echo "# plan (GB/s): busbw bound of the ring plan (AllReduce $ar_plan): all ranks share the traffic rate B,"
+    echo "# plan (GB/s): busbw bound of the ring plan ($ar_plan): all ranks share the traffic rate B,"
     echo "#   time >= n*bytes_per_rank/B; bytes_per_rank (reads + writes, staging included, S the size):"
-    echo "#   AllReduce (6n-4)S/n fused or 9(n-1)S/n unfused, AllGather (3n-2)S/n, ReduceScatter (3n-1)S/n;"
+    echo "#   fused AllReduce (6n-4)S/n, AllGather (3n-2)S/n, ReduceScatter (4n-3)S/n; unfused 9(n-1)S/n,"
+    echo "#   4(n-1)S/n, 5(n-1)S/n;"
     echo "#   out of place + 2S (AllReduce), + 2S/n (AllGather), + 2S + 2S/n (ReduceScatter)."
     echo "# place: oop out of place, ip in place. wall time $(( SECONDS - start_time )) s; logs in $logs"
     echo "#"
@@ -501,7 +506,7 @@ export TUCCL_TIMEOUT_S=${TUCCL_TIMEOUT_S:-30}
 export TUCCL_CACHE_DIR=${TUCCL_CACHE_DIR:-$work/tuccl-cache}
 {
   printf '# TuCCL: %s; TUCCL_DEVICE=cuda TUCCL_ADAPT=%s TUCCL_TIMEOUT_S=%s' "$bin" "$TUCCL_ADAPT" "$TUCCL_TIMEOUT_S"
-  env | grep -E '^TUCCL_(ALGO|NCHANNELS|CHUNK_SIZE|PROTO|STAGING_BYTES|TUNER_TABLE)=' | sed 's/^/ /' | tr -d '\n'
+  env | grep -E '^TUCCL_(ALGO|NCHANNELS|CHUNK_SIZE|PROTO|STAGING_BYTES|TUNER_TABLE|FUSE)=' | sed 's/^/ /' | tr -d '\n'
   printf '; tuccl-bench -n %s -w %s -c %s -f %s -o sum\n' "$iters" "$warmup" "$check" "$factor"
 } >> "$header"
 
@@ -529,8 +534,8 @@ bench_rows() {
     function plan_units(place) {
       if (coll == "allreduce")
         return (arplan == "unfused" ? 9 * (n - 1) : 6 * n - 4) + (place == "oop" ? 2 * n : 0)
-      if (coll == "allgather") return 3 * n - 2 + (place == "oop" ? 2 : 0)
-      return 3 * n - 1 + (place == "oop" ? 2 * n + 2 : 0)
+      if (coll == "allgather") return (arplan == "unfused" ? 4 * (n - 1) : 3 * n - 2) + (place == "oop" ? 2 : 0)
+      return (arplan == "unfused" ? 5 * (n - 1) : 4 * n - 3) + (place == "oop" ? 2 * n + 2 : 0)
     }
     function emit(place, t, alg, bus, wrong,   note, gb, bound, pb) {
       gb = bus < 10 ? sprintf("%.2f", bus) : sprintf("%.1f", bus)

@@ -145,6 +145,23 @@ TEST(PrimitiveCounters, FusedRingAllGatherReadsEachSliceOnce) {
                    [](int64_t n) { return 3 * n - 2; });
 }
 
+// The ring ReduceScatter fused: its partial sums are stored in the input chunks (nothing
+// overwrites them, so recvReduceCopySend, 4), with the first send (2) and the last
+// recvReduceCopy (3): at most (4n-3)S/n bytes per rank (+5 %), S the input (nccl-tests' size), the
+// bound bench/gpu_roofline.sh divides by.
+TEST(PrimitiveCounters, FusedRingReduceScatterStoresItsPartialSums) {
+  for (int32_t n : {4, 8}) {
+    const Plan& plan = compileExample("ring_reducescatter", "hpds", true, n, n).plan;
+    EXPECT_GT(entriesOfKind(plan, PrimitiveKind::RecvReduceCopySend), 0u) << n;
+    const Counted counted = runCounted(plan, int64_t{1} << 14, 8192, Protocol::Simple);
+    ASSERT_EQ(counted.counters.size(), static_cast<size_t>(n));
+    const uint64_t S = static_cast<uint64_t>(counted.bytesPerRank) * n;  // the output is S/n
+    for (int32_t r = 0; r < n; ++r) {
+      EXPECT_LE(moved(counted.counters[r]) * 100, static_cast<uint64_t>(4 * n - 3) * S / n * 105) << "rank " << r;
+    }
+  }
+}
+
 // Per slice of a remote primitive, whatever the protocol: one wait for its data (Simple: the data
 // flag; LL and LL128: the slice's lines), at most two barriers, and one fence per direction (an
 // acquire after a received slice's data, a release before a sent slice's flag or lines); a wait on
