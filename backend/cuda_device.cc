@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -108,7 +107,6 @@ struct CallTiming {
 // The device's calls: their slots, those in flight (in launch order) and the timed ones finished.
 struct CallTracker {
   std::mutex mutex;
-  std::condition_variable idle;
   size_t inFlight = 0;
   ErrorSink sink;
   std::vector<std::shared_ptr<CallSlot>> slots;
@@ -125,7 +123,6 @@ void releaseSlot(CallTracker& tracker, CallSlot& slot) {
   std::lock_guard lock(tracker.mutex);
   slot.inFlight = false;
   --tracker.inFlight;
-  tracker.idle.notify_all();
 }
 
 // A call whose event completed: its TB reports, read now that the kernel is done, go to the sink

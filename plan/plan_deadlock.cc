@@ -34,18 +34,19 @@ Status checkPlanDeadlockFree(const Plan& plan) {
   auto sendEntry = [&](const PlanTransfer& t) -> const PlanEntry& {
     return plan.ranks[t.srcRank].tbs[t.send.tb].entries[t.send.entry];
   };
-  auto buffered = [&](const PlanTransfer&) { return ahead > 0 || slicePerRound; };
+  const bool buffered = ahead > 0 || slicePerRound;
   // Rendezvous: a send and its receive are one node of the graph; a chain of fused entries
   // forwarding one slice is one node (union-find).
   auto find = [&](int64_t v) {
     while (node[v] != v) v = node[v] = node[node[v]];
     return v;
   };
-  for (const PlanTransfer& t : *transfers) {
-    if (buffered(t)) continue;
-    const int64_t a = find(id(t.dstRank, t.recv));
-    const int64_t b = find(id(t.srcRank, t.send));
-    if (a != b) node[std::max(a, b)] = std::min(a, b);
+  if (!buffered) {
+    for (const PlanTransfer& t : *transfers) {
+      const int64_t a = find(id(t.dstRank, t.recv));
+      const int64_t b = find(id(t.srcRank, t.send));
+      if (a != b) node[std::max(a, b)] = std::min(a, b);
+    }
   }
   for (int64_t v = 0; v < total; ++v) node[v] = find(v);
   // A node runs its entries together: two of one TB (a fused chain coming back to a TB it left)
@@ -78,7 +79,7 @@ Status checkPlanDeadlockFree(const Plan& plan) {
   // receive of chunk c - ahead (its slot's credit). Transfers come per connection, in order.
   const int64_t slots = std::max<int64_t>(ahead, minStagingSlots(plan));
   const std::vector<PlanTransfer>& all = *transfers;
-  for (size_t first = 0; first < all.size();) {
+  for (size_t first = 0; buffered && first < all.size();) {
     size_t last = first;
     while (last < all.size() && all[last].srcRank == all[first].srcRank && all[last].dstRank == all[first].dstRank)
       ++last;
@@ -86,7 +87,6 @@ Status checkPlanDeadlockFree(const Plan& plan) {
     for (size_t k = first; k < last; ++k) {
       const PlanTransfer& t = all[k];
       chunksEnd.push_back((chunksEnd.empty() ? 0 : chunksEnd.back()) + sendEntry(t).count);
-      if (!buffered(t)) continue;
       const int64_t send = id(t.srcRank, t.send);
       waits(send, id(t.dstRank, t.recv));
       const int64_t credit = chunksEnd.back() - 1 - slots;  // the chunk whose receive frees the last slot

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <string>
 
@@ -179,6 +180,42 @@ TEST(Lowering, FusesEachReceiveWithTheSendOfItsResult) {
   EXPECT_NE(refused.status().message().find("is a fused primitive, which plan format version 4 introduced"),
             std::string::npos)
       << refused.status().message();
+  // ... and so is one in a version-2 entry.
+  std::string plainText = writePlanJson(split, 2);
+  plainText.replace(plainText.find("\"kind\": \"recv\""), 14, "\"kind\": \"recvCopySend\"");
+  const Expected<Plan> plainRefused = readPlanJson(SourceText("plan.json", plainText));
+  ASSERT_FALSE(plainRefused.ok());
+  EXPECT_NE(plainRefused.status().message().find("which only rolled plans (format version 4) carry"), std::string::npos)
+      << plainRefused.status().message();
+
+  // Bad next fields are named; a fused ring run entry by entry (task level) deadlocks.
+  auto firstFused = [](Plan& plan) -> PlanEntry& {
+    for (PlanRank& rank : plan.ranks)
+      for (PlanTb& tb : rank.tbs)
+        for (PlanEntry& entry : tb.entries)
+          if (isFused(entry.kind)) return entry;
+    throw std::logic_error("no fused entry");
+  };
+  Plan bad = fused;
+  firstFused(bad).next.peer = bad.ranks[0].rank;  // rank 0's first fused entry sends to itself
+  EXPECT_NE(validatePlan(bad).message().find("next.peer must name another rank"), std::string::npos)
+      << validatePlan(bad).toString();
+  bad = fused;
+  {
+    PlanEntry::Next& next = firstFused(bad).next;
+    next.dstIndex = (next.dstIndex + 1) % bad.bufferChunks[static_cast<int>(next.dstBuffer)];  // another unit place
+  }
+  EXPECT_NE(validatePlan(bad).message().find("must sit at the same place of their units"), std::string::npos)
+      << validatePlan(bad).toString();
+  bad = fused;
+  bad.ranks[0].tbs[0].entries[0].next.peer = 1;  // a plain send
+  EXPECT_NE(validatePlan(bad).message().find("is not a fused primitive"), std::string::npos)
+      << validatePlan(bad).toString();
+  bad = fused;
+  bad.executionLevel = ExecutionLevel::Task;
+  EXPECT_NE(checkPlanDeadlockFree(bad).message().find("must run together with an earlier entry of its TB"),
+            std::string::npos)
+      << checkPlanDeadlockFree(bad).toString();
 }
 
 // Lowering fills the typed header, the root of a rooted collective and every entry's source line.
