@@ -75,8 +75,10 @@ std::string waitText(const KernelLayout& layout, const dev::TbReport& report) {
           << countOfCall(report) << " micro-batches, needs " << (report.expected & 0xffffffffu);
       break;
     case dev::kWaitBarrier:
-      out << ", waiting at the rank barrier: " << countOfCall(report) << " of " << (report.expected & 0xffffffffu)
-          << " TBs arrived";
+      // The barrier's word: (generation << 32) | arrivals; the waiter needs the next generation.
+      out << ", waiting at the rank barrier: "
+          << ((report.seen >> 32) + 1 == (report.expected >> 32) ? report.seen & 0xffffffffu : 0) << " of "
+          << report.depEntry << " TBs arrived";
       break;
     default:
       break;

@@ -85,30 +85,29 @@ TUCCL_DEVICE_INLINE uint64_t loadPlain(const uint64_t* word) {
 #endif
 }
 
-/// One arrival at a counter shared by the TBs of a rank, in the call of `epoch`: the first arrival
-/// of an epoch replaces an earlier call's value by (epoch << 32) | 1, the others add one. Returns
-/// the new value.
-TUCCL_DEVICE_INLINE uint64_t arrive(uint64_t* counter, uint64_t epoch) {
+/// One arrival at a rank barrier's word, shared by the rank's TBs: (generation << 32) | arrivals.
+/// Every arrival adds one; the last of `total` moves the word to the next generation with no
+/// arrivals in a second add, so the word needs no reset between barriers or calls (a call slot's
+/// word starts at zero, and a call whose TBs stopped leaves its slot unused). One atomic add per
+/// arrival, where a compare-and-swap loop retried under contention. Returns the generation the
+/// arrival belongs to: the barrier is passed once the word's generation is past it.
+TUCCL_DEVICE_INLINE uint64_t arrive(uint64_t* word, uint64_t total) {
+  constexpr uint64_t kArrivals = 0xffffffffu;
 #if defined(TUCCL_DEVICE_COMPILE)
   fence(kScopeGpu);  // the TBs of a rank share its GPU
-  unsigned long long* word = reinterpret_cast<unsigned long long*>(counter);
-  unsigned long long seen = *reinterpret_cast<volatile unsigned long long*>(word);
-  for (;;) {
-    const unsigned long long next = (seen >> 32) < epoch ? epochValue(epoch, 1) : seen + 1;
-    const unsigned long long was = atomicCAS(word, seen, next);
-    if (was == seen) return next;
-    seen = was;
-  }
+  unsigned long long* w = reinterpret_cast<unsigned long long*>(word);
+  const unsigned long long old = atomicAdd(w, 1ull);
+  if ((old & kArrivals) + 1 == total) atomicAdd(w, (1ull << 32) - total);
+  return old >> 32;
 #elif defined(TUCCL_CUDA_COMPILER)
-  *counter = (*counter >> 32) < epoch ? epochValue(epoch, 1) : *counter + 1;
-  return *counter;
+  const uint64_t old = (*word)++;
+  if ((old & kArrivals) + 1 == total) *word += (uint64_t{1} << 32) - total;
+  return old >> 32;
 #else
-  std::atomic_ref<uint64_t> word(*counter);
-  uint64_t seen = word.load(std::memory_order_acquire);
-  for (;;) {
-    const uint64_t next = (seen >> 32) < epoch ? epochValue(epoch, 1) : seen + 1;
-    if (word.compare_exchange_weak(seen, next, std::memory_order_acq_rel)) return next;
-  }
+  std::atomic_ref<uint64_t> w(*word);
+  const uint64_t old = w.fetch_add(1, std::memory_order_acq_rel);
+  if ((old & kArrivals) + 1 == total) w.fetch_add((uint64_t{1} << 32) - total, std::memory_order_acq_rel);
+  return old >> 32;
 #endif
 }
 

@@ -63,7 +63,7 @@ struct TbReport {
   int32_t wait = kWaitNone;
   int32_t ring = -1;       ///< kWaitData / kWaitLine / kWaitCredit / kTbTagMismatch
   int32_t depTb = -1;      ///< kWaitDependency
-  int32_t depEntry = -1;
+  int32_t depEntry = -1;   ///< kWaitDependency; kWaitBarrier: the TBs the barrier waits for
   uint64_t expected = 0;   ///< flag value (or tag) waited for
   uint64_t seen = 0;       ///< the value last seen
 };

@@ -320,7 +320,7 @@ TUCCL_DEVICE_NOINLINE bool receiveLines(Tb& t, int32_t ring, const SlotRef& in, 
     t.count(&PrimitiveCounters::barriers, 1);  // the readers' tbAll
     if (!ok) return false;
     if (reduce) {
-      reduceElements(t.args->dtype, t.args->op, dst + begin, bounce, n / t.elemSize);
+      reduceFromShared(t.args->dtype, t.args->op, dst + begin, bounce, n / t.elemSize);
       if (begin + piece < bytes) t.sync();  // the next piece reuses the bounce buffer; the last
                                             // piece's reads end at the caller's barrier
     }
@@ -494,9 +494,9 @@ TUCCL_DEVICE_NOINLINE bool rankBarrier(Tb& t, int32_t which, int32_t nTbs) {
   t.sync();
   bool ok = true;
   if (threadIdx.x == 0) {
-    arrive(&t.args->barrier[which], t.args->epoch);
-    ok = waitFlag(t, &t.args->barrier[which], epochValue(t.args->epoch, static_cast<uint64_t>(blocksOf(t, nTbs))),
-                  WaitSite{kWaitBarrier, -1, -1, -1},
+    const int32_t blocks = blocksOf(t, nTbs);
+    const uint64_t generation = arrive(&t.args->barrier[which], static_cast<uint64_t>(blocks));
+    ok = waitFlag(t, &t.args->barrier[which], (generation + 1) << 32, WaitSite{kWaitBarrier, -1, -1, blocks},
                   &PrimitiveCounters::entryWaits);
     if (ok) t.fence(kScopeGpu);
   }

@@ -412,12 +412,69 @@ TUCCL_DEVICE_NOINLINE void reduceCopy(int32_t dtype, int32_t op, const void* s0,
   }
 }
 
-/// dst op= src over n elements of a runtime datatype and operation (one switch per slice).
-/// Compiling with -DTUCCL_ONLY_DTYPE=<DataType> (and -DTUCCL_ONLY_OP=<RedOp>) specialises the
-/// kernel to one datatype (and operation), as a runtime that compiles per call configuration
-/// would: smaller code, faster NVRTC.
-TUCCL_DEVICE_INLINE void reduceElements(int32_t dtype, int32_t op, void* dst, const void* src, int64_t n) {
-  reduceCopy(dtype, op, dst, src, dst, nullptr, n);
+/// dst op= src over n elements of T, where src is this TB's shared memory (the LL / LL128 bounce
+/// buffer): src read with generic loads (a global-window load of a shared address faults with
+/// CUDA_ERROR_INVALID_ADDRESS_SPACE), dst with the global ones; 16-byte packs when dst is
+/// 16-byte aligned, else one element at a time.
+template <typename T, typename Op>
+TUCCL_DEVICE_INLINE void reduceFromSharedT(T* dst, const T* src, int64_t n) {
+#if defined(TUCCL_DEVICE_COMPILE)
+  constexpr int64_t kPer = 16 / static_cast<int64_t>(sizeof(T));
+  int64_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15u) == 0) {
+    const int64_t packs = n / kPer;
+    const uint64_t gd = globalAddress(dst);
+    const Pack16* in = reinterpret_cast<const Pack16*>(src);
+    for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
+      const uint64_t at = gd + static_cast<uint64_t>(p) * 16;
+      storePack(at, PackCombine<T, Op>::apply(loadPack(at), in[p]));
+    }
+    done = packs * kPer;
+  }
+  const T* const srcs[2] = {dst, src};
+  T* const dsts[1] = {dst};
+  elementLoop<T, Op, 2, 1>(srcs, dsts, done, n);
+#else
+  for (int64_t i = 0; i < n; ++i) dst[i] = Combine<Op, T>::apply(dst[i], src[i]);
+#endif
+}
+
+template <typename T>
+TUCCL_DEVICE_INLINE void reduceFromSharedOp(int32_t op, void* dst, const void* src, int64_t n) {
+#if defined(TUCCL_ONLY_OP)
+  (void)op;
+  op = TUCCL_ONLY_OP;
+#endif
+  T* const d = static_cast<T*>(dst);
+  const T* const s = static_cast<const T*>(src);
+  switch (op) {
+    case kProd: reduceFromSharedT<T, OpProd>(d, s, n); break;
+    case kMin: reduceFromSharedT<T, OpMin>(d, s, n); break;
+    case kMax: reduceFromSharedT<T, OpMax>(d, s, n); break;
+    default: reduceFromSharedT<T, OpSum>(d, s, n); break;  // kSum, kAvg
+  }
+}
+
+/// dst op= src over n elements of a runtime datatype and operation (one switch per slice), src
+/// in the TB's shared memory (reduceFromSharedT). Compiling with -DTUCCL_ONLY_DTYPE=<DataType>
+/// (and -DTUCCL_ONLY_OP=<RedOp>) specialises the kernel to one datatype (and operation), as a
+/// runtime that compiles per call configuration would: smaller code, faster NVRTC.
+TUCCL_DEVICE_NOINLINE void reduceFromShared(int32_t dtype, int32_t op, void* dst, const void* src, int64_t n) {
+#if defined(TUCCL_ONLY_DTYPE)
+  (void)dtype;
+  reduceFromSharedOp<typename TypeOf<TUCCL_ONLY_DTYPE>::type>(op, dst, src, n);
+#else
+  switch (dtype) {
+    case kUint8: reduceFromSharedOp<uint8_t>(op, dst, src, n); break;
+    case kInt32: reduceFromSharedOp<int32_t>(op, dst, src, n); break;
+    case kInt64: reduceFromSharedOp<int64_t>(op, dst, src, n); break;
+    case kFloat16: reduceFromSharedOp<Half>(op, dst, src, n); break;
+    case kBFloat16: reduceFromSharedOp<BFloat16>(op, dst, src, n); break;
+    case kFloat32: reduceFromSharedOp<float>(op, dst, src, n); break;
+    case kFloat64: reduceFromSharedOp<double>(op, dst, src, n); break;
+    default: break;
+  }
+#endif
 }
 
 }  // namespace tuccl::dev

@@ -1,6 +1,7 @@
 // The device primitive library compiled for the host (host shim): datatype conversions,
 // vectorised reductions at every alignment, chunk geometry, and the PUSH protocol of send and
 // the fused receive-and-forward forms between TB threads.
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -61,7 +62,7 @@ TEST(DevicePrimitives, ReduceAtEveryAlignment) {
     for (int64_t n : {0, 1, 3, 4, 5, 17, 64, 1001}) {
       std::vector<float> a(static_cast<size_t>(n + 8), 1.5f), b(static_cast<size_t>(n + 8));
       for (int64_t i = 0; i < n + 8; ++i) b[i] = static_cast<float>(i);
-      reduceElements(kFloat32, kMax, a.data() + offset, b.data() + offset, n);
+      reduceFromShared(kFloat32, kMax, a.data() + offset, b.data() + offset, n);
       for (int64_t i = 0; i < n + 8; ++i) {
         const bool inside = i >= offset && i < offset + n;
         ASSERT_EQ(a[i], inside ? std::max(1.5f, static_cast<float>(i)) : 1.5f) << offset << " " << n << " " << i;
@@ -69,9 +70,9 @@ TEST(DevicePrimitives, ReduceAtEveryAlignment) {
     }
   }
   std::vector<int32_t> x = {INT32_MAX, 2, -3}, y = {1, 3, -4};
-  reduceElements(kInt32, kSum, x.data(), y.data(), 3);
+  reduceFromShared(kInt32, kSum, x.data(), y.data(), 3);
   EXPECT_EQ(x, (std::vector<int32_t>{INT32_MIN, 5, -7}));  // wraps
-  reduceElements(kInt32, kProd, x.data() + 1, y.data() + 1, 2);
+  reduceFromShared(kInt32, kProd, x.data() + 1, y.data() + 1, 2);
   EXPECT_EQ(x[1], 15);
   EXPECT_EQ(x[2], 28);
 }
@@ -168,6 +169,50 @@ TEST_P(FusedReceiveAndForward, EveryProtocol) {
     EXPECT_EQ(counters[i * 4], static_cast<uint64_t>(microBatches));
     EXPECT_EQ(counters[i * 4 + 1], static_cast<uint64_t>(microBatches));
   }
+}
+
+// A rank barrier's word serves barrier after barrier (and call after call) without a reset: 6 TBs
+// pass 200 barriers on one word; after each, every TB sees every other's write of that round, and
+// the word ends at generation 200 with no arrivals.
+TEST(DevicePrimitives, RankBarrierWordNeedsNoReset) {
+  constexpr int kTbs = 6;
+  constexpr int kRounds = 200;
+  int32_t abortFlag = 0;
+  uint64_t barrier[2] = {0, 0};
+  std::vector<TbReport> reports(kTbs);
+  std::vector<KernelArgs> args(kTbs);
+  std::vector<std::atomic<int>> round(kTbs);
+  for (std::atomic<int>& r : round) r = -1;
+  std::vector<int> passed(kTbs, 0);
+  std::vector<std::thread> threads;
+  for (int tb = 0; tb < kTbs; ++tb) {
+    KernelArgs& a = args[tb];
+    a.barrier = barrier;
+    a.reports = reports.data();
+    a.abort = &abortFlag;
+    a.deadlineNs = deadlineIn(20);
+    a.count = 1;
+    a.dtype = kFloat32;
+    threads.emplace_back([&, tb] {
+      Tb t = makeTb(args[tb], tb);
+      for (int i = 0; i < kRounds; ++i) {
+        round[tb].store(i, std::memory_order_relaxed);
+        if (!rankBarrier(t, 0, kTbs)) return;
+        for (int other = 0; other < kTbs; ++other) {
+          if (round[other].load(std::memory_order_relaxed) < i) return;
+        }
+        // Nobody writes round i + 1 before everyone read round i: the next barrier's arrivals
+        // need every TB, so hold the write behind a second barrier on the other word.
+        if (!rankBarrier(t, 1, kTbs)) return;
+        ++passed[tb];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int tb = 0; tb < kTbs; ++tb) EXPECT_EQ(passed[tb], kRounds) << "TB " << tb << " state " << reports[tb].state;
+  EXPECT_EQ(barrier[0], uint64_t{kRounds} << 32);
+  EXPECT_EQ(barrier[1], uint64_t{kRounds} << 32);
+  EXPECT_EQ(abortFlag, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, FusedReceiveAndForward,
