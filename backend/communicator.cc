@@ -129,9 +129,17 @@ std::string bytesOf(const InitReport& report) {
   return std::string(reinterpret_cast<const char*>(&report), sizeof(report));
 }
 
-/// Channels of the CUDA device's plans when the table names none: 4 replicas of a ring's two TBs
-/// keep 8 SMs busy per rank, and 8 ranks sharing one GPU (MPS) still fit its SMs at one block each.
-constexpr int32_t kCudaDefaultChannels = 4;
+/// The CUDA device's plans when the table names none: 16 channels of 1 MiB slices. One TB (one
+/// SM) of the fused ring moves ~12 GB/s of AllReduce bus bandwidth, so the ring needs many
+/// replicas; on an H100 with 4 ranks under MPS, 16 channels reached 175 GB/s at 512 MB in place
+/// with 1 MiB slices, 4 channels 45 GB/s (docs/runtime.md "On a GPU"). Plans of more TBs per
+/// channel get fewer channels (the rank's share of the SMs; plan_cache.cc fitChannels).
+constexpr int32_t kCudaDefaultChannels = 16;
+constexpr int64_t kCudaDefaultChunkBytes = 1 << 20;
+/// Staging per rank on the CUDA device unless TUCCL_STAGING_BYTES says: the rings of a ring
+/// AllReduce, AllGather and ReduceScatter at the defaults (16 channels x 4 slots x 1 MiB each)
+/// and the direct AllReduce's side by side, so switching collectives never restarts the staging.
+constexpr int64_t kCudaDefaultStagingBytes = 256ll << 20;
 constexpr size_t kBlobBytes = 1024;  // staging export blobs travel length-prefixed, padded to this size
 
 std::string formatSeconds(double seconds) {
@@ -169,6 +177,7 @@ Expected<CommOptions> commOptionsFromEnvironment() {
     return {};
   };
   if (Status s = bytes("TUCCL_STAGING_BYTES", 1 << 20, options.stagingBytes); !s) return s;
+  options.stagingBytesSet = env("TUCCL_STAGING_BYTES") != nullptr;
   if (Status s = bytes("TUCCL_CHUNK_SIZE", 16, options.chunkSize); !s) return s;
   options.chunkSizeForced = env("TUCCL_CHUNK_SIZE") != nullptr;
   if (const char* value = env("TUCCL_ALGO")) {
@@ -289,6 +298,8 @@ Expected<std::unique_ptr<Device>> Communicator::Impl::chooseDevice(PlanCacheOpti
       // copy bandwidth only with many TBs (one SM moves a few tens of GB/s), so the CUDA device
       // runs kCudaDefaultChannels unless the table or TUCCL_NCHANNELS says otherwise.
       planOptions.defaultChannels = kCudaDefaultChannels;
+      if (!options.chunkSizeForced) planOptions.defaultChunkSize = kCudaDefaultChunkBytes;
+      if (!options.stagingBytesSet) options.stagingBytes = kCudaDefaultStagingBytes;
       return created;
     }
     if (options.device == "cuda") {

@@ -27,9 +27,10 @@ namespace tuccl::backend {
 struct CommOptions {
   double timeoutSeconds = 300;           ///< TUCCL_TIMEOUT_S
   std::string device = "auto";           ///< TUCCL_DEVICE: auto, cpu, cuda
-  int64_t stagingBytes = 64ll << 20;     ///< TUCCL_STAGING_BYTES: per rank
+  int64_t stagingBytes = 64ll << 20;     ///< TUCCL_STAGING_BYTES: per rank (CUDA device: 256M unless set)
+  bool stagingBytesSet = false;          ///< TUCCL_STAGING_BYTES was given
   int32_t stagingSlots = 4;              ///< TUCCL_STAGING_SLOTS: slots per ring
-  int64_t chunkSize = 256 << 10;         ///< TUCCL_CHUNK_SIZE: slice bytes (set: beats the table)
+  int64_t chunkSize = 256 << 10;         ///< TUCCL_CHUNK_SIZE: slice bytes (set: beats the table; CUDA device: 1M unless set)
   bool chunkSizeForced = false;          ///< TUCCL_CHUNK_SIZE was given
   std::string algorithm;                 ///< TUCCL_ALGO: a built-in algorithm or a .resccl file (beats the table)
   int32_t channels = 0;                  ///< TUCCL_NCHANNELS (beats the table); 0: the table's or 1

@@ -104,6 +104,12 @@ struct CallTiming {
   std::function<void(double)> completed;
 };
 
+// Calls a device keeps in flight at once, each in its own slot (counters, reports, workspace):
+// enough to hide the launch cost behind the kernels, few enough that a burst of calls reuses
+// slots instead of allocating one per call (a slot's pinned reports and device memory cost tens of
+// microseconds, far more than the call).
+inline constexpr size_t kMaxCallSlots = 8;
+
 // The device's calls: their slots, those in flight (in launch order) and the timed ones finished.
 struct CallTracker {
   std::mutex mutex;
@@ -139,6 +145,9 @@ void callFinished(CallTracker& tracker, PendingCall& pending) {
     sink = tracker.sink;
   }
   if (!status && sink) sink(status);
+  // TBs that stopped left the slot's barrier words mid-count (dev::arrive): its counters are made
+  // afresh, cleared, before the slot serves another call (reserve).
+  if (!status) slot.counterBytes = 0;
   if (pending.timing) {
     if (!status) pending.timing->completed = nullptr;  // a failed call is not timed; its events go back
     std::lock_guard lock(tracker.mutex);
@@ -694,17 +703,34 @@ Status CudaDevice::reserve(CallSlot& slot, size_t counterBytes, size_t nTbs, siz
 
 Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& call) {
   std::shared_ptr<CallSlot> slot;
-  {
-    std::lock_guard lock(tracker_->mutex);
-    for (const std::shared_ptr<CallSlot>& candidate : tracker_->slots) {
-      if (!candidate->inFlight) {
-        slot = candidate;
+  // Every slot in flight: the oldest call ends within its kernels' bounded waits; a launch waits
+  // for it (polling its event, no sleep) rather than allocating a slot per call.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(2 * std::clamp(call.timeoutSeconds, 1.0, 86400.0)));
+  for (;;) {
+    {
+      std::lock_guard lock(tracker_->mutex);
+      for (const std::shared_ptr<CallSlot>& candidate : tracker_->slots) {
+        if (!candidate->inFlight) {
+          slot = candidate;
+          break;
+        }
+      }
+      if (!slot && tracker_->slots.size() < kMaxCallSlots) slot = tracker_->slots.emplace_back(std::make_shared<CallSlot>());
+      if (slot) {
+        slot->inFlight = true;
+        ++tracker_->inFlight;
         break;
       }
     }
-    if (!slot) slot = tracker_->slots.emplace_back(std::make_shared<CallSlot>());
-    slot->inFlight = true;
-    ++tracker_->inFlight;
+    if (Status status = finishCalls(); !status) return status;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return makeError(ErrorCode::Timeout, "CUDA device: " + std::to_string(kMaxCallSlots) + " calls on GPU " +
+                                               std::to_string(ordinal_) + " still in flight after " +
+                                               std::to_string(2 * call.timeoutSeconds) + " s; no slot for the next");
+    }
+    std::this_thread::yield();
   }
   const CompiledPlan& plan = *call.plan;
   const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));

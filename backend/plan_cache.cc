@@ -77,12 +77,9 @@ PlanRequest planRequest(const PlanSelection& selection, const PlanCacheOptions& 
 // A rank's kernel runs its TBs times the channels as one grid whose blocks wait on each other's
 // flags, so all of them, and those of the ranks sharing its GPU, must be resident at once. With
 // `maxBlocks` per rank (0: no limit), a plan whose TBs do not fit even once is refused rather than
-// left to wait for blocks that never start, and the channels are cut to a quarter of it: on an
-// H200 under MPS, 4 ranks of 4 ring channels (32 TBs on 132 SMs) ran, while 4 ranks of 8 and 8
-// ranks of 4 (64 TBs) stopped at their timeout, for a reason not yet determined
-// (docs/runtime.md, "On a GPU").
-inline constexpr int32_t kChannelShareOfBlocks = 4;
-
+// left to wait for blocks that never start, and its channels are cut to what fits. (On an H100
+// under MPS, 4 and 8 processes of 32 and 16 blocks of 512 threads, one block per SM, were all
+// resident at once: 128 blocks on 132 SMs; bench/gpu_residency.cu.)
 Status fitChannels(Plan& plan, int32_t maxBlocks, const std::string& name) {
   if (maxBlocks <= 0) return {};
   size_t tbs = 1;
@@ -93,8 +90,12 @@ Status fitChannels(Plan& plan, int32_t maxBlocks, const std::string& name) {
                      "GPU holds " + std::to_string(maxBlocks) + " (its SMs over the ranks that share it, one TB per "
                      "SM): run fewer ranks per GPU, or choose an algorithm of fewer TBs (TUCCL_ALGO)");
   }
-  const auto fit = std::max<int32_t>(1, static_cast<int32_t>(static_cast<size_t>(maxBlocks / kChannelShareOfBlocks) / tbs));
-  if (plan.config.nChannels > fit) plan.config.nChannels = fit;
+  const auto fit = static_cast<int32_t>(static_cast<size_t>(maxBlocks) / tbs);
+  if (plan.config.nChannels > fit) {
+    logger()->info("{}: {} channels cut to {}: {} TBs a channel, {} TBs fit on a rank at once", name,
+                   plan.config.nChannels, fit, tbs, maxBlocks);
+    plan.config.nChannels = fit;
+  }
   return {};
 }
 

@@ -47,7 +47,7 @@ struct PlanCacheOptions {
   int32_t maxChannels = 0;
   /// The TBs a rank's kernel may run at once, every channel's (0: no limit): its GPU's SMs over
   /// the ranks sharing that GPU, agreed by every rank at init. A plan whose TBs exceed it is
-  /// refused (ResourceExhausted); its channels are cut to a quarter of it (plan_cache.cc).
+  /// refused (ResourceExhausted); its channels are cut to what fits (plan_cache.cc).
   int32_t maxBlocksPerRank = 0;
   bool hostKernels = true;     ///< build the host library (CPU device)
   std::string cudaArch;        ///< non-empty: compile CUBINs for it ("sm_90")

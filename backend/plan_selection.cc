@@ -212,6 +212,11 @@ Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTabl
   if (!why.empty()) selection.reason += ": " + why;
   selection.algorithm = family ? std::string(*family) : std::string(defaultFamily(query, options));
   selection.builtin = true;
+  // The default direct AllReduce serves calls of at most kDirectAllReduceBytes: slots of that
+  // size hold any of them, and a larger chunk would only take staging from the other plans.
+  if (!family && query.collective == Collective::AllReduce && selection.algorithm == "direct") {
+    selection.chunkSize = std::min<int64_t>(selection.chunkSize, static_cast<int64_t>(kDirectAllReduceBytes));
+  }
   if (group > 0 && selection.entry == nullptr) {
     const ConfigGroup alternative = defaultAlternative(query, selection.algorithm, options);
     selection.algorithm = alternative.tucclAlgorithm;

@@ -361,6 +361,44 @@ TEST(CudaDevice, RunsAnOutOfPlaceAllGather) {
   }
 }
 
+// A burst of calls launched back to back, none waited for, keeps at most 8 in flight per device:
+// the ninth launch waits for the first call's event and reuses its slot (no slot, with its pinned
+// reports and counters, per call). Every rank's output is checked after the burst.
+TEST(CudaDevice, ABurstOfCallsReusesABoundedSetOfSlots) {
+  constexpr int32_t kRanks = 2;
+  constexpr int kCalls = 25;
+  constexpr size_t kMaxSlots = 8;
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(kRanks);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  setUpRanks(ranks, *plan);
+  if (HasFatalFailure()) return;
+  fakecuda::clearCalls();
+  CallData data = callData(Collective::AllReduce, kRanks, 5003, false, 77);
+  std::vector<tucclStream_t> streams;
+  for (int32_t r = 0; r < kRanks; ++r) streams.push_back(fakecuda::createStream());
+  std::vector<Status> launched(kRanks);
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      for (int i = 0; i < kCalls && launched[r]; ++i) {
+        launched[r] = ranks.devices[r]->launch(kernelCall(plan, ranks.placement, data, r), streams[r]);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const Status& status : launched) EXPECT_TRUE(status) << status.toString();
+  for (auto& device : ranks.devices) ASSERT_TRUE(device->drain(kTimeoutSeconds));
+  for (const Status& error : ranks.takeErrors()) ADD_FAILURE() << error.toString();
+  for (int32_t r = 0; r < kRanks; ++r) EXPECT_EQ(checkOutput(data, r), "");
+  EXPECT_EQ(fakecuda::callsOf("cuLaunchKernel").size(), static_cast<size_t>(kCalls * kRanks));
+  // One set of pinned reports per slot: at most kMaxSlots per rank, not one per call.
+  const size_t slots = fakecuda::callsOf("cuMemHostAlloc").size();
+  EXPECT_GE(slots, static_cast<size_t>(kRanks));
+  EXPECT_LE(slots, kMaxSlots * kRanks);
+  for (tucclStream_t stream : streams) fakecuda::destroyStream(stream);
+}
+
 // The runtime phase's timings: a timed call's events bracket its work in stream order, its time
 // reaches `completed` by the next launch or drain, the test delay lies inside it, events are
 // reused across calls and the device destroys them.

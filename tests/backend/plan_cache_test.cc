@@ -256,12 +256,12 @@ TEST(PlanCacheSelection, SmallCallsOnTheCpuDeviceRunInOneTb) {
 }
 
 // The TBs a rank's kernel runs at once (its TBs times the channels) stay within its share of the
-// GPU: the channels are cut to a quarter of it, and a plan whose TBs alone do not fit is refused,
-// saying why.
+// GPU: the channels, the default's or forced, are cut to what fits, and a plan whose TBs alone do
+// not fit is refused, saying why.
 TEST(PlanCacheSelection, ChannelsAreCutToTheBlocksARankMayRunAtOnce) {
   PlanCacheOptions options = memoryOnly(4);
   options.forcedAlgorithm = "ring";
-  options.forcedChannels = 16;
+  options.defaultChannels = 16;
   PlanCache unbounded(std::nullopt, options);
   auto all = planOrFail(unbounded, query(Collective::AllReduce, 1 << 20));
   ASSERT_NE(all, nullptr);
@@ -270,14 +270,26 @@ TEST(PlanCacheSelection, ChannelsAreCutToTheBlocksARankMayRunAtOnce) {
   for (const PlanRank& rank : all->plan.ranks) tbs = std::max(tbs, rank.tbs.size());
   ASSERT_GE(tbs, 1u);  // the fused ring: one TB per rank and channel
 
-  // Channels take a quarter of the blocks a rank may run: 3 replicas here.
-  options.maxBlocksPerRank = static_cast<int32_t>(4 * (3 * tbs) + 3);
-  PlanCache bounded(std::nullopt, options);
-  auto cut = planOrFail(bounded, query(Collective::AllReduce, 1 << 20));
-  ASSERT_NE(cut, nullptr);
-  EXPECT_EQ(cut->plan.config.nChannels, 3);
-  EXPECT_EQ(cut->layout.channels, 3);
-  for (int32_t r = 0; r < cut->plan.nRanks; ++r) EXPECT_LE(cut->layout.blocksOf(cut->plan, r), options.maxBlocksPerRank);
+  for (const int32_t forced : {0, 16}) {
+    options.forcedChannels = forced;
+    // Room for 3 channels and part of a fourth: 3.
+    options.maxBlocksPerRank = static_cast<int32_t>(4 * tbs - 1);
+    PlanCache bounded(std::nullopt, options);
+    auto cut = planOrFail(bounded, query(Collective::AllReduce, 1 << 20));
+    ASSERT_NE(cut, nullptr);
+    EXPECT_EQ(cut->plan.config.nChannels, 3) << "forced " << forced;
+    EXPECT_EQ(cut->layout.channels, 3);
+    for (int32_t r = 0; r < cut->plan.nRanks; ++r) {
+      EXPECT_LE(cut->layout.blocksOf(cut->plan, r), options.maxBlocksPerRank);
+    }
+    // Exactly 16 channels' worth: all kept.
+    options.maxBlocksPerRank = static_cast<int32_t>(16 * tbs);
+    PlanCache fits(std::nullopt, options);
+    auto kept = planOrFail(fits, query(Collective::AllReduce, 1 << 20));
+    ASSERT_NE(kept, nullptr);
+    EXPECT_EQ(kept->plan.config.nChannels, 16);
+  }
+  options.forcedChannels = 0;
 
   // Direct AllReduce: a TB per peer and direction, more than a share of one block holds.
   options.forcedAlgorithm = "direct";
