@@ -13,6 +13,12 @@
 #                 one GPU need NCCL >= 2.30 (NCCL_MULTI_RANK_GPU_ENABLE=1), so an older one is skipped.
 #   (e) latency   tuccl-bench AllReduce 8 B..64 KB on 4 ranks (float), beside the empty-kernel launch
 #                 latency (1000 back-to-back launches + one sync, per launch; launch + sync round trip).
+#   (f) residency gpu_residency.cu: N processes (each rank count) of floor(SMs/N) blocks of 512 threads,
+#                 one per SM, all waiting for each other: whether every block is on the GPU at once,
+#                 as TuCCL's kernels (which wait on each other's flags) need.
+#   (g) flag hop  gpu_flag_latency.cu: one flag hand-off between two blocks (volatile post and poll),
+#                 with no fence, fence.acq_rel.gpu, .sys or fence.sc.sys around it, the flags in device
+#                 or in mapped host memory: the floor of every slice hand-off and small-call latency.
 #
 # busbw is nccl-tests' (PERFORMANCE.md): AllReduce busbw = algbw * 2(n-1)/n, AllGather and
 # ReduceScatter busbw = algbw * (n-1)/n, algbw = the row's size / time (AllGather: the total
@@ -346,6 +352,7 @@ cleanup() {
     wait "$child" 2>/dev/null
     child=""
   fi
+  rm -f /dev/shm/tuccl-residency-$$-*
   stop_mps
   if [ "$keep" = 1 ]; then log "kept $work"; else rm -rf "$work"; fi
 }
@@ -433,6 +440,26 @@ if [ -n "$roofline" ]; then
   launch_rows launch ""
   [ "$rc" = 0 ] || note_row latency "empty kernel launch" - - - "$(reason launch "$rc" "$t")"
 fi
+
+# (g) one flag hop between two blocks (gpu_flag_latency.cu), per fence and flag memory: the floor of
+# every slice hand-off and of small calls' latency.
+if [ -n "$nvcc" ]; then
+  t=$(limit 120)
+  run_child nvcc-flag "$t" "$nvcc" -O3 -arch="$arch" -o "$work/gpu_flag_latency" "$script_dir/gpu_flag_latency.cu"
+  rc=$?
+  if [ "$rc" = 0 ]; then
+    t=$(limit 60)
+    run_child flag "$t" "$work/gpu_flag_latency" 10000
+    rc=$?
+    awk "$awk_lib"' $1 == "flag" {
+        kv()
+        printf "latency\tflag hop, %s memory, fence %s\t-\t-\t-\t-\t%.2f\t-\t-\t-\t-\t-\tone way, mean of %s round trips\n",
+               v["memory"], v["fence"], v["hop_ns"] / 1000, v["rounds"] }' "$logs/flag.out" >> "$rows"
+    [ "$rc" = 0 ] || note_row latency "flag hop" - - - "$(reason flag "$rc" "$t")"
+  else
+    note_row latency "nvcc gpu_flag_latency.cu" - - - "$(reason nvcc-flag "$rc" "$t")"
+  fi
+fi
 copy_b=${copy_b:-$copy_bw}
 
 # ---- (d), the version first: cheap, and in the report even when the time runs out later -----------
@@ -481,6 +508,44 @@ if [ "$use_mps" = 1 ]; then
     fi
   fi
 fi
+# ---- (f) residency: are n processes' blocks all on the GPU at once (TuCCL's kernels need it) ----------
+# gpu_residency.cu: each of n processes launches floor(SMs / n) blocks of 512 threads, one per SM,
+# that wait for every block of every process (8 s at most).
+sms=$(sed -n 's/.* sms=\([0-9]*\).*/\1/p' "$logs/info.out" 2>/dev/null | head -n 1)
+if [ -n "$nvcc" ] && [ -n "$sms" ]; then
+  t=$(limit 120)
+  run_child nvcc-residency "$t" "$nvcc" -O3 -arch="$arch" -o "$work/gpu_residency" "$script_dir/gpu_residency.cu"
+  rc=$?
+  if [ "$rc" = 0 ]; then
+    for n in $ranks; do
+      k=$(( sms / n ))
+      [ "$k" -ge 1 ] || continue
+      shm_counter=/dev/shm/tuccl-residency-$$-$n  # tmpfs: cudaHostRegister maps it (not every file system's pages)
+      t=$(limit 30)
+      [ "$t" -gt 0 ] || { note_row residency "$n processes x $k blocks" "$n" - - "SKIPPED: time budget (--budget $budget)"; continue; }
+      rm -f "$shm_counter"
+      log "residency: $n processes x $k blocks"
+      printf '%s %s %s %s\n' "$work/gpu_residency" "$k" "$(( n * k ))" "$shm_counter" > "$logs/residency-$n.cmd"
+      pids=()
+      for _ in $(seq "$n"); do
+        timeout -k 5 "$t" "$work/gpu_residency" "$k" "$(( n * k ))" "$shm_counter" >> "$logs/residency-$n.out" 2>> "$logs/residency-$n.err" &
+        pids+=($!)
+      done
+      for p in "${pids[@]}"; do wait "$p"; done
+      rm -f "$shm_counter"
+      yes=$(grep -c 'resident=yes' "$logs/residency-$n.out")
+      most=$(awk '/^residency/ { for (i = 2; i <= NF; i++) if ($i ~ /^seen=/) { v = substr($i, 6) + 0; if (v > m) m = v } } END { print m + 0 }' "$logs/residency-$n.out")
+      if [ "$yes" = "$n" ]; then
+        note_row residency "$n processes x $k blocks (512 threads)" "$n" - - "all $(( n * k )) blocks resident at once"
+      else
+        note_row residency "$n processes x $k blocks (512 threads)" "$n" - - "NOT all resident: at most $most of $(( n * k )) seen at once ($yes of $n processes saw all) [logs: residency-$n.*]"
+      fi
+    done
+  else
+    note_row residency "nvcc gpu_residency.cu" - - - "$(reason nvcc-residency "$rc" "$t")"
+  fi
+fi
+
 if [ "$mps_started" = 1 ]; then echo "# MPS: on (this script's daemon)" >> "$header"
 else echo "# MPS: off" >> "$header"; fi
 
