@@ -120,9 +120,10 @@ uint64_t planSettingsHash(const CommOptions& options) {
 uint64_t adaptRuleHash(const AdaptSettings& adapt) {
   if (!adapt.enabled) return 0;
   const AdaptationOptions& rule = adapt.rule;
-  return fnv1a64(std::to_string(rule.samplesPerGroup) + "/" + std::to_string(rule.syncEvery) + "/" +
+  return fnv1a64(std::to_string(rule.minSamples) + "/" + std::to_string(rule.syncEvery) + "/" +
                  std::to_string(rule.probeEvery) + "/" + std::to_string(rule.window) + "/" +
-                 std::to_string(rule.switchMargin) + "/" + std::to_string(adapt.warmup));
+                 std::to_string(rule.budget) + "/" + std::to_string(adapt.warmup) + "/" +
+                 std::to_string(adapt.firstAgreement));
 }
 
 std::string bytesOf(const InitReport& report) {
@@ -270,10 +271,10 @@ struct Communicator::Impl {
   Status setup(const UniqueIdBytes& id, int cudaDevice);
   Status startProxy(const UniqueIdBytes& id);
   Status startAdaptation(int32_t nHosts);
-  /// The runtime phase's exchange: every rank's bytes, over the bootstrap (one exchange at a time).
-  Expected<std::vector<std::string>> exchange(const std::string& bytes) {
-    std::lock_guard lock(mutex);
-    return bootstrap->allGather(bytes);
+  /// Before the communicator uses its bootstrap itself: the runtime phase's exchanges in flight
+  /// finish first, so every rank sees the same sequence of bootstrap operations.
+  void quiesceAdaptation() {
+    if (adapt) adapt->quiesce();
   }
   Expected<std::unique_ptr<Device>> chooseDevice(PlanCacheOptions& planOptions, int cudaDevice);
   Expected<const PlanPlacement*> placementFor(const CompiledPlan& compiled);
@@ -388,7 +389,9 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
                       "TUCCL_STAGING_SLOTS differs): every rank must set them alike");
     }
     if (theirs.adaptHash != mine.adaptHash) {
-      return mismatch("adapts otherwise (TUCCL_ADAPT, TUCCL_ADAPT_SYNC, TUCCL_ADAPT_PROBE or TUCCL_ADAPT_WARMUP differs)");
+      return mismatch(
+          "adapts otherwise (TUCCL_ADAPT, TUCCL_ADAPT_SYNC, TUCCL_ADAPT_PROBE, TUCCL_ADAPT_BUDGET, TUCCL_ADAPT_WARMUP "
+          "or TUCCL_ADAPT_FIRST differs)");
     }
   }
 
@@ -407,6 +410,12 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   planOptions.nNodes = static_cast<int32_t>(hosts.size());
   planOptions.maxBlocksPerRank = blocksPerRank(everyone);
   if (planOptions.nNodes > 1 || planOptions.maxBlocksPerRank > 0) plans = std::make_unique<PlanCache>(table, planOptions);
+  // A table made for another communicator shape is said once (rank 0), not left to INFO lines.
+  if (const std::string mismatch = plans->tableMismatch(); !mismatch.empty() && rank == 0) {
+    warnOnce("table-mismatch " + planOptions.tablePath + " " + std::to_string(nRanks) + "/" +
+                 std::to_string(planOptions.nNodes),
+             "TuCCL: TUCCL_TUNER_TABLE=" + planOptions.tablePath + ":\n" + mismatch);
+  }
   Status spans;
   if (hosts.size() > 1) spans = device->setRemoteRanks(remote);
 
@@ -473,8 +482,12 @@ Status Communicator::Impl::startAdaptation(int32_t nHosts) {
   Expected<std::vector<std::string>> descriptions = bootstrap->allGather(localTopologyDescription());
   if (!descriptions) return descriptions.status();
   const uint64_t signature = topologySignatureOf(*descriptions, nHosts);
-  adapt = std::make_shared<AdaptiveRuntime>(options.adapt, rank, nRanks, signature, plans->tableHash());
-  return adapt->loadLearned([this](const std::string& bytes) { return bootstrap->allGather(bytes); });
+  // The exchanges run on the runtime's thread; the bootstrap serialises its calls, and the
+  // communicator quiesces them before its own (quiesceAdaptation).
+  Bootstrap* shared = bootstrap.get();
+  adapt = std::make_shared<AdaptiveRuntime>(options.adapt, rank, nRanks, signature, plans->tableHash(),
+                                            [shared](const std::string& bytes) { return shared->allGather(bytes); });
+  return adapt->loadLearned();
 }
 
 // The inter-node proxy (net_proxy.h) over the plugin TUCCL_NET_PLUGIN / NCCL_NET_PLUGIN names;
@@ -523,6 +536,7 @@ Expected<const PlanPlacement*> Communicator::Impl::placementFor(const CompiledPl
 // keeps its rings for the communicator's life. Called with `mutex` held.
 Status Communicator::Impl::restartStaging(const std::string& algorithm) {
   if (Status drained = device->drain(options.timeoutSeconds); !drained) return drained;
+  quiesceAdaptation();
   if (Status met = bootstrap->barrier(); !met) return met;
   if (Status reset = device->resetStaging(); !reset) return reset;
   const size_t dropped = placements.size();
@@ -548,6 +562,9 @@ Communicator::~Communicator() {
   impl_->stopWatchdogThread();
   if (impl_->device) impl_->device->setErrorSink(nullptr);  // queued calls outlive this object
   if (impl_->bootstrap) impl_->bootstrap->abort();
+  // Queued calls may hold the runtime phase past this object: its exchange thread, which uses
+  // the bootstrap, stops now (an exchange in flight fails on the aborted bootstrap).
+  if (impl_->adapt) impl_->adapt->shutdown();
 }
 
 Expected<std::unique_ptr<Communicator>> Communicator::create(const UniqueIdBytes& id, int32_t rank, int32_t nRanks,
@@ -636,12 +653,12 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
   // The runtime phase: which configuration group this call runs (the same on every rank).
   int32_t group = 0;
   AdaptKey key;
+  std::shared_ptr<AdaptivePolicy> policy;  // the key's, when it has groups to adapt among
   if (s.adapt) {
-    const std::vector<ConfigGroup> groups = s.plans->groupsFor(query);
-    key = AdaptKey{args.collective, sizeBucket(tunerBytes(query, s.nRanks)), s.plans->entryFor(query)};
-    Expected<int32_t> chosen =
-        s.adapt->choose(key, static_cast<int32_t>(groups.size()), tunerBytes(query, s.nRanks),
-                        [&s](const std::string& bytes) { return s.exchange(bytes); });
+    const auto [entry, groups] = s.plans->entryAndGroupCount(query);
+    const uint64_t bytes = tunerBytes(query, s.nRanks);
+    key = AdaptKey{args.collective, sizeBucket(bytes), entry};
+    Expected<int32_t> chosen = s.adapt->choose(key, groups, bytes, &policy);
     if (!chosen) {
       s.fail(chosen.status());
       return chosen.status();
@@ -655,6 +672,7 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
     s.adapt->exclude(key, group, why.message());
     group = 0;
   };
+  const auto setupBegin = std::chrono::steady_clock::now();
   Expected<std::shared_ptr<const CompiledPlan>> compiled = s.plans->planFor(query, group);
   if (!compiled && group > 0) {
     dropGroup(compiled.status());
@@ -693,10 +711,12 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
       logLine(LogLevel::Info, s.rank, (*compiled)->description);
     }
   }
-  // The device times the call (its turn to its end) for the runtime phase, on any stream.
-  if (s.adapt) {
-    call.testDelayMicros = s.adapt->testDelayMicros(group);
-    call.completed = [adapt = s.adapt, key, group](double seconds) { adapt->record(key, group, seconds); };
+  // The device times the call (its turn to its end) for the runtime phase, on any stream; building
+  // or loading the group's plan, before that, counts into its first call.
+  if (s.adapt) call.testDelayMicros = s.adapt->testDelayMicros(group);
+  if (policy) {
+    policy->recordSetup(group, std::chrono::duration<double>(std::chrono::steady_clock::now() - setupBegin).count());
+    call.completed = [policy, group](double seconds) { policy->record(group, seconds); };
   }
   Status launched = s.device->launch(call, stream);
   if (!launched && launched.code() != ErrorCode::Timeout && launched.code() != ErrorCode::Aborted) {
@@ -712,6 +732,7 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
 Status Communicator::hostAllGather(const void* send, void* recv, size_t bytes) {
   if (Status status = asyncError(); !status) return status;
   std::lock_guard lock(impl_->mutex);  // one bootstrap exchange at a time
+  impl_->quiesceAdaptation();
   Expected<std::vector<std::string>> gathered =
       impl_->bootstrap->allGather(std::string(static_cast<const char*>(send), bytes));
   if (!gathered) return gathered.status();
@@ -730,6 +751,7 @@ Status Communicator::finalize() {
   Impl& s = *impl_;
   s.stopWatchdogThread();
   Status drained = s.device ? s.device->drain(s.options.timeoutSeconds) : Status();
+  s.quiesceAdaptation();
   // Nobody closes its sockets or unmaps staging while a peer may still be running a call.
   Status parted = asyncError() && drained ? s.bootstrap->barrier() : Status();
   // What the runtime phase learnt, for the next run (rank 0; a failed write is logged, not fatal).

@@ -3,6 +3,7 @@
 #include "backend/plan_cache.h"
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
@@ -493,6 +494,47 @@ int32_t PlanCache::entryFor(const PlanQuery& query) const {
   return entry == nullptr ? -1 : static_cast<int32_t>(entry - table->entries.data());
 }
 
+std::string PlanCache::tableMismatch() const {
+  if (!impl_->table) return {};
+  const PlanCacheOptions& o = impl_->options;
+  const CommKey comm{o.nNodes, o.nRanks, o.topology};
+  auto shape = [](int32_t nRanks, int32_t nNodes, const std::string& topology) {
+    std::string text = (nRanks < 0 ? std::string("any rank count") : std::to_string(nRanks) + " ranks") + " on " +
+                       (nNodes < 0 ? std::string("any node count") : std::to_string(nNodes) + (nNodes == 1 ? " node" : " nodes"));
+    if (!topology.empty()) text += " (topology " + topology + ")";
+    return text;
+  };
+  std::string text;
+  for (int c = 0; c < kTunerCollectives; ++c) {
+    std::vector<std::string> shapes;
+    bool matches = false;
+    for (const TableEntry& entry : impl_->table->entries) {
+      if (static_cast<int>(entry.collective) != c) continue;
+      matches = matches || keyMatches(entry.nNodes, entry.nRanks, entry.topology, comm);
+      std::string s = shape(entry.nRanks, entry.nNodes, entry.topology);
+      if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(std::move(s));
+    }
+    if (shapes.empty() || matches) continue;
+    std::string list;
+    for (const std::string& s : shapes) list += (list.empty() ? "" : "; ") + s;
+    if (!text.empty()) text += "\n";
+    text += toLowerCase(collectiveName(static_cast<Collective>(c))) + ": the table's entries are for " + list +
+            ", this communicator is " + shape(o.nRanks, o.nNodes, o.topology.empty() ? std::string() : o.topology) +
+            ": none applies, the built-in defaults decide";
+  }
+  return text;
+}
+
+std::pair<int32_t, int32_t> PlanCache::entryAndGroupCount(const PlanQuery& query) const {
+  const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
+  const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
+  const TableEntry* entry = matchingEntry(query, table, index, impl_->options);
+  const int32_t fixed = environmentFixesTheChoice(impl_->options) ? 1 : 0;
+  if (entry == nullptr) return {-1, fixed ? 1 : 2};  // candidateGroups: the default and an alternative
+  return {static_cast<int32_t>(entry - table->entries.data()),
+          fixed ? 1 : static_cast<int32_t>(std::min<size_t>(entry->groups.size() + 1, INT32_MAX))};
+}
+
 Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const PlanQuery& query, int32_t group) {
   const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
   const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
@@ -538,7 +580,9 @@ Expected<std::optional<LookupTable>> loadTableFromEnvironment() {
   const char* path = std::getenv("TUCCL_TUNER_TABLE");
   if (path == nullptr || *path == '\0') return std::optional<LookupTable>();
   Expected<LoadedTable> loaded = loadTableFile(path);
-  if (!loaded) return loaded.status();
+  // The message names the file and, for a syntax error, the line and column, as tuccl-table
+  // validate prints it: the API's callers see only the message.
+  if (!loaded) return makeError(loaded.status().code(), "TUCCL_TUNER_TABLE: " + loaded.status().toString());
   return std::optional<LookupTable>(std::move(loaded->table));
 }
 

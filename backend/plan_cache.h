@@ -107,6 +107,14 @@ class PlanCache {
   std::vector<ConfigGroup> groupsFor(const PlanQuery& query) const;
   /// Which table entry decides `query`: its index in the table, -1 for none.
   int32_t entryFor(const PlanQuery& query) const;
+  /// What the table holds for collectives none of whose entries can match this communicator (its
+  /// rank count, node count or topology signature), one line per collective, naming what the
+  /// entries are for and what the communicator is; empty when every collective with entries has
+  /// one that can match (or there is no table).
+  std::string tableMismatch() const;
+  /// The runtime phase's view of `query`, on every call: the entry that decides it (-1: none)
+  /// and how many configuration groups it may run (groupsFor's size), without building them.
+  std::pair<int32_t, int32_t> entryAndGroupCount(const PlanQuery& query) const;
 
   PlanCacheStats stats() const;
 

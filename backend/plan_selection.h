@@ -71,6 +71,9 @@ Status checkPlanQuery(const PlanQuery& query, const PlanCacheOptions& options);
 const TableEntry* matchingEntry(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
                                 const PlanCacheOptions& options);
 
+/// TUCCL_ALGO, TUCCL_NCHANNELS or TUCCL_CHUNK_SIZE fix the choice: one configuration group.
+bool environmentFixesTheChoice(const PlanCacheOptions& options);
+
 /// The configuration groups libtuccl may run for `query`, group 0 (the static choice) first — the
 /// runtime phase (backend/adaptive_runtime.h) switches among them: the matching table entry's
 /// (table/lookup_table.h entryGroups); without one, the built-in default family and an

@@ -71,6 +71,9 @@ std::optional<TunerAdaptSettings> tunerAdaptSettings(ncclDebugLogger_t logger) n
     if (!switches->enabled) return std::nullopt;
     TunerAdaptSettings settings;
     settings.rule = switches->rule;
+    // A tuner learns its rank from the profiler's first reports: the first agreement waits for
+    // syncEvery calls.
+    settings.rule.firstSync = settings.rule.syncEvery;
     if (const char* value = nonEmptyEnv("TUCCL_ADAPT_TIMEOUT_MS")) {
       const Expected<int64_t> millis = parseIntegerInRange(value, 1, 600'000);
       if (!millis) {
@@ -176,6 +179,7 @@ void CommAdaptation::pin(const TunerAdaptKey& key, KeyState& state, const std::s
 void CommAdaptation::agreeRound(const TunerAdaptKey& key, KeyState& state, uint64_t call, uint64_t bytes) {
   AdaptivePolicy& policy = *state.policy;
   const uint64_t round = call / static_cast<uint64_t>(std::max(1, settings_.rule.syncEvery));
+  policy.exchangeStarted();
   Expected<RoundOutcome> outcome = rendezvous_.agree(keyWord(key), round, rank_.load(), policy.summary());
   if (!outcome) {
     pin(key, state,
@@ -190,7 +194,7 @@ void CommAdaptation::agreeRound(const TunerAdaptKey& key, KeyState& state, uint6
             " ms)");
     return;
   }
-  if (Status agreed = policy.agree(outcome->summaries); !agreed) {
+  if (Status agreed = policy.agree(outcome->summaries, call); !agreed) {
     pin(key, state, "agreement round " + std::to_string(round) + ": " + agreed.message());
     return;
   }
@@ -211,7 +215,7 @@ int32_t CommAdaptation::chooseGroup(const TunerAdaptKey& key, int32_t groups, ui
       state.policy = std::make_shared<AdaptivePolicy>(groups, settings_.rule);
     }
     const uint64_t call = state.calls++;
-    if (!state.pinned && state.policy->syncDue(call)) agreeRound(key, state, call, bytes);
+    if (!state.pinned && state.policy->exchangeDue(call)) agreeRound(key, state, call, bytes);
     const int32_t group = state.pinned ? state.policy->best() : state.policy->groupFor(call);
     std::lock_guard pendingLock(pendingMutex_);
     pending_.push_back({key.collective, key.bucket, group, state.policy});

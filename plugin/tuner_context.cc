@@ -137,9 +137,9 @@ std::unique_ptr<CommAdaptation> createAdaptation(const SharedTable& shared, cons
   const AdaptationOptions& rule = settings->rule;
   char joined[512];
   std::snprintf(joined, sizeof joined,
-                "table=%016llx nRanks=%d nNodes=%d topology=%s samples=%d sync=%d probe=%d window=%d margin=%.17g",
+                "table=%016llx nRanks=%d nNodes=%d topology=%s samples=%d sync=%d probe=%d window=%d budget=%.17g",
                 static_cast<unsigned long long>(shared.tableHash), comm.nRanks, comm.nNodes, comm.topology.c_str(),
-                rule.samplesPerGroup, rule.syncEvery, rule.probeEvery, rule.window, rule.switchMargin);
+                rule.minSamples, rule.syncEvery, rule.probeEvery, rule.window, rule.budget);
   if (!adaptation->join(joined)) return nullptr;
   TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,
                   "TuCCL adapt: communicator 0x%016llx (%zu ranks) adapts over %zu entries with groups; "

@@ -453,6 +453,7 @@ TEST(PlanCacheSelection, ConfigurationGroupsFromTheDefaultsTheTableAndTheEnviron
     SCOPED_TRACE(std::string(collectiveName(c.collective)));
     const PlanQuery q = query(c.collective, 1 << 20, c.root);
     ASSERT_EQ(defaults.groupsFor(q).size(), 2u);
+    EXPECT_EQ(defaults.entryAndGroupCount(q), (std::pair<int32_t, int32_t>{-1, 2}));
     auto first = defaults.planFor(q, 0);
     auto second = defaults.planFor(q, 1);
     ASSERT_TRUE(first && second);
@@ -478,6 +479,7 @@ TEST(PlanCacheSelection, ConfigurationGroupsFromTheDefaultsTheTableAndTheEnviron
   const PlanQuery q = query(Collective::AllReduce, 1 << 20);
   ASSERT_EQ(table.groupsFor(q).size(), 3u);
   EXPECT_EQ(table.entryFor(q), 0);
+  EXPECT_EQ(table.entryAndGroupCount(q), (std::pair<int32_t, int32_t>{0, 3}));
   auto own = table.planFor(q, 0), direct = table.planFor(q, 1), wide = table.planFor(q, 2);
   ASSERT_TRUE(own && direct && wide);
   EXPECT_EQ((*own)->plan.sourceName, "builtin/ring_allreduce.resccl");
@@ -492,7 +494,30 @@ TEST(PlanCacheSelection, ConfigurationGroupsFromTheDefaultsTheTableAndTheEnviron
   forced.forcedAlgorithm = "ring";
   PlanCache fixed(parseTable(grouped), forced);
   EXPECT_EQ(fixed.groupsFor(q).size(), 1u);
+  EXPECT_EQ(fixed.entryAndGroupCount(q), (std::pair<int32_t, int32_t>{0, 1}));
   EXPECT_FALSE(fixed.planFor(q, 1));
+  PlanCache fixedDefaults(std::nullopt, forced);
+  EXPECT_EQ(fixedDefaults.entryAndGroupCount(q), (std::pair<int32_t, int32_t>{-1, 1}));
+}
+
+// A table none of whose entries for a collective can match the communicator (another rank count,
+// node count or topology) is named, with what its entries are for; a table that matches is not.
+TEST(PlanCacheSelection, ATableForAnotherShapeIsNamed) {
+  const char* fourRanks = R"({"version": 1, "entries": [
+      {"collective": "allreduce", "nRanks": 4, "nNodes": 1, "algorithm": "ring"},
+      {"collective": "allreduce", "nRanks": 4, "nNodes": 2, "algorithm": "ring"},
+      {"collective": "allgather", "algorithm": "ring"}]})";
+  PlanCache eight(parseTable(fourRanks), memoryOnly(8));
+  const std::string mismatch = eight.tableMismatch();
+  EXPECT_NE(mismatch.find("allreduce: the table's entries are for 4 ranks on 1 node; 4 ranks on 2 nodes, this "
+                          "communicator is 8 ranks on 1 node: none applies"),
+            std::string::npos)
+      << mismatch;
+  EXPECT_EQ(mismatch.find("allgather"), std::string::npos) << "its entry applies to any size";
+  PlanCache four(parseTable(fourRanks), memoryOnly(4));
+  EXPECT_EQ(four.tableMismatch(), "");
+  PlanCache none(std::nullopt, memoryOnly(8));
+  EXPECT_EQ(none.tableMismatch(), "");
 }
 
 TEST(PlanCacheSelection, EntriesFollowTheCommunicatorSize) {
@@ -742,8 +767,18 @@ TEST(PlanCacheEnvironment, TableFromTucclTunerTable) {
     ScopedEnv bad("TUCCL_TUNER_TABLE", (dir / "bad.json").c_str());
     auto table = loadTableFromEnvironment();
     ASSERT_FALSE(table);
-    EXPECT_NE(table.status().toString().find((dir / "bad.json").string()), std::string::npos);
-    EXPECT_NE(table.status().toString().find("entries[0].tucclAlgorithm"), std::string::npos);
+    // The message alone (what libtuccl's callers see) names the file and the field.
+    EXPECT_NE(table.status().message().find("TUCCL_TUNER_TABLE: " + (dir / "bad.json").string() + ": error: "),
+              std::string::npos) << table.status().message();
+    EXPECT_NE(table.status().message().find("entries[0].tucclAlgorithm"), std::string::npos);
+  }
+  writeText(dir / "syntax.json", "{\"version\": 1,\n \"entries\": [\n  {\"collective\": \"allreduce\" \"algorithm\": \"ring\"}]}");
+  {
+    ScopedEnv syntax("TUCCL_TUNER_TABLE", (dir / "syntax.json").c_str());
+    auto table = loadTableFromEnvironment();
+    ASSERT_FALSE(table);
+    EXPECT_NE(table.status().message().find((dir / "syntax.json").string() + ":3:"), std::string::npos)
+        << "the line (and column) of a syntax error: " << table.status().message();
   }
   {
     ScopedEnv missing("TUCCL_TUNER_TABLE", (dir / "missing.json").c_str());
