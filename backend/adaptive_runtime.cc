@@ -348,14 +348,18 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
   const uint64_t call = state.calls++;          // the key's call number (logs)
   const bool warming = call < state.warmup;     // the static choice, nothing exchanged
   const uint64_t decided = warming ? 0 : call - state.warmup;  // the policy's call number
-  // What call `call` runs, at TRACE: "TuCCL adapt trace: ... runs group=<g>[ (why)]".
-  auto traced = [&](int32_t group, const char* why) {
+  // "TuCCL adapt trace: rank=<r> call=<k> coll=<c> bytes=<n> <what>" at TRACE.
+  auto trace = [&](const std::string& what) {
     if (logEnabled(LogLevel::Trace)) {
       logLine(LogLevel::Trace, rank_,
               "TuCCL adapt trace: rank=" + std::to_string(rank_) + " call=" + std::to_string(call) +
-                  " coll=" + toLowerCase(collectiveName(key.collective)) + " bytes=" + std::to_string(bytes) +
-                  " runs group=" + std::to_string(group) + why);
+                  " coll=" + toLowerCase(collectiveName(key.collective)) + " bytes=" + std::to_string(bytes) + " " +
+                  what);
     }
+  };
+  // What call `call` runs: "... runs group=<g>[ (why)]".
+  auto traced = [&](int32_t group, const char* why) {
+    if (logEnabled(LogLevel::Trace)) trace("runs group=" + std::to_string(group) + why);
     return group;
   };
   if (warming) return traced(0, " (warming up)");
@@ -367,11 +371,8 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
     Expected<std::vector<std::string>> summaries = exchanges_->take(ticket);
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - waitBegin).count();
     if (logEnabled(LogLevel::Trace)) {
-      logLine(LogLevel::Trace, rank_,
-              "TuCCL adapt trace: rank=" + std::to_string(rank_) + " call=" + std::to_string(call) +
-                  " coll=" + toLowerCase(collectiveName(key.collective)) + " bytes=" + std::to_string(bytes) +
-                  " agreement " + std::to_string(ticket) + " applied, waited " + std::to_string(waited * 1e6) +
-                  " us, the exchange took " + std::to_string(exchanges_->lastSeconds() * 1e6) + " us");
+      trace("agreement " + std::to_string(ticket) + " applied, waited " + std::to_string(waited * 1e6) +
+            " us, the exchange took " + std::to_string(exchanges_->lastSeconds() * 1e6) + " us");
     }
     lock.lock();
     lastWait_ = waited;
@@ -398,11 +399,7 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
     const uint64_t lag = policy->exchangeLag();
     state.applyAt = decided + lag;
     if (logEnabled(LogLevel::Trace)) {
-      logLine(LogLevel::Trace, rank_,
-              "TuCCL adapt trace: rank=" + std::to_string(rank_) + " call=" + std::to_string(call) +
-                  " coll=" + toLowerCase(collectiveName(key.collective)) + " bytes=" + std::to_string(bytes) +
-                  " agreement " + std::to_string(state.ticket) + " started, applied " + std::to_string(lag) +
-                  " calls later");
+      trace("agreement " + std::to_string(state.ticket) + " started, applied " + std::to_string(lag) + " calls later");
     }
     if (lag == 0) {
       if (Status applied = apply(); !applied) return applied;

@@ -84,6 +84,21 @@ bench() {
   }
 }
 
+# The runs compared: NAME.<i> for pair i.
+run_tuned() { bench "tuned.$1" TUCCL_ADAPT=0 TUCCL_TUNER_TABLE="$table"; }
+run_default() { bench "default.$1" TUCCL_ADAPT=0; }
+run_on() { bench "on.$1" TUCCL_ADAPT=1 TUCCL_ADAPT_FILE="$work/learned-b-$1.json"; }
+run_off() { bench "off.$1" TUCCL_ADAPT=0; }
+
+# alternate FIRST SECOND: $pairs pairs of runs, FIRST first in the even pairs, SECOND in the odd
+# (a drift in the machine's speed falls on both alike).
+alternate() {
+  local i
+  for i in $(seq 0 $((pairs - 1))); do
+    if [ $((i % 2)) = 0 ]; then "run_$1" "$i"; "run_$2" "$i"; else "run_$2" "$i"; "run_$1" "$i"; fi
+  done
+}
+
 # compare TITLE FIRST SECOND: the table of ratios FIRST/SECOND over runs FIRST.<i> and SECOND.<i>.
 compare() {
   python3 - "$work" "$1" "$2" "$3" "$pairs" <<'PY'
@@ -140,25 +155,13 @@ if [ "$tune" = 1 ]; then
     > "$work/tune.out" 2>&1 || { tail -n 20 "$work/tune.out" >&2; die "tuccl-tune failed"; }
 fi
 if [ -n "$table" ]; then
-  for i in $(seq 0 $((pairs - 1))); do
-    if [ $((i % 2)) = 0 ]; then
-      bench "tuned.$i" TUCCL_ADAPT=0 TUCCL_TUNER_TABLE="$table"; bench "default.$i" TUCCL_ADAPT=0
-    else
-      bench "default.$i" TUCCL_ADAPT=0; bench "tuned.$i" TUCCL_ADAPT=0 TUCCL_TUNER_TABLE="$table"
-    fi
-  done
+  alternate tuned default
   compare "(a) the table $(basename "$table") against the built-in defaults" tuned default
 fi
 
 # ---- (b) the runtime phase, nothing slowed -------------------------------------------------------------
 if [ "$adapt" = 1 ]; then
-  for i in $(seq 0 $((pairs - 1))); do
-    if [ $((i % 2)) = 0 ]; then
-      bench "on.$i" TUCCL_ADAPT=1 TUCCL_ADAPT_FILE="$work/learned-b-$i.json"; bench "off.$i" TUCCL_ADAPT=0
-    else
-      bench "off.$i" TUCCL_ADAPT=0; bench "on.$i" TUCCL_ADAPT=1 TUCCL_ADAPT_FILE="$work/learned-b-$i.json"
-    fi
-  done
+  alternate on off
   compare "(b) the runtime phase, nothing slowed" on off
 
   # ---- (c) the default group twice as slow --------------------------------------------------------------
