@@ -6,7 +6,7 @@
 // impossible (a null context pointer in init): NCCL fails the communicator on any error, so a
 // bad table only costs the tuning, never the job. getCollInfo and getChunkSize read an immutable
 // index: no allocation, no lock, no I/O (TRACE logging, when switched on, goes to NCCL's logger)
-// — unless the runtime phase is on (a rendezvous is set and TUCCL_ADAPT is not 0, tuner_adapt.h): then getCollInfo counts the
+// — unless the runtime phase is on (TUCCL_ADAPT=1 and a rendezvous is set, tuner_adapt.h): then getCollInfo counts the
 // call under the communicator's lock and, at agreement calls, waits (bounded) for the rendezvous.
 // The duration intake, tucclTunerReportDuration (include/tuccl/tuner_adapt.h), is exported too.
 #include <cstdio>

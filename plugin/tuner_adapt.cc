@@ -86,7 +86,7 @@ std::optional<TunerAdaptSettings> tunerAdaptSettings(ncclDebugLogger_t logger) n
     }
     const char* rendezvous = nonEmptyEnv("TUCCL_ADAPT_RENDEZVOUS");
     if (rendezvous == nullptr) {
-      // On by default, the phase needs a rendezvous in NCCL: said only to a job that asked for it.
+      // The phase needs a rendezvous in NCCL: said to a job that turned it on without one.
       if (nonEmptyEnv("TUCCL_ADAPT") != nullptr) {
         logOnce(logger, NCCL_LOG_INFO,
                 "TuCCL adapt: TUCCL_ADAPT=1 but TUCCL_ADAPT_RENDEZVOUS is unset: without a rendezvous the ranks "

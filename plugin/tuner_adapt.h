@@ -20,7 +20,7 @@
 // read nor create an outcome (rendezvous.h's residual case) does the same and warns.
 //
 // On when TUCCL_ADAPT_RENDEZVOUS names a usable store (a directory, or a tuccl-adapt-store that
-// answers) and TUCCL_ADAPT is not 0; a bad setting or an unusable store is one WARN per process
+// answers) and TUCCL_ADAPT=1; a bad setting or an unusable store is one WARN per process
 // and setting, and the static table is served.
 #pragma once
 
