@@ -415,36 +415,19 @@ void AdaptiveRuntime::shutdown() { exchanges_->stop(); }
 
 uint64_t AdaptiveRuntime::exchangesStarted() const { return exchanges_->started(); }
 
-void AdaptiveRuntime::record(const AdaptKey& key, int32_t group, double seconds) {
-  std::shared_ptr<AdaptivePolicy> policy;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = keys_.find(key);
-    if (it == keys_.end() || !it->second.policy) return;
-    policy = it->second.policy;
-  }
-  policy->record(group, seconds);
+std::shared_ptr<AdaptivePolicy> AdaptiveRuntime::policyOf(const AdaptKey& key) const {
+  std::lock_guard lock(mutex_);
+  auto it = keys_.find(key);
+  return it == keys_.end() ? nullptr : it->second.policy;
 }
 
-void AdaptiveRuntime::recordSetup(const AdaptKey& key, int32_t group, double seconds) {
-  std::shared_ptr<AdaptivePolicy> policy;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = keys_.find(key);
-    if (it == keys_.end() || !it->second.policy) return;
-    policy = it->second.policy;
-  }
-  policy->recordSetup(group, seconds);
+void AdaptiveRuntime::record(const AdaptKey& key, int32_t group, double seconds) {
+  if (std::shared_ptr<AdaptivePolicy> policy = policyOf(key)) policy->record(group, seconds);
 }
 
 void AdaptiveRuntime::exclude(const AdaptKey& key, int32_t group, const std::string& why) {
-  std::shared_ptr<AdaptivePolicy> policy;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = keys_.find(key);
-    if (it == keys_.end() || !it->second.policy) return;
-    policy = it->second.policy;
-  }
+  std::shared_ptr<AdaptivePolicy> policy = policyOf(key);
+  if (!policy) return;
   policy->exclude(group);
   warnOnce("adapt-exclude-" + std::to_string(group),
            "TuCCL adapt: rank=" + std::to_string(rank_) + " coll=" + toLowerCase(collectiveName(key.collective)) +

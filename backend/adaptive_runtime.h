@@ -97,9 +97,6 @@ class AdaptiveRuntime {
                            std::shared_ptr<AdaptivePolicy>* policy = nullptr);
   /// The call that ran `group` of `key` took `seconds` here.
   void record(const AdaptKey& key, int32_t group, double seconds);
-  /// Choosing the plan of a call of `group` took `seconds` of host work here (a plan built or
-  /// loaded for it counts into the group's first call).
-  void recordSetup(const AdaptKey& key, int32_t group, double seconds);
   /// `group` of `key` cannot run (its plan does not fit the staging): it is dropped for the key,
   /// said once. The reason must hold on every rank alike (plan placement does).
   void exclude(const AdaptKey& key, int32_t group, const std::string& why);
@@ -138,6 +135,8 @@ class AdaptiveRuntime {
     std::vector<AgreedTime> agreed;
   };
   KeyState& stateOf(const AdaptKey& key, int32_t groups);
+  /// The key's policy; null for a key not seen.
+  std::shared_ptr<AdaptivePolicy> policyOf(const AdaptKey& key) const;
   /// The learned table's text; nullopt when no key has anything to keep.
   std::optional<std::string> learnedText() const;
 

@@ -672,7 +672,8 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
     s.adapt->exclude(key, group, why.message());
     group = 0;
   };
-  const auto setupBegin = std::chrono::steady_clock::now();
+  // Host work before the call (its plan built or loaded), timed only for a key that adapts.
+  const auto setupBegin = policy ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   Expected<std::shared_ptr<const CompiledPlan>> compiled = s.plans->planFor(query, group);
   if (!compiled && group > 0) {
     dropGroup(compiled.status());

@@ -705,9 +705,7 @@ Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& ca
   std::shared_ptr<CallSlot> slot;
   // Every slot in flight: the oldest call ends within its kernels' bounded waits; a launch waits
   // for it (polling its event, no sleep) rather than allocating a slot per call.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(2 * std::clamp(call.timeoutSeconds, 1.0, 86400.0)));
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // set when a launch first waits
   for (;;) {
     {
       std::lock_guard lock(tracker_->mutex);
@@ -725,7 +723,12 @@ Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& ca
       }
     }
     if (Status status = finishCalls(); !status) return status;
-    if (std::chrono::steady_clock::now() >= deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!deadline) {
+      deadline = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(2 * std::clamp(call.timeoutSeconds, 1.0, 86400.0)));
+    }
+    if (now >= *deadline) {
       return makeError(ErrorCode::Timeout, "CUDA device: " + std::to_string(kMaxCallSlots) + " calls on GPU " +
                                                std::to_string(ordinal_) + " still in flight after " +
                                                std::to_string(2 * call.timeoutSeconds) + " s; no slot for the next");
