@@ -101,13 +101,17 @@ class Driver {
     backend_.barrier();
     warmUp(makeCall(type, op, root, options_.maxBytes, false));
     warmUp(makeCall(type, op, root, options_.minBytes, false));
-    for (uint64_t bytes : benchSizes(options_)) {
-      const BenchCall outOfPlace = makeCall(type, op, root, bytes, false);
-      print(formatRowStart(outOfPlace.counts.rowBytes(dataTypeSize(type)), outOfPlace.counts.param, type, op,
-                           root));
-      benchTime(outOfPlace);
-      benchTime(makeCall(type, op, root, bytes, true));
-      print("\n");
+    // -N: the whole series again, a row per size each cycle (nccl-tests' run_cycles): repeated
+    // rows are the samples a tuner takes its medians and intervals from.
+    for (int32_t cycle = 0; cycle < options_.runCycles; ++cycle) {
+      for (uint64_t bytes : benchSizes(options_)) {
+        const BenchCall outOfPlace = makeCall(type, op, root, bytes, false);
+        print(formatRowStart(outOfPlace.counts.rowBytes(dataTypeSize(type)), outOfPlace.counts.param, type, op,
+                             root));
+        benchTime(outOfPlace);
+        benchTime(makeCall(type, op, root, bytes, true));
+        print("\n");
+      }
     }
   }
 

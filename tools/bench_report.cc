@@ -28,7 +28,7 @@ struct Flag {
   std::string_view longName;
   bool takesValue;
 };
-constexpr std::array<Flag, 16> kFlags = {{{'t', "nthreads", true},
+constexpr std::array<Flag, 17> kFlags = {{{'t', "nthreads", true},
                                           {'g', "ngpus", true},
                                           {'b', "minbytes", true},
                                           {'e', "maxbytes", true},
@@ -43,6 +43,7 @@ constexpr std::array<Flag, 16> kFlags = {{{'t', "nthreads", true},
                                           {'r', "root", true},
                                           {'z', "blocking", true},
                                           {'a', "average", true},
+                                          {'N', "run_cycles", true},
                                           {'h', "help", false}}};
 
 const Flag* findShort(char name) {
@@ -147,6 +148,14 @@ Status applyFlag(const Flag& flag, std::string_view value, BenchOptions& options
       return setInt(options.iters, 1, kIntMax);
     case 'm':
       return setInt(options.aggIters, 1, kIntMax);
+    case 'N': {
+      Expected<int64_t> cycles = parseInteger(flag, value, 0, kIntMax);
+      if (!cycles) return cycles.status();
+      if (*cycles == 0)
+        return flagError(flag, value, "0 (nccl-tests' endless run) is not supported: give the number of cycles");
+      options.runCycles = static_cast<int32_t>(*cycles);
+      return {};
+    }
     case 'w':
       return setInt(options.warmupIters, 0, kIntMax);
     case 'c':
@@ -305,6 +314,7 @@ std::string benchUsage(std::string_view program) {
          "  -n, --iters N            timed iterations per size (default 20)\n"
          "  -w, --warmup_iters N     untimed warm-up iterations (default 1)\n"
          "  -m, --agg_iters N        calls aggregated per iteration in one group (default 1)\n"
+         "  -N, --run_cycles N       run the series of sizes N times, a row per size each time (default 1)\n"
          "  -c, --check N            checked iterations per size; 0 skips the check (default 1)\n"
          "  -o, --op OP              sum, prod, max, min, avg or all (default sum)\n"
          "  -d, --datatype TYPE      uint8, int32, int64, half, float, double, bfloat16 or all (default "

@@ -43,6 +43,7 @@ struct BenchOptions {
   int32_t iters = 20;                              ///< -n: timed iterations per size
   int32_t warmupIters = 1;                         ///< -w
   int32_t aggIters = 1;                            ///< -m: calls grouped (tucclGroupStart/End) per iteration
+  int32_t runCycles = 1;                           ///< -N: the series of sizes, run and printed this many times
   int32_t checkIters = 1;                          ///< -c: checked iterations per size (0: no check, "N/A")
   bool blocking = false;                           ///< -z: wait for completion and barrier after each call
   TimeAverage average = TimeAverage::Mean;         ///< -a

@@ -268,6 +268,13 @@ TEST(BenchDriver, CallCountsFollowTheOptions) {
   RunResult r = runRanks(
       {"allreduce", "-b", "8", "-e", "32", "-f", "2", "-n", "5", "-m", "3", "-w", "2", "-c", "1"}, 2);
   EXPECT_EQ(r.calls[0], 2 * 2 + 3 * 2 * (1 + 5 * 3 + 1));
+  // -N repeats the series (not the warm-up): a row per size and cycle.
+  r = runRanks({"allreduce", "-b", "8", "-e", "32", "-f", "2", "-n", "5", "-w", "2", "-c", "0", "-N", "4"}, 2);
+  EXPECT_EQ(r.calls[0], 2 * 2 + 4 * 3 * 2 * (1 + 5));
+  NcclTestsOutput parsed = parseNcclTestsOutput(r.output);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  ASSERT_EQ(parsed.rows.size(), 12u);
+  for (size_t i = 0; i < parsed.rows.size(); ++i) EXPECT_EQ(parsed.rows[i].bytes, 8u << (i % 3)) << i;
   r = runRanks({"allreduce", "-b", "8", "-e", "8", "-n", "4", "-w", "0", "-c", "0"}, 2);
   EXPECT_EQ(r.calls[1], 2 * (1 + 4));
   EXPECT_NE(r.output.find("N/A"), std::string::npos);

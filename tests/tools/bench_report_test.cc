@@ -111,9 +111,14 @@ TEST(BenchOptions, ReadsEveryFlagInEverySpelling) {
   EXPECT_TRUE(o->blocking);
   EXPECT_EQ(o->average, TimeAverage::Max);
   EXPECT_EQ(o->aggIters, 1);
-  o = parse({"alltoall", "--agg_iters", "4"});
+  EXPECT_EQ(o->runCycles, 1);
+  o = parse({"alltoall", "--agg_iters", "4", "-N", "3"});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->aggIters, 4);
+  EXPECT_EQ(o->runCycles, 3);
+  o = parse({"allreduce", "--run_cycles=7"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->runCycles, 7);
 }
 
 TEST(BenchOptions, AllTypesAndOps) {
@@ -171,6 +176,9 @@ TEST(BenchOptions, BadValuesNameTheFlag) {
   EXPECT_NE(errorOf({"allreduce", "-b", "1M", "-e", "1K"}).find("-b (--minbytes): 1048576 is larger than -e"),
             std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-z", "1", "-m", "4"}).find("-z (--blocking)"), std::string::npos);
+  EXPECT_NE(errorOf({"allreduce", "-N", "0"}).find("-N (--run_cycles): invalid value '0'"), std::string::npos)
+      << errorOf({"allreduce", "-N", "0"});
+  EXPECT_NE(errorOf({"allreduce", "-N", "-2"}).find("-N (--run_cycles)"), std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-b", "1K", "-e", "1M", "-i", "0"}).find("-i (--stepbytes)"),
             std::string::npos);
 }
