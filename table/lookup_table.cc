@@ -25,6 +25,7 @@ std::vector<ConfigGroup> entryGroups(const TableEntry& entry) {
   own.chunkSize = entry.chunkSize;
   own.tucclAlgorithm = entry.tucclAlgorithm;
   own.timeUs = entry.timeUs;
+  own.interval = entry.interval;
   groups.push_back(std::move(own));
   groups.insert(groups.end(), entry.groups.begin(), entry.groups.end());
   return groups;

@@ -49,6 +49,29 @@ struct Choice {
   friend bool operator==(const Choice&, const Choice&) = default;
 };
 
+/// What a profiled time rests on (tuccl-tune): the 95 % interval of its median and the samples
+/// (repetitions) behind it. samples 0: not known.
+struct TimeInterval {
+  double lowUs = -1;
+  double highUs = -1;  ///< < 0: unbounded (fewer samples than an interval needs)
+  int32_t samples = 0;
+  friend bool operator==(const TimeInterval&, const TimeInterval&) = default;
+};
+
+/// An entry's decision against the defaults, measured by interleaved runs (tuccl-tune's
+/// confirmation): the time ratio decision / default as the geometric mean over the pairs, its 95 %
+/// interval, the pairs and how many the decision won. A default entry is one whose best
+/// configuration was not significantly faster than the default (high >= 1).
+struct DefaultComparison {
+  double ratio = 1;
+  double low = -1;   ///< < 0: unbounded
+  double high = -1;  ///< < 0: unbounded
+  int32_t pairs = 0;
+  int32_t won = 0;
+  std::string versus;  ///< the configuration compared when the entry is the default (its best rival)
+  friend bool operator==(const DefaultComparison&, const DefaultComparison&) = default;
+};
+
 /// One configuration group: a decision as one unit the runtime phase can switch to (TuCCL §III-A:
 /// "select the configuration group with the shortest recent completion time"). An entry's own
 /// decision is its group 0; TableEntry::groups holds the next best, as tuccl-tune measured them.
@@ -58,6 +81,7 @@ struct ConfigGroup {
   uint64_t chunkSize = 0;       ///< 0: keep NCCL's
   std::string tucclAlgorithm;   ///< libtuccl's algorithm; empty: from the NCCL algorithm
   double timeUs = -1;           ///< profiled time at the entry's first size; < 0: not known
+  TimeInterval interval;        ///< what timeUs rests on
   friend bool operator==(const ConfigGroup&, const ConfigGroup&) = default;
 };
 /// Groups per entry, the entry's own included.
@@ -82,6 +106,11 @@ struct TableEntry {
   /// "direct") or the path of a ResCCLang program; empty: chosen from the NCCL algorithm.
   std::string tucclAlgorithm;
   double timeUs = -1;  ///< the decision's profiled time at minBytes; < 0: not known
+  TimeInterval interval;  ///< what timeUs rests on
+  /// The table says this entry keeps the defaults because tuning found nothing significantly
+  /// faster ("default": true); it sets no decision of its own (groups may follow).
+  bool isDefault = false;
+  std::optional<DefaultComparison> versusDefault;  ///< the evidence; empty: not measured
   /// Alternative configuration groups, fastest first (groups 1, 2, ...; at most kMaxGroups - 1).
   /// The tuner serves group 0 only; adaptive runtimes switch among all of them.
   std::vector<ConfigGroup> groups;

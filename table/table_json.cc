@@ -122,6 +122,49 @@ void readKeyCommon(const Json& object, const std::string& path, int32_t& nNodes,
 }
 
 // What an entry and each of its configuration groups set besides the choice.
+/// A non-negative finite number at `path`.
+double readNonNegative(const Json& value, const std::string& path, const char* what) {
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0)
+    fail(path, std::string("expected a non-negative number") + what + ", got " + describe(value));
+  return value.get<double>();
+}
+
+/// "lowUs", "highUs", "samples": the evidence of a profiled time (TimeInterval).
+void readInterval(const Json& object, const std::string& path, double timeUs, TimeInterval& interval) {
+  if (auto it = object.find("lowUs"); it != object.end())
+    interval.lowUs = readNonNegative(*it, path + ".lowUs", " of microseconds");
+  if (auto it = object.find("highUs"); it != object.end())
+    interval.highUs = readNonNegative(*it, path + ".highUs", " of microseconds");
+  if (auto it = object.find("samples"); it != object.end())
+    interval.samples = readIntIn(*it, path + ".samples", 1, INT32_MAX, false);
+  const bool any = interval.lowUs >= 0 || interval.highUs >= 0 || interval.samples > 0;
+  if (any && timeUs < 0) fail(path, "lowUs, highUs and samples describe a \"timeUs\", which is missing");
+  if (interval.lowUs >= 0 && interval.lowUs > timeUs)
+    fail(path + ".lowUs", "the interval's low end " + describe(object.at("lowUs")) + " is above timeUs");
+  if (interval.highUs >= 0 && interval.highUs < timeUs)
+    fail(path + ".highUs", "the interval's high end " + describe(object.at("highUs")) + " is below timeUs");
+}
+
+/// "versusDefault": {"ratio", "low", "high", "pairs", "won", "versus"}.
+DefaultComparison readDefaultComparison(const Json& object, const std::string& path) {
+  if (!object.is_object()) fail(path, "expected an object {\"ratio\", \"low\", \"high\", \"pairs\", \"won\"}");
+  checkKeys(object, path, {"ratio", "low", "high", "pairs", "won", "versus"});
+  DefaultComparison c;
+  auto ratio = object.find("ratio");
+  if (ratio == object.end()) fail(path, "missing \"ratio\"");
+  c.ratio = readNonNegative(*ratio, path + ".ratio", "");
+  if (!(c.ratio > 0)) fail(path + ".ratio", "a time ratio must be positive");
+  if (auto it = object.find("low"); it != object.end()) c.low = readNonNegative(*it, path + ".low", "");
+  if (auto it = object.find("high"); it != object.end()) c.high = readNonNegative(*it, path + ".high", "");
+  if (c.low >= 0 && c.low > c.ratio) fail(path + ".low", "the interval's low end is above the ratio");
+  if (c.high >= 0 && c.high < c.ratio) fail(path + ".high", "the interval's high end is below the ratio");
+  if (auto it = object.find("pairs"); it != object.end()) c.pairs = readIntIn(*it, path + ".pairs", 1, INT32_MAX, false);
+  if (auto it = object.find("won"); it != object.end()) c.won = readIntIn(*it, path + ".won", 0, INT32_MAX, false);
+  if (c.won > c.pairs) fail(path + ".won", "more pairs won than \"pairs\"");
+  if (auto it = object.find("versus"); it != object.end()) c.versus = readString(*it, path + ".versus");
+  return c;
+}
+
 void readGroupSettings(const Json& object, const std::string& path, int32_t& nChannels, uint64_t& chunkSize,
                        std::string& tucclAlgorithm, double& timeUs) {
   if (auto it = object.find("nChannels"); it != object.end()) {
@@ -147,8 +190,8 @@ void readGroupSettings(const Json& object, const std::string& path, int32_t& nCh
 TableEntry readEntry(const Json& object, const std::string& path, uint32_t index) {
   checkKeys(object, path,
             {"collective", "minBytes", "maxBytes", "nNodes", "nRanks", "topology", "numPipeOps", "regBuff",
-             "algorithm", "protocol", "fallback", "nChannels", "chunkSize", "tucclAlgorithm", "timeUs", "groups",
-             "comment"});
+             "algorithm", "protocol", "fallback", "nChannels", "chunkSize", "tucclAlgorithm", "timeUs", "lowUs",
+             "highUs", "samples", "default", "versusDefault", "groups", "comment"});
   TableEntry entry;
   entry.origin = index;
   auto coll = object.find("collective");
@@ -192,6 +235,18 @@ TableEntry readEntry(const Json& object, const std::string& path, uint32_t index
     }
   }
   readGroupSettings(object, path, entry.nChannels, entry.chunkSize, entry.tucclAlgorithm, entry.timeUs);
+  readInterval(object, path, entry.timeUs, entry.interval);
+  if (auto it = object.find("default"); it != object.end()) {
+    if (!it->is_boolean()) fail(path + ".default", "expected true or false, got " + describe(*it));
+    entry.isDefault = it->get<bool>();
+    if (entry.isDefault && (!entry.choices.empty() || entry.nChannels > 0 || entry.chunkSize > 0 ||
+                            !entry.tucclAlgorithm.empty()))
+      fail(path + ".default",
+           "a default entry keeps the defaults: it sets no algorithm, protocol, nChannels, chunkSize or "
+           "tucclAlgorithm of its own (its alternatives go in \"groups\")");
+  }
+  if (auto it = object.find("versusDefault"); it != object.end())
+    entry.versusDefault = readDefaultComparison(*it, path + ".versusDefault");
   if (auto it = object.find("groups"); it != object.end()) {
     if (!it->is_array()) fail(path + ".groups", "expected an array of configuration groups");
     if (it->size() > static_cast<size_t>(kMaxGroups - 1))
@@ -199,10 +254,13 @@ TableEntry readEntry(const Json& object, const std::string& path, uint32_t index
     for (size_t i = 0; i < it->size(); ++i) {
       const std::string itemPath = path + ".groups[" + std::to_string(i) + "]";
       const Json& item = (*it)[i];
-      checkKeys(item, itemPath, {"algorithm", "protocol", "nChannels", "chunkSize", "tucclAlgorithm", "timeUs"});
+      checkKeys(item, itemPath,
+                {"algorithm", "protocol", "nChannels", "chunkSize", "tucclAlgorithm", "timeUs", "lowUs", "highUs",
+                 "samples"});
       ConfigGroup group;
       group.choice = readChoice(item, itemPath);
       readGroupSettings(item, itemPath, group.nChannels, group.chunkSize, group.tucclAlgorithm, group.timeUs);
+      readInterval(item, itemPath, group.timeUs, group.interval);
       entry.groups.push_back(std::move(group));
     }
   }
@@ -360,6 +418,23 @@ void writeGroupSettings(OrderedJson& e, int32_t nChannels, uint64_t chunkSize, c
   if (timeUs >= 0) e["timeUs"] = timeUs;
 }
 
+void writeInterval(OrderedJson& e, const TimeInterval& interval) {
+  if (interval.lowUs >= 0) e["lowUs"] = interval.lowUs;
+  if (interval.highUs >= 0) e["highUs"] = interval.highUs;
+  if (interval.samples > 0) e["samples"] = interval.samples;
+}
+
+OrderedJson defaultComparisonJson(const DefaultComparison& c) {
+  OrderedJson j;
+  j["ratio"] = c.ratio;
+  if (c.low >= 0) j["low"] = c.low;
+  if (c.high >= 0) j["high"] = c.high;
+  if (c.pairs > 0) j["pairs"] = c.pairs;
+  if (c.pairs > 0) j["won"] = c.won;
+  if (!c.versus.empty()) j["versus"] = c.versus;
+  return j;
+}
+
 }  // namespace
 
 Expected<LookupTable> readTableJson(std::string_view text, std::string_view file) {
@@ -412,12 +487,16 @@ std::string writeTableJson(const LookupTable& table) {
       e["fallback"] = std::move(fallback);
     }
     writeGroupSettings(e, entry.nChannels, entry.chunkSize, entry.tucclAlgorithm, entry.timeUs);
+    writeInterval(e, entry.interval);
+    if (entry.isDefault) e["default"] = true;
+    if (entry.versusDefault) e["versusDefault"] = defaultComparisonJson(*entry.versusDefault);
     if (!entry.groups.empty()) {
       OrderedJson groups = OrderedJson::array();
       for (const ConfigGroup& group : entry.groups) {
         OrderedJson g = OrderedJson::object();
         writeChoice(g, group.choice);
         writeGroupSettings(g, group.nChannels, group.chunkSize, group.tucclAlgorithm, group.timeUs);
+        writeInterval(g, group.interval);
         groups.push_back(std::move(g));
       }
       e["groups"] = std::move(groups);

@@ -101,6 +101,59 @@ std::string describeDecision(const TableEntry& entry) {
   return text;
 }
 
+/// "812.4 us [790.1, 834.7] (9 samples)": a profiled time with what it rests on.
+std::string describeTime(double timeUs, const TimeInterval& interval) {
+  if (timeUs < 0) return "not measured";
+  char text[128];
+  int n = std::snprintf(text, sizeof text, "%.1f us", timeUs);
+  if (interval.lowUs >= 0 && interval.highUs >= 0 && n > 0)
+    n += std::snprintf(text + n, sizeof text - static_cast<size_t>(n), " [%.1f, %.1f]", interval.lowUs, interval.highUs);
+  if (interval.samples > 0 && n > 0)
+    std::snprintf(text + n, sizeof text - static_cast<size_t>(n), " (%d samples)", interval.samples);
+  return text;
+}
+
+/// One group's settings in a line: "tree/ll128, 16 channels, chunk 65536 B, libtuccl direct".
+std::string describeGroup(const ConfigGroup& g) {
+  char choice[48];
+  formatChoice(g.choice, choice, sizeof choice);
+  std::string text = g.choice.algorithm || g.choice.protocol ? std::string(choice) : std::string();
+  auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
+  if (g.nChannels > 0) add(std::to_string(g.nChannels) + " channels");
+  if (g.chunkSize > 0) add("chunk " + std::to_string(g.chunkSize) + " B");
+  if (!g.tucclAlgorithm.empty()) add("libtuccl " + g.tucclAlgorithm);
+  return text.empty() ? "the defaults (nothing set)" : text;
+}
+
+/// The evidence tuccl-tune left: the entry's time and interval, its comparison with the defaults,
+/// and every group's time, fastest first as measured.
+std::string describeEvidence(const TableEntry& entry) {
+  std::string text = "evidence:\n  " + std::string(entry.isDefault ? "the defaults (a default entry)" : "this decision") +
+                     ": " + describeTime(entry.timeUs, entry.interval);
+  if (entry.versusDefault) {
+    const DefaultComparison& c = *entry.versusDefault;
+    char line[256];
+    if (c.low >= 0 && c.high >= 0)
+      std::snprintf(line, sizeof line, "%.3f [%.3f, %.3f] over %d interleaved pairs, %d won", c.ratio, c.low, c.high,
+                    c.pairs, c.won);
+    else
+      std::snprintf(line, sizeof line, "%.3f (no interval) over %d pairs, %d won", c.ratio, c.pairs, c.won);
+    if (entry.isDefault) {
+      text += "\n  the best rival, " + (c.versus.empty() ? std::string("-") : c.versus) + ", against the defaults: " +
+              line + (c.high >= 0 && c.low > 1 ? " (significantly slower)" : " (no significant difference)");
+    } else {
+      text += "\n  against the defaults: time ratio " + std::string(line) +
+              (c.high >= 0 && c.high < 1 ? " (significantly faster)" : " (not significant)");
+    }
+  } else if (entry.timeUs >= 0) {
+    text += "\n  against the defaults: not measured";
+  }
+  for (size_t i = 0; i < entry.groups.size(); ++i)
+    text += "\n  group " + std::to_string(i + 1) + ": " + describeGroup(entry.groups[i]) + ": " +
+            describeTime(entry.groups[i].timeUs, entry.groups[i].interval);
+  return text;
+}
+
 /// Per entry, the TuCCL program it was tuned on when NCCL does not run that program (tuccl-tune's
 /// metadata.tuccl.entries[i].ncclRuns false, by JSON entry index): NCCL gets the entry's protocol
 /// and channel count for its own algorithm, measured on another program. Empty: NCCL runs it.
@@ -240,7 +293,10 @@ int explain(const std::string& path, const std::string& collText, const std::str
   }
   const TableEntry& entry = loaded->table.entries[decision->entryIndex];
   std::printf("match: %s: %s\n", originName(*loaded, entry.origin).c_str(), describeKey(entry).c_str());
-  std::printf("decides:\n  %s\n", describeDecision(entry).c_str());
+  std::printf("decides:\n  %s\n", entry.isDefault ? "nothing: the defaults (tuning found nothing significantly faster)"
+                                                   : describeDecision(entry).c_str());
+  if (entry.timeUs >= 0 || entry.versusDefault || !entry.groups.empty())
+    std::printf("%s\n", describeEvidence(entry).c_str());
   if (const std::string program = programsNcclDoesNotRun(loaded->table)[decision->entryIndex]; !program.empty())
     std::printf("  warning: tuned on %s; %s\n", program.c_str(), kNotNcclsProgram);
   for (uint32_t i : covering) {

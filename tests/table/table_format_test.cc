@@ -275,6 +275,53 @@ TEST(TableJson, ConfigurationGroupsRoundTripAndAreChecked) {
       << refused.status().message();
 }
 
+// tuccl-tune's evidence: a time's interval and samples, and an entry's comparison with the
+// default; a default entry sets nothing of its own.
+TEST(TableJson, EvidenceAndDefaultEntriesRoundTripAndAreChecked) {
+  LookupTable t = parseJson(
+      "{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", \"maxBytes\": 65535, \"timeUs\": 40, "
+      "\"lowUs\": 38.5, \"highUs\": 41, \"samples\": 6, \"default\": true, \"versusDefault\": {\"ratio\": 1.1, "
+      "\"low\": 1.02, \"high\": 1.2, \"pairs\": 6, \"won\": 0, \"versus\": \"chunkBytes=8192 algorithm=direct\"}, "
+      "\"groups\": [{\"tucclAlgorithm\": \"direct\", \"chunkSize\": 8192, \"timeUs\": 44, \"lowUs\": 43, "
+      "\"highUs\": 45, \"samples\": 6}]}, "
+      "{\"collective\": \"allreduce\", \"minBytes\": 65536, \"tucclAlgorithm\": \"ring\", \"timeUs\": 80, "
+      "\"versusDefault\": {\"ratio\": 0.8, \"low\": 0.75, \"high\": 0.86, \"pairs\": 6, \"won\": 6}}]}");
+  ASSERT_EQ(t.entries.size(), 2u);
+  const TableEntry& d = t.entries[0];
+  EXPECT_TRUE(d.isDefault);
+  EXPECT_EQ(d.interval, (TimeInterval{38.5, 41, 6}));
+  ASSERT_TRUE(d.versusDefault.has_value());
+  EXPECT_EQ(*d.versusDefault, (DefaultComparison{1.1, 1.02, 1.2, 6, 0, "chunkBytes=8192 algorithm=direct"}));
+  EXPECT_EQ(d.groups.at(0).interval, (TimeInterval{43, 45, 6}));
+  EXPECT_EQ(entryGroups(d).at(0).interval, d.interval);
+  EXPECT_FALSE(t.entries[1].isDefault);
+  EXPECT_DOUBLE_EQ(t.entries[1].versusDefault->high, 0.86);
+  EXPECT_EQ(parseJson(writeTableJson(t)), t);
+
+  const std::string head = "{\"version\": 1, \"entries\": [{\"collective\": \"allreduce\", ";
+  EXPECT_NE(jsonError(head + "\"default\": true, \"nChannels\": 4}]}")
+                .find("t.json: entries[0].default: a default entry keeps the defaults: it sets no algorithm"),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"default\": 1}]}").find("entries[0].default: expected true or false"), std::string::npos);
+  EXPECT_NE(jsonError(head + "\"lowUs\": 3}]}").find("entries[0]: lowUs, highUs and samples describe a \"timeUs\""),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"timeUs\": 2, \"lowUs\": 3}]}").find("entries[0].lowUs: the interval's low end"),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"groups\": [{\"timeUs\": 5, \"highUs\": 4}]}]}").find("entries[0].groups[0].highUs"),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"timeUs\": 5, \"samples\": 0}]}").find("entries[0].samples"), std::string::npos);
+  EXPECT_NE(jsonError(head + "\"versusDefault\": {\"low\": 1}}]}").find("entries[0].versusDefault: missing \"ratio\""),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"versusDefault\": {\"ratio\": 0}}]}").find("entries[0].versusDefault.ratio"),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"versusDefault\": {\"ratio\": 1, \"high\": 0.9}}]}").find("versusDefault.high"),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"versusDefault\": {\"ratio\": 1, \"pairs\": 2, \"won\": 3}}]}").find("versusDefault.won"),
+            std::string::npos);
+  EXPECT_NE(jsonError(head + "\"versusDefault\": {\"ratio\": 1, \"p\": 2}}]}").find("versusDefault.p: unknown key"),
+            std::string::npos);
+}
+
 TEST(TableJson, SyntaxErrorHasLineAndColumn) {
   Expected<LookupTable> result = readTableJson("{\n  \"version\": 1,\n  \"entries\": [,]\n}\n", "t.json");
   ASSERT_FALSE(result.ok());
