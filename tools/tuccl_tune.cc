@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iterator>
 #include <utility>
@@ -33,6 +34,8 @@ using namespace tuccl;
 
 constexpr const char* kTool = "tuccl-tune";
 constexpr const char* kVersion = "tuccl-tune 0.1.0";
+/// --profiler tuccl without --topo or --ranks: the CPU-device ranks it tunes.
+constexpr int32_t kDefaultHostRanks = 4;
 
 /// The command line as given.
 struct Options {
@@ -44,6 +47,11 @@ struct Options {
   std::string profiler = "sim";
   std::string command;
   double timeout = 300;
+  int32_t ranks = 0;
+  int64_t iterations = 0;
+  std::string confirmRounds = "6:12";
+  int64_t confirmReps = 0;
+  bool noConfirm = false;
   std::string algorithms;
   std::string method = "mraco";
   double budget = 0;
@@ -90,6 +98,21 @@ void addOptions(CLI::App& app, Options& o) {
       "command template for --profiler command, e.g. 'mpirun -np 16 all_reduce_perf -b {bytes} -e {bytes} "
       "-n {iters}'");
   app.add_option("--timeout", o.timeout, "seconds per command run")->capture_default_str();
+  app.add_option("--ranks", o.ranks,
+                 "tuccl without --topo: the CPU-device ranks to tune on this machine (default 4; with "
+                 "TUCCL_DEVICE=cuda and no --topo, the GPUs discovered here: --topo local)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--iterations", o.iterations,
+                 "command, tuccl: timed iterations per repetition ({iters} of a template with {reps}; default: "
+                 "tuccl about 8 MiB per repetition, 2 to 20 iterations; a command 20)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--confirm-rounds", o.confirmRounds,
+                 "command, tuccl: MIN:MAX interleaved rounds of the best configurations against the default at "
+                 "each size; an entry differs from the default only where the win is significant")
+      ->capture_default_str();
+  app.add_option("--confirm-reps", o.confirmReps, "repetitions per confirmation run (default: --max-resource)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-confirm", o.noConfirm, "keep each search's best without confirming it against the default");
   app.add_option(
       "--algorithms", o.algorithms,
       "command profiler: NCCL algorithms to search (ring,tree,...); tuccl: built-in algorithms (ring,direct); sim: "
@@ -108,16 +131,16 @@ void addOptions(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option(
          "--budget", o.budget,
-         "profiling budget per (collective, size), in iterations (sum of r); 0: --budget-fraction of the "
+         "profiling budget per (collective, size), in repetitions (sum of r); 0: --budget-fraction of the "
          "grid's cost")
       ->capture_default_str();
   app.add_option("--budget-fraction", o.budgetFraction,
                  "budget as a fraction of the grid's cost when --budget is 0")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the searches and the measurement noise")->capture_default_str();
-  app.add_option("--max-resource", o.maxResource, "R_max: iterations of one full measurement")
+  app.add_option("--max-resource", o.maxResource, "R_max: repetitions of one full measurement")
       ->capture_default_str();
-  app.add_option("--sigma", o.sigma, "sim: relative noise of one iteration")->capture_default_str();
+  app.add_option("--sigma", o.sigma, "sim: relative noise of one repetition")->capture_default_str();
   app.add_option("--schedulers", o.schedulers, "sim: schedulers to search (hpds, rr, algorithm, stage)")
       ->capture_default_str();
   app.add_option("--max-slices", o.maxSlices,
@@ -179,6 +202,24 @@ Expected<TuningRequest> requestFromOptions(const Options& o) {
   request.sigma = o.sigma;
   request.commandTemplate = o.command;
   request.timeoutSeconds = o.timeout;
+  request.ranks = o.ranks;
+  if (o.ranks > 0) request.topology.clear();
+  request.iterations = o.iterations;
+  request.confirm = !o.noConfirm;
+  request.confirmResource = o.confirmReps;
+  {
+    const size_t colon = o.confirmRounds.find(':');
+    const std::string text = o.confirmRounds;
+    Expected<int64_t> low = parseIntegerInRange(std::string_view(text).substr(0, colon), 2, 1000);
+    Expected<int64_t> high =
+        colon == std::string::npos ? low : parseIntegerInRange(std::string_view(text).substr(colon + 1), 2, 1000);
+    if (!low || !high || *low > *high)
+      return makeError(ErrorCode::InvalidArgument,
+                       "--confirm-rounds: expected MIN:MAX with 2 <= MIN <= MAX <= 1000 (e.g. 6:12) or N, got '" +
+                           text + "'");
+    request.confirmMinRounds = static_cast<int32_t>(*low);
+    request.confirmMaxRounds = static_cast<int32_t>(*high);
+  }
   request.tucclBinDir = cli::programDir().string();  // tuccl-run and tuccl-bench sit beside tuccl-tune
   request.logPath = o.log;
   request.resume = o.resume;
@@ -261,6 +302,15 @@ class Progress : public TuningObserver {
     std::fflush(stderr);
   }
 
+  void confirmationRun(const TunedWorkload& w, size_t index, size_t total, const Trial& t) override {
+    if (quiet_ || !tty_) return;
+    std::fprintf(stderr, "\r[confirming %zu/%zu] %s %s: run %u (%s)\033[K", index + 1, total,
+                 collectiveLabel(w.collective).c_str(), bytesLabel(w.bytes).c_str(),
+                 t.id + 1 - static_cast<uint32_t>(w.result.trials.size()),
+                 t.isDefault ? "the default" : w.space.describe(t.config).c_str());
+    std::fflush(stderr);
+  }
+
   void workloadDone(const TunedWorkload& w, size_t index, size_t total, double gridCost) override {
     if (quiet_) return;
     const SearchResult& r = w.result;
@@ -271,6 +321,14 @@ class Progress : public TuningObserver {
         bytesLabel(w.bytes).c_str(), r.method.c_str(), r.trials.size(),
         w.replayed > 0 ? (" (" + std::to_string(w.replayed) + " from the log)").c_str() : "", r.cost,
         100 * r.cost / gridCost, r.stopReason.c_str(), r.best ? w.space.describe(*r.best).c_str() : "none");
+    if (!w.confirmation) return;
+    const Confirmation& c = *w.confirmation;
+    const ConfirmedCandidate& rival = c.candidates[c.rival];
+    std::fprintf(stderr,
+                 "tuccl-tune:   against the default, %d rounds: %s %.3f [%.3f, %.3f], won %d of %d -> %s\n",
+                 c.rounds, rival.config ? w.space.describe(*rival.config).c_str() : "-", c.versusDefault.ratio,
+                 c.versusDefault.low, c.versusDefault.high, c.versusDefault.firstWon, c.versusDefault.pairs,
+                 c.keepDefault ? "the default stays (no significant win)" : "tuned (significantly faster)");
   }
 
  private:
@@ -280,28 +338,51 @@ class Progress : public TuningObserver {
   std::chrono::steady_clock::time_point last_{};
 };
 
-/// One line per table entry: its range and what won it.
-void printSummary(const TuningResult& result, const LookupTable& table) {
+/// "0.82 [0.78, 0.87]": a ratio with its interval; "-" when not measured.
+std::string ratioText(const std::optional<DefaultComparison>& c) {
+  if (!c) return "-";
+  char text[64];
+  if (c->low >= 0 && c->high >= 0)
+    std::snprintf(text, sizeof text, "%.2f [%.2f,%.2f]", c->ratio, c->low, c->high);
+  else
+    std::snprintf(text, sizeof text, "%.2f", c->ratio);
+  return text;
+}
+
+/// One line per table entry: its range and what won it; the NCCL model's choice beside it where
+/// the run measured GPUs (a table for CPU ranks has nothing to compare with it).
+void printSummary(const TuningResult& result, const LookupTable& table, const std::string& described) {
   const TuningRequest& request = result.request;
   const std::string profiler(profilerKindName(request.profiler));
-  std::printf("# %s: %d ranks on %d nodes, signature %s; %s, profiler %s, seed %llu\n",
-              request.topology.c_str(), result.nRanks, result.nNodes, result.signature.c_str(),
+  bool nccl = false;
+  for (const TunedWorkload& w : result.workloads) nccl = nccl || w.nccl.timeUs > 0;
+  std::printf("# %s: %d ranks on %d nodes, signature %s; %s, profiler %s, seed %llu\n", described.c_str(),
+              result.nRanks, result.nNodes, result.signature.empty() ? "-" : result.signature.c_str(),
               request.method.c_str(), profiler.c_str(), static_cast<unsigned long long>(request.seed));
-  std::printf("# %-13s %-22s %-18s %-9s %-10s %-6s %3s %4s %6s %10s %9s %7s %10s %-18s %7s\n", "collective",
-              "bytes", "algorithm", "sketch", "scheduler", "proto", "ch", "thr", "chunk", "time(us)", "trials",
-              "cost", "nccl(us)", "(NCCL's choice)", "xNCCL");
+  std::printf("# %-13s %-22s %-18s %-9s %-10s %-6s %3s %4s %6s %10s %-20s %9s %7s %-22s", "collective", "bytes",
+              "algorithm", "sketch", "scheduler", "proto", "ch", "thr", "chunk", "time(us)", "[95% interval]",
+              "trials", "cost", "/default [95%]");
+  if (nccl) std::printf(" %10s %-18s %7s", "nccl(us)", "(NCCL's choice)", "xNCCL");
+  std::printf("\n");
   for (const TunedRange& r : result.ranges) {
     const std::string range =
         formatByteSize(r.sizes.minBytes) + ".." +
         (r.sizes.maxBytes == UINT64_MAX ? std::string("inf") : formatByteSize(r.sizes.maxBytes));
     const std::string protocol = r.protocol ? std::string(protocolName(*r.protocol)) : std::string("-");
-    // The speed-up over what NCCL would do (sim/nccl_model.h) at the range's first size.
-    const NcclChoice& nccl = result.workloads[r.workload].nccl;
-    std::printf("  %-13s %-22s %-18s %-9s %-10s %-6s %3d %4d %6s %10.1f %9zu %7.0f %10.1f %-18s %6.2fx\n",
+    char interval[48] = "-";
+    if (r.interval.lowUs >= 0 && r.interval.highUs >= 0)
+      std::snprintf(interval, sizeof interval, "[%.1f, %.1f] n=%d", r.interval.lowUs, r.interval.highUs,
+                    r.interval.samples);
+    std::printf("  %-13s %-22s %-18s %-9s %-10s %-6s %3d %4d %6s %10.1f %-20s %9zu %7.0f %-22s",
                 collectiveLabel(r.collective).c_str(), range.c_str(), r.algorithm.c_str(), r.sketch.c_str(),
                 r.scheduler.c_str(), protocol.c_str(), r.nChannels, static_cast<int>(r.nThreads),
-                formatByteSize(r.chunkBytes).c_str(), r.timeUs, r.trials, r.cost, nccl.timeUs,
-                describeNcclChoice(nccl).c_str(), nccl.timeUs / r.timeUs);
+                r.chunkBytes > 0 ? formatByteSize(r.chunkBytes).c_str() : "-", r.timeUs, interval, r.trials, r.cost,
+                ratioText(r.versusDefault).c_str());
+    // The speed-up over what NCCL would do (sim/nccl_model.h) at the range's first size.
+    const NcclChoice& choice = result.workloads[r.workload].nccl;
+    if (nccl)
+      std::printf(" %10.1f %-18s %6.2fx", choice.timeUs, describeNcclChoice(choice).c_str(), choice.timeUs / r.timeUs);
+    std::printf("\n");
   }
   for (const EnvRecommendation& env : table.environment) {
     for (const auto& [name, value] : env.settings)
@@ -319,7 +400,7 @@ Status writeTables(const Options& o, const TuningResult& result, const LookupTab
                              " (chunk sizes and thread counts are only in the JSON table)\n";
   if (Status status = cli::writeOutput(o.output, writeTableJson(table)); !status) return status;
   if (Status status = cli::writeOutput(o.csv, header + csv->text); !status) return status;
-  printSummary(result, table);
+  printSummary(result, table, o.topo);
   if (!csv->dropped.empty() && !o.quiet) {
     std::fprintf(stderr,
                  "tuccl-tune: the CSV leaves out what it cannot hold (%zu items: chunk sizes, environment)\n",
@@ -345,6 +426,20 @@ int main(int argc, char** argv) {
   defaultOutputPaths(options);
   // --nodes without --topo composes the default preset's node.
   if (app.count("--topo") == 0 && app.count("--nodes") > 0) options.topo = "preset:resccl-a100";
+  if (options.profiler == "tuccl" && app.count("--topo") == 0 && app.count("--nodes") == 0) {
+    // The machine this runs on: its GPUs where the runs use the CUDA device, else CPU ranks.
+    const char* device = std::getenv("TUCCL_DEVICE");
+    if (options.ranks == 0 && device != nullptr && std::string_view(device) == "cuda") {
+      options.topo = "local";
+    } else {
+      if (options.ranks == 0) options.ranks = kDefaultHostRanks;
+      options.topo = "this machine, " + std::to_string(options.ranks) + " CPU-device ranks";
+    }
+  } else if (options.ranks > 0) {
+    return cli::reportError(kTool, makeError(ErrorCode::InvalidArgument,
+                                             "--ranks is for --profiler tuccl without --topo: a topology gives the "
+                                             "ranks"));
+  }
   if (options.profiler == "command" && app.count("--topo") == 0) {
     // The table is keyed by the topology's nodes and ranks: the default preset's would not match
     // the job the command measures.

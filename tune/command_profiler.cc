@@ -19,6 +19,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -244,20 +245,28 @@ std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const Search
   return env;
 }
 
-std::vector<std::pair<std::string, std::string>> tucclEnvironmentFor(const SearchSpace& space,
-                                                                    const Configuration& config) {
-  std::vector<std::pair<std::string, std::string>> env;
-  const std::string algorithm = space.valueOf(config, kDimAlgorithm);
-  if (!algorithm.empty()) env.emplace_back("TUCCL_ALGO", algorithm);
-  if (const std::optional<Protocol> proto = protocolOf(space, config)) {
-    env.emplace_back("TUCCL_PROTO", std::string(protocolName(*proto)));
-  }
-  if (space.dimensionIndex(kDimChannels) != SearchSpace::npos)
-    env.emplace_back("TUCCL_NCHANNELS", space.valueOf(config, kDimChannels));
-  if (space.dimensionIndex(kDimChunkBytes) != SearchSpace::npos)
-    env.emplace_back("TUCCL_CHUNK_SIZE", space.valueOf(config, kDimChunkBytes));
+std::vector<std::pair<std::string, std::string>> tucclDefaultEnvironment() {
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"TUCCL_ALGO", ""},         {"TUCCL_PROTO", ""},  {"TUCCL_NCHANNELS", ""}, {"TUCCL_CHUNK_SIZE", ""},
+      {"TUCCL_TUNER_TABLE", ""}, {"TUCCL_ADAPT", "0"}};
   const char* device = std::getenv("TUCCL_DEVICE");
   if (device == nullptr || *device == '\0') env.emplace_back("TUCCL_DEVICE", "cpu");
+  return env;
+}
+
+std::vector<std::pair<std::string, std::string>> tucclEnvironmentFor(const SearchSpace& space,
+                                                                    const Configuration& config) {
+  std::vector<std::pair<std::string, std::string>> env = tucclDefaultEnvironment();
+  auto set = [&](const char* name, std::string value) {
+    for (auto& [key, old] : env)
+      if (key == name) old = std::move(value);
+  };
+  const std::string algorithm = space.valueOf(config, kDimAlgorithm);
+  if (!algorithm.empty()) set("TUCCL_ALGO", algorithm);
+  if (const std::optional<Protocol> proto = protocolOf(space, config)) set("TUCCL_PROTO", std::string(protocolName(*proto)));
+  if (space.dimensionIndex(kDimChannels) != SearchSpace::npos) set("TUCCL_NCHANNELS", space.valueOf(config, kDimChannels));
+  if (space.dimensionIndex(kDimChunkBytes) != SearchSpace::npos)
+    set("TUCCL_CHUNK_SIZE", space.valueOf(config, kDimChunkBytes));
   return env;
 }
 
@@ -394,24 +403,44 @@ CommandRun runShellCommand(const std::string& shell, const std::string& command,
 CommandProfiler::CommandProfiler(CommandProfilerOptions options) : options_(std::move(options)) {
   if (options_.commandTemplate.empty()) throw std::invalid_argument("command profiler: empty command template");
   if (!(options_.timeoutSeconds > 0)) throw std::invalid_argument("command profiler: timeout must be > 0");
+  if (options_.iterations < 1) throw std::invalid_argument("command profiler: iterations must be >= 1");
+  repetitions_ = options_.commandTemplate.find("{reps}") != std::string::npos;
 }
 
 Measurement CommandProfiler::profile(const SearchSpace& space, const Configuration& config, int64_t resource) {
   if (resource < 1) throw std::invalid_argument("profile: resource must be >= 1");
-  std::map<std::string, std::string> values = {{"bytes", std::to_string(options_.bytes)},
-                                               {"size", std::to_string(options_.bytes)},
-                                               {"iters", std::to_string(resource)}};
+  std::map<std::string, std::string> values;
   for (size_t d = 0; d < space.dimensionCount(); ++d)
     values[space.dimension(d).name] = space.dimension(d).label(config.index.at(d));
+  std::vector<std::pair<std::string, std::string>> env = options_.environment;
+  for (auto& kv : options_.environmentFor ? options_.environmentFor(space, config) : ncclEnvironmentFor(space, config))
+    env.push_back(std::move(kv));
+  return measure(values, env, resource);
+}
+
+Measurement CommandProfiler::profileDefault(int64_t resource) {
+  if (resource < 1) throw std::invalid_argument("profileDefault: resource must be >= 1");
+  std::vector<std::pair<std::string, std::string>> env = options_.environment;
+  if (options_.defaultEnvironment)
+    for (auto& kv : options_.defaultEnvironment()) env.push_back(std::move(kv));
+  // No configuration values: a template naming one cannot run the default.
+  return measure({}, env, resource);
+}
+
+Measurement CommandProfiler::measure(const std::map<std::string, std::string>& configValues,
+                                     const std::vector<std::pair<std::string, std::string>>& env, int64_t resource) {
+  std::map<std::string, std::string> values = configValues;
+  values["bytes"] = values["size"] = std::to_string(options_.bytes);
+  values["iters"] = std::to_string(repetitions_ ? options_.iterations : resource);
+  if (repetitions_) values["reps"] = std::to_string(resource);
   std::string command;
   try {
     command = expandCommandTemplate(options_.commandTemplate, values);
   } catch (const std::invalid_argument& e) {
-    return failure(e.what(), resource);
-  }
-  std::vector<std::pair<std::string, std::string>> env = options_.environment;
-  for (auto& kv : options_.environmentFor ? options_.environmentFor(space, config) : ncclEnvironmentFor(space, config)) {
-    env.push_back(std::move(kv));
+    return failure(configValues.empty() ? std::string("the default configuration cannot be measured: ") + e.what() +
+                                              " (the template names a configuration value)"
+                                        : std::string(e.what()),
+                   resource);
   }
 
   const CommandRun run = runShellCommand(options_.shell, command, env, options_.timeoutSeconds, options_.maxOutputBytes);
@@ -431,21 +460,29 @@ Measurement CommandProfiler::profile(const SearchSpace& space, const Configurati
 
   const NcclTestsOutput parsed = parseNcclTestsOutput(run.output);
   if (!parsed.ok()) return failure(where + ": " + parsed.error, resource);
-  const NcclTestsRow* row = findNcclTestsRow(parsed, options_.bytes);
-  if (!row)
+  const std::vector<const NcclTestsRow*> rows = findNcclTestsRows(parsed, options_.bytes);
+  if (rows.empty())
     return failure(where + ": no nccl-tests result row for " + std::to_string(options_.bytes) + " bytes in its output (" +
                        std::to_string(parsed.rows.size()) + " rows); output:\n" + tail(run.output),
                    resource);
-  const NcclTestsHalf& half = options_.inPlace ? row->inPlace : row->outOfPlace;
-  if (half.wrong && *half.wrong > 0)
-    return failure(where + ": nccl-tests reports " + std::to_string(*half.wrong) + " wrong elements at " +
-                       std::to_string(row->bytes) + " bytes (output line " + std::to_string(row->line) + ")",
+  if (repetitions_ && rows.size() != static_cast<size_t>(resource))
+    return failure(where + ": " + std::to_string(rows.size()) + " result rows for " + std::to_string(rows.front()->bytes) +
+                       " bytes where {reps} asked for " + std::to_string(resource) + "; output:\n" + tail(run.output),
                    resource);
-  Measurement m;
-  m.timeUs = half.timeUs;
-  m.busBwGBps = half.busBwGBps;
-  m.cost = static_cast<double>(resource);
-  return m;
+  std::vector<double> samples;
+  double busBwTimesUs = 0;
+  for (const NcclTestsRow* row : rows) {
+    const NcclTestsHalf& half = options_.inPlace ? row->inPlace : row->outOfPlace;
+    if (half.wrong && *half.wrong > 0)
+      return failure(where + ": nccl-tests reports " + std::to_string(*half.wrong) + " wrong elements at " +
+                         std::to_string(row->bytes) + " bytes (output line " + std::to_string(row->line) + ")",
+                     resource);
+    if (!(half.timeUs > 0) || !std::isfinite(half.timeUs))
+      return failure(where + ": output line " + std::to_string(row->line) + " has no positive time", resource);
+    samples.push_back(half.timeUs);
+    busBwTimesUs += half.busBwGBps * half.timeUs / static_cast<double>(rows.size());  // bytes moved, per row alike
+  }
+  return measurementOfSamples(std::move(samples), static_cast<double>(resource), busBwTimesUs);
 }
 
 }  // namespace tuccl

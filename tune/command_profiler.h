@@ -1,13 +1,18 @@
 // The command profiler: runs a benchmark command per configuration — how users tune real
-// clusters (issue 8 item 4), e.g.
-//   mpirun -np 16 all_reduce_perf -b {bytes} -e {bytes} -n {iters} -w 5 -c 0
+// clusters (docs/tuning.md, "--profiler command"), e.g.
+//   mpirun -np 16 all_reduce_perf -b {bytes} -e {bytes} -n {iters} -N {reps} -w 5 -c 0
 // The configuration goes in as NCCL environment variables (ncclEnvironmentFor), the placeholders
-// {bytes} / {size} (the workload size), {iters} (the resource r) and {<dimension>} (a value of the
-// configuration) are substituted, and the nccl-tests output is parsed for time and busbw.
+// {bytes} / {size} (the workload size), {reps} (the resource r: repetitions, one result row each —
+// nccl-tests' -N run cycles), {iters} (iterations per repetition; the resource r itself in a
+// template without {reps}) and {<dimension>} (a value of the configuration) are substituted, and
+// the nccl-tests output is parsed for time and busbw.
 //
-// In:  CommandProfilerOptions (template, size, timeout, extra environment).
-// Out: Measurements; a failing command, a timeout (the process group is ended), output without a
-//      result row, or #wrong > 0 are failed Measurements whose error quotes the tail of the output.
+// In:  CommandProfilerOptions (template, size, iterations, timeout, extra environment).
+// Out: Measurements — one sample per result row of the size: exactly r rows with {reps}; without
+//      it, usually one. A failing command, a timeout (the process group is
+//      ended), output without the result rows, or #wrong > 0 are failed Measurements whose error
+//      quotes the tail of the output. profileDefault runs the command with no configuration
+//      set (defaultEnvironment only): the system's own choice.
 #pragma once
 
 #include <functional>
@@ -29,9 +34,13 @@ struct CommandProfilerOptions {
   std::vector<std::pair<std::string, std::string>> environment;
   size_t maxOutputBytes = 8u << 20;  ///< output beyond this is dropped (the tail is kept)
   std::string shell = "/bin/sh";
+  /// {iters} of a template that has {reps}: timed iterations per repetition (nccl-tests' -n).
+  int64_t iterations = 20;
   /// The environment a configuration runs with; unset: ncclEnvironmentFor (NCCL's variables).
   std::function<std::vector<std::pair<std::string, std::string>>(const SearchSpace&, const Configuration&)>
       environmentFor;
+  /// The environment of profileDefault's run (after `environment`); unset: nothing more.
+  std::function<std::vector<std::pair<std::string, std::string>>()> defaultEnvironment;
 };
 
 /// NCCL's buffer for a protocol that makes NCCL's own chunk `chunkBytes`, so the chunk measured
@@ -67,9 +76,13 @@ std::vector<std::pair<std::string, std::string>> ncclEnvironmentFor(const Search
 ///   protocol   -> TUCCL_PROTO
 ///   nChannels  -> TUCCL_NCHANNELS
 ///   chunkBytes -> TUCCL_CHUNK_SIZE
-/// plus TUCCL_DEVICE=cpu unless the caller's environment names a device.
+/// on top of tucclDefaultEnvironment.
 std::vector<std::pair<std::string, std::string>> tucclEnvironmentFor(const SearchSpace& space,
                                                                     const Configuration& config);
+/// libtuccl's built-in defaults: every setting above and a tuning table or runtime phase of the
+/// caller's environment cleared (TUCCL_TUNER_TABLE, TUCCL_ADAPT=0; libtuccl reads an empty
+/// variable as unset), and TUCCL_DEVICE=cpu unless the caller's environment names a device.
+std::vector<std::pair<std::string, std::string>> tucclDefaultEnvironment();
 
 /// Replaces every {name} by values.at(name); throws std::invalid_argument for an unknown or
 /// unterminated placeholder.
@@ -99,9 +112,14 @@ class CommandProfiler : public Profiler {
   explicit CommandProfiler(CommandProfilerOptions options);
   std::string_view name() const override { return "command"; }
   Measurement profile(const SearchSpace& space, const Configuration& config, int64_t resource) override;
+  bool hasDefault() const override { return true; }
+  Measurement profileDefault(int64_t resource) override;
 
  private:
+  Measurement measure(const std::map<std::string, std::string>& values,
+                      const std::vector<std::pair<std::string, std::string>>& environment, int64_t resource);
   CommandProfilerOptions options_;
+  bool repetitions_ = false;  ///< the template has {reps}
 };
 
 }  // namespace tuccl

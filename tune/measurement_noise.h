@@ -2,9 +2,9 @@
 // so that a replayed trial log (tune/trial_log.h) can advance the noise state without measuring.
 //
 // In:  an exact profiler, sigma, a seed.
-// Out: t · max(0.05, 1 + sigma / sqrt(r) · z), z ~ N(0, 1) clipped to ±3 — SimProfiler's and
-//      SyntheticProfiler's model — seeded per (seed, configuration, r, how many times that pair
-//      was measured or replayed before).
+// Out: r repetitions t · max(0.05, 1 + sigma · z), z ~ N(0, 1) clipped to ±3, and their median
+//      (noisySamples, tune/profiler.h: SimProfiler's and SyntheticProfiler's model), seeded per
+//      (seed, configuration, r, how many times that pair was measured or replayed before).
 #pragma once
 
 #include <map>

@@ -214,22 +214,33 @@ class MracoSearcher : public Searcher {
       const Rung& rung = bracket.rungs[i];
       // Lines 7–8: profile every survivor with r_i iterations (f_i = mean time per iteration).
       std::vector<double> value(configs.size());
+      std::vector<Measurement> sample(configs.size());
       for (size_t k = 0; k < configs.size(); ++k) {
         const Measurement& m = session.profile(configs[k], rung.resource, bracket.s, static_cast<int32_t>(i));
         value[k] = objectiveOf(m);
+        sample[k] = m;
         observations[rung.resource].push_back({configs[k], value[k]});
         measured[rung.resource].insert(configs[k]);
         if (rung.resource == options.maxResource)
           elite.offer(configs[k], value[k], session, options, bracket.s, static_cast<int32_t>(i));
       }
       if (i + 1 == bracket.rungs.size()) break;
-      // Line 9: keep the best ceil(n_s eta^-(i+1)) (stable: ties keep proposal order).
+      // Line 9: keep the best ceil(n_s eta^-(i+1)) by median (stable: ties keep proposal order),
+      // and promote on intervals: a configuration the last kept one is not significantly faster
+      // than (their intervals overlap) goes on too, up to as many again — measurement noise
+      // must not prune what it cannot tell apart.
       std::vector<size_t> order(configs.size());
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return value[a] < value[b]; });
       const size_t keep = std::min(configs.size(), static_cast<size_t>(bracket.rungs[i + 1].configs));
       std::vector<Configuration> survivors;
       for (size_t k = 0; k < keep; ++k) survivors.push_back(configs[order[k]]);
+      if (keep > 0) {
+        const Measurement& last = sample[order[keep - 1]];
+        for (size_t k = keep; k < configs.size() && survivors.size() < 2 * keep; ++k)
+          if (std::isfinite(value[order[k]]) && !significantlySlower(sample[order[k]], last))
+            survivors.push_back(configs[order[k]]);
+      }
       configs = std::move(survivors);
     }
   }

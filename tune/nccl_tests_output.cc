@@ -172,4 +172,15 @@ const NcclTestsRow* findNcclTestsRow(const NcclTestsOutput& output, uint64_t byt
   return output.rows.size() == 1 ? &output.rows.front() : nullptr;
 }
 
+std::vector<const NcclTestsRow*> findNcclTestsRows(const NcclTestsOutput& output, uint64_t bytes) {
+  std::vector<const NcclTestsRow*> rows;
+  for (const NcclTestsRow& row : output.rows)
+    if (row.bytes == bytes) rows.push_back(&row);
+  if (!rows.empty() || output.rows.empty()) return rows;
+  for (const NcclTestsRow& row : output.rows)
+    if (row.bytes != output.rows.front().bytes) return {};
+  for (const NcclTestsRow& row : output.rows) rows.push_back(&row);
+  return rows;
+}
+
 }  // namespace tuccl

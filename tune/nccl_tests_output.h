@@ -53,5 +53,8 @@ NcclTestsOutput parseNcclTestsOutput(std::string_view text);
 /// The row for `bytes`: the exact size when present, else the only row (nccl-tests rounds sizes
 /// down to a multiple of ranks × type size); nullptr otherwise.
 const NcclTestsRow* findNcclTestsRow(const NcclTestsOutput& output, uint64_t bytes);
+/// Every row for `bytes`, in output order (one per cycle of nccl-tests' -N): the rows of the exact
+/// size when present, else every row when they are all of one size; empty otherwise.
+std::vector<const NcclTestsRow*> findNcclTestsRows(const NcclTestsOutput& output, uint64_t bytes);
 
 }  // namespace tuccl

@@ -30,7 +30,8 @@ namespace tuccl {
 /// One profiling call.
 struct Trial {
   uint32_t id = 0;  ///< position in the sequence
-  Configuration config;
+  Configuration config;  ///< empty when isDefault
+  bool isDefault = false;  ///< a measurement of the system's default (Profiler::profileDefault)
   int64_t resource = 0;
   Measurement measurement;
   int32_t bracket = -1;  ///< MRACO: Hyperband bracket s; -1 elsewhere
@@ -43,7 +44,7 @@ struct SearchOptions {
   /// coordinate descent end on their own; random, TPE and MRACO then need maxTrials or
   /// convergence).
   double budget = 0;
-  /// R_max: profiling iterations of one full measurement (the resource of grid, random, TPE and
+  /// R_max: repetitions of one full measurement (the resource of grid, random, TPE and
   /// coordinate-descent trials, and of MRACO's last rung).
   int64_t maxResource = 27;
   double eta = 3;

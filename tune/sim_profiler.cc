@@ -72,11 +72,10 @@ Measurement SimProfiler::profile(const SearchSpace& space, const Configuration& 
     return m;
   }
   uint64_t& repeat = repeats_[{config, resource}];
-  std::mt19937_64 rng(mixBits(options_.seed ^ mixBits(hashConfiguration(config) ^
-                                                      mixBits(static_cast<uint64_t>(resource) + (repeat++ << 32)))));
-  const double z = std::clamp(std::normal_distribution<double>(0.0, 1.0)(rng), -3.0, 3.0);
-  m.timeUs = t * std::max(0.05, 1.0 + options_.sigma / std::sqrt(static_cast<double>(resource)) * z);
-  m.busBwGBps = static_cast<double>(options_.messageBytes) / (m.timeUs * 1e3) * simulated_.at(config).busBwFactor;
+  const uint64_t seed =
+      mixBits(options_.seed ^ mixBits(hashConfiguration(config) ^ mixBits(static_cast<uint64_t>(resource) + (repeat++ << 32))));
+  m = noisySamples(t, options_.sigma, resource, seed,
+                   static_cast<double>(options_.messageBytes) / 1e3 * simulated_.at(config).busBwFactor);
   return m;
 }
 

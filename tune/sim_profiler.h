@@ -1,6 +1,6 @@
 // The simulator profiler (issue 8 item 4): a configuration is compiled into a plan and run by the
-// discrete-event simulator (sim/simulator.h); a seeded measurement-noise model whose spread
-// shrinks with r (as SyntheticProfiler: t · (1 + sigma / sqrt(r) · z)) makes pruning face
+// discrete-event simulator (sim/simulator.h); a seeded measurement-noise model (noisySamples,
+// tune/profiler.h: r repetitions of t · (1 + sigma · z), their median) makes pruning face
 // realistic noise.
 //
 // In:  the Network of a topology, the candidate algorithms by name (the values of the space's
@@ -26,7 +26,7 @@ namespace tuccl {
 struct SimProfilerOptions {
   int64_t messageBytes = 1 << 20;
   CostModel cost = defaultCostModel();
-  double sigma = 0.05;  ///< relative spread of one iteration's time
+  double sigma = 0.05;  ///< relative spread of one repetition's time
   uint64_t seed = 1;
   /// Used when the space has no "algorithm" / "scheduler" dimension.
   std::string defaultAlgorithm;

@@ -33,15 +33,9 @@ Measurement SyntheticProfiler::profile(const SearchSpace& space, const Configura
     return bad;
   }
   uint64_t& repeat = repeats_[{config, resource}];
-  std::mt19937_64 rng(mixBits(seed_ ^ mixBits(hashConfiguration(config) ^ mixBits(static_cast<uint64_t>(resource) +
-                                                                                   (repeat++ << 32)))));
-  double z = std::clamp(std::normal_distribution<double>(0.0, 1.0)(rng), -3.0, 3.0);
-  double spread = sigma_ / std::sqrt(static_cast<double>(resource));
-  Measurement m;
-  m.timeUs = trueTime_(space, config) * std::max(0.05, 1.0 + spread * z);
-  m.busBwGBps = bytes_ / (m.timeUs * 1e3);
-  m.cost = static_cast<double>(resource);
-  return m;
+  const uint64_t seed =
+      mixBits(seed_ ^ mixBits(hashConfiguration(config) ^ mixBits(static_cast<uint64_t>(resource) + (repeat++ << 32))));
+  return noisySamples(trueTime_(space, config), sigma_, resource, seed, bytes_ / 1e3);
 }
 
 double multimodalLandscape(const SearchSpace& space, const Configuration& config, uint64_t variant) {

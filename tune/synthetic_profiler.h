@@ -2,10 +2,11 @@
 //
 // In:  a function giving the true time (µs) of a configuration, a relative noise spread sigma and
 //      a seed.
-// Out: measurements t · (1 + sigma / sqrt(r) · z), z ~ N(0, 1) clipped to ±3 — the spread of a
-//      mean over r iterations shrinks like 1 / sqrt(r), so pruning at small r is tested under
-//      realistic noise. The noise of a call depends only on (seed, configuration, r, how many
-//      times that pair was measured before), so the same request sequence gives the same values.
+// Out: measurements of r repetitions t · (1 + sigma · z), z ~ N(0, 1) clipped to ±3
+//      (noisySamples, tune/profiler.h) — the median's spread shrinks like 1 / sqrt(r), so pruning
+//      at small r is tested under realistic noise. The noise of a call depends only on (seed,
+//      configuration, r, how many times that pair was measured before), so the same request
+//      sequence gives the same values.
 #pragma once
 
 #include <functional>

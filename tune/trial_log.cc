@@ -10,7 +10,7 @@ namespace tuccl {
 namespace {
 
 constexpr const char* kLogFormat = "tuccl-trial-log";
-constexpr int kLogVersion = 1;
+constexpr int kLogVersion = 2;  // 2: repetitions, samplesUs, default runs
 
 nlohmann::json headerLine(const nlohmann::json& run) {
   return nlohmann::json{{"kind", "header"}, {"format", kLogFormat}, {"version", kLogVersion}, {"run", run}};
@@ -39,8 +39,12 @@ LoggedTrial trialFromJson(const nlohmann::json& j) {
   t.measurement.ok = j.at("ok").get<bool>();
   t.measurement.cost = j.value("cost", static_cast<double>(t.resource));
   if (t.measurement.ok) {
-    t.measurement.timeUs = j.at("timeUs").get<double>();
+    std::vector<double> samples = j.at("samplesUs").get<std::vector<double>>();
+    const double cost = t.measurement.cost;
+    t.measurement = measurementOfSamples(std::move(samples), cost);
     t.measurement.busBwGBps = j.value("busBwGBps", 0.0);
+    if (t.measurement.timeUs != j.at("timeUs").get<double>())
+      throw std::runtime_error("timeUs is not the median of samplesUs");
   } else {
     t.measurement.timeUs = std::numeric_limits<double>::infinity();
     t.measurement.error = j.value("error", std::string("failed"));
@@ -53,11 +57,14 @@ LoggedTrial trialFromJson(const nlohmann::json& j) {
 nlohmann::json trialToJson(const SearchSpace& space, const Trial& trial) {
   nlohmann::json j;
   j["trial"] = trial.id;
-  j["config"] = space.configurationToJson(trial.config);
+  j["config"] = trial.isDefault ? nlohmann::json(nullptr) : space.configurationToJson(trial.config);
   j["resource"] = trial.resource;
   j["ok"] = trial.measurement.ok;
   if (trial.measurement.ok) {
     j["timeUs"] = trial.measurement.timeUs;
+    // A measurement made without samples (a searcher's own bookkeeping) logs its time as one.
+    j["samplesUs"] = trial.measurement.samplesUs.empty() ? std::vector<double>{trial.measurement.timeUs}
+                                                         : trial.measurement.samplesUs;
     j["busBwGBps"] = trial.measurement.busBwGBps;
   } else {
     j["error"] = trial.measurement.error;
@@ -168,6 +175,17 @@ Measurement ReplayProfiler::profile(const SearchSpace& space, const Configuratio
                              asked.dump() + " r=" + std::to_string(resource));
   ++next_;
   if (onReplayed_) onReplayed_(config, resource);
+  return t.measurement;
+}
+
+Measurement ReplayProfiler::profileDefault(int64_t resource) {
+  if (next_ >= logged_.size()) return inner_.profileDefault(resource);
+  const LoggedTrial& t = logged_[next_];
+  if (!t.config.is_null() || resource != t.resource)
+    throw std::runtime_error("the run diverges from the trial log at trial " + std::to_string(t.trial) + ": logged " +
+                             t.config.dump() + " r=" + std::to_string(t.resource) + ", asked the default r=" +
+                             std::to_string(resource));
+  ++next_;
   return t.measurement;
 }
 

@@ -9,8 +9,11 @@
 // Format:
 //   {"kind":"header","format":"tuccl-trial-log","version":1,"run":{...}}
 //   {"kind":"trial","collective":"allreduce","bytes":1048576,"trial":0,"config":{...},
-//    "resource":1,"ok":true,"timeUs":812.4,"busBwGBps":...,"cost":1,"bracket":3,"rung":0}
-// A failed measurement has "ok":false and "error" instead of the numbers. Doubles are written in
+//    "resource":3,"ok":true,"timeUs":812.4,"samplesUs":[...],"busBwGBps":...,"cost":3,"bracket":3,
+//    "rung":0}
+// A failed measurement has "ok":false and "error" instead of the numbers. A measurement of the
+// system's default (the confirmation runs, profileDefault) has "config":null. The median's
+// interval and the spread are recomputed from samplesUs. Doubles are written in
 // shortest round-trip form, so a replayed search sees bit-identical values and — searches being
 // deterministic given their seed — asks for exactly the logged sequence; a difference is an error.
 // A torn last line (the run was killed mid-write) is dropped and the file truncated before it.
@@ -78,6 +81,8 @@ class ReplayProfiler : public Profiler {
   /// Throws std::runtime_error when the search diverges from the log (a different seed, space or
   /// program version wrote it).
   Measurement profile(const SearchSpace& space, const Configuration& config, int64_t resource) override;
+  bool hasDefault() const override { return inner_.hasDefault(); }
+  Measurement profileDefault(int64_t resource) override;
   size_t replayed() const { return next_; }
   bool replaying() const { return next_ < logged_.size(); }
 

@@ -55,6 +55,25 @@ std::vector<std::string> tucclBuiltinAlgorithms(Collective collective) {
   return {};
 }
 
+/// Whether the libtuccl profiler's runs use the CPU device: TUCCL_DEVICE unset, empty or "cpu"
+/// (tucclDefaultEnvironment sets cpu when unset). A CPU-device communicator runs one channel
+/// whatever it is given (backend/communicator.cc), so channels are not searched there.
+bool tucclOnCpu() {
+  const char* device = std::getenv("TUCCL_DEVICE");
+  return device == nullptr || *device == '\0' || std::string_view(device) == "cpu";
+}
+
+/// The libtuccl profiler's timed iterations per repetition at `bytes`: about 8 MiB moved per
+/// repetition, between 2 and 20 iterations (20 is nccl-tests' default -n), so a repetition is long
+/// enough to time and a run of R_max of them stays short.
+int64_t tucclIterations(int64_t bytes) {
+  return std::clamp<int64_t>((int64_t{8} << 20) / std::max<int64_t>(bytes, 1), 2, 20);
+}
+
+/// The most ranks --ranks starts on this machine (tuccl-run takes up to 4096; past a few hundred
+/// processes on one host a measurement says little).
+constexpr int32_t kMaxHostRanks = 256;
+
 /// "allreduce, allgather": names for messages.
 std::string collectiveList(const std::vector<Collective>& collectives) {
   std::string out;
@@ -89,11 +108,11 @@ Status checkNumbers(const TuningRequest& request) {
   constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
   const Status checks[] = {
       checkRange("--budget", request.budget, 0, kUnbounded, false,
-                 "iterations per collective and size; 0: --budget-fraction of the grid's cost"),
+                 "repetitions per collective and size; 0: --budget-fraction of the grid's cost"),
       checkRange("--budget-fraction", request.budgetFraction, 0, 1, true, "a fraction of the grid's cost"),
       checkRange("--max-resource", static_cast<double>(request.maxResource), 1, 1e6),
       checkRange("--max-slices", static_cast<double>(request.maxSlices), 1, 1 << 20),
-      checkRange("--sigma", request.sigma, 0, 1, false, "the relative noise of one simulated iteration"),
+      checkRange("--sigma", request.sigma, 0, 1, false, "the relative noise of one simulated repetition"),
       checkRange("--timeout", request.timeoutSeconds, 0, kMaxTimeoutSeconds, true, "seconds per run"),
   };
   for (const Status& status : checks)
@@ -137,6 +156,24 @@ void checkRequest(const TuningRequest& request) {
     fail(ErrorCode::InvalidArgument, "--algorithms " + request.algorithmDirs.front() +
                                          ": directories of programs are candidates for --profiler sim only");
   }
+  if (request.ranks != 0) {
+    if (request.profiler != ProfilerKind::Tuccl)
+      fail(ErrorCode::InvalidArgument, "--ranks is for --profiler tuccl (this machine's ranks); other profilers take --topo");
+    if (request.ranks < 1 || request.ranks > kMaxHostRanks)
+      fail(ErrorCode::InvalidArgument, "--ranks must be in [1, " + std::to_string(kMaxHostRanks) + "]; got " +
+                                           std::to_string(request.ranks));
+    if (!request.topology.empty())
+      fail(ErrorCode::InvalidArgument, "--ranks runs this machine's ranks without a topology; give --topo or --ranks");
+    if (request.keyBySignature)
+      fail(ErrorCode::InvalidArgument, "--signature keys entries by a topology's signature; --ranks has none");
+  }
+  if (request.confirmMinRounds < 2 || request.confirmMaxRounds < request.confirmMinRounds ||
+      request.confirmMaxRounds > 1000)
+    fail(ErrorCode::InvalidArgument, "--confirm-rounds MIN:MAX needs 2 <= MIN <= MAX <= 1000; got " +
+                                         std::to_string(request.confirmMinRounds) + ":" +
+                                         std::to_string(request.confirmMaxRounds));
+  if (request.confirmResource < 0 || request.iterations < 0)
+    fail(ErrorCode::InvalidArgument, "--iterations and the confirmation's repetitions must not be negative");
   if (request.profiler == ProfilerKind::Tuccl) {
     for (const char* tool : {"tuccl-run", "tuccl-bench"}) {
       const std::filesystem::path path = std::filesystem::path(request.tucclBinDir) / tool;
@@ -160,10 +197,11 @@ void checkRequest(const TuningRequest& request) {
   }
 }
 
-/// Every {placeholder} of the command template must name the size, the iterations or a
+/// Every {placeholder} of the command template must name the size, the iterations, the
+/// repetitions or a
 /// dimension of the space: checked once, before any run, instead of failing every run.
 void checkCommandTemplate(const std::string& commandTemplate, const SearchSpace& space) {
-  std::map<std::string, std::string> values = {{"bytes", ""}, {"size", ""}, {"iters", ""}};
+  std::map<std::string, std::string> values = {{"bytes", ""}, {"size", ""}, {"iters", ""}, {"reps", ""}};
   for (size_t d = 0; d < space.dimensionCount(); ++d) values[space.dimension(d).name] = "";
   try {
     (void)expandCommandTemplate(commandTemplate, values);
@@ -256,8 +294,9 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
       std::erase_if(names, [&](const std::string& n) { return std::find(restrict.begin(), restrict.end(), n) == restrict.end(); });
       if (names.empty()) fail(ErrorCode::InvalidArgument, "--algorithms leaves no built-in algorithm for " + logName(collective));
     }
-    plan.base = searchSpaceFromJson(nlohmann::json{{"remove", {"scheduler", "protocol", "nThreads"}}},
-                                    defaultSearchSpace(names));
+    nlohmann::json removed = {"scheduler", "protocol", "nThreads"};
+    if (tucclOnCpu()) removed.push_back("nChannels");
+    plan.base = searchSpaceFromJson(nlohmann::json{{"remove", removed}}, defaultSearchSpace(names));
   } else {
     // NCCL runs the command: NCCL's algorithms, no TuCCL scheduler.
     plan.base = searchSpaceFromJson(
@@ -297,6 +336,14 @@ nlohmann::json runHeader(const TuningRequest& request, const std::string& signat
                         {"maxSlices", request.maxSlices}};
   if (request.profiler == ProfilerKind::Sim) run["sigma"] = request.sigma;
   if (request.profiler == ProfilerKind::Command) run["command"] = request.commandTemplate;
+  if (request.profiler != ProfilerKind::Sim) {
+    run["iterations"] = request.iterations;
+    run["confirm"] = request.confirm ? nlohmann::json{{"minRounds", request.confirmMinRounds},
+                                                      {"maxRounds", request.confirmMaxRounds},
+                                                      {"resource", request.confirmResource}}
+                                     : nlohmann::json(false);
+  }
+  if (request.ranks > 0) run["ranks"] = request.ranks;
   for (const CollectivePlan& plan : plans)
     run["spaces"][logName(plan.collective)] = searchSpaceToJson(plan.base);
   return run;
@@ -321,6 +368,38 @@ struct SearchContext {
   TuningObserver& observer;
   size_t total = 0;  ///< workloads in the run
 };
+
+/// Every configuration the search measured, by its measurement at the largest resource it got
+/// (the most accurate; ties by the configuration's description, so the order is deterministic),
+/// fastest first, each with that measurement.
+std::vector<std::pair<Configuration, Measurement>> measuredFastestFirst(const TunedWorkload& w) {
+  std::map<std::string, const Trial*> latest;
+  for (const Trial& t : w.result.trials) {
+    if (t.isDefault || !t.measurement.ok || !std::isfinite(t.measurement.timeUs)) continue;
+    const Trial*& kept = latest[w.space.describe(t.config)];
+    if (kept == nullptr || t.resource > kept->resource ||
+        (t.resource == kept->resource && t.measurement.timeUs < kept->measurement.timeUs))
+      kept = &t;
+  }
+  std::vector<std::pair<std::string, const Trial*>> order(latest.begin(), latest.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second->measurement.timeUs < b.second->measurement.timeUs;
+  });
+  std::vector<std::pair<Configuration, Measurement>> out;
+  for (const auto& [key, trial] : order) out.emplace_back(trial->config, trial->measurement);
+  return out;
+}
+
+/// What the confirmation measures against the default: the search's best, then the next best
+/// configurations it measured, request.groups in all.
+std::vector<Configuration> confirmationCandidates(const TuningRequest& request, const TunedWorkload& w) {
+  std::vector<Configuration> out = {*w.result.best};
+  for (const auto& [config, measurement] : measuredFastestFirst(w)) {
+    if (static_cast<int32_t>(out.size()) >= request.groups) break;
+    if (std::find(out.begin(), out.end(), config) == out.end()) out.push_back(config);
+  }
+  return out;
+}
 
 /// One workload's search: the exact profiler (sim, with its noise; or the command), behind a
 /// replay of the logged trials; every new trial appended to the log.
@@ -366,8 +445,12 @@ TunedWorkload searchWorkload(const SearchContext& ctx, const CollectivePlan& pla
       o.commandTemplate = "'" + (bin / "tuccl-run").string() + "' -n " + std::to_string(ctx.nRanks) + " --timeout " +
                           std::to_string(static_cast<int64_t>(request.timeoutSeconds)) + " -- '" +
                           (bin / "tuccl-bench").string() + "' " + logName(plan.collective) +
-                          " -b {bytes} -e {bytes} -n {iters} -w 2 -c 0";
+                          " -b {bytes} -e {bytes} -n {iters} -N {reps} -w 2 -c 0";
       o.environmentFor = tucclEnvironmentFor;
+      o.defaultEnvironment = tucclDefaultEnvironment;
+      o.iterations = request.iterations > 0 ? request.iterations : tucclIterations(bytes);
+    } else if (request.iterations > 0) {
+      o.iterations = request.iterations;
     }
     o.bytes = static_cast<uint64_t>(bytes);
     o.timeoutSeconds = request.timeoutSeconds;
@@ -390,6 +473,20 @@ TunedWorkload searchWorkload(const SearchContext& ctx, const CollectivePlan& pla
                              ": no configuration was measured (" + w.result.stopReason + ")");
   }
   w.exactUs = sim ? sim->simulatedTime(w.space, *w.result.best) : w.result.bestMeasurement.timeUs;
+  if (request.confirm && replay.hasDefault()) {
+    ConfirmationOptions confirmOptions;
+    confirmOptions.minRounds = request.confirmMinRounds;
+    confirmOptions.maxRounds = request.confirmMaxRounds;
+    confirmOptions.resource = request.confirmResource > 0 ? request.confirmResource : request.maxResource;
+    uint32_t next = static_cast<uint32_t>(w.result.trials.size());
+    w.confirmation = confirmAgainstDefault(
+        replay, w.space, confirmationCandidates(request, w), confirmOptions, next, [&](const Trial& t) {
+          if (t.id >= logged.size()) ctx.log.append(name, bytes, w.space, t);
+          ctx.observer.confirmationRun(w, index, ctx.total, t);
+        });
+    w.replayed = replay.replayed();
+    w.exactUs = w.confirmation->chosen().summary.timeUs;
+  }
   ctx.observer.workloadDone(w, index, ctx.total, gridCost);
   return w;
 }
@@ -426,28 +523,46 @@ bool sameDecision(const ConfigGroup& a, const ConfigGroup& b) {
          a.tucclAlgorithm == b.tucclAlgorithm;
 }
 
-/// The next best groups of `w` after `winner`: every configuration the search measured, by its
-/// measurement at the largest resource it got (the most accurate), fastest first (ties by the
-/// configuration's description, so the order is deterministic), as the table would set it, each
-/// decision once and none equal to the winner's; at most request.groups - 1.
+/// The interval a measurement gives a table time.
+TimeInterval intervalOf(const Measurement& m) {
+  TimeInterval interval;
+  if (!m.ok) return interval;
+  interval.samples = static_cast<int32_t>(std::max<size_t>(m.samplesUs.size(), 1));
+  interval.lowUs = m.lowUs;
+  interval.highUs = std::isfinite(m.highUs) ? m.highUs : -1;
+  return interval;
+}
+
+/// The table's group of a confirmed candidate: the default's settings are empty.
+ConfigGroup groupOfConfirmed(const TuningRequest& request, const CollectivePlan& plan, const TunedWorkload& w,
+                             const ConfirmedCandidate& c) {
+  ConfigGroup g;
+  if (c.config) g = groupOf(request, plan, w.space, *c.config, c.summary.timeUs);
+  g.timeUs = c.summary.ok ? c.summary.timeUs : -1;
+  g.interval = intervalOf(c.summary);
+  return g;
+}
+
+/// The next best groups of `w` after `winner`, fastest first, each decision once and none equal
+/// to the winner's; at most request.groups - 1. Confirmed: the confirmation's candidates (the
+/// default among them); otherwise every configuration the search measured, by its measurement at
+/// the largest resource it got.
 std::vector<ConfigGroup> alternativesOf(const TuningRequest& request, const CollectivePlan& plan,
                                         const TunedWorkload& w, const ConfigGroup& winner) {
+  std::vector<ConfigGroup> candidates;
+  if (w.confirmation) {
+    for (const ConfirmedCandidate& c : w.confirmation->candidates)
+      if (c.summary.ok) candidates.push_back(groupOfConfirmed(request, plan, w, c));
+  } else {
+    for (const auto& [config, measurement] : measuredFastestFirst(w)) {
+      ConfigGroup g = groupOf(request, plan, w.space, config, measurement.timeUs);
+      g.interval = intervalOf(measurement);
+      candidates.push_back(std::move(g));
+    }
+  }
   std::vector<ConfigGroup> out;
   if (request.groups <= 1) return out;
-  std::map<std::string, const Trial*> latest;
-  for (const Trial& t : w.result.trials) {
-    if (!t.measurement.ok || !std::isfinite(t.measurement.timeUs)) continue;
-    const Trial*& kept = latest[w.space.describe(t.config)];
-    if (kept == nullptr || t.resource > kept->resource ||
-        (t.resource == kept->resource && t.measurement.timeUs < kept->measurement.timeUs))
-      kept = &t;
-  }
-  std::vector<std::pair<std::string, const Trial*>> order(latest.begin(), latest.end());
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    return a.second->measurement.timeUs < b.second->measurement.timeUs;
-  });
-  for (const auto& [key, trial] : order) {
-    ConfigGroup g = groupOf(request, plan, w.space, trial->config, trial->measurement.timeUs);
+  for (ConfigGroup& g : candidates) {
     if (sameDecision(g, winner)) continue;
     if (std::any_of(out.begin(), out.end(), [&](const ConfigGroup& o) { return sameDecision(o, g); })) continue;
     out.push_back(std::move(g));
@@ -456,15 +571,41 @@ std::vector<ConfigGroup> alternativesOf(const TuningRequest& request, const Coll
   return out;
 }
 
+/// The confirmation's evidence as the table holds it; `versus` names the rival of a default entry.
+DefaultComparison comparisonOf(const TunedWorkload& w) {
+  const Confirmation& c = *w.confirmation;
+  DefaultComparison d;
+  d.ratio = c.versusDefault.ratio;
+  d.low = c.versusDefault.pairs >= 2 ? c.versusDefault.low : -1;
+  d.high = c.versusDefault.pairs >= 2 && std::isfinite(c.versusDefault.high) ? c.versusDefault.high : -1;
+  d.pairs = c.versusDefault.pairs;
+  d.won = c.versusDefault.firstWon;
+  if (c.keepDefault && c.rival < c.candidates.size() && c.candidates[c.rival].config)
+    d.versus = w.space.describe(*c.candidates[c.rival].config);
+  return d;
+}
+
 /// The winner of `w` as a table range over `sizes`.
 TunedRange describeRange(const TuningRequest& request, const CollectivePlan& plan, const TunedWorkload& w,
                          const SizeRange& sizes, size_t workload) {
   const SearchSpace& s = w.space;
-  const Configuration& best = *w.result.best;
   TunedRange r;
   r.collective = plan.collective;
   r.sizes = sizes;
   r.workload = workload;
+  if (w.confirmation) r.versusDefault = comparisonOf(w);
+  if (w.chosen() == nullptr) {
+    // The confirmation kept the default: the entry sets nothing; its groups are the rivals.
+    const ConfirmedCandidate& kept = w.confirmation->chosen();
+    r.isDefault = true;
+    r.algorithm = "default";
+    r.ncclRuns = true;  // the entry serves nothing: NCCL (or libtuccl) runs its own choice
+    r.timeUs = kept.summary.timeUs;
+    r.interval = intervalOf(kept.summary);
+    r.alternatives = alternativesOf(request, plan, w, ConfigGroup{});
+    return r;
+  }
+  const Configuration& best = *w.chosen();
   if (ncclWins(request, plan, w)) {
     r.algorithm = std::string(kNcclOwnChoice);
     r.ncclAlgorithm = w.nccl.algorithm;
@@ -498,6 +639,13 @@ TunedRange describeRange(const TuningRequest& request, const CollectivePlan& pla
   r.nThreads = s.levelOf(best, kDimThreads, 0);
   r.chunkBytes = static_cast<uint64_t>(s.levelOf(best, kDimChunkBytes, 0));
   r.timeUs = w.exactUs;
+  if (w.confirmation) {
+    r.interval = intervalOf(w.confirmation->chosen().summary);
+  } else if (request.profiler != ProfilerKind::Sim) {
+    // The measured time of the best at the largest resource it got (the sim's time is noiseless).
+    for (const auto& [config, measurement] : measuredFastestFirst(w))
+      if (config == best) r.interval = intervalOf(measurement);
+  }
   r.alternatives = alternativesOf(request, plan, w, groupOf(request, plan, s, best, w.exactUs));
   return r;
 }
@@ -513,8 +661,11 @@ std::vector<TunedRange> mergeRanges(const TuningRequest& request, const std::vec
     for (size_t i = 0; i < workloads.size(); ++i) {
       if (workloads[i].collective != plan.collective) continue;
       mine.push_back(i);
-      keys.push_back(ncclWins(request, plan, workloads[i]) ? std::string(kNcclOwnChoice) + " " + describeNcclChoice(workloads[i].nccl)
-                                                  : workloads[i].space.describe(*workloads[i].result.best));
+      const TunedWorkload& w = workloads[i];
+      // Default sizes merge only where their rivals (the entry's groups) are the same too.
+      keys.push_back(w.chosen() == nullptr ? "default, " + comparisonOf(w).versus
+                     : ncclWins(request, plan, w) ? std::string(kNcclOwnChoice) + " " + describeNcclChoice(w.nccl)
+                                                  : w.space.describe(*w.chosen()));
     }
     for (const SizeRange& sizeRange : mergeSizeRanges(sizes, keys)) {
       TunedRange r =
@@ -553,15 +704,19 @@ void warnAboutProgramsNcclDoesNotRun(const TuningResult& result, TuningObserver&
 TuningResult runSearches(const TuningRequest& request, TuningObserver& observer) {
   checkRequest(request);
   const std::optional<nlohmann::json> spaceJson = readSpaceFile(request.spaceFile);
-  Expected<LoadedTopology> loaded = loadTopology(request.topology, request.topologyOptions);
-  throwIfError(loaded.status());
-  const Topology topology = std::move(loaded)->topology;
+  // This machine's ranks (--ranks) have no topology: one node, no signature, no NCCL model.
+  Topology topology;
+  if (request.ranks == 0) {
+    Expected<LoadedTopology> loaded = loadTopology(request.topology, request.topologyOptions);
+    throwIfError(loaded.status());
+    topology = std::move(loaded)->topology;
+  }
   const Network network = makeNetwork(topology);
   TuningResult result;
   result.request = request;
-  result.nNodes = topology.nNodes();
-  result.nRanks = topology.nRanks();
-  result.signature = signatureHex(topologySignature(topology));
+  result.nNodes = request.ranks > 0 ? 1 : topology.nNodes();
+  result.nRanks = request.ranks > 0 ? request.ranks : topology.nRanks();
+  result.signature = request.ranks > 0 ? std::string() : signatureHex(topologySignature(topology));
 
   std::vector<CollectivePlan> plans;
   for (Collective collective : request.collectives)
@@ -574,11 +729,16 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
   std::unique_ptr<Searcher> searcher = makeSearcher(request.method);
   const SearchContext ctx{
       request, network, result.nRanks, *searcher, *log, observer, plans.size() * request.sizes.size()};
-  const NcclGraph ncclGraph = searchNcclGraph(topology);
+  // The NCCL model describes GPUs: its choice is compared with what ran on GPUs (the simulator's
+  // and a command's topologies; libtuccl's runs only on the CUDA device), never with CPU ranks.
+  const bool compareWithNccl = request.ranks == 0 && (request.profiler != ProfilerKind::Tuccl || !tucclOnCpu());
+  std::optional<NcclGraph> ncclGraph;
+  if (compareWithNccl) ncclGraph = searchNcclGraph(topology);
   for (const CollectivePlan& plan : plans) {
     for (int64_t bytes : request.sizes) {
       result.workloads.push_back(searchWorkload(ctx, plan, bytes, result.workloads.size()));
-      result.workloads.back().nccl = ncclModelChoice(ncclGraph, plan.collective, static_cast<uint64_t>(bytes));
+      if (ncclGraph)
+        result.workloads.back().nccl = ncclModelChoice(*ncclGraph, plan.collective, static_cast<uint64_t>(bytes));
     }
   }
   result.ranges = mergeRanges(request, plans, result.workloads, request.sizes);
@@ -596,27 +756,43 @@ std::string modeOf(const std::map<int64_t, int>& counts) {
   return std::to_string(best);
 }
 
+/// "0.82 [0.78, 0.87], 6 pairs, 6 won": a comparison with the default, for comments and logs.
+std::string describeComparison(const DefaultComparison& c) {
+  char text[160];
+  if (c.low >= 0 && c.high >= 0)
+    std::snprintf(text, sizeof text, "%.3f [%.3f, %.3f], %d pairs, %d won", c.ratio, c.low, c.high, c.pairs, c.won);
+  else
+    std::snprintf(text, sizeof text, "%.3f (no interval), %d pairs, %d won", c.ratio, c.pairs, c.won);
+  return text;
+}
+
 /// What the NCCL table cannot say about a range: the entry's comment.
 std::string rangeComment(const TuningResult& result, const TunedRange& r) {
   const TunedWorkload& w = result.workloads[r.workload];
   std::ostringstream comment;
   comment << "tuccl: " << (r.algorithm.empty() ? "-" : r.algorithm);
   if (!r.program.empty()) comment << " (" << r.program << ", sketch " << r.sketch << ")";
-  if (r.algorithm == kNcclOwnChoice) {
+  if (r.isDefault) {
+    comment << " (nothing measured was significantly faster than the defaults: " << r.versusDefault->versus
+            << " against the default " << describeComparison(*r.versusDefault) << "); tuned at";
+  } else if (r.algorithm == kNcclOwnChoice) {
     comment << " (NCCL's own choice " << describeNcclChoice(w.nccl) << ", by the NCCL model, beats the best candidate "
             << w.space.describe(*w.result.best) << " at " << std::fixed << std::setprecision(1) << w.exactUs
             << " us); tuned at";
     comment.unsetf(std::ios::fixed);
   } else {
-    comment << "; " << w.space.describe(*w.result.best) << "; tuned at";
+    comment << "; " << w.space.describe(*w.chosen());
+    if (r.versusDefault) comment << ", against the default " << describeComparison(*r.versusDefault);
+    comment << "; tuned at";
   }
   for (size_t i = r.sizes.first; i <= r.sizes.last; ++i)
     comment << " " << formatByteSize(static_cast<uint64_t>(result.request.sizes[i]));
   char numbers[160];
   std::snprintf(numbers, sizeof numbers, "; %.1f us at %s (%s)", r.timeUs,
                 formatByteSize(static_cast<uint64_t>(w.bytes)).c_str(),
-                r.algorithm == kNcclOwnChoice              ? "the NCCL model"
+                r.algorithm == kNcclOwnChoice                  ? "the NCCL model"
                 : result.request.profiler == ProfilerKind::Sim ? "simulated, noiseless"
+                : w.confirmation                               ? "measured, the median of the confirmation rounds"
                                                                : "measured");
   comment << numbers;
   return comment.str();
@@ -627,20 +803,49 @@ nlohmann::ordered_json rangeMetadata(const TuningResult& result, const TunedRang
   const TunedWorkload& w = result.workloads[r.workload];
   const auto first = result.request.sizes.begin() + static_cast<std::ptrdiff_t>(r.sizes.first);
   const auto last = result.request.sizes.begin() + static_cast<std::ptrdiff_t>(r.sizes.last) + 1;
-  return {{"algorithm", r.algorithm},
-          {"ncclRuns", r.ncclRuns},
-          {"program", r.program},
-          {"sketch", r.sketch},
-          {"scheduler", r.scheduler},
-          {"config", w.space.configurationToJson(*w.result.best)},
-          {"sizes", std::vector<int64_t>(first, last)},
-          {"timeUs", r.timeUs},
-          {"bestCandidateUs", w.exactUs},
-          {"ncclUs", w.nccl.timeUs},
-          {"ncclChoice", describeNcclChoice(w.nccl)}};
+  nlohmann::ordered_json j = {{"algorithm", r.algorithm},
+                              {"ncclRuns", r.ncclRuns},
+                              {"program", r.program},
+                              {"sketch", r.sketch},
+                              {"scheduler", r.scheduler},
+                              {"config", w.chosen() != nullptr ? w.space.configurationToJson(*w.chosen())
+                                                               : nlohmann::json(nullptr)},
+                              {"searchBest", w.space.configurationToJson(*w.result.best)},
+                              {"sizes", std::vector<int64_t>(first, last)},
+                              {"timeUs", r.timeUs},
+                              {"bestCandidateUs", w.exactUs}};
+  if (w.nccl.timeUs > 0) {
+    j["ncclUs"] = w.nccl.timeUs;
+    j["ncclChoice"] = describeNcclChoice(w.nccl);
+  }
+  if (w.confirmation) {
+    // Per size of the range: the confirmation's verdict (the entry's own is the first size's).
+    nlohmann::ordered_json verdicts = nlohmann::ordered_json::array();
+    for (size_t i = r.sizes.first; i <= r.sizes.last; ++i) {
+      for (const TunedWorkload& other : result.workloads) {
+        if (other.collective != r.collective || other.bytes != result.request.sizes[i] || !other.confirmation) continue;
+        const DefaultComparison c = comparisonOf(other);
+        verdicts.push_back({{"bytes", other.bytes},
+                            {"default", other.confirmation->keepDefault},
+                            {"rounds", other.confirmation->rounds},
+                            {"ratio", c.ratio},
+                            {"low", c.low},
+                            {"high", c.high},
+                            {"won", c.won}});
+      }
+    }
+    j["confirmation"] = std::move(verdicts);
+  }
+  return j;
 }
 
 }  // namespace
+
+const Configuration* TunedWorkload::chosen() const {
+  if (!confirmation) return result.best ? &*result.best : nullptr;
+  const ConfirmedCandidate& c = confirmation->chosen();
+  return c.config ? &*c.config : nullptr;
+}
 
 std::string_view profilerKindName(ProfilerKind kind) {
   switch (kind) {
@@ -715,8 +920,11 @@ LookupTable tableFromResult(const TuningResult& result) {
     if (r.ncclAlgorithm || r.protocol) e.choices.push_back({r.ncclAlgorithm, r.protocol});
     e.nChannels = r.nChannels;
     e.chunkSize = r.chunkBytes;
-    if (request.profiler == ProfilerKind::Tuccl) e.tucclAlgorithm = r.algorithm;  // what libtuccl ran
+    if (request.profiler == ProfilerKind::Tuccl && !r.isDefault) e.tucclAlgorithm = r.algorithm;  // what libtuccl ran
     e.timeUs = r.timeUs;
+    e.interval = r.interval;
+    e.isDefault = r.isDefault;
+    e.versusDefault = r.versusDefault;
     e.groups = r.alternatives;
     e.comment = rangeComment(result, r);
     table.entries.push_back(std::move(e));
@@ -733,11 +941,12 @@ LookupTable tableFromResult(const TuningResult& result) {
   if (!ll128ThreadCounts.empty()) env.settings.emplace_back("NCCL_LL128_NTHREADS", modeOf(ll128ThreadCounts));
   if (!env.settings.empty()) table.environment.push_back(std::move(env));
   const std::string profiler(profilerKindName(request.profiler));
-  table.description = "tuned for " + request.topology + " (" + std::to_string(result.nRanks) + " ranks on " +
+  const std::string where = request.ranks > 0 ? std::string("this machine's CPU device") : request.topology;
+  table.description = "tuned for " + where + " (" + std::to_string(result.nRanks) + " ranks on " +
                       std::to_string(result.nNodes) + " nodes) with " + request.method + ", profiler " +
                       profiler;
   const nlohmann::ordered_json metadata = {{"tuccl",
-                                            {{"topology", request.topology},
+                                            {{"topology", where},
                                              {"signature", result.signature},
                                              {"method", request.method},
                                              {"seed", request.seed},

@@ -20,6 +20,10 @@
 //     (program, sketch, scheduler, threads) in the entry's comment and in metadata.tuccl.entries;
 //     nThreads as the environment recommendation (NCCL_NTHREADS / NCCL_LL128_NTHREADS: the value
 //     most sizes chose);
+//   - with a profiler that measures the system's default (command, tuccl): the search's best
+//     few and the default in interleaved rounds (tune/confirmation.h); the entry is the default
+//     ("default": true) unless the fastest is significantly faster, and its groups are the
+//     confirmed ones fastest first, each with its median's interval;
 //   - the trial log (tune/trial_log.h) gets every trial as it happens; with resume the log is
 //     replayed — searches are deterministic given the seed and the sim profiler's noise is replayed
 //     too (tune/measurement_noise.h) — so a resumed run gives the same result as an uninterrupted
@@ -38,6 +42,7 @@
 #include "sim/nccl_model.h"
 #include "table/lookup_table.h"
 #include "topo/load.h"
+#include "tune/confirmation.h"
 #include "tune/searcher.h"
 #include "tune/size_grid.h"
 #include "tune/sketch_candidates.h"
@@ -70,7 +75,7 @@ struct TuningRequest {
   bool ncclChoice = true;
   // ---- the search
   std::string method = "mraco";  ///< a makeSearcher name
-  double budget = 0;             ///< per workload, in iterations; 0: budgetFraction of the grid's cost
+  double budget = 0;             ///< per workload, in repetitions; 0: budgetFraction of the grid's cost
   double budgetFraction = 0.1;
   int64_t maxResource = 27;  ///< R_max
   int64_t maxSlices = 64;    ///< chunk sizes giving at most this many micro-batches per chunk
@@ -89,6 +94,17 @@ struct TuningRequest {
   double sigma = 0.05;  ///< sim: relative noise of one iteration
   std::string commandTemplate;
   double timeoutSeconds = 300;  ///< command, tuccl: per run
+  /// command, tuccl: timed iterations per repetition ({iters} of a template with {reps}); 0: the
+  /// tuccl profiler's per-size default (tucclIterations), 20 for a command.
+  int64_t iterations = 0;
+  /// tuccl without a topology: the ranks to run on this machine (the CPU device); 0: a topology
+  /// (`topology`) says.
+  int32_t ranks = 0;
+  // ---- the confirmation against the default (command, tuccl; tune/confirmation.h)
+  bool confirm = true;
+  int32_t confirmMinRounds = 6;
+  int32_t confirmMaxRounds = 12;
+  int64_t confirmResource = 0;  ///< repetitions per run; 0: maxResource
   /// tuccl: the directory of tuccl-run and tuccl-bench (tuccl-tune passes its own)
   std::string tucclBinDir;
   // ---- the trial log
@@ -110,6 +126,12 @@ struct TunedWorkload {
   double exactUs = 0;   ///< the winner's noiseless simulated time (sim), else its measurement
   NcclChoice nccl;      ///< what NCCL would do at this size (sim/nccl_model.h): speed-ups are over it
   size_t replayed = 0;  ///< trials answered from the log
+  /// The search's best few against the default (command, tuccl; empty for the sim or with
+  /// confirm off): what the table's entry sets.
+  std::optional<Confirmation> confirmation;
+  /// The configuration the table sets at this size: the confirmed one, or the search's best;
+  /// nullptr where the confirmation kept the default.
+  const Configuration* chosen() const;
 };
 
 /// One byte range of the table: adjacent grid sizes of one collective with the same winner.
@@ -133,7 +155,11 @@ struct TunedRange {
   int32_t nChannels = 0;                       ///< 0: none in the space
   int64_t nThreads = 0;
   uint64_t chunkBytes = 0;
-  double timeUs = 0;  ///< TunedWorkload::exactUs of the first size
+  double timeUs = 0;  ///< TunedWorkload::exactUs of the first size (the confirmed median)
+  TimeInterval interval;  ///< what timeUs rests on (a measured time's interval and samples)
+  /// The confirmation kept the default at the first size: the entry sets nothing.
+  bool isDefault = false;
+  std::optional<DefaultComparison> versusDefault;  ///< the confirmation's evidence
   /// The next best configuration groups at the first size, fastest first, each as the table
   /// gives it (distinct from the winner's and each other's): TuningRequest::groups - 1 at most.
   std::vector<ConfigGroup> alternatives;
@@ -170,7 +196,11 @@ class TuningObserver {
   /// After every trial of workload `index` of `total` (`spent` of `budget` used).
   virtual void trial(const TunedWorkload& /*workload*/, size_t /*index*/, size_t /*total*/,
                      const Trial& /*trial*/, double /*spent*/, double /*budget*/) {}
-  /// After workload `index`'s search; `gridCost` is what the exhaustive grid would have cost.
+  /// After every run of workload `index`'s confirmation against the default.
+  virtual void confirmationRun(const TunedWorkload& /*workload*/, size_t /*index*/, size_t /*total*/,
+                               const Trial& /*run*/) {}
+  /// After workload `index`'s search (and confirmation); `gridCost` is what the exhaustive grid
+  /// would have cost.
   virtual void workloadDone(const TunedWorkload& /*workload*/, size_t /*index*/, size_t /*total*/,
                             double /*gridCost*/) {}
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -159,12 +160,21 @@ TEST(CommandProfiler, EnvironmentOfAConfiguration) {
                                                  {"chunkBytes", 256}, {"algorithm", "hm_allreduce"},
                                                  {"scheduler", "hpds"}});
   for (const auto& [k, v] : ncclEnvironmentFor(tuccl, c)) EXPECT_NE(k, "NCCL_ALGO");
-  // libtuccl's variables: its algorithm, protocol, channels and slice (the device unless set).
+  // libtuccl's variables: its algorithm, protocol, channels and slice, each once; the caller's
+  // table and runtime phase cleared (an empty variable is unset to libtuccl); the device unless set.
   unsetenv("TUCCL_DEVICE");
   const std::vector<std::pair<std::string, std::string>> libtuccl = {
-      {"TUCCL_ALGO", "hm_allreduce"}, {"TUCCL_PROTO", "LL"},    {"TUCCL_NCHANNELS", "1"},
-      {"TUCCL_CHUNK_SIZE", "256"},    {"TUCCL_DEVICE", "cpu"}};
+      {"TUCCL_ALGO", "hm_allreduce"}, {"TUCCL_PROTO", "LL"}, {"TUCCL_NCHANNELS", "1"}, {"TUCCL_CHUNK_SIZE", "256"},
+      {"TUCCL_TUNER_TABLE", ""},      {"TUCCL_ADAPT", "0"},  {"TUCCL_DEVICE", "cpu"}};
   EXPECT_EQ(tucclEnvironmentFor(tuccl, c), libtuccl);
+  // The default: nothing set.
+  const std::vector<std::pair<std::string, std::string>> defaults = {
+      {"TUCCL_ALGO", ""},        {"TUCCL_PROTO", ""}, {"TUCCL_NCHANNELS", ""}, {"TUCCL_CHUNK_SIZE", ""},
+      {"TUCCL_TUNER_TABLE", ""}, {"TUCCL_ADAPT", "0"}, {"TUCCL_DEVICE", "cpu"}};
+  EXPECT_EQ(tucclDefaultEnvironment(), defaults);
+  setenv("TUCCL_DEVICE", "cuda", 1);
+  EXPECT_EQ(tucclDefaultEnvironment().size(), defaults.size() - 1);
+  unsetenv("TUCCL_DEVICE");
 }
 
 TEST(CommandProfiler, TheMeasuredChunkIsTheServedChunkWithinNcclsBuffers) {
@@ -215,6 +225,66 @@ TEST(CommandProfiler, MeasuresThroughACommand) {
   EXPECT_EQ(m.cost, 27);
   o.inPlace = true;
   EXPECT_DOUBLE_EQ(CommandProfiler(o).profile(s, simple4x256(), 27).timeUs, 29.87);
+}
+
+// A shell command printing one nccl-tests row per {reps} cycle, of the given out-of-place times.
+std::string rowsCommand(const std::vector<std::string>& timesUs) {
+  std::string command = "( echo '#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong'";
+  for (const std::string& t : timesUs)
+    command += "; echo '     1048576        262144     float     sum      -1    " + t + "   10.00   20.00      0    " + t +
+               "   10.00   20.00      0'";
+  return command + " )";
+}
+
+// With {reps}, the resource is repetitions: one result row each, their median the time, with the
+// median's interval and the spread; {iters} is the iterations of one repetition.
+TEST(CommandProfiler, RepetitionsAreSamples) {
+  CommandProfilerOptions o;
+  o.bytes = 1048576;
+  o.iterations = 7;
+  o.commandTemplate = "test {reps} = 5 && test {iters} = 7 && " + rowsCommand({"30", "10", "50", "20", "40"});
+  Measurement m = CommandProfiler(o).profile(space(), simple4x256(), 5);
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.samplesUs, (std::vector<double>{30, 10, 50, 20, 40}));
+  EXPECT_DOUBLE_EQ(m.timeUs, 30);
+  EXPECT_DOUBLE_EQ(m.spreadUs, 20);  // 40 - 20
+  EXPECT_LT(m.lowUs, 30);
+  EXPECT_GT(m.highUs, 30);
+  EXPECT_NEAR(m.highUs - 30, 1.58 * 20 / std::sqrt(5.0), 1e-9);  // McGill's notch
+  EXPECT_DOUBLE_EQ(m.busBwGBps, 20.0 * 30 / 30);  // the rows' busbw x time (on average), at the median
+  EXPECT_EQ(m.cost, 5);
+  // Rows missing: the command did not run what {reps} asked.
+  Measurement short3 = CommandProfiler(o).profile(space(), simple4x256(), 3);
+  EXPECT_FALSE(short3.ok);
+  o.commandTemplate = rowsCommand({"30", "10", "50"}) + " # {reps}";
+  short3 = CommandProfiler(o).profile(space(), simple4x256(), 4);
+  EXPECT_FALSE(short3.ok);
+  EXPECT_NE(short3.error.find("3 result rows for 1048576 bytes where {reps} asked for 4"), std::string::npos)
+      << short3.error;
+}
+
+// The default runs with no configuration set: not the configuration's variables, only the
+// default environment; a template naming a configuration value cannot run it.
+TEST(CommandProfiler, TheDefaultRunsWithNothingSet) {
+  CommandProfilerOptions o;
+  o.bytes = 1048576;
+  o.environment = {{"FROM_CALLER", "1"}};
+  o.defaultEnvironment = [] { return std::vector<std::pair<std::string, std::string>>{{"ONLY_DEFAULT", "yes"}}; };
+  o.commandTemplate = "test -z \"$NCCL_NTHREADS\" && test \"$ONLY_DEFAULT\" = yes && test \"$FROM_CALLER\" = 1 && " +
+                      rowsCommand({"12", "11", "13"}) + " # {reps}";
+  CommandProfiler profiler(o);
+  EXPECT_TRUE(profiler.hasDefault());
+  Measurement m = profiler.profileDefault(3);
+  ASSERT_TRUE(m.ok) << m.error;
+  EXPECT_DOUBLE_EQ(m.timeUs, 12);
+  EXPECT_EQ(m.samplesUs.size(), 3u);
+  // A configuration's run does not get the default's environment.
+  EXPECT_FALSE(profiler.profile(space(), simple4x256(), 3).ok);
+  o.commandTemplate = "perf -p {protocol} # {reps}";
+  m = CommandProfiler(o).profileDefault(3);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.error.find("the default configuration cannot be measured"), std::string::npos) << m.error;
+  EXPECT_NE(m.error.find("{protocol}"), std::string::npos) << m.error;
 }
 
 TEST(CommandProfiler, FailingCommandIsAClearError) {

@@ -98,6 +98,46 @@ TEST(Searchers, MracoUsesHyperbandRungs) {
   for (size_t i = 0; i < 9; ++i) EXPECT_EQ(r.trials[27 + i].config, rung0[i].second);
 }
 
+// Successive halving promotes on intervals: besides the best third by median, a configuration
+// whose interval overlaps the last kept one's goes on too (up to as many again), so noise does
+// not prune what it cannot tell apart; without noise exactly the best third goes on.
+TEST(Searchers, MracoPromotesWhatNoiseCannotTellApart) {
+  Landscape land(2);
+  auto rungCount = [&](double sigma, int32_t rung) {
+    SyntheticProfiler profiler = land.profiler(5, sigma);
+    SearchOptions options;
+    options.budget = 40000;
+    SearchResult r = makeMracoSearcher()->search(land.space, profiler, options);
+    // The first bracket of the first Hyperband iteration: the trials before bracket 2 starts.
+    const auto next = std::find_if(r.trials.begin(), r.trials.end(), [](const Trial& t) { return t.bracket != 3; });
+    r.trials.erase(next, r.trials.end());
+    size_t count = 0;
+    for (const Trial& t : r.trials) count += t.rung == rung;
+    // Every configuration of rung 2 was not significantly slower than rung 1's third best.
+    if (rung == 2) {
+      std::vector<const Trial*> below;
+      for (const Trial& t : r.trials)
+        if (t.bracket == 3 && t.rung == 1) below.push_back(&t);
+      std::stable_sort(below.begin(), below.end(),
+                       [](const Trial* a, const Trial* b) { return a->measurement.timeUs < b->measurement.timeUs; });
+      for (const Trial& t : r.trials) {
+        if (t.bracket != 3 || t.rung != 2) continue;
+        auto it = std::find_if(below.begin(), below.end(), [&](const Trial* b) { return b->config == t.config; });
+        EXPECT_NE(it, below.end());
+        if (it - below.begin() >= 3) {
+          EXPECT_FALSE(significantlySlower((*it)->measurement, below[2]->measurement));
+        }
+      }
+    }
+    return count;
+  };
+  EXPECT_EQ(rungCount(0, 1), 9u);  // rung 0 has one repetition each: no interval, the best 9
+  EXPECT_EQ(rungCount(0, 2), 3u);
+  const size_t noisy = rungCount(0.5, 2);
+  EXPECT_GT(noisy, 3u);
+  EXPECT_LE(noisy, 6u);
+}
+
 // The final selection (a race at R_max on the best few configurations) spends at most
 // finalReserve x the search's cost, never more than the budget, and is deterministic.
 TEST(Searchers, MracoFinalRaceStaysInItsReserveAndIsDeterministic) {

@@ -286,6 +286,117 @@ TEST(TuningRun, ACommandThatNeverWorksIsAnError) {
   EXPECT_FALSE(result.status().message().empty());
 }
 
+/// A benchmark command (a script in `dir`) whose AllReduce takes 400 / NCCL_MAX_NCHANNELS us, the
+/// default (no variable) `defaultUs`, each of its {reps} rows with +-1 % noise.
+std::string channelBenchmark(const fs::path& dir, double defaultUs) {
+  const fs::path script = dir / "bench.sh";
+  std::ofstream(script) << "awk -v reps=\"$1\" -v ch=\"$NCCL_MAX_NCHANNELS\" 'BEGIN { srand(); t = (ch == \"\" ? "
+                        << defaultUs
+                        << " : 400 / ch); for (i = 0; i < reps; i++) { x = t * (1 + 0.02 * (rand() - 0.5)); "
+                           "printf \"     1048576        262144     float     sum      -1 %.3f 1.00 1.00 0 %.3f 1.00 "
+                           "1.00 0\\n\", x, x } }'\n";
+  return "sh '" + script.string() + "' {reps}";
+}
+
+/// A command-profiler request over channels 1..8 only (a space file), two sizes.
+TuningRequest channelRequest(const fs::path& dir, double defaultUs) {
+  TuningRequest request = smallRequest(dir);
+  request.profiler = ProfilerKind::Command;
+  request.topology = "preset:dgx-a100:gpus=4";
+  request.commandTemplate = channelBenchmark(dir, defaultUs);
+  request.spaceFile = (dir / "space.json").string();
+  std::ofstream(request.spaceFile) << R"({"remove": ["protocol", "nThreads", "chunkBytes"],
+      "dimensions": [{"name": "nChannels", "values": [1, 2, 4, 8]}]})";
+  request.budget = 30;
+  request.maxResource = 3;
+  request.confirmResource = 5;
+  return request;
+}
+
+// Every size's best few are confirmed against the default in interleaved rounds: a significant
+// win is the entry, with its ratio to the default and the groups fastest first (the default among
+// them); a resumed run replays the confirmation's runs too.
+TEST(TuningRun, ASignificantWinOverTheDefaultIsTheEntry) {
+  const fs::path dir = freshDir("confirmed-win");
+  TuningRequest request = channelRequest(dir, 150);
+  Expected<TuningResult> result = runTuning(request);
+  ASSERT_TRUE(result) << result.status().toString();
+  for (const TunedWorkload& w : result->workloads) {
+    ASSERT_TRUE(w.confirmation.has_value());
+    EXPECT_FALSE(w.confirmation->keepDefault);
+    EXPECT_EQ(w.confirmation->rounds, request.confirmMinRounds);  // decided at once
+  }
+  const LookupTable table = tableFromResult(*result);
+  ASSERT_EQ(table.entries.size(), 1u);  // both sizes chose 8 channels
+  const TableEntry& e = table.entries[0];
+  EXPECT_FALSE(e.isDefault);
+  EXPECT_EQ(e.nChannels, 8);
+  EXPECT_NEAR(e.timeUs, 50, 1);
+  EXPECT_LE(e.interval.lowUs, e.timeUs);
+  EXPECT_GE(e.interval.highUs, e.timeUs);
+  EXPECT_EQ(e.interval.samples, request.confirmMinRounds);
+  ASSERT_TRUE(e.versusDefault.has_value());
+  EXPECT_NEAR(e.versusDefault->ratio, 50.0 / 150, 0.01);
+  EXPECT_LT(e.versusDefault->high, 1);
+  EXPECT_EQ(e.versusDefault->won, e.versusDefault->pairs);
+  // Groups fastest first: 4 channels (100 us), then the default (150 us: nothing set).
+  ASSERT_EQ(e.groups.size(), 2u);
+  EXPECT_EQ(e.groups[0].nChannels, 4);
+  EXPECT_EQ(e.groups[1].nChannels, 0);
+  EXPECT_FALSE(e.groups[1].choice.algorithm.has_value());
+  EXPECT_NEAR(e.groups[1].timeUs, 150, 3);
+  EXPECT_LT(e.groups[0].timeUs, e.groups[1].timeUs);
+  // The table round-trips with its evidence.
+  Expected<LookupTable> reread = readTableJson(writeTableJson(table), "t.json");
+  ASSERT_TRUE(reread) << reread.status().toString();
+  EXPECT_EQ(reread->entries[0].versusDefault, e.versusDefault);
+  EXPECT_EQ(reread->entries[0].groups, e.groups);
+
+  // The log holds the confirmation's runs (the default's with a null configuration); resuming
+  // the complete log measures nothing and gives the same table.
+  const std::string log = readAll(request.logPath);
+  EXPECT_NE(log.find("\"config\":null"), std::string::npos);
+  TuningRequest resumed = request;
+  resumed.resume = true;
+  Expected<TuningResult> again = runTuning(resumed);
+  ASSERT_TRUE(again) << again.status().toString();
+  for (const TunedWorkload& w : again->workloads)
+    EXPECT_EQ(w.replayed, w.result.trials.size() + 4 * static_cast<size_t>(w.confirmation->rounds));
+  EXPECT_EQ(writeTableJson(tableFromResult(*again)), writeTableJson(table));
+  EXPECT_EQ(readAll(request.logPath), log);
+}
+
+// Nothing significantly faster than the default: the entry says so and sets nothing.
+TEST(TuningRun, WithoutASignificantWinTheEntryIsTheDefault) {
+  const fs::path dir = freshDir("confirmed-default");
+  TuningRequest request = channelRequest(dir, 40);
+  Expected<TuningResult> result = runTuning(request);
+  ASSERT_TRUE(result) << result.status().toString();
+  const LookupTable table = tableFromResult(*result);
+  ASSERT_EQ(table.entries.size(), 1u);
+  const TableEntry& e = table.entries[0];
+  EXPECT_TRUE(e.isDefault);
+  EXPECT_TRUE(e.choices.empty());
+  EXPECT_EQ(e.nChannels, 0);
+  EXPECT_NEAR(e.timeUs, 40, 1);
+  ASSERT_TRUE(e.versusDefault.has_value());
+  EXPECT_GT(e.versusDefault->low, 1);  // 8 channels: 50 us against 40
+  EXPECT_EQ(e.versusDefault->versus, "nChannels=8 algorithm=ring");
+  ASSERT_EQ(e.groups.size(), 2u);
+  EXPECT_EQ(e.groups[0].nChannels, 8);
+  EXPECT_EQ(e.groups[1].nChannels, 4);
+  EXPECT_NE(e.comment.find("nothing measured was significantly faster"), std::string::npos) << e.comment;
+  // Without the confirmation the search's best is the entry.
+  TuningRequest unconfirmed = channelRequest(freshDir("unconfirmed"), 40);
+  unconfirmed.confirm = false;
+  Expected<TuningResult> plain = runTuning(unconfirmed);
+  ASSERT_TRUE(plain) << plain.status().toString();
+  const TableEntry& p = tableFromResult(*plain).entries.at(0);
+  EXPECT_FALSE(p.isDefault);
+  EXPECT_EQ(p.nChannels, 8);
+  EXPECT_FALSE(p.versusDefault.has_value());
+}
+
 TEST(TuningRun, TunableCollectivesFollowTheProfiler) {
   EXPECT_EQ(tunableCollectives(ProfilerKind::Sim).size(), static_cast<size_t>(kTunerCollectives));
   EXPECT_EQ(tunableCollectives(ProfilerKind::Command).size(), static_cast<size_t>(kTunerCollectives));
