@@ -343,8 +343,9 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
   if (groups < 2) return 0;
   std::unique_lock lock(mutex_);
   KeyState& state = stateOf(key, groups);
-  std::shared_ptr<AdaptivePolicy> policy = state.policy;
-  if (handle != nullptr) *handle = policy;
+  // The key's policy, without a reference count on the common path: the map's node stays, and
+  // apply() holds a count while it lets go of the lock.
+  AdaptivePolicy* policy = state.policy.get();
   const uint64_t call = state.calls++;          // the key's call number (logs)
   const bool warming = call < state.warmup;     // the static choice, nothing exchanged
   const uint64_t decided = warming ? 0 : call - state.warmup;  // the policy's call number
@@ -362,10 +363,14 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
     if (logEnabled(LogLevel::Trace)) trace("runs group=" + std::to_string(group) + why);
     return group;
   };
-  if (warming) return traced(0, " (warming up)");
+  if (warming) {
+    if (handle != nullptr) *handle = state.policy;  // the static choice's first timings
+    return traced(0, " (warming up)");
+  }
   // Applies the agreement in flight (waiting for its exchange if it is not done yet).
   auto apply = [&]() -> Status {
     const uint64_t ticket = state.ticket;
+    const std::shared_ptr<AdaptivePolicy> held = state.policy;  // `policy` stays valid while unlocked
     lock.unlock();  // the device's completions record timings meanwhile
     const auto waitBegin = std::chrono::steady_clock::now();
     Expected<std::vector<std::string>> summaries = exchanges_->take(ticket);
@@ -406,7 +411,9 @@ Expected<int32_t> AdaptiveRuntime::choose(const AdaptKey& key, int32_t groups, u
     }
   }
   const int32_t group = policy->groupFor(decided);
-  return traced(group, group == policy->best() ? "" : " (exploring)");
+  const bool exploring = group != policy->best();
+  if (handle != nullptr && policy->timed(decided, group)) *handle = state.policy;
+  return traced(group, exploring ? " (exploring)" : "");
 }
 
 void AdaptiveRuntime::quiesce() { exchanges_->quiesce(); }

@@ -91,8 +91,9 @@ class AdaptiveRuntime {
   /// The group call `call` of `key` runs (0-based per key; the runtime counts them), starting or
   /// applying an agreement first when due. `groups` is what the key may run; `bytes` is for the
   /// log line.
-  /// With `policy`, the key's policy is handed back (null when the key has one group: nothing
-  /// to time): the caller records the call's setup and time on it without another lookup.
+  /// With `policy`, the key's policy is handed back when the call is to be timed (null when the
+  /// key has one group, or when the policy needs no timing of this call: AdaptivePolicy::timed):
+  /// the caller records the call's setup and time on it without another lookup.
   Expected<int32_t> choose(const AdaptKey& key, int32_t groups, uint64_t bytes,
                            std::shared_ptr<AdaptivePolicy>* policy = nullptr);
   /// The call that ran `group` of `key` took `seconds` here.

@@ -672,8 +672,10 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
     s.adapt->exclude(key, group, why.message());
     group = 0;
   };
-  // Host work before the call (its plan built or loaded), timed only for a key that adapts.
-  const auto setupBegin = policy ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  // Host work before the call (its plan built or loaded), timed only for a key that adapts and
+  // only until the group's first timing (then its plan is cached).
+  const bool timeSetup = policy && policy->timesSetup(group);
+  const auto setupBegin = timeSetup ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   Expected<std::shared_ptr<const CompiledPlan>> compiled = s.plans->planFor(query, group);
   if (!compiled && group > 0) {
     dropGroup(compiled.status());
@@ -716,7 +718,8 @@ Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
   // or loading the group's plan, before that, counts into its first call.
   if (s.adapt) call.testDelayMicros = s.adapt->testDelayMicros(group);
   if (policy) {
-    policy->recordSetup(group, std::chrono::duration<double>(std::chrono::steady_clock::now() - setupBegin).count());
+    if (timeSetup)
+      policy->recordSetup(group, std::chrono::duration<double>(std::chrono::steady_clock::now() - setupBegin).count());
     call.completed = [policy, group](double seconds) { policy->record(group, seconds); };
   }
   Status launched = s.device->launch(call, stream);

@@ -3,7 +3,8 @@
 #
 #   (a) table   a tuning table against the built-in defaults: alternating runs of tuccl-bench with
 #               TUCCL_TUNER_TABLE=<table> and without, TUCCL_ADAPT=0 in both (--table FILE, or
-#               --tune to make one with tuccl-tune --profiler tuccl first; skipped with neither)
+#               --tune to make one for the same sizes with tuccl-tune --profiler tuccl --ranks N first,
+#               whose summary is printed; skipped with neither)
 #   (b) adapt   the runtime phase on against off (TUCCL_ADAPT=1 / 0), alternating, nothing slowed
 #   (c) slowed  the runtime phase with the default configuration group made twice as slow
 #               (TUCCL_TEST_DELAY_GROUP=0:<its own time>, --slowed-iters calls, the first agreement
@@ -149,10 +150,14 @@ echo
 # ---- (a) a table against the defaults ----------------------------------------------------------------
 if [ "$tune" = 1 ]; then
   table=$work/tuned.json
-  echo "# tuning: tuccl-tune --profiler tuccl --topo preset:dgx-a100:gpus=$ranks --sizes $min:$max --budget $tune_budget" >&2
-  env "${common[@]}" "$build/tools/tuccl-tune" --profiler tuccl --topo "preset:dgx-a100:gpus=$ranks" \
+  echo "# tuning: tuccl-tune --profiler tuccl --ranks $ranks --sizes $min:$max -f $factor --budget $tune_budget" >&2
+  env "${common[@]}" "$build/tools/tuccl-tune" --profiler tuccl --ranks "$ranks" \
     --collectives allreduce --sizes "$min:$max" -f "$factor" --budget "$tune_budget" -q -o "$table" \
     > "$work/tune.out" 2>&1 || { tail -n 20 "$work/tune.out" >&2; die "tuccl-tune failed"; }
+  echo "## the tuned table (tuccl-tune's summary: per entry the time, its interval, and its ratio to the defaults"
+  echo "## in the confirmation rounds; a 'default' entry sets nothing)"
+  grep -v '^# recommends' "$work/tune.out"
+  echo
 fi
 if [ -n "$table" ]; then
   alternate tuned default

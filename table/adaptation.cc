@@ -223,11 +223,21 @@ uint64_t AdaptivePolicy::exchangeLag() const {
   return static_cast<uint64_t>(std::clamp(calls, static_cast<double>(every), most));
 }
 
+bool AdaptivePolicy::timed(uint64_t k, int32_t group) const {
+  if (group != best_ || timesSetup(group)) return true;
+  // Before the first agreement the span is the calls up to it; then the agreement interval.
+  const uint64_t span = interval_ > 0 ? interval_ : nextSync_;
+  const uint64_t stride = std::max<uint64_t>(1, span / static_cast<uint64_t>(options_.window));
+  if (stride == 1) return true;
+  return k < nextSync_ ? (nextSync_ - 1 - k) % stride == 0 : (k - nextSync_) % stride == 0;
+}
+
 void AdaptivePolicy::record(int32_t group, double seconds) {
   if (group < 0 || group >= groups_ || !(seconds >= 0)) return;
   std::lock_guard lock(mutex_);
   if (!seen_[static_cast<size_t>(group)]) {  // the group's first call built or loaded its plan
     seen_[static_cast<size_t>(group)] = true;
+    if (group < 64) seenMask_.fetch_or(uint64_t{1} << group, std::memory_order_relaxed);
     first_[static_cast<size_t>(group)] = seconds;
     return;
   }

@@ -50,6 +50,7 @@
 // the tuner plugin (plugin/tuner_adapt.h, agreeing through a rendezvous) share it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -137,11 +138,22 @@ class AdaptivePolicy {
   /// time per call, at least syncEvery, at most kMaxSyncBackoff x syncEvery. The same on every
   /// rank.
   uint64_t exchangeLag() const;
+  /// Whether call k, of `group` (what groupFor(k) returned), should be timed: a probe always, a
+  /// group until its first timing (its setup), and the best group's calls spread so that about
+  /// `window` of them fall between two agreements, the last just before the agreement — the
+  /// window keeps no more, and a call not timed costs nothing (no clock, no callback). Which
+  /// calls are timed is this rank's business: the ranks agree on medians, not on samples.
+  bool timed(uint64_t k, int32_t group) const;
   /// A call of `group` took `seconds` on this rank (any thread).
   void record(int32_t group, double seconds);
   /// Before its first call, `group`'s plan took `seconds` to build or load here (host work the
   /// call's own time does not include): it counts into the group's first call.
   void recordSetup(int32_t group, double seconds);
+  /// Whether a call of `group` should time its setup for recordSetup: until the group's first
+  /// timing arrives (afterwards its plan is cached and the clock reads would be wasted).
+  bool timesSetup(int32_t group) const {
+    return group >= 0 && group < 64 && ((seenMask_.load(std::memory_order_relaxed) >> group) & 1u) == 0;
+  }
   /// This rank's summary for the next agreement (fixed size); `exchangeSeconds` is how long this
   /// rank's last exchange took (0: none yet).
   std::string summary(double exchangeSeconds = 0) const;
@@ -193,6 +205,7 @@ class AdaptivePolicy {
   mutable std::mutex mutex_;                 // the local samples
   std::vector<std::vector<double>> recent_;  // per group, the last `window` timings
   std::vector<bool> seen_;                   // per group, whether its first (warm) call was seen
+  std::atomic<uint64_t> seenMask_{0};        // seen_ as bits, read without the lock (timesSetup)
   std::vector<double> first_;                // per group, that first call's time
   std::vector<double> setup_;                // per group, building or loading its plan
 };

@@ -21,14 +21,17 @@ struct PolicyRun {
   std::vector<int32_t> best;                  // rank 0's exploited group at each call
   std::deque<AdaptivePolicy> policies;        // not movable (a mutex): a deque never relocates
   double seconds = 0;                         // rank 0's total time of the calls
+  uint64_t timed = 0;                         // rank 0's calls that were timed
 };
 
 using Timing = std::function<double(int32_t group, uint64_t call, int32_t rank)>;
 
 /// `calls` calls of one key on `ranks` ranks; `seconds(group, call, rank)` is what a call takes.
 /// With `lagged`, an agreement applies exchangeLag() calls after it started, else at once.
+/// With `sparse`, only the calls the policy asks for (timed()) are recorded, as libtuccl does.
 PolicyRun drive(int32_t ranks, int32_t groups, uint64_t calls, const AdaptationOptions& options, const Timing& seconds,
-                bool lagged = true, const std::vector<std::pair<int32_t, std::vector<AgreedTime>>>& restored = {}) {
+                bool lagged = true, const std::vector<std::pair<int32_t, std::vector<AgreedTime>>>& restored = {},
+                bool sparse = false) {
   PolicyRun run;
   run.choices.resize(static_cast<size_t>(ranks));
   for (int32_t r = 0; r < ranks; ++r) {
@@ -62,6 +65,8 @@ PolicyRun drive(int32_t ranks, int32_t groups, uint64_t calls, const AdaptationO
       run.choices[static_cast<size_t>(r)].push_back(group);
       const double t = seconds(group, k, r);
       if (r == 0) run.seconds += t;
+      if (sparse && !run.policies[static_cast<size_t>(r)].timed(k, group)) continue;
+      if (r == 0) ++run.timed;
       run.policies[static_cast<size_t>(r)].record(group, t);
     }
   }
@@ -100,6 +105,42 @@ TEST(Adaptation, EveryRankMovesToTheFastGroupTogether) {
   EXPECT_LT(settled, 400u) << "the fast group took over within a few hundred calls";
   std::printf("settled on the fastest group at call %llu; %zu agreements\n", static_cast<unsigned long long>(settled),
               run.agreements.size());
+}
+
+// Timing only the calls the policy asks for — every probe, a group's first call, and about a
+// window's worth of the best group's calls between two agreements — finds the fast group as
+// timing every call does, and once settled times a small share of the calls.
+TEST(Adaptation, SparseTimingFindsTheFastGroupAndTimesFewCalls) {
+  std::mt19937 random(11);
+  std::uniform_real_distribution<double> noise(0.9, 1.1);
+  AdaptationOptions options;
+  options.firstSync = 2000;  // as libtuccl's first agreement for a call of tens of microseconds
+  for (const double other : {0.5, 2.0}) {  // the other group twice as fast, or twice as slow
+    const PolicyRun run = drive(
+        4, 2, 40000, options, [&](int32_t group, uint64_t, int32_t) { return (group == 0 ? 1e-4 : 1e-4 * other) * noise(random); },
+        true, {}, true);
+    for (size_t r = 1; r < run.choices.size(); ++r) EXPECT_EQ(run.choices[r], run.choices[0]) << "rank " << r;
+    const int32_t fast = other < 1 ? 1 : 0;
+    EXPECT_EQ(run.policies[0].best(), fast);
+    EXPECT_LT(settledOn(run, fast), 6000u);
+    EXPECT_LT(run.timed, 40000u / 4) << other;
+    EXPECT_FALSE(run.agreements.empty());
+    std::printf("other group %.1fx: %llu of 40000 calls timed, settled at call %llu\n", other,
+                static_cast<unsigned long long>(run.timed), static_cast<unsigned long long>(settledOn(run, fast)));
+  }
+  // The spread: with nothing agreed, about `window` calls before the first agreement, the last
+  // just before it.
+  AdaptivePolicy policy(2, options);
+  policy.record(0, 1e-4);  // the first call seen: no setup to time any more
+  uint64_t count = 0;
+  const auto first = static_cast<uint64_t>(options.firstSync);
+  for (uint64_t k = 0; k < first; ++k) count += policy.timed(k, 0) ? 1 : 0;
+  EXPECT_GE(count, static_cast<uint64_t>(options.window));
+  EXPECT_LE(count, static_cast<uint64_t>(options.window) + 1);
+  EXPECT_TRUE(policy.timed(first - 1, 0));
+  EXPECT_TRUE(policy.timed(5, 1)) << "a probe is always timed";
+  AdaptivePolicy fresh(2, options);
+  EXPECT_TRUE(fresh.timed(5, 0)) << "until its first timing, a group's setup is timed";
 }
 
 // Once settled, what probes cost beyond the best group stays within the budget, however slow the
