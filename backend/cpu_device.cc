@@ -207,7 +207,13 @@ Status State::execute(const KernelCall& call) {
   }
   Status status;
   const auto started = call.completed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  if (call.testDelayMicros > 0) std::this_thread::sleep_for(std::chrono::microseconds(call.testDelayMicros));
+  if (call.testDelayMicros > 0) {
+    // Spinning, not sleeping: a sleep of a few microseconds overshoots by tens (timer slack and
+    // the scheduler), and the hook must make a group exactly that much slower.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(call.testDelayMicros);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
   try {
     status = runKernel(call);
   } catch (const std::exception& error) {
