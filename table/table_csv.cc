@@ -146,6 +146,12 @@ class CsvLineReader {
     entry.nChannels = channels > 0 ? channels : 0;
     if (auto failed = readInt(f[6], "nNodes", 1, INT32_MAX, entry.nNodes)) return failed;
     if (auto failed = readInt(f[7], "nRanks", 1, INT32_MAX, entry.nRanks)) return failed;
+    if (entry.nNodes > 0 && entry.nRanks > 0 && entry.nRanks < entry.nNodes) {
+      // No communicator has fewer ranks than nodes: the line matches nothing (as the JSON reader
+      // says of such an entry); often an empty field moved the next ones left.
+      return error(f[7].column, "nRanks " + std::to_string(entry.nRanks) + " is smaller than nNodes " +
+                                    std::to_string(entry.nNodes) + ": no communicator matches");
+    }
     if (f.size() > 8) {
       if (auto failed = readInt(f[8], "numPipeOps", 0, INT32_MAX, entry.numPipeOps)) return failed;
     }

@@ -454,6 +454,8 @@ TEST(TableCsv, BadLinesAreSkippedAndNamedWithLineAndColumn) {
   EXPECT_EQ(csvNotes("allreduce,0,99999999999999999999,ring,ll,-1,-1,-1"),
             Lines{"t.conf:2:13: line skipped: maxbytes '99999999999999999999' is not a byte count or -1 (no "
                   "upper bound): more than 2^64-1"});
+  EXPECT_EQ(csvNotes("allreduce,0,10,ring,ll,-1,4,2"),
+            Lines{"t.conf:2:29: line skipped: nRanks 2 is smaller than nNodes 4: no communicator matches"});
   EXPECT_EQ(csvNotes("allreduce,0,10,ring,ll, ,-1,-1"),
             Lines{"t.conf:2:24: line skipped: channels '' is not -1 or an integer in [0, 64]"})
       << "a blank field stays a field (NCCL's example reads it as 0)";
