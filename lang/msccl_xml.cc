@@ -68,13 +68,16 @@ struct StepRec {
   int32_t recvOp = -1;
   int32_t localOp = -1;
   int32_t sendOp = -1;  // the peer's receive operation that carries what this step sends
+  // src and dst name one slot: the same (buffer, offset), or in place the two views of one chunk
+  // (RCCL's in-place files reduce input chunks into the output view of the same memory).
+  bool srcIsDst = false;
 
   int32_t firstNode() const { return recvNode >= 0 ? recvNode : localNode >= 0 ? localNode : sendNode; }
   int32_t lastNode() const { return sendNode >= 0 ? sendNode : localNode >= 0 ? localNode : recvNode; }
   // The rrc/rrcs forms whose reduce cannot happen on arrival: dst is not src.
   bool reducesLocally() const {
     return type == MscclStepType::RecvReduceSend ||
-           ((type == MscclStepType::RecvReduceCopy || type == MscclStepType::RecvReduceCopySend) && !(src == dst));
+           ((type == MscclStepType::RecvReduceCopy || type == MscclStepType::RecvReduceCopySend) && !srcIsDst);
   }
 };
 
@@ -446,7 +449,29 @@ class Importer {
       tb.recv = integer32(node, "recv", -1, nRanks_ - 1, std::nullopt, &recvLoc);
       if (tb.send == rank) fail(sendLoc, "<tb> of rank " + std::to_string(rank) + " sends to its own rank");
       if (tb.recv == rank) fail(recvLoc, "<tb> of rank " + std::to_string(rank) + " receives from its own rank");
-      tb.chan = integer32(node, "chan", 0, (nChannels_ > 0 ? nChannels_ : kMaxChannels) - 1);
+      SourceLoc chanLoc;
+      const bool noChannel = std::string_view(node.attribute("chan").value()) == "-1";
+      tb.chan = integer32(node, "chan", noChannel ? -1 : 0, (nChannels_ > 0 ? nChannels_ : kMaxChannels) - 1, std::nullopt,
+                          &chanLoc);
+      if (tb.chan < 0) {
+        // SCCL's older dialect writes chan="-1" on thread blocks that use no connection; the
+        // runtimes check only the upper bound and never index a channel for such a tb. A tb
+        // with a peer would index channel -1: wrong on every runtime.
+        if (tb.send >= 0 || tb.recv >= 0) {
+          fail(chanLoc, "chan=\"-1\" names no channel, but this <tb> " +
+                            std::string(tb.send >= 0 ? "sends to rank " + std::to_string(tb.send) : "") +
+                            (tb.send >= 0 && tb.recv >= 0 ? " and " : "") +
+                            (tb.recv >= 0 ? "receives from rank " + std::to_string(tb.recv) : "") +
+                            ": a connection is one channel's, 0 .. nchannels-1");
+        }
+        if (!chanMinusOneWarned_) {
+          chanMinusOneWarned_ = true;
+          result_.warnings.push_back(Diagnostic{Severity::Warning, source_.name(), chanLoc,
+                                                "chan=\"-1\" (SCCL's older dialect) on a <tb> that neither sends nor "
+                                                "receives: it uses no connection, read as channel 0 (said once)"});
+        }
+        tb.chan = 0;
+      }
       maxChannel_ = std::max(maxChannel_, tb.chan);
       tb.firstStep = static_cast<int32_t>(steps_.size());
       const int32_t tbIndex = static_cast<int32_t>(tbs_.size());
@@ -616,6 +641,11 @@ class Importer {
   // ---- The happens-before DAG -------------------------------------------------------------------
 
   void buildEvents() {
+    for (StepRec& step : steps_) {
+      step.srcIsDst = step.src == step.dst ||
+                      (result_.algorithm.inPlace && step.src.index >= 0 && step.dst.index >= 0 &&
+                       storageKey(tbs_[step.tb].rank, step.src, 0) == storageKey(tbs_[step.tb].rank, step.dst, 0));
+    }
     int32_t next = 0;
     nodeStep_.reserve(steps_.size() * 2);
     for (int32_t i = 0; i < static_cast<int32_t>(steps_.size()); ++i) {
@@ -801,7 +831,10 @@ class Importer {
                             base + depth[step.recvNode], step.loc);
         sender.sendOp = step.recvOp;
       }
-      if (step.localNode >= 0 && step.type != MscclStepType::Nop) {
+      // A cpy of a slot onto itself (in place, often through the other view) moves nothing: the
+      // runtime copies the memory onto itself. Its step still orders the others.
+      const bool selfCopy = step.type == MscclStepType::Copy && step.srcIsDst;
+      if (step.localNode >= 0 && step.type != MscclStepType::Nop && !selfCopy) {
         const Slot target = step.type == MscclStepType::RecvReduceSend ? Slot{BufferKind::Scratch, step.tmp} : step.dst;
         const OpKind kind = step.type == MscclStepType::Copy ? OpKind::Copy : OpKind::Reduce;
         step.localOp = addOp(rank, step.src, rank, target, step.cnt, kind, base + depth[step.localNode], step.loc);
@@ -897,6 +930,7 @@ class Importer {
   int32_t nChunks_ = 0;
   int32_t nChannels_ = 0;  // 0: not given
   int32_t maxChannel_ = 0;
+  bool chanMinusOneWarned_ = false;
   int32_t rootAttribute_ = -1;
   SourceLoc rootLoc_;
   int64_t work_ = 0;

@@ -80,6 +80,8 @@ struct ImportedMscclAlgorithm {
   int64_t maxBytes = 0;              ///< algo.maxBytes (0: no limit)
   int32_t nThreads = 0;              ///< algo.nthreads (0: unset)
   std::string redop;                 ///< algo.redop as written (generators write "nop", "sum", ...)
+  /// How an ambiguous file was read (each kind said once, at its first place): print them.
+  std::vector<Diagnostic> warnings;
 };
 
 struct MscclImportOptions {

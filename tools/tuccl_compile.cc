@@ -306,6 +306,9 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
     tuccl::cli::printDiagnostic(loaded.diagnostic(), &source);
     return kExitError;
   }
+  if (loaded->msccl) {  // how an ambiguous file was read
+    for (const tuccl::Diagnostic& warning : loaded->msccl->warnings) std::cerr << tuccl::formatDiagnostic(warning, &source);
+  }
   tuccl::Algorithm algorithm = std::move(loaded->algorithm);
   tuccl::CheckReport report = tuccl::checkAlgorithm(algorithm);
   if (options.printSummary) {

@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
       labels.push_back(std::string(tuccl::schedulerName(plans.back().scheduler)));
     } else {
       const tuccl::LoadedAlgorithm loaded = loadAlgorithm(input, network, ranks, perNode);
+      if (loaded.msccl) {  // how an ambiguous file was read
+        for (const tuccl::Diagnostic& warning : loaded.msccl->warnings) tuccl::cli::printDiagnostic(warning);
+      }
       std::vector<std::string> schedulers = compare.empty() ? std::vector<std::string>{scheduler} : tuccl::splitList(compare);
       for (const std::string& name : schedulers) {
         tuccl::PlanRequest request;

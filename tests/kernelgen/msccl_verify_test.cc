@@ -20,7 +20,8 @@ const char* const kValidFiles[] = {
     "allgather_inplace.xml",    "allgather_outofplace.xml",      "allgather_inferred.xml",
     "reducescatter_inplace.xml", "reduce_scatter_outofplace.xml", "alltoall_copy.xml",
     "broadcast_chain.xml",      "reduce_chain.xml",              "local_tb_and_nops.xml",
-    "unusual_attributes.xml",
+    "unusual_attributes.xml",   "ring_allreduce_io_views.xml",   "allgather_inplace_selfcopy.xml",
+    "allgather_chan_minus_one.xml",
 };
 
 TEST(MscclVerify, EveryValidCorpusFileRunsCorrectlyOnTheCpu) {

@@ -42,6 +42,9 @@ const ValidFile kValidFiles[] = {
     {"reduce_chain.xml", Collective::Reduce, 4, true, 0},
     {"local_tb_and_nops.xml", Collective::AllReduce, 2, false, -1},
     {"unusual_attributes.xml", Collective::AllGather, 3, true, -1},
+    {"ring_allreduce_io_views.xml", Collective::AllReduce, 3, true, -1},
+    {"allgather_inplace_selfcopy.xml", Collective::AllGather, 3, true, -1},
+    {"allgather_chan_minus_one.xml", Collective::AllGather, 3, false, -1},
 };
 
 TEST(MscclXml, EveryValidCorpusFileImportsAndIsProved) {
@@ -90,6 +93,8 @@ const DefectiveFile kDefectiveFiles[] = {
     {"step_type_ra.xml", "57:19", "step type \"ra\" (residual add) is not supported", true},
     {"step_type_unknown.xml", "57:19", "unknown step type=\"send\"", true},
     {"two_tbs_one_connection.xml", "15:5", "both send on rank 1 -> rank 2 on channel 0", true},
+    {"chan_minus_one_with_peers.xml", "17:34",
+     "chan=\"-1\" names no channel, but this <tb> sends to rank 2 and receives from rank 0", true},
     {"reduce_mixed_chunks.xml", "22:7", "reduces chunk 0 into rank 1 input chunk 1, which holds chunk 1", false,
      ViolationKind::MixedChunks},
     {"double_count.xml", "16:7", "rank 0's contribution to chunk 2 would be counted twice on rank 0", false,
@@ -121,6 +126,32 @@ TEST(MscclXml, EveryDefectiveCorpusFileFailsAtItsLine) {
     EXPECT_EQ(position(report.violation->loc), file.where);
     EXPECT_NE(report.violation->message.find(file.message), std::string::npos) << report.violation->message;
   }
+}
+
+// How the runtimes read what TuCCL used to refuse: in place, an rrcs from the input view into the
+// output view of the same chunk is one reduce (RCCL's bundled ring files); a cpy onto the same
+// memory moves nothing (SCCL's in-place AllGather); chan="-1" on a tb without peers is no channel
+// (SCCL's older dialect), said once as a warning.
+TEST(MscclXml, AliasedViewsAndSccltDialectReadAsTheRuntimesDo) {
+  Expected<ImportedMscclAlgorithm> ring = importCorpus("ring_allreduce_io_views.xml");
+  ASSERT_TRUE(ring.ok()) << ring.status().toString();
+  EXPECT_TRUE(ring->warnings.empty());
+  int32_t reduces = 0, copies = 0;
+  for (const Operation& op : ring->algorithm.ops) (op.kind == OpKind::Reduce ? reduces : copies) += 1;
+  // Per rank: rrs (a copy into scratch and a local reduce), rrcs (one reduce into the aliased
+  // slot), rcs and r (copies), and what the first s sends arrives by the peer's rrs.
+  EXPECT_EQ(reduces, 3 * 2);
+  EXPECT_EQ(copies, 3 * 3);
+  Expected<ImportedMscclAlgorithm> selfCopy = importCorpus("allgather_inplace_selfcopy.xml");
+  ASSERT_TRUE(selfCopy.ok()) << selfCopy.status().toString();
+  for (const Operation& op : selfCopy->algorithm.ops) EXPECT_FALSE(op.isLocal()) << "the self-copy moves nothing";
+  Expected<ImportedMscclAlgorithm> sccl = importCorpus("allgather_chan_minus_one.xml");
+  ASSERT_TRUE(sccl.ok()) << sccl.status().toString();
+  ASSERT_EQ(sccl->warnings.size(), 1u);
+  EXPECT_EQ(position(sccl->warnings[0].loc), "5:36");
+  EXPECT_NE(sccl->warnings[0].message.find("read as channel 0"), std::string::npos);
+  for (const auto& tbs : sccl->schedule.ranks)
+    for (const MscclThreadBlock& tb : tbs) EXPECT_EQ(tb.channel, 0);
 }
 
 // ---- Inline variations: every other error path -----------------------------------------------------
