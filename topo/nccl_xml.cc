@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <limits>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -10,6 +12,7 @@
 #include <pugixml.hpp>
 
 #include "support/log.h"
+#include "support/text_values.h"
 #include "topo/defaults.h"
 #include "topo/limits.h"
 
@@ -361,7 +364,7 @@ class Importer {
       model.node = 0;
       model.pciBusId = busId;
       model.name = net ? net.attribute("name").as_string() : "";
-      double speedMbps = net ? boundedNumber(net, "speed", nicSpeedRange()).value_or(0.0) : 0.0;
+      double speedMbps = net ? nicSpeedMbps(net) : 0.0;
       if (speedMbps > 0) {
         model.bandwidthGBps = speedMbps / 8000.0;  // NCCL writes speed in Mb/s
       } else {
@@ -369,7 +372,8 @@ class Importer {
         std::string what = !model.name.empty() ? "NIC " + model.name
                            : !busId.empty()    ? "NIC " + busId
                                                : "a NIC";
-        warn(locOf(net ? net : (nic ? nic : pci)), what + " gives no speed; assumed 100 Gb/s (12.5 GB/s)");
+        warn(locOf(net ? net : (nic ? nic : pci)),
+             what + " gives no speed (none, or 0 or less, which NCCL reads as unknown); assumed 100 Gb/s (12.5 GB/s)");
       }
       model.gdr = net ? net.attribute("gdr").as_int(1) != 0 : true;
       int32_t index = static_cast<int32_t>(topo().nics.size());
@@ -378,11 +382,39 @@ class Importer {
     }
   }
 
-  // NCCL writes speed="0" for a port whose speed it could not read: a default, not an error.
-  static NumberRange nicSpeedRange() {
-    NumberRange range = topo_limits::kNicSpeedMbps;
-    range.minExclusive = false;
-    return range;
+  // A <net speed> in Mb/s, as NCCL reads it (graph/topo.cc: bw = speed / 8000 GB/s), 0 when the
+  // file gives none. NCCL takes speed <= 0 as unknown ("some NICs define speed = -1") and writes
+  // speed="0" for a port whose speed it could not read: defaults, not errors. Some vendor files
+  // write kb/s — speed="200000000" is 200 Tb/s in Mb/s, more than any NIC, and 200 Gb/s in kb/s —
+  // so a value above the largest NIC in Mb/s but within it in kb/s is read as kb/s, once with a
+  // warning; anything larger is an error.
+  double nicSpeedMbps(pugi::xml_node net) {
+    NumberRange anyUnit = topo_limits::kNicSpeedMbps;
+    anyUnit.min = -std::numeric_limits<double>::max();
+    anyUnit.max = topo_limits::kNicSpeedMbps.max * 1000;
+    anyUnit.minExclusive = false;
+    const std::string text = net.attribute("speed").as_string();
+    std::optional<double> speed;
+    try {
+      speed = boundedNumber(net, "speed", anyUnit);
+    } catch (const DiagnosticError& error) {
+      if (error.diagnostic().message.find("not a number") != std::string::npos) throw;
+      fail(net, "<net speed=\"" + text + "\">: NIC speed must be at most " +
+                    formatNumberForPeople(topo_limits::kNicSpeedMbps.max) + " Mb/s (10 Tb/s), or " +
+                    formatNumberForPeople(anyUnit.max) + " read as kb/s, got " + text);
+    }
+    if (!speed || *speed <= 0) return 0;
+    if (*speed <= topo_limits::kNicSpeedMbps.max) return *speed;
+    const double mbps = *speed / 1000;
+    if (!nicSpeedInKbWarned_) {
+      nicSpeedInKbWarned_ = true;
+      char gbps[64];
+      std::snprintf(gbps, sizeof gbps, "%g Gb/s (%g GB/s)", mbps / 1000, mbps / 8000);
+      warn(locOf(net), "<net speed=\"" + text + "\"> would be " + formatNumberForPeople(*speed / 1e6) +
+                           " Tb/s in Mb/s (as NCCL reads it), more than any NIC; read as kb/s: " + gbps +
+                           " (said once per file)");
+    }
+    return mbps;
   }
 
   void skipVirtual(pugi::xml_node net, const std::string& name) {
@@ -500,6 +532,7 @@ class Importer {
   std::string virtualSkipped_;
   SourceLoc firstVirtual_;
   bool archWarned_ = false;
+  bool nicSpeedInKbWarned_ = false;
   int32_t pcieDefaulted_ = 0;
   SourceLoc firstPcieDefault_;
   bool smWarned_ = false;

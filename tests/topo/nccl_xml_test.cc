@@ -216,8 +216,9 @@ TEST(NcclXml, HostileNumbersAreErrorsThatSayTheRange) {
       {file("link_speed=\"nan GT/s\" link_width=\"16\"", "sm=\"80\"", "", ""), 3, "got nan"},
       {file("link_speed=\"1e400 GT/s\" link_width=\"16\"", "sm=\"80\"", "", ""), 3, "got inf"},
       {file(pciOk, "sm=\"-70\"", "", ""), 4, "sm, × 10) must be a whole number 0 to 1,000, got -70"},
-      {file(pciOk, "sm=\"80\"", "", "speed=\"-100000\""), 9, "<net speed=\"-100000\">: NIC speed must be 0 to 10,000,000 Mb/s, got -100,000"},
-      {file(pciOk, "sm=\"80\"", "", "speed=\"1e15\""), 9, "got 1,000,000,000,000,000"},
+      {file(pciOk, "sm=\"80\"", "", "speed=\"1e15\""), 9,
+       "<net speed=\"1e15\">: NIC speed must be at most 10,000,000 Mb/s (10 Tb/s), or 10,000,000,000 read as kb/s, "
+       "got 1e15"},
       {file(pciOk, "sm=\"80\"", "", "speed=\"inf\""), 9, "got inf"},
   };
   for (const Case& c : cases) {
@@ -234,6 +235,24 @@ TEST(NcclXml, HostileNumbersAreErrorsThatSayTheRange) {
   NcclXmlImport unknown = importNcclXml(
       SourceText("dump.xml", file("link_speed=\"Unknown\" link_width=\"0\"", "sm=\"80\"", "", "speed=\"0\"")));
   EXPECT_FALSE(unknown.warnings.empty());
+  // NCCL reads a speed of 0 or less as unknown ("some NICs define speed = -1"): the default.
+  NcclXmlImport negative = importNcclXml(SourceText("dump.xml", file(pciOk, "sm=\"80\"", "", "speed=\"-1\"")));
+  ASSERT_EQ(negative.topology.nics.size(), 1u);
+  EXPECT_DOUBLE_EQ(negative.topology.nics[0].bandwidthGBps, 12.5);
+  // A vendor file's kb/s (RCCL's MI300X with a Slingshot NIC writes 200000000): 200 Tb/s in Mb/s,
+  // more than any NIC, so it is read as kb/s, 200 Gb/s, with one warning saying so.
+  NcclXmlImport kb = importNcclXml(SourceText("cxi.xml", file(pciOk, "sm=\"80\"", "", "speed=\"200000000\"")));
+  ASSERT_EQ(kb.topology.nics.size(), 1u);
+  EXPECT_DOUBLE_EQ(kb.topology.nics[0].bandwidthGBps, 25);
+  size_t said = 0;
+  for (const Diagnostic& warning : kb.warnings) {
+    if (warning.message.find("read as kb/s: 200 Gb/s (25 GB/s)") == std::string::npos) continue;
+    ++said;
+    EXPECT_EQ(warning.loc.line, 9u);
+    EXPECT_NE(warning.message.find("<net speed=\"200000000\"> would be 200 Tb/s in Mb/s"), std::string::npos)
+        << warning.message;
+  }
+  EXPECT_EQ(said, 1u);
 }
 
 // An RCCL dump of an 8-GPU MI300X node in the shape rocm-smi shows: every GPU joined to every other
