@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -349,6 +350,54 @@ nlohmann::json runHeader(const TuningRequest& request, const std::string& signat
   return run;
 }
 
+/// A constraint as a user reads it: "nccl-simple-chunk: chunkBytes 65536 .. 2097152 when protocol = Simple".
+std::string describeConstraint(const Constraint& c) {
+  std::string text = c.name + ": " + c.dimension;
+  if (c.kind == Constraint::Kind::Range) {
+    const bool low = c.min != std::numeric_limits<int64_t>::min(), high = c.max != std::numeric_limits<int64_t>::max();
+    text += low && high ? " " + std::to_string(c.min) + " .. " + std::to_string(c.max)
+            : low       ? " >= " + std::to_string(c.min)
+                        : " <= " + std::to_string(c.max);
+  } else {
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%g", c.factor);
+    text += " >= " + std::string(factor) + " x " + c.other;
+  }
+  if (!c.whenDimension.empty()) text += " when " + c.whenDimension + " = " + c.whenValue;
+  return text;
+}
+
+/// Why a space has no valid configuration: the constraints whose removal alone would leave some
+/// (else all of them together), with the values of the dimensions they bound.
+std::string emptySpaceReason(const SearchSpace& space) {
+  std::vector<std::string> culprits;
+  std::set<std::string> bounded;
+  const std::vector<Constraint>& all = space.constraints();
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::vector<Constraint> others = all;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+    if (SearchSpace(space.dimensions(), others).validCount() == 0) continue;
+    culprits.push_back(describeConstraint(all[i]));
+    bounded.insert(all[i].dimension);
+  }
+  if (culprits.empty()) {
+    for (const Constraint& c : all) {
+      culprits.push_back(describeConstraint(c));
+      bounded.insert(c.dimension);
+    }
+  }
+  std::string text = "no configuration of the search space is valid: ";
+  for (size_t i = 0; i < culprits.size(); ++i) text += (i ? "; " : "") + culprits[i];
+  for (const std::string& name : bounded) {
+    const size_t d = space.dimensionIndex(name);
+    if (d == SearchSpace::npos) continue;
+    std::string values;
+    for (size_t v = 0; v < space.dimension(d).size(); ++v) values += (v ? ", " : "") + space.dimension(d).label(static_cast<uint32_t>(v));
+    text += " (" + name + " searched here: " + values + ")";
+  }
+  return text + "; a value within those bounds fits";
+}
+
 /// The base space with the chunk sizes worth searching at `bytes` (tune/size_grid.h).
 SearchSpace spaceForSize(const SearchSpace& base, int64_t bytes, int32_t nRanks, int64_t maxSlices) {
   const size_t chunkDim = base.dimensionIndex(kDimChunkBytes);
@@ -409,7 +458,19 @@ TunedWorkload searchWorkload(const SearchContext& ctx, const CollectivePlan& pla
   TunedWorkload w;
   w.collective = plan.collective;
   w.bytes = bytes;
-  w.space = spaceForSize(plan.base, bytes, ctx.nRanks, request.maxSlices);
+  // A command's NCCL splits a message into chunks of its own; only TuCCL's programs (the
+  // simulator's, libtuccl's) bound the micro-batches a chunk size makes.
+  const int64_t maxSlices = request.profiler == ProfilerKind::Command ? std::numeric_limits<int64_t>::max() / 2
+                                                                     : request.maxSlices;
+  w.space = spaceForSize(plan.base, bytes, ctx.nRanks, maxSlices);
+  if (w.space.validCount() == 0) {
+    fail(ErrorCode::InvalidArgument, logName(plan.collective) + " " + formatByteSize(static_cast<uint64_t>(bytes)) +
+                                         ": " + emptySpaceReason(w.space) +
+                                         (request.profiler == ProfilerKind::Command
+                                              ? ""
+                                              : "; --max-slices bounds the micro-batches a chunk size makes at this "
+                                                "size: a larger value, or a --space file with other chunkBytes, fits"));
+  }
   const double gridCost =
       static_cast<double>(w.space.validCount()) * static_cast<double>(request.maxResource);
   SearchOptions options;

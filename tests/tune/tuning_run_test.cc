@@ -397,6 +397,42 @@ TEST(TuningRun, WithoutASignificantWinTheEntryIsTheDefault) {
   EXPECT_FALSE(p.versusDefault.has_value());
 }
 
+// A command's NCCL splits large messages into chunks of its own: sizes up to 16 GiB tune (the
+// micro-batch bound is the simulator's and libtuccl's), and a space that no configuration fits
+// says which constraints emptied it and what was searched.
+TEST(TuningRun, ACommandTunesUpTo16GiBAndAnEmptySpaceSaysWhy) {
+  const fs::path dir = freshDir("large");
+  TuningRequest request = smallRequest(dir);
+  request.profiler = ProfilerKind::Command;
+  request.topology = "preset:dgx-a100:gpus=4";
+  request.sizes = *parseSizeGrid("8G:16G");
+  const fs::path script = dir / "bench.sh";
+  std::ofstream(script) << "i=0; while [ $i -lt \"$2\" ]; do echo \"  $1 1 float sum -1 1000.0 1.0 1.0 0 1000.0 1.0 "
+                           "1.0 0\"; i=$((i+1)); done\n";
+  request.commandTemplate = "sh '" + script.string() + "' {bytes} {reps}";
+  request.budget = 12;
+  request.maxResource = 3;
+  request.confirm = false;
+  Expected<TuningResult> result = runTuning(request);
+  ASSERT_TRUE(result) << result.status().toString();
+  ASSERT_EQ(result->workloads.size(), 2u);
+  for (const TunedWorkload& w : result->workloads) EXPECT_GT(w.space.validCount(), 0u) << w.bytes;
+
+  TuningRequest empty = smallRequest(freshDir("empty-space"));
+  empty.profiler = ProfilerKind::Command;
+  empty.topology = "preset:dgx-a100:gpus=4";
+  empty.commandTemplate = request.commandTemplate;
+  empty.spaceFile = (dir / "space.json").string();
+  std::ofstream(empty.spaceFile) << R"({"dimensions": [{"name": "chunkBytes", "values": [67108864]}]})";
+  Expected<TuningResult> refused = runTuning(empty);
+  ASSERT_FALSE(refused);
+  const std::string message = refused.status().message();
+  EXPECT_NE(message.find("allreduce 64K: no configuration of the search space is valid"), std::string::npos) << message;
+  EXPECT_NE(message.find("nccl-simple-chunk: chunkBytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("when protocol = Simple"), std::string::npos) << message;
+  EXPECT_NE(message.find("(chunkBytes searched here: 67108864)"), std::string::npos) << message;
+}
+
 TEST(TuningRun, TunableCollectivesFollowTheProfiler) {
   EXPECT_EQ(tunableCollectives(ProfilerKind::Sim).size(), static_cast<size_t>(kTunerCollectives));
   EXPECT_EQ(tunableCollectives(ProfilerKind::Command).size(), static_cast<size_t>(kTunerCollectives));
