@@ -59,6 +59,8 @@ struct StepRec {
   SourceLoc depLoc;
   SourceLoc depsLoc;
   int32_t tmp = -1;  // rrs: first scratch chunk that holds the reduced value
+  int32_t snapshot = -1;  // a sending step whose slot is rewritten before its receive: its scratch copy
+  int32_t snapshotOp = -1;
   // Events of the step, as node ids (-1 absent): receive, local operation, send.
   int32_t recvNode = -1;
   int32_t localNode = -1;
@@ -152,6 +154,7 @@ class Importer {
     pairSendsWithReceives();
     buildEvents();
     std::vector<int32_t> depth = orderEvents();
+    assignSnapshots(depth);
     emitOperations(depth);
     decideRoot(root);
     buildSchedule();
@@ -718,6 +721,83 @@ class Importer {
     return static_cast<int64_t>(storage.buffer) * (int64_t{1} << 40) + storage.index;
   }
 
+  // Capture at the send (the header): a sending step S of rank r gets a snapshot when a step W of
+  // another tb of r writes S's sent storage, W comes after S in the happens-before order, and W's
+  // first event is no deeper than the peer's receive (so in step order it would come first, or
+  // race). Only nodes no deeper than the receive are searched.
+  void assignSnapshots(const std::vector<int32_t>& depth) {
+    std::unordered_map<int64_t, std::vector<int32_t>> writers;  // rank-qualified storage -> steps
+    auto rankKey = [&](int32_t rank, int64_t storage) { return storage * 4096 + rank; };
+    for (int32_t i = 0; i < static_cast<int32_t>(steps_.size()); ++i) {
+      const StepRec& w = steps_[i];
+      if (w.cnt == 0) continue;
+      const Slot written = writtenSlot(w);
+      if (written.index < 0) continue;
+      const int32_t rank = tbs_[w.tb].rank;
+      for (int32_t c = 0; c < w.cnt; ++c) writers[rankKey(rank, storageKey(rank, written, c))].push_back(i);
+    }
+    std::vector<int32_t> start, targets;
+    std::vector<int32_t> mark(static_cast<size_t>(nNodes_), -1);
+    std::vector<int32_t> stack;
+    for (int32_t i = 0; i < static_cast<int32_t>(steps_.size()); ++i) {
+      StepRec& send = steps_[i];
+      if (send.sendNode < 0 || send.cnt == 0 || send.type == MscclStepType::RecvReduceSend) continue;
+      const int32_t rank = tbs_[send.tb].rank;
+      const int32_t horizon = depth[steps_[send.pairedRecv].recvNode];
+      const Slot sent = sentSlot(send);
+      std::vector<int32_t> targetsOf;  // first events of the candidate writers
+      for (int32_t c = 0; c < send.cnt; ++c) {
+        auto it = writers.find(rankKey(rank, storageKey(rank, sent, c)));
+        if (it == writers.end()) continue;
+        for (int32_t w : it->second) {
+          const StepRec& writer = steps_[w];
+          const int32_t node = writer.firstNode();
+          if (writer.tb != send.tb && depth[node] > depth[send.sendNode] && depth[node] <= horizon)
+            targetsOf.push_back(node);
+        }
+      }
+      if (targetsOf.empty()) continue;
+      if (start.empty()) adjacency(start, targets);
+      // Depth-bounded search from the send: does it reach a candidate writer?
+      bool reached = false;
+      stack.assign(1, send.sendNode);
+      mark[send.sendNode] = i;
+      for (int32_t node : targetsOf) mark[node] = mark[node] == i ? i : -2 - i;  // candidates of this send
+      while (!stack.empty() && !reached) {
+        const int32_t v = stack.back();
+        stack.pop_back();
+        for (int32_t e = start[v]; e < start[v + 1] && !reached; ++e) {
+          const int32_t u = targets[e];
+          if (depth[u] > horizon || mark[u] == i) continue;
+          reached = mark[u] == -2 - i;
+          mark[u] = i;
+          stack.push_back(u);
+        }
+      }
+      if (!reached) continue;
+      // The copy's chunks have the lengths of the sent ones: a chunk's length follows its index
+      // modulo the chunk unit k (docs/kernels.md), so the snapshot starts at the same residue.
+      const int32_t k = std::max(1, result_.algorithm.chunksPerRank());
+      const int32_t residue = static_cast<int32_t>(storageKey(rank, sent, 0) % (int64_t{1} << 40)) % k;
+      scratchEnd_[rank] += ((residue - scratchEnd_[rank] % k) % k + k) % k;
+      send.snapshot = scratchEnd_[rank];
+      if (int64_t{send.snapshot} + send.cnt > kMaxChunks)
+        fail(send.loc, "too many snapshots of sent data: their scratch exceeds " + std::to_string(kMaxChunks) + " chunks");
+      scratchEnd_[rank] += send.cnt;
+    }
+  }
+
+  // The happens-before DAG as adjacency lists (CSR): node v's successors are targets[start[v] ..
+  // start[v + 1]).
+  void adjacency(std::vector<int32_t>& start, std::vector<int32_t>& targets) const {
+    start.assign(static_cast<size_t>(nNodes_) + 1, 0);
+    for (const auto& edge : edges_) ++start[edge.first + 1];
+    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    targets.assign(edges_.size(), 0);
+    std::vector<int32_t> fill(start.begin(), start.end() - 1);
+    for (const auto& edge : edges_) targets[fill[edge.first]++] = edge.second;
+  }
+
   // Kahn's algorithm with longest-path depths; a cycle is reported at a step on it.
   std::vector<int32_t> orderEvents() {
     std::vector<int32_t> start(static_cast<size_t>(nNodes_) + 1, 0);
@@ -827,7 +907,8 @@ class Importer {
         StepRec& sender = steps_[step.pairedSend];
         const Slot target = step.type == MscclStepType::RecvReduceSend ? Slot{BufferKind::Scratch, step.tmp} : step.dst;
         const OpKind kind = reducesOnReceive(step.type) && !step.reducesLocally() ? OpKind::Reduce : OpKind::Copy;
-        step.recvOp = addOp(tbs_[sender.tb].rank, sentSlot(sender), rank, target, step.cnt, kind,
+        const Slot source = sender.snapshot >= 0 ? Slot{BufferKind::Scratch, sender.snapshot} : sentSlot(sender);
+        step.recvOp = addOp(tbs_[sender.tb].rank, source, rank, target, step.cnt, kind,
                             base + depth[step.recvNode], step.loc);
         sender.sendOp = step.recvOp;
       }
@@ -838,6 +919,10 @@ class Importer {
         const Slot target = step.type == MscclStepType::RecvReduceSend ? Slot{BufferKind::Scratch, step.tmp} : step.dst;
         const OpKind kind = step.type == MscclStepType::Copy ? OpKind::Copy : OpKind::Reduce;
         step.localOp = addOp(rank, step.src, rank, target, step.cnt, kind, base + depth[step.localNode], step.loc);
+      }
+      if (step.snapshot >= 0) {
+        step.snapshotOp = addOp(rank, sentSlot(step), rank, Slot{BufferKind::Scratch, step.snapshot}, step.cnt,
+                                OpKind::Copy, base + depth[step.sendNode], step.loc);
       }
     }
     compactSteps();
@@ -912,7 +997,7 @@ class Importer {
           entry.index = step.s;
           entry.type = step.type;
           entry.loc = step.loc;
-          for (int32_t op : {step.recvOp, step.localOp, step.sendOp}) {
+          for (int32_t op : {step.recvOp, step.localOp, step.snapshotOp, step.sendOp}) {
             if (op >= 0) entry.ops[entry.nOps++] = op;
           }
           block.steps.push_back(entry);

@@ -22,6 +22,10 @@
 //    dependencies, send before its receive, and a receive before the next step of the sending
 //    <tb> that overwrites what was sent) is ordered by longest path; each operation's step is the
 //    depth of the event that performs it, so the IR's step order respects the DAG.
+//  - Capture at the send: MSCCL copies what a step sends when it sends. Where another thread block
+//    of the rank rewrites the sent slot after the send (ordered by dependencies) but no later
+//    than the peer's receive in that order, the send first copies the slot into fresh scratch
+//    chunks and the receive reads those, so the order keeps the data the runtime sends.
 //  - inplace="1": Algorithm::inPlace, with NCCL's aliasing (support/buffer_layout.h), which is the
 //    layout MSCCLang's in-place files address through one buffer.
 #pragma once
@@ -43,13 +47,14 @@ namespace tuccl {
 // MscclStepType and its names (mscclStepTypeName, parseMscclStepType) are in support/vocabulary.h.
 
 /// One <step> of a thread block and the IR operations it takes part in: the receive (a copy or a
-/// reduce from the peer), a local operation, and the operation that carries what it sends (owned by
-/// the peer's receiving step, listed here too). At most three.
+/// reduce from the peer), a local operation, the snapshot of what it sends (a copy into scratch,
+/// where the sent slot is rewritten before the peer's receive), and the operation that carries
+/// what it sends (owned by the peer's receiving step, listed here too). At most four.
 struct MscclScheduleStep {
   int32_t index = 0;  ///< the step's `s`
   MscclStepType type = MscclStepType::Nop;
   int8_t nOps = 0;
-  std::array<int32_t, 3> ops{-1, -1, -1};  ///< indices into Algorithm::ops, in execution order
+  std::array<int32_t, 4> ops{-1, -1, -1, -1};  ///< indices into Algorithm::ops, in execution order
   SourceLoc loc;
 };
 

@@ -45,6 +45,7 @@ const ValidFile kValidFiles[] = {
     {"ring_allreduce_io_views.xml", Collective::AllReduce, 3, true, -1},
     {"allgather_inplace_selfcopy.xml", Collective::AllGather, 3, true, -1},
     {"allgather_chan_minus_one.xml", Collective::AllGather, 3, false, -1},
+    {"send_then_reuse.xml", Collective::AllReduce, 2, true, -1},
 };
 
 TEST(MscclXml, EveryValidCorpusFileImportsAndIsProved) {
@@ -152,6 +153,37 @@ TEST(MscclXml, AliasedViewsAndSccltDialectReadAsTheRuntimesDo) {
   EXPECT_NE(sccl->warnings[0].message.find("read as channel 0"), std::string::npos);
   for (const auto& tbs : sccl->schedule.ranks)
     for (const MscclThreadBlock& tb : tbs) EXPECT_EQ(tb.channel, 0);
+}
+
+// MSCCL captures what a step sends at the send: a slot another tb rewrites after the send (by a
+// dependency) but before the peer's receive in the file's order is copied into scratch at the send,
+// and the receive reads the copy; a send whose slot nothing rewrites early gets none.
+TEST(MscclXml, ASentSlotRewrittenBeforeItsReceiveIsCapturedAtTheSend) {
+  Expected<ImportedMscclAlgorithm> imported = importCorpus("send_then_reuse.xml");
+  ASSERT_TRUE(imported.ok()) << imported.status().toString();
+  const Algorithm& algorithm = imported->algorithm;
+  EXPECT_TRUE(checkAlgorithm(algorithm).ok());
+  int32_t snapshots = 0;
+  for (const Operation& op : algorithm.ops) {
+    if (!op.isLocal() || op.dstBuffer != BufferKind::Scratch || op.dstIndex < 1) continue;
+    ++snapshots;  // scratch chunk 0 is the file's own; the snapshot comes after it
+    EXPECT_EQ(op.srcBuffer, BufferKind::Scratch);
+    EXPECT_EQ(op.srcIndex, 0);
+    EXPECT_EQ(op.dstIndex, 2) << "the same index modulo the chunk unit (2): chunks of one length";
+  }
+  EXPECT_EQ(snapshots, 2) << "one per rank: the first send of tb 1";
+  EXPECT_EQ(algorithm.bufferChunks[static_cast<int>(BufferKind::Scratch)], 3);
+  // The as-written schedule keeps the snapshot in the sending step.
+  const MscclThreadBlock& sender = imported->schedule.ranks[0][1];
+  ASSERT_EQ(sender.steps.size(), 2u);
+  EXPECT_EQ(sender.steps[0].nOps, 2) << "the snapshot and the transfer";
+  EXPECT_EQ(sender.steps[1].nOps, 1) << "the second send's slot is not rewritten early";
+  // The ring files send slots their own tb overwrites later: no snapshot there.
+  Expected<ImportedMscclAlgorithm> ring = importCorpus("ring_allreduce_rrs.xml");
+  ASSERT_TRUE(ring.ok());
+  for (const auto& tbs : ring->schedule.ranks)
+    for (const MscclThreadBlock& tb : tbs)
+      for (const MscclScheduleStep& step : tb.steps) EXPECT_LE(step.nOps, 3);
 }
 
 // ---- Inline variations: every other error path -----------------------------------------------------
