@@ -95,17 +95,18 @@ Expected<AdaptationSwitches> adaptationSwitchesFromEnvironment() {
 
 int32_t sizeBucket(uint64_t bytes) { return bytes == 0 ? 0 : static_cast<int32_t>(std::bit_width(bytes)) - 1; }
 
+double quantileOfSorted(const std::vector<double>& sorted, double q) {
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const auto low = static_cast<size_t>(at);
+  const size_t high = std::min(low + 1, sorted.size() - 1);
+  return sorted[low] + (sorted[high] - sorted[low]) * (at - static_cast<double>(low));
+}
+
 std::pair<double, double> medianAndHalfWidth(std::vector<double> samples) {
   if (samples.empty()) return {-1, 0};
   std::sort(samples.begin(), samples.end());
   const size_t n = samples.size();
-  // Quantile q by linear interpolation between order statistics.
-  auto quantile = [&](double q) {
-    const double at = q * static_cast<double>(n - 1);
-    const auto low = static_cast<size_t>(at);
-    const size_t high = std::min(low + 1, n - 1);
-    return samples[low] + (samples[high] - samples[low]) * (at - static_cast<double>(low));
-  };
+  auto quantile = [&](double q) { return quantileOfSorted(samples, q); };
   const double median = quantile(0.5);
   if (n < 2) return {median, 0};
   return {median, kNotch * (quantile(0.75) - quantile(0.25)) / sqrtOfCount(n)};

@@ -114,6 +114,8 @@ struct AgreedTime {
 /// The median of `samples` (reordered) and the half-width of its 95 % interval (McGill, Tukey and
 /// Larsen's notch, 1.58 IQR / sqrt(n); 0 for fewer than 2 samples).
 std::pair<double, double> medianAndHalfWidth(std::vector<double> samples);
+/// Quantile q of `sorted` (ascending, not empty) by linear interpolation between order statistics.
+double quantileOfSorted(const std::vector<double>& sorted, double q);
 
 class AdaptivePolicy {
  public:

@@ -22,15 +22,6 @@ double studentT975(int32_t dof) {
   return dof <= 30 ? kT975[static_cast<size_t>(dof - 1)] : 1.96;
 }
 
-/// Quantile q of sorted `v` by linear interpolation between order statistics (as the runtime
-/// phase's medianAndHalfWidth takes them).
-double quantileOfSorted(const std::vector<double>& v, double q) {
-  const double at = q * static_cast<double>(v.size() - 1);
-  const auto low = static_cast<size_t>(at);
-  const size_t high = std::min(low + 1, v.size() - 1);
-  return v[low] + (v[high] - v[low]) * (at - static_cast<double>(low));
-}
-
 }  // namespace
 
 Measurement measurementOfSamples(std::vector<double> samplesUs, double cost, double busBwTimesUs) {
