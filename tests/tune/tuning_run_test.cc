@@ -391,7 +391,8 @@ TEST(TuningRun, WithoutASignificantWinTheEntryIsTheDefault) {
   unconfirmed.confirm = false;
   Expected<TuningResult> plain = runTuning(unconfirmed);
   ASSERT_TRUE(plain) << plain.status().toString();
-  const TableEntry& p = tableFromResult(*plain).entries.at(0);
+  const LookupTable plainTable = tableFromResult(*plain);
+  const TableEntry& p = plainTable.entries.at(0);
   EXPECT_FALSE(p.isDefault);
   EXPECT_EQ(p.nChannels, 8);
   EXPECT_FALSE(p.versusDefault.has_value());
