@@ -162,6 +162,20 @@ TEST(TucclTune, ReportsBadArguments) {
   r = tune("--topo preset:resccl-a100:nodes=2,gpus=4,oversub=abc -o " + (dir / "x.json").string());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("oversub=abc is not a number"), std::string::npos) << r.output;
+  // This machine's ranks are for the libtuccl profiler without a topology; the confirmation needs
+  // at least two rounds.
+  r = tune("--profiler tuccl --topo preset:dgx-a100:gpus=4 --ranks 4 -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--ranks is for --profiler tuccl without --topo"), std::string::npos) << r.output;
+  r = tune("--ranks 4 -o " + (dir / "x.json").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--ranks is for --profiler tuccl"), std::string::npos) << r.output;
+  for (const char* rounds : {"1:4", "6:3", "a:b", "6:1001"}) {
+    r = tune(std::string("--profiler tuccl --confirm-rounds ") + rounds + " -o " + (dir / "x.json").string());
+    EXPECT_EQ(r.status, 2) << rounds;
+    EXPECT_NE(r.output.find("--confirm-rounds: expected MIN:MAX with 2 <= MIN <= MAX <= 1000"), std::string::npos)
+        << r.output;
+  }
   EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
 }
 
