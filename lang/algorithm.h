@@ -54,10 +54,6 @@ struct Algorithm {
   int32_t nicsPerNode = 0;     ///< 0 when unknown
   int32_t root = -1;           ///< Broadcast and Reduce only
   bool inPlace = false;        ///< input and output are views of one buffer (NCCL's in-place layout)
-  /// A copy may carry a slot that holds no data yet (undefined bytes), as MSCCL's runtimes move
-  /// them: the semantic checker refuses only where such bytes are reduced or remain in an output
-  /// (MSCCL XML imports; ResCCLang programs are held to reading written slots).
-  bool copiesMayCarryUndefined = false;
   /// Chunks per rank in each buffer, indexed by BufferKind.
   std::array<int32_t, kBufferKinds> bufferChunks{0, 0, 0};
   int32_t nChannels = 0;       ///< hints carried from the source (ResCCLang header); 0 = unset

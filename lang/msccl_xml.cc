@@ -247,9 +247,6 @@ class Importer {
     algorithm.nRanks = nRanks_;
     algorithm.nChannels = nChannels_;
     algorithm.inPlace = flag(algo, "inplace", false);
-    // MSCCL's runtimes move whatever bytes a slot holds: a copy of one nothing wrote yet is harmless
-    // unless those bytes are reduced or end in an output (lang/semantic_check.h).
-    algorithm.copiesMayCarryUndefined = true;
     result_.outOfPlace = flag(algo, "outofplace", !algorithm.inPlace);
     result_.minBytes = integer(algo, "minBytes", 0, std::numeric_limits<int64_t>::max(), 0);
     result_.maxBytes = integer(algo, "maxBytes", 0, std::numeric_limits<int64_t>::max(), 0);

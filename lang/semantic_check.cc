@@ -282,23 +282,11 @@ class SymbolicRun {
     const int64_t src = slotOf(op.srcRank, op.srcBuffer, op.srcIndex);
     const int64_t dst = slotOf(op.dstRank, op.dstBuffer, op.dstIndex);
     for (int32_t c = 0; c < op.count; ++c) {
-      const bool carried = op.kind == OpKind::Copy && algorithm_.copiesMayCarryUndefined;
-      if (meta_[src + c].origin == kNone && !carried) {
+      if (meta_[src + c].origin == kNone) {
         return violation(ViolationKind::UnwrittenRead, opIndex,
                          "reads " + slotName(op.srcRank, op.srcBuffer, op.srcIndex + c) +
                              ", which holds no data at step " + std::to_string(op.step));
       }
-      if (meta_[src + c].origin == kNone) {
-        // Undefined bytes move on; where they came from is kept for the error they may cause.
-        if (undefinedFrom_.empty()) undefinedFrom_.assign(meta_.size(), kNone);
-        const int32_t first = undefinedFrom_[src + c] != kNone ? undefinedFrom_[src + c] : opIndex;
-        if (auto result = runCopy(opIndex, c, src + c, dst + c)) return result;
-        undefinedFrom_[dst + c] = first;
-        meta_[src + c].flags |= kReadSinceWritten;
-        meta_[dst + c].lastWriter = opIndex;
-        continue;
-      }
-      if (!undefinedFrom_.empty()) undefinedFrom_[dst + c] = kNone;
       auto result = op.kind == OpKind::Reduce ? runReduce(opIndex, c, src + c, dst + c)
                                               : runCopy(opIndex, c, src + c, dst + c);
       if (result) return result;
@@ -317,8 +305,7 @@ class SymbolicRun {
     if (to.origin == kNone) {
       return violation(
           ViolationKind::UnwrittenRead, opIndex,
-          "reduces into " + target() + ", which holds no data at step " + std::to_string(op.step) + undefinedNote(dst),
-          undefinedOrigin(dst));
+          "reduces into " + target() + ", which holds no data at step " + std::to_string(op.step));
     }
     uint64_t* out = bits(dst);
     const uint64_t* in = bits(src);
@@ -434,9 +421,7 @@ class SymbolicRun {
         if (auto problem = compareWith(slot, origin, owner, all)) {
           const SlotMeta& meta = meta_[slot];
           return violation(ViolationKind::Postcondition, meta.lastWriter,
-                           "postcondition unmet: " + slotName(rank, BufferKind::Output, i) + " " + *problem +
-                               undefinedNote(slot),
-                           undefinedOrigin(slot));
+                           "postcondition unmet: " + slotName(rank, BufferKind::Output, i) + " " + *problem);
         }
       }
     }
@@ -472,19 +457,6 @@ class SymbolicRun {
            std::to_string(origin) + " (holds " + formatRanks(ranks) + ")";
   }
 
-  // Where a slot's undefined bytes were first read from a slot holding no data (the operation),
-  // kNone when its value is defined; empty until a copy carries undefined bytes.
-  int32_t undefinedOrigin(int64_t slot) const {
-    return undefinedFrom_.empty() || meta_[slot].origin != kNone ? kNone : undefinedFrom_[slot];
-  }
-  std::string undefinedNote(int64_t slot) const {
-    const int32_t first = undefinedOrigin(slot);
-    if (first == kNone) return "";
-    const Operation& op = algorithm_.ops[first];
-    return " (the undefined bytes of " + slotName(op.srcRank, op.srcBuffer, op.srcIndex) +
-           ", read at step " + std::to_string(op.step) + " before anything wrote it)";
-  }
-
   const Algorithm& algorithm_;
   const int32_t n_;
   const int32_t k_;
@@ -494,7 +466,6 @@ class SymbolicRun {
   int64_t slotsPerRank_ = 0;
   std::vector<SlotMeta> meta_;
   std::vector<uint64_t> bits_;
-  std::vector<int32_t> undefinedFrom_;
 };
 
 }  // namespace
@@ -532,10 +503,6 @@ std::vector<Diagnostic> violationDiagnostics(const Algorithm& algorithm, const V
         break;
       case ViolationKind::LostContribution:
         note = "the overwritten value was last written here";
-        break;
-      case ViolationKind::Postcondition:
-      case ViolationKind::UnwrittenRead:
-        note = "the undefined bytes were read here, before anything wrote their slot";
         break;
       default:
         note = "the destination was last written here";

@@ -21,7 +21,7 @@ const char* const kValidFiles[] = {
     "reducescatter_inplace.xml", "reduce_scatter_outofplace.xml", "alltoall_copy.xml",
     "broadcast_chain.xml",      "reduce_chain.xml",              "local_tb_and_nops.xml",
     "unusual_attributes.xml",   "ring_allreduce_io_views.xml",   "allgather_inplace_selfcopy.xml",
-    "allgather_chan_minus_one.xml", "send_then_reuse.xml",     "merged_send_undefined.xml",
+    "allgather_chan_minus_one.xml", "send_then_reuse.xml",
 };
 
 TEST(MscclVerify, EveryValidCorpusFileRunsCorrectlyOnTheCpu) {

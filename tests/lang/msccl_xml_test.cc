@@ -46,7 +46,6 @@ const ValidFile kValidFiles[] = {
     {"allgather_inplace_selfcopy.xml", Collective::AllGather, 3, true, -1},
     {"allgather_chan_minus_one.xml", Collective::AllGather, 3, false, -1},
     {"send_then_reuse.xml", Collective::AllReduce, 2, true, -1},
-    {"merged_send_undefined.xml", Collective::AllGather, 2, false, -1},
 };
 
 TEST(MscclXml, EveryValidCorpusFileImportsAndIsProved) {
@@ -101,10 +100,8 @@ const DefectiveFile kDefectiveFiles[] = {
      ViolationKind::MixedChunks},
     {"double_count.xml", "16:7", "rank 0's contribution to chunk 2 would be counted twice on rank 0", false,
      ViolationKind::DoubleCount},
-    // MSCCL moves undefined bytes harmlessly; these end in an output, which is where it goes wrong.
-    {"unwritten_read.xml", "33:7",
-     "rank 2 output chunk 2 holds no data (the undefined bytes of rank 2 scratch chunk 0, read at step 0", false,
-     ViolationKind::Postcondition},
+    {"unwritten_read.xml", "33:7", "reads rank 2 scratch chunk 0, which holds no data", false,
+     ViolationKind::UnwrittenRead},
 };
 
 std::string position(SourceLoc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.column); }
