@@ -96,7 +96,8 @@ void addOptions(CLI::App& app, Options& o) {
   app.add_option(
       "--command", o.command,
       "command template for --profiler command, e.g. 'mpirun -np 16 all_reduce_perf -b {bytes} -e {bytes} "
-      "-n {iters}'");
+      "-n {iters} -N {reps}' ({reps}: the repetitions, one result row each; without it {iters} is the resource "
+      "and the one row the only sample)");
   app.add_option("--timeout", o.timeout, "seconds per command run")->capture_default_str();
   app.add_option("--ranks", o.ranks,
                  "tuccl without --topo: the CPU-device ranks to tune on this machine (default 4; with "
