@@ -778,7 +778,7 @@ class Importer {
       // The copy's chunks have the lengths of the sent ones: a chunk's length follows its index
       // modulo the chunk unit k (docs/kernels.md), so the snapshot starts at the same residue.
       const int32_t k = std::max(1, result_.algorithm.chunksPerRank());
-      const int32_t residue = static_cast<int32_t>(storageKey(rank, sent, 0) % (int64_t{1} << 40)) % k;
+      const int32_t residue = inPlaceStorage(result_.algorithm, rank, sent.buffer, sent.index).index % k;
       scratchEnd_[rank] += ((residue - scratchEnd_[rank] % k) % k + k) % k;
       send.snapshot = scratchEnd_[rank];
       if (int64_t{send.snapshot} + send.cnt > kMaxChunks)
@@ -800,18 +800,10 @@ class Importer {
 
   // Kahn's algorithm with longest-path depths; a cycle is reported at a step on it.
   std::vector<int32_t> orderEvents() {
-    std::vector<int32_t> start(static_cast<size_t>(nNodes_) + 1, 0);
+    std::vector<int32_t> start, targets;
+    adjacency(start, targets);
     std::vector<int32_t> indegree(static_cast<size_t>(nNodes_), 0);
-    for (const auto& edge : edges_) {
-      ++start[edge.first + 1];
-      ++indegree[edge.second];
-    }
-    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
-    std::vector<int32_t> targets(edges_.size());
-    {
-      std::vector<int32_t> fill(start.begin(), start.end() - 1);
-      for (const auto& edge : edges_) targets[fill[edge.first]++] = edge.second;
-    }
+    for (const auto& edge : edges_) ++indegree[edge.second];
     std::vector<int32_t> depth(static_cast<size_t>(nNodes_), 0);
     std::vector<int32_t> ready;
     ready.reserve(static_cast<size_t>(nNodes_));

@@ -113,7 +113,7 @@ std::pair<double, double> medianAndHalfWidth(std::vector<double> samples) {
 }
 
 AdaptivePolicy::AdaptivePolicy(int32_t groups, AdaptationOptions options)
-    : groups_(std::max(1, groups)), options_(options) {
+    : groups_(std::clamp(groups, 1, kMaxPolicyGroups)), options_(options) {
   options_.minSamples = std::max(1, options_.minSamples);
   options_.syncEvery = std::max(1, options_.syncEvery);
   options_.probeEvery = std::max(2, options_.probeEvery);
@@ -126,7 +126,6 @@ AdaptivePolicy::AdaptivePolicy(int32_t groups, AdaptationOptions options)
   interval_ = 0;
   nextSync_ = static_cast<uint64_t>(options_.firstSync);  // the first agreement learns the static choice's time
   recent_.resize(static_cast<size_t>(groups_));
-  seen_.assign(static_cast<size_t>(groups_), false);
   first_.assign(static_cast<size_t>(groups_), 0.0);
   setup_.assign(static_cast<size_t>(groups_), 0.0);
 }
@@ -236,9 +235,8 @@ bool AdaptivePolicy::timed(uint64_t k, int32_t group) const {
 void AdaptivePolicy::record(int32_t group, double seconds) {
   if (group < 0 || group >= groups_ || !(seconds >= 0)) return;
   std::lock_guard lock(mutex_);
-  if (!seen_[static_cast<size_t>(group)]) {  // the group's first call built or loaded its plan
-    seen_[static_cast<size_t>(group)] = true;
-    if (group < 64) seenMask_.fetch_or(uint64_t{1} << group, std::memory_order_relaxed);
+  if (!seen(group)) {  // the group's first call built or loaded its plan
+    seen_.fetch_or(uint64_t{1} << group, std::memory_order_relaxed);
     first_[static_cast<size_t>(group)] = seconds;
     return;
   }
@@ -251,7 +249,7 @@ void AdaptivePolicy::recordSetup(int32_t group, double seconds) {
   if (group < 0 || group >= groups_ || !(seconds >= 0) || !std::isfinite(seconds)) return;
   std::lock_guard lock(mutex_);
   // Until the group's first timing arrives: the calls after it find the plan cached.
-  if (!seen_[static_cast<size_t>(group)]) setup_[static_cast<size_t>(group)] += seconds;
+  if (!seen(group)) setup_[static_cast<size_t>(group)] += seconds;
 }
 
 std::string AdaptivePolicy::summary(double exchangeSeconds) const {
@@ -262,7 +260,7 @@ std::string AdaptivePolicy::summary(double exchangeSeconds) const {
   for (int32_t g = 0; g < groups_; ++g) {
     const std::vector<double>& samples = recent_[static_cast<size_t>(g)];
     const auto [median, halfWidth] = medianAndHalfWidth(samples);
-    const double first = seen_[static_cast<size_t>(g)] ? first_[static_cast<size_t>(g)] + setup_[static_cast<size_t>(g)] : 0;
+    const double first = seen(g) ? first_[static_cast<size_t>(g)] + setup_[static_cast<size_t>(g)] : 0;
     const GroupSummary entry{median, halfWidth, samples.size(), first};
     std::memcpy(bytes.data() + sizeof(SummaryHeader) + static_cast<size_t>(g) * sizeof(entry), &entry, sizeof(entry));
   }

@@ -64,6 +64,9 @@ namespace tuccl {
 
 /// The longest interval between agreements, in multiples of AdaptationOptions::syncEvery.
 inline constexpr uint64_t kMaxSyncBackoff = 64;
+/// The most configuration groups a policy chooses among (a table entry has at most 8, the
+/// built-in defaults 2); each group's "first call seen" is one bit of a word.
+inline constexpr int32_t kMaxPolicyGroups = 64;
 
 struct AdaptationOptions {
   int32_t minSamples = 8;  ///< timings of a group on every rank before it counts as measured
@@ -153,9 +156,7 @@ class AdaptivePolicy {
   void recordSetup(int32_t group, double seconds);
   /// Whether a call of `group` should time its setup for recordSetup: until the group's first
   /// timing arrives (afterwards its plan is cached and the clock reads would be wasted).
-  bool timesSetup(int32_t group) const {
-    return group >= 0 && group < 64 && ((seenMask_.load(std::memory_order_relaxed) >> group) & 1u) == 0;
-  }
+  bool timesSetup(int32_t group) const { return group >= 0 && group < groups_ && !seen(group); }
   /// This rank's summary for the next agreement (fixed size); `exchangeSeconds` is how long this
   /// rank's last exchange took (0: none yet).
   std::string summary(double exchangeSeconds = 0) const;
@@ -206,8 +207,9 @@ class AdaptivePolicy {
 
   mutable std::mutex mutex_;                 // the local samples
   std::vector<std::vector<double>> recent_;  // per group, the last `window` timings
-  std::vector<bool> seen_;                   // per group, whether its first (warm) call was seen
-  std::atomic<uint64_t> seenMask_{0};        // seen_ as bits, read without the lock (timesSetup)
+  // Per group (a bit each), whether its first (warm) call was seen; read without the lock.
+  std::atomic<uint64_t> seen_{0};
+  bool seen(int32_t group) const { return ((seen_.load(std::memory_order_relaxed) >> group) & 1u) != 0; }
   std::vector<double> first_;                // per group, that first call's time
   std::vector<double> setup_;                // per group, building or loading its plan
 };

@@ -71,9 +71,7 @@ Measurement SimProfiler::profile(const SearchSpace& space, const Configuration& 
     m.error = std::string("simulation of ") + space.describe(config) + " failed: " + e.what();
     return m;
   }
-  uint64_t& repeat = repeats_[{config, resource}];
-  const uint64_t seed =
-      mixBits(options_.seed ^ mixBits(hashConfiguration(config) ^ mixBits(static_cast<uint64_t>(resource) + (repeat++ << 32))));
+  const uint64_t seed = measurementSeed(options_.seed, config, resource, repeats_[{config, resource}]++);
   m = noisySamples(t, options_.sigma, resource, seed,
                    static_cast<double>(options_.messageBytes) / 1e3 * simulated_.at(config).busBwFactor);
   return m;

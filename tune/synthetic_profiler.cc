@@ -32,9 +32,7 @@ Measurement SyntheticProfiler::profile(const SearchSpace& space, const Configura
     bad.error = "invalid configuration: " + space.describe(config);
     return bad;
   }
-  uint64_t& repeat = repeats_[{config, resource}];
-  const uint64_t seed =
-      mixBits(seed_ ^ mixBits(hashConfiguration(config) ^ mixBits(static_cast<uint64_t>(resource) + (repeat++ << 32))));
+  const uint64_t seed = measurementSeed(seed_, config, resource, repeats_[{config, resource}]++);
   return noisySamples(trueTime_(space, config), sigma_, resource, seed, bytes_ / 1e3);
 }
 

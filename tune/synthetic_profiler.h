@@ -47,5 +47,10 @@ double multimodalLandscape(const SearchSpace& space, const Configuration& config
 uint64_t mixBits(uint64_t x);
 /// Hash of a configuration's indices (order-sensitive).
 uint64_t hashConfiguration(const Configuration& config);
+/// The noise seed of one measurement of the seeded profilers (sim, synthetic, NoisyProfiler): per
+/// (seed, configuration, resource, how many times that pair was measured before).
+inline uint64_t measurementSeed(uint64_t seed, const Configuration& config, int64_t resource, uint64_t repeat) {
+  return mixBits(seed ^ mixBits(hashConfiguration(config) ^ mixBits(static_cast<uint64_t>(resource) + (repeat << 32))));
+}
 
 }  // namespace tuccl

@@ -199,8 +199,8 @@ void checkRequest(const TuningRequest& request) {
 }
 
 /// Every {placeholder} of the command template must name the size, the iterations, the
-/// repetitions or a
-/// dimension of the space: checked once, before any run, instead of failing every run.
+/// repetitions or a dimension of the space: checked once, before any run, instead of failing
+/// every run.
 void checkCommandTemplate(const std::string& commandTemplate, const SearchSpace& space) {
   std::map<std::string, std::string> values = {{"bytes", ""}, {"size", ""}, {"iters", ""}, {"reps", ""}};
   for (size_t d = 0; d < space.dimensionCount(); ++d) values[space.dimension(d).name] = "";
@@ -610,6 +610,8 @@ ConfigGroup groupOfConfirmed(const TuningRequest& request, const CollectivePlan&
 /// the largest resource it got.
 std::vector<ConfigGroup> alternativesOf(const TuningRequest& request, const CollectivePlan& plan,
                                         const TunedWorkload& w, const ConfigGroup& winner) {
+  std::vector<ConfigGroup> out;
+  if (request.groups <= 1) return out;
   std::vector<ConfigGroup> candidates;
   if (w.confirmation) {
     for (const ConfirmedCandidate& c : w.confirmation->candidates)
@@ -621,8 +623,6 @@ std::vector<ConfigGroup> alternativesOf(const TuningRequest& request, const Coll
       candidates.push_back(std::move(g));
     }
   }
-  std::vector<ConfigGroup> out;
-  if (request.groups <= 1) return out;
   for (ConfigGroup& g : candidates) {
     if (sameDecision(g, winner)) continue;
     if (std::any_of(out.begin(), out.end(), [&](const ConfigGroup& o) { return sameDecision(o, g); })) continue;
@@ -881,19 +881,19 @@ nlohmann::ordered_json rangeMetadata(const TuningResult& result, const TunedRang
   }
   if (w.confirmation) {
     // Per size of the range: the confirmation's verdict (the entry's own is the first size's).
+    // A collective's workloads are its sizes in order, the range's first at r.workload.
     nlohmann::ordered_json verdicts = nlohmann::ordered_json::array();
-    for (size_t i = r.sizes.first; i <= r.sizes.last; ++i) {
-      for (const TunedWorkload& other : result.workloads) {
-        if (other.collective != r.collective || other.bytes != result.request.sizes[i] || !other.confirmation) continue;
-        const DefaultComparison c = comparisonOf(other);
-        verdicts.push_back({{"bytes", other.bytes},
-                            {"default", other.confirmation->keepDefault},
-                            {"rounds", other.confirmation->rounds},
-                            {"ratio", c.ratio},
-                            {"low", c.low},
-                            {"high", c.high},
-                            {"won", c.won}});
-      }
+    for (size_t i = 0; i <= r.sizes.last - r.sizes.first; ++i) {
+      const TunedWorkload& other = result.workloads[r.workload + i];
+      if (!other.confirmation) continue;
+      const DefaultComparison c = comparisonOf(other);
+      verdicts.push_back({{"bytes", other.bytes},
+                          {"default", other.confirmation->keepDefault},
+                          {"rounds", other.confirmation->rounds},
+                          {"ratio", c.ratio},
+                          {"low", c.low},
+                          {"high", c.high},
+                          {"won", c.won}});
     }
     j["confirmation"] = std::move(verdicts);
   }
