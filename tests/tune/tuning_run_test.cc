@@ -242,6 +242,33 @@ TEST(TuningRun, BadRequestsAreStatusesNamingTheProblem) {
   EXPECT_NE(status.message().find("unknown scheduler 'fifo'"), std::string::npos) << status.message();
   status = failure([](TuningRequest& r) { r.method = "annealing"; });
   EXPECT_NE(status.message().find("annealing"), std::string::npos) << status.message();
+  // This machine's ranks: the libtuccl profiler only, without a topology or a signature.
+  status = failure([](TuningRequest& r) { r.ranks = 4; });
+  EXPECT_NE(status.message().find("--ranks is for --profiler tuccl"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) {
+    r.profiler = ProfilerKind::Tuccl;
+    r.ranks = 4;
+  });
+  EXPECT_NE(status.message().find("give --topo or --ranks"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) {
+    r.profiler = ProfilerKind::Tuccl;
+    r.ranks = 4;
+    r.topology.clear();
+    r.keyBySignature = true;
+  });
+  EXPECT_NE(status.message().find("--ranks has none"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) {
+    r.profiler = ProfilerKind::Tuccl;
+    r.ranks = 300;
+    r.topology.clear();
+  });
+  EXPECT_NE(status.message().find("--ranks must be in [1, 256]; got 300"), std::string::npos) << status.message();
+  status = failure([](TuningRequest& r) { r.confirmMinRounds = 1; });
+  EXPECT_NE(status.message().find("--confirm-rounds MIN:MAX needs 2 <= MIN <= MAX <= 1000; got 1:12"),
+            std::string::npos)
+      << status.message();
+  status = failure([](TuningRequest& r) { r.iterations = -1; });
+  EXPECT_NE(status.message().find("must not be negative"), std::string::npos) << status.message();
   status = failure([](TuningRequest& r) { r.profiler = ProfilerKind::Command; });
   EXPECT_NE(status.message().find("--command"), std::string::npos) << status.message();
   status = failure([](TuningRequest& r) {
