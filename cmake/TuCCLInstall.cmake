@@ -7,18 +7,36 @@
 #                                  TuCCL::nvrtc (CUDA builds), TuCCL::nccl-tuner-tuccl: every
 #                                  library target a listed stage's CMakeLists.txt defines
 #   lib/pkgconfig/tuccl.pc         the same libraries for pkg-config
-#   include/tuccl/                 the public headers (tuccl/nccl_tuner.h), and each stage's headers
-#                                  under include/tuccl/<stage>/ (kernelgen/device/ among them), so
-#                                  `#include "lang/algorithm.h"` works with -I<prefix>/include/tuccl
+#   include/tuccl/                 the curated API (TUCCL_INSTALLED_HEADERS below; the install test
+#                                  fails above 40): the C API and plugin ABIs, and the few stage
+#                                  headers a C++ consumer includes, with what they include
 #   share/tuccl/examples/          the bundled algorithm programs, topologies and tables; the tools
 #                                  find them from their own path (tools/cli.h: bundledDataDir)
 #   share/doc/TuCCL/               README.md and docs/
 # Included at the end of the top-level CMakeLists.txt, after every stage has defined its targets.
+#
+# Headers. An installed header is API: a consumer may include it, so changing it breaks someone.
+# The install therefore holds only what a consumer needs, never a stage's internals (~160
+# headers: the ResCCLang lexer/parser, the schedulers, the simulator engine, the transports, ...).
+# The consumers are those README.md ("Using libtuccl", "Installing") and tests/install/ show:
+#   - C programs and NCCL jobs: `#include <tuccl/tuccl.h>` (libtuccl), the tuner and net plugin
+#     ABIs (tuccl/nccl_tuner.h, tuccl/nccl_net.h) and the tuner's duration intake
+#     (tuccl/tuner_adapt.h), with -I<prefix>/include;
+#   - C++ programs linking TuCCL::lang and TuCCL::kernelgen (tests/install/consumer: compile a
+#     ResCCLang program, prove it, reach the embedded device headers), with
+#     -I<prefix>/include/tuccl: lang/resccl.h, lang/semantic_check.h, lang/algorithm.h (the IR
+#     they return), support/source_text.h (readSourceFile, diagnostics), kernelgen/device_headers.h;
+#   - and everything those include, transitively: support/status.h, support/vocabulary.h,
+#     support/buffer_layout.h (only standard headers beyond these).
+# Each keeps its place, include/tuccl/<stage>/x.h, so `#include "lang/algorithm.h"` still works.
+# The device headers (kernelgen/device/) are not installed: libtuccl_kernelgen embeds them.
+# To publish another header, add it and whatever it includes that is not listed yet; the install
+# test compiles every installed header alone from the prefix and so catches a missing one.
 include(CMakePackageConfigHelpers)
 
 set(TUCCL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/TuCCL)
 
-# ---- Libraries and headers of every stage ----------------------------------------------------------
+# ---- Libraries of every stage -----------------------------------------------------------------------
 set(TUCCL_EXPORTED_TARGETS tuccl_options)
 set(TUCCL_PKGCONFIG_LIBRARIES "")
 foreach(stage IN LISTS TUCCL_STAGES)
@@ -32,8 +50,6 @@ foreach(stage IN LISTS TUCCL_STAGES)
       list(APPEND TUCCL_EXPORTED_TARGETS ${target})
     endif()
   endforeach()
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${stage}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tuccl/${stage}
-          COMPONENT development FILES_MATCHING PATTERN "*.h")
 endforeach()
 foreach(target IN LISTS TUCCL_EXPORTED_TARGETS)
   string(REGEX REPLACE "^tuccl_" "" name ${target})
@@ -42,8 +58,39 @@ endforeach()
 install(TARGETS ${TUCCL_EXPORTED_TARGETS} EXPORT TuCCLTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tuccl/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tuccl
-        COMPONENT development)
+
+# ---- Headers: the curated API (see the top of this file) -------------------------------------------
+# Paths in the source tree; include/tuccl/x.h goes to include/tuccl/x.h, <stage>/x.h to
+# include/tuccl/<stage>/x.h.
+set(TUCCL_INSTALLED_HEADERS
+    # The C API of libtuccl and the NCCL plugin ABIs (C, also compiled as C by the install test).
+    include/tuccl/tuccl.h
+    include/tuccl/nccl_tuner.h
+    include/tuccl/nccl_net.h
+    include/tuccl/tuner_adapt.h
+    # What a C++ consumer includes (tests/install/consumer/main.cc, README.md "Installing").
+    lang/algorithm.h
+    lang/resccl.h
+    lang/semantic_check.h
+    kernelgen/device_headers.h
+    support/source_text.h
+    # What those include.
+    support/status.h
+    support/vocabulary.h
+    support/buffer_layout.h)
+foreach(header IN LISTS TUCCL_INSTALLED_HEADERS)
+  if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${header})
+    message(FATAL_ERROR "TUCCL_INSTALLED_HEADERS names ${header}, which does not exist")
+  endif()
+  get_filename_component(dir ${header} DIRECTORY)
+  if(dir MATCHES "^include/")
+    string(REGEX REPLACE "^include/" "" destination ${dir})
+  else()
+    set(destination tuccl/${dir})
+  endif()
+  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${destination}
+          COMPONENT development)
+endforeach()
 
 # ---- Tools, bundled data, docs ---------------------------------------------------------------------
 get_property(targets DIRECTORY ${PROJECT_SOURCE_DIR}/tools PROPERTY BUILDSYSTEM_TARGETS)

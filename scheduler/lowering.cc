@@ -69,26 +69,14 @@ Forwarding findForwarding(const Algorithm& algorithm, const Pipeline& pipeline) 
   return result;
 }
 
-// Fuses forwarding pairs in a plan whose entries are placed but have no dependencies yet: the
-// TBs of a receive and of the send of its result merge, the receive moves down and the send up
-// until they meet (past entries that neither depend on them nor use their connections) and the
-// two become one fused entry. sendSide / recvSide follow the entries. Returns whether anything
-// was fused.
-bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& pipeline, Plan& plan,
-                    std::vector<PlacedEntry>& sendSide, std::vector<PlacedEntry>& recvSide) {
-  const auto& ops = algorithm.ops;
-  const Forwarding forwarding = findForwarding(algorithm, pipeline);
-  // The kernels run a fused entry's two transfers over one slice geometry: the three chunks (the
-  // peer's source, this rank's slots, the next peer's destination) must have one length.
-  const int32_t unit = planChunkUnit(plan);
-  auto storageIndex = [&](int32_t rank, BufferKind buffer, int32_t index) {
-    return planStorage(plan, rank, buffer, index).index;
-  };
-  // Only TBs that serve one connection fuse: a TB already serving several (state-based merging,
-  // a single TB) would run even more in series, and where its fused entries fall would follow
-  // each node's schedule, so ranks of one role would need kernels of their own.
-  enum : uint8_t { kMixed, kReceives, kSends };  // what a TB serves
-  std::vector<std::vector<uint8_t>> serves(plan.ranks.size());
+// What a TB serves: one receiving connection, one sending connection, or anything else.
+enum class TbRole : uint8_t { Mixed, Receives, Sends };
+
+// Only TBs that serve one connection fuse: a TB already serving several (state-based merging,
+// a single TB) would run even more in series, and where its fused entries fall would follow
+// each node's schedule, so ranks of one role would need kernels of their own.
+std::vector<std::vector<TbRole>> classifyTbs(const Plan& plan) {
+  std::vector<std::vector<TbRole>> roles(plan.ranks.size());
   for (const PlanRank& rank : plan.ranks) {
     for (const PlanTb& tb : rank.tbs) {
       const bool receives = std::all_of(tb.entries.begin(), tb.entries.end(), [&](const PlanEntry& entry) {
@@ -97,11 +85,30 @@ bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& 
       const bool sends = std::all_of(tb.entries.begin(), tb.entries.end(), [&](const PlanEntry& entry) {
         return entry.kind == PrimitiveKind::Send && entry.peer == tb.entries.front().peer;
       });
-      serves[rank.rank].push_back(tb.entries.empty() ? kMixed : receives ? kReceives : sends ? kSends : kMixed);
+      roles[rank.rank].push_back(tb.entries.empty() ? TbRole::Mixed
+                                 : receives         ? TbRole::Receives
+                                 : sends            ? TbRole::Sends
+                                                    : TbRole::Mixed);
     }
   }
+  return roles;
+}
+
+// The receiving tasks whose forwarding pair may fuse: both entries in TBs that serve one
+// connection, and the three chunks at one offset within the plan's chunk unit.
+std::vector<int32_t> findFusionCandidates(const Algorithm& algorithm, const Forwarding& forwarding, const Plan& plan,
+                                          const std::vector<PlacedEntry>& sendSide,
+                                          const std::vector<PlacedEntry>& recvSide) {
+  const auto& ops = algorithm.ops;
+  // The kernels run a fused entry's two transfers over one slice geometry: the three chunks (the
+  // peer's source, this rank's slots, the next peer's destination) must have one length.
+  const int32_t unit = planChunkUnit(plan);
+  auto storageIndex = [&](int32_t rank, BufferKind buffer, int32_t index) {
+    return planStorage(plan, rank, buffer, index).index;
+  };
+  const std::vector<std::vector<TbRole>> roles = classifyTbs(plan);
   auto oneConnection = [&](const PlacedEntry& side, bool receiving) {
-    return serves[side.rank][side.ref.tb] == (receiving ? kReceives : kSends);
+    return roles[side.rank][side.ref.tb] == (receiving ? TbRole::Receives : TbRole::Sends);
   };
   std::vector<int32_t> candidates;  // receiving tasks
   for (size_t t = 0; t < ops.size(); ++t) {
@@ -117,50 +124,88 @@ bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& 
     }
     candidates.push_back(static_cast<int32_t>(t));
   }
-  if (candidates.empty()) return false;
+  return candidates;
+}
 
-  // Merge the TBs of each pair (union-find per rank).
-  std::vector<int32_t> position(ops.size());
-  for (size_t i = 0; i < pipeline.order.size(); ++i) position[pipeline.order[i]] = static_cast<int32_t>(i);
-  std::vector<std::vector<int32_t>> parent(plan.ranks.size());
-  for (const PlanRank& rank : plan.ranks) {
-    parent[rank.rank].resize(rank.tbs.size());
-    for (size_t b = 0; b < rank.tbs.size(); ++b) parent[rank.rank][b] = static_cast<int32_t>(b);
+// Union-find over each rank's TBs: the TBs that forwarding pairs merge into one.
+class TbUnion {
+ public:
+  // Every TB of the plan on its own.
+  explicit TbUnion(const Plan& plan) : parent_(plan.ranks.size()) {
+    for (const PlanRank& rank : plan.ranks) {
+      parent_[rank.rank].resize(rank.tbs.size());
+      for (size_t b = 0; b < rank.tbs.size(); ++b) parent_[rank.rank][b] = static_cast<int32_t>(b);
+    }
   }
-  auto root = [&](int32_t rank, int32_t tb) {
-    std::vector<int32_t>& p = parent[rank];
+
+  // The representative of the TBs merged with `tb` on `rank`.
+  int32_t root(int32_t rank, int32_t tb) {
+    std::vector<int32_t>& p = parent_[rank];
     while (p[tb] != tb) tb = p[tb] = p[p[tb]];
     return tb;
-  };
-  auto unite = [&](const std::vector<int32_t>& pairs) {
-    for (std::vector<int32_t>& p : parent) std::iota(p.begin(), p.end(), 0);
+  }
+
+  // Starts over from separate TBs and merges, per receiving task in `pairs`, its receive's TB
+  // with the TB of the send that forwards its value.
+  void unite(const std::vector<int32_t>& pairs, const Forwarding& forwarding, const std::vector<PlacedEntry>& sendSide,
+             const std::vector<PlacedEntry>& recvSide) {
+    for (std::vector<int32_t>& p : parent_) std::iota(p.begin(), p.end(), 0);
     for (int32_t t : pairs) {
       const PlacedEntry& in = recvSide[t];
       const PlacedEntry& out = sendSide[forwarding.forwardOf[t]];
       const int32_t a = root(in.rank, in.ref.tb);
       const int32_t b = root(out.rank, out.ref.tb);
-      if (a != b) parent[in.rank][std::max(a, b)] = std::min(a, b);
+      if (a != b) parent_[in.rank][std::max(a, b)] = std::min(a, b);
     }
-  };
-  // A merged TB is one receiving and one sending connection (a ring's or a chain's link): pairs
-  // whose TBs would join more are left unfused.
-  unite(candidates);
+  }
+
+ private:
+  std::vector<std::vector<int32_t>> parent_;  // per rank, per TB
+};
+
+// A merged TB is one receiving and one sending connection (a ring's or a chain's link): drops
+// the pairs whose TBs would join more.
+void keepPairsJoiningTwoTbs(const Plan& plan, TbUnion& tbs, const std::vector<PlacedEntry>& recvSide,
+                            std::vector<int32_t>& candidates) {
   std::vector<std::vector<int32_t>> members(plan.ranks.size());
   for (const PlanRank& rank : plan.ranks) {
     members[rank.rank].assign(rank.tbs.size(), 0);
-    for (size_t b = 0; b < rank.tbs.size(); ++b) ++members[rank.rank][root(rank.rank, static_cast<int32_t>(b))];
+    for (size_t b = 0; b < rank.tbs.size(); ++b) ++members[rank.rank][tbs.root(rank.rank, static_cast<int32_t>(b))];
   }
   std::erase_if(candidates, [&](int32_t t) {
     const PlacedEntry& in = recvSide[t];
-    return members[in.rank][root(in.rank, in.ref.tb)] != 2;
+    return members[in.rank][tbs.root(in.rank, in.ref.tb)] != 2;
   });
-  if (candidates.empty()) return false;
-  unite(candidates);
+}
+
+// Every TB in one global order of the tasks. Where a sub-pipeline holds at most one task of a
+// connection (task level) or one step (algorithm level): by sub-pipeline, then step, then
+// operation. It keeps the DAG's order (dependencies go from smaller steps to larger ones) and
+// each connection's pairing order (sub-pipeline, operation), and, unlike the pipeline's order
+// within a sub-pipeline (chunk priorities, which differ between nodes), it is the same on
+// ranks of one role: their fused kernels stay one. A stage (several steps, a connection's
+// tasks in operation order) keeps the pipeline's order.
+void sortInTaskOrder(PlanTb& tb, const Pipeline& pipeline, const std::vector<int32_t>& position) {
+  if (pipeline.level == ExecutionLevel::Stage) {
+    std::stable_sort(tb.entries.begin(), tb.entries.end(),
+                     [&](const PlanEntry& x, const PlanEntry& y) { return position[x.op] < position[y.op]; });
+  } else {
+    std::stable_sort(tb.entries.begin(), tb.entries.end(), [](const PlanEntry& x, const PlanEntry& y) {
+      return std::tie(x.subPipeline, x.step, x.op) < std::tie(y.subPipeline, y.step, y.op);
+    });
+  }
+}
+
+// Merges each rank's TBs as `tbs` joins them (entries in TB order, TBs renumbered in order of
+// their first member), then sorts every merged TB in task order.
+void mergeTbs(Plan& plan, TbUnion& tbs, const Pipeline& pipeline, size_t taskCount) {
+  std::vector<int32_t> position(taskCount);
+  for (size_t i = 0; i < pipeline.order.size(); ++i) position[pipeline.order[i]] = static_cast<int32_t>(i);
   for (PlanRank& rank : plan.ranks) {
     std::vector<int32_t> newId(rank.tbs.size(), -1);
     std::vector<PlanTb> merged;
     for (size_t b = 0; b < rank.tbs.size(); ++b) {
-      const int32_t r = root(rank.rank, static_cast<int32_t>(b));
+      const int32_t r = tbs.root(rank.rank, static_cast<int32_t>(b));
       if (newId[r] < 0) {
         newId[r] = static_cast<int32_t>(merged.size());
         merged.emplace_back().id = newId[r];
@@ -168,112 +213,126 @@ bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& 
       PlanTb& into = merged[newId[r]];
       for (PlanEntry& entry : rank.tbs[b].entries) into.entries.push_back(std::move(entry));
     }
-    // Every TB in one global order of the tasks. Where a sub-pipeline holds at most one task of a
-    // connection (task level) or one step (algorithm level): by sub-pipeline, then step, then
-    // operation. It keeps the DAG's order (dependencies go from smaller steps to larger ones) and
-    // each connection's pairing order (sub-pipeline, operation), and, unlike the pipeline's order
-    // within a sub-pipeline (chunk priorities, which differ between nodes), it is the same on
-    // ranks of one role: their fused kernels stay one. A stage (several steps, a connection's
-    // tasks in operation order) keeps the pipeline's order.
-    for (PlanTb& tb : merged) {
-      if (pipeline.level == ExecutionLevel::Stage) {
-        std::stable_sort(tb.entries.begin(), tb.entries.end(),
-                         [&](const PlanEntry& x, const PlanEntry& y) { return position[x.op] < position[y.op]; });
-      } else {
-        std::stable_sort(tb.entries.begin(), tb.entries.end(), [](const PlanEntry& x, const PlanEntry& y) {
-          return std::tie(x.subPipeline, x.step, x.op) < std::tie(y.subPipeline, y.step, y.op);
-        });
-      }
-    }
+    for (PlanTb& tb : merged) sortInTaskOrder(tb, pipeline, position);
     rank.tbs = std::move(merged);
   }
+}
 
-  // Fuse within each TB: the send moves up to its receive, or else the receive down to its send,
-  // when nothing between stops it — the other entries keep their order, so each connection's
-  // sends and receives keep theirs.
-  std::vector<int32_t> forwardedBy(ops.size(), -1);  // send task -> receive task
-  for (int32_t t : candidates) forwardedBy[forwarding.forwardOf[t]] = t;
-  auto dependsOn = [&](int32_t task, int32_t on) {
+// What fusing within a TB needs to know: which receive each send forwards, and the DAG's order.
+struct FusionRules {
+  const Dag& dag;
+  const Forwarding& forwarding;
+  std::vector<int32_t> forwardedBy;  // send task -> receive task (-1: not fused)
+
+  // Whether `task` depends on `on` in the DAG.
+  bool dependsOn(int32_t task, int32_t on) const {
     const auto preds = dag.predecessors(task);
     return std::binary_search(preds.begin(), preds.end(), on);
-  };
-  // Whether `entry` (either of its tasks, if fused) depends on `task`, or `task` on it.
-  auto entryDependsOn = [&](const PlanEntry& entry, int32_t task) {
+  }
+  // Whether `entry` (either of its tasks, if fused) depends on `task`.
+  bool entryDependsOn(const PlanEntry& entry, int32_t task) const {
     return dependsOn(entry.op, task) || (isFused(entry.kind) && dependsOn(entry.next.op, task));
-  };
-  auto taskDependsOnEntry = [&](int32_t task, const PlanEntry& entry) {
+  }
+  // Whether `task` depends on `entry` (either of its tasks, if fused).
+  bool taskDependsOnEntry(int32_t task, const PlanEntry& entry) const {
     return dependsOn(task, entry.op) || (isFused(entry.kind) && dependsOn(task, entry.next.op));
-  };
-  bool fusedAny = false;
-  for (PlanRank& rank : plan.ranks) {
-    for (PlanTb& tb : rank.tbs) {
-      std::vector<PlanEntry>& entries = tb.entries;
-      // A fused send's place is marked gone and dropped at the end: no erase per pair (a ring of
-      // n ranks fuses 2n entries of one TB).
-      std::vector<bool> gone(entries.size(), false);
-      for (size_t e = 0; e < entries.size(); ++e) {
-        if (gone[e] || entries[e].kind != PrimitiveKind::Send || forwardedBy[entries[e].op] < 0) continue;
-        const int32_t receiveTask = forwardedBy[entries[e].op];
-        std::optional<size_t> found;
-        for (size_t r = e; r-- > 0;) {
-          if (gone[r]) continue;
-          const PlanEntry& entry = entries[r];
-          if (entry.op == receiveTask && (entry.kind == PrimitiveKind::Recv || entry.kind == PrimitiveKind::RecvReduceCopy)) {
-            found = r;
-            break;
-          }
-        }
-        if (!found) continue;  // the receive is not before the send in this TB
-        const size_t r = *found;
-        const PlanEntry& send = entries[e];
-        const PlanEntry& receive = entries[r];
-        // The receive moves down past the entries before the first that stops it, the send up
-        // past those after the last that stops it; they meet where both can reach.
-        size_t receiveStop = e;  // the first entry the receive cannot pass
-        size_t sendStop = r;     // the last entry the send cannot pass
-        for (size_t k = r + 1; k < e; ++k) {
-          if (gone[k]) continue;
-          const PlanEntry& between = entries[k];
-          if (receiveStop == e && ((isReceive(between.kind) && between.peer == receive.peer) ||
-                                   entryDependsOn(between, receiveTask))) {
-            receiveStop = k;
-          }
-          if ((isSending(between.kind) && sendSideOf(between).peer == send.peer) || taskDependsOnEntry(send.op, between)) {
-            sendStop = k;
-          }
-        }
-        if (sendStop >= receiveStop) continue;
-        const size_t meet = receiveStop - 1;  // the fused entry goes right after entries[meet]
-        PlanEntry fused = receive;
-        fused.kind = fusedKind(receive.kind, !forwarding.deadStore[receiveTask]);
-        fused.next.peer = send.peer;
-        fused.next.dstBuffer = send.dstBuffer;
-        fused.next.dstIndex = send.dstIndex;
-        fused.next.step = send.step;
-        fused.next.op = send.op;
-        fused.next.subPipeline = send.subPipeline;
-        fused.next.loc = send.loc;
-        // entries (r, meet] move up one place, the fused entry takes place meet, and the send's
-        // place goes.
-        for (size_t k = r; k < meet; ++k) {
-          entries[k] = std::move(entries[k + 1]);
-          gone[k] = gone[k + 1];
-        }
-        entries[meet] = std::move(fused);
-        gone[meet] = false;
-        gone[e] = true;
-        fusedAny = true;
-      }
-      size_t kept = 0;
-      for (size_t e = 0; e < entries.size(); ++e) {
-        if (!gone[e]) entries[kept++] = std::move(entries[e]);
-      }
-      entries.resize(kept);
+  }
+};
+
+// The place of `receiveTask`'s receive before place `e` of the TB, if it is there.
+std::optional<size_t> findReceiveBefore(const std::vector<PlanEntry>& entries, const std::vector<bool>& gone, size_t e,
+                                        int32_t receiveTask) {
+  for (size_t r = e; r-- > 0;) {
+    if (gone[r]) continue;
+    const PlanEntry& entry = entries[r];
+    if (entry.op == receiveTask && (entry.kind == PrimitiveKind::Recv || entry.kind == PrimitiveKind::RecvReduceCopy)) {
+      return r;
     }
   }
-  // Where every task's entries are now.
-  for (PlanRank& rank : plan.ranks) {
-    for (PlanTb& tb : rank.tbs) {
+  return std::nullopt;
+}
+
+// The receive at r moves down past the entries before the first that stops it, the send at e up
+// past those after the last that stops it; they meet where both can reach. Returns the place
+// the fused entry goes right after, or nothing when they cannot meet.
+std::optional<size_t> findMeetingPlace(const std::vector<PlanEntry>& entries, const std::vector<bool>& gone, size_t r,
+                                       size_t e, const FusionRules& rules) {
+  const PlanEntry& send = entries[e];
+  const PlanEntry& receive = entries[r];
+  size_t receiveStop = e;  // the first entry the receive cannot pass
+  size_t sendStop = r;     // the last entry the send cannot pass
+  for (size_t k = r + 1; k < e; ++k) {
+    if (gone[k]) continue;
+    const PlanEntry& between = entries[k];
+    if (receiveStop == e && ((isReceive(between.kind) && between.peer == receive.peer) ||
+                             rules.entryDependsOn(between, receive.op))) {
+      receiveStop = k;
+    }
+    if ((isSending(between.kind) && sendSideOf(between).peer == send.peer) ||
+        rules.taskDependsOnEntry(send.op, between)) {
+      sendStop = k;
+    }
+  }
+  if (sendStop >= receiveStop) return std::nullopt;
+  return receiveStop - 1;
+}
+
+// The receive and the send of its value as one fused entry; `storeValue`: the received value is
+// also stored.
+PlanEntry makeFusedEntry(const PlanEntry& receive, const PlanEntry& send, bool storeValue) {
+  PlanEntry fused = receive;
+  fused.kind = fusedKind(receive.kind, storeValue);
+  fused.next.peer = send.peer;
+  fused.next.dstBuffer = send.dstBuffer;
+  fused.next.dstIndex = send.dstIndex;
+  fused.next.step = send.step;
+  fused.next.op = send.op;
+  fused.next.subPipeline = send.subPipeline;
+  fused.next.loc = send.loc;
+  return fused;
+}
+
+// Fuses within one TB: the send moves up to its receive, or else the receive down to its send,
+// when nothing between stops it — the other entries keep their order, so each connection's
+// sends and receives keep theirs. Returns whether anything was fused.
+bool fuseWithinTb(std::vector<PlanEntry>& entries, const FusionRules& rules) {
+  // A fused send's place is marked gone and dropped at the end: no erase per pair (a ring of
+  // n ranks fuses 2n entries of one TB).
+  std::vector<bool> gone(entries.size(), false);
+  bool fusedAny = false;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    if (gone[e] || entries[e].kind != PrimitiveKind::Send || rules.forwardedBy[entries[e].op] < 0) continue;
+    const int32_t receiveTask = rules.forwardedBy[entries[e].op];
+    const std::optional<size_t> found = findReceiveBefore(entries, gone, e, receiveTask);
+    if (!found) continue;  // the receive is not before the send in this TB
+    const size_t r = *found;
+    const std::optional<size_t> meetAt = findMeetingPlace(entries, gone, r, e, rules);
+    if (!meetAt) continue;
+    const size_t meet = *meetAt;  // the fused entry goes right after entries[meet]
+    PlanEntry fused = makeFusedEntry(entries[r], entries[e], !rules.forwarding.deadStore[receiveTask]);
+    // entries (r, meet] move up one place, the fused entry takes place meet, and the send's
+    // place goes.
+    for (size_t k = r; k < meet; ++k) {
+      entries[k] = std::move(entries[k + 1]);
+      gone[k] = gone[k + 1];
+    }
+    entries[meet] = std::move(fused);
+    gone[meet] = false;
+    gone[e] = true;
+    fusedAny = true;
+  }
+  size_t kept = 0;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    if (!gone[e]) entries[kept++] = std::move(entries[e]);
+  }
+  entries.resize(kept);
+  return fusedAny;
+}
+
+// Where every task's entries are now.
+void recordEntryPlaces(const Plan& plan, std::vector<PlacedEntry>& sendSide, std::vector<PlacedEntry>& recvSide) {
+  for (const PlanRank& rank : plan.ranks) {
+    for (const PlanTb& tb : rank.tbs) {
       for (size_t e = 0; e < tb.entries.size(); ++e) {
         const PlanEntry& entry = tb.entries[e];
         const PlacedEntry here{rank.rank, EntryRef{tb.id, static_cast<int32_t>(e)}};
@@ -282,6 +341,34 @@ bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& 
       }
     }
   }
+}
+
+// Fuses forwarding pairs in a plan whose entries are placed but have no dependencies yet: the
+// TBs of a receive and of the send of its result merge, the receive moves down and the send up
+// until they meet (past entries that neither depend on them nor use their connections) and the
+// two become one fused entry. sendSide / recvSide follow the entries. Returns whether anything
+// was fused.
+bool fuseForwarding(const Algorithm& algorithm, const Dag& dag, const Pipeline& pipeline, Plan& plan,
+                    std::vector<PlacedEntry>& sendSide, std::vector<PlacedEntry>& recvSide) {
+  const size_t taskCount = algorithm.ops.size();
+  const Forwarding forwarding = findForwarding(algorithm, pipeline);
+  std::vector<int32_t> candidates = findFusionCandidates(algorithm, forwarding, plan, sendSide, recvSide);
+  if (candidates.empty()) return false;
+  TbUnion tbs(plan);
+  tbs.unite(candidates, forwarding, sendSide, recvSide);
+  keepPairsJoiningTwoTbs(plan, tbs, recvSide, candidates);
+  if (candidates.empty()) return false;
+  tbs.unite(candidates, forwarding, sendSide, recvSide);
+  mergeTbs(plan, tbs, pipeline, taskCount);
+  FusionRules rules{dag, forwarding, std::vector<int32_t>(taskCount, -1)};
+  for (int32_t t : candidates) rules.forwardedBy[forwarding.forwardOf[t]] = t;
+  bool fusedAny = false;
+  for (PlanRank& rank : plan.ranks) {
+    for (PlanTb& tb : rank.tbs) {
+      if (fuseWithinTb(tb.entries, rules)) fusedAny = true;
+    }
+  }
+  recordEntryPlaces(plan, sendSide, recvSide);
   return fusedAny;
 }
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the current build into a temporary prefix and shows that the prefix stands alone:
 #   1. `cmake --install BUILD --prefix TMP/prefix`;
-#   2. no installed program, library or package file names the source or the build tree (debug
+#   2. the installed headers are the curated API (cmake/TuCCLInstall.cmake): at most 40 files under
+#      include/, each compiling alone from the prefix with a consumer's flags (-I<prefix>/include
+#      -I<prefix>/include/tuccl, as TuCCL::options and tuccl.pc give), the C ones also as C;
+#   3. no installed program, library or package file names the source or the build tree (debug
 #      information aside: the check reads stripped copies);
-#   3. with the source and build trees hidden (a private mount namespace lays an empty tmpfs over
-#      them; where user namespaces are not allowed the trees stay, and 2. is the proof), in a
+#   4. with the source and build trees hidden (a private mount namespace lays an empty tmpfs over
+#      them; where user namespaces are not allowed the trees stay, and 3. is the proof), in a
 #      scrubbed environment from a temporary directory, run_installed.sh runs the installed tools
 #      (tuccl-compile --check, --verify with a fresh host build, NVRTC, tuccl-sim, tuccl-tune on the
 #      bundled programs, ...) and builds two consumers: find_package(TuCCL) and pkg-config tuccl.
@@ -23,11 +26,37 @@ case $tmp_root/ in "$source_dir"/* | "$build_dir"/*) tmp_root=/tmp ;; esac
 tmp=$(mktemp -d "$tmp_root/tuccl-install-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
+max_headers=40
 
 echo "== install into $prefix"
 "$cmake" --install "$build_dir" --prefix "$prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; exit 1; }
 cp -r "$source_dir/tests/install/consumer" "$tmp/consumer"
 cp "$source_dir/tests/install/run_installed.sh" "$tmp/run_installed.sh"
+
+echo "== the installed headers: at most $max_headers, each compiling alone"
+mapfile -d '' headers < <(find "$prefix/include" -type f -print0 | sort -z)
+echo "${#headers[@]} files under include/"
+if [ "${#headers[@]}" -gt "$max_headers" ]; then
+  printf '  %s\n' "${headers[@]#"$prefix"/}" >&2
+  echo "error: ${#headers[@]} files under include/, more than $max_headers: an installed header is API" \
+    "(cmake/TuCCLInstall.cmake, TUCCL_INSTALLED_HEADERS)" >&2
+  exit 1
+fi
+# Only the prefix on the include path: a header that needs one not installed fails here.
+header_flags=(-fsyntax-only -I"$prefix/include" -I"$prefix/include/tuccl")
+broken=0
+for header in "${headers[@]}"; do
+  name=${header#"$prefix"/include/}
+  case $name in *.h) ;; *) echo "error: include/$name is not a header" >&2; broken=1; continue ;; esac
+  "$cxx" -std=c++20 "${header_flags[@]}" -x c++ "$header" 2> "$tmp/header.log" ||
+    { echo "error: include/$name does not compile alone as C++20:" >&2; cat "$tmp/header.log" >&2; broken=1; }
+  # The C API and the plugin ABIs (include/tuccl/*.h, no stage folder) are C headers.
+  if [[ $name != */*/* ]]; then
+    cc -std=c11 "${header_flags[@]}" -x c "$header" 2> "$tmp/header.log" ||
+      { echo "error: include/$name does not compile alone as C11:" >&2; cat "$tmp/header.log" >&2; broken=1; }
+  fi
+done
+[ "$broken" -eq 0 ]
 
 echo "== no source or build path in the installed files"
 # Stripped copies: what a program can read at run time, without the debug information that
