@@ -76,7 +76,26 @@ class Engine {
   SimResult run();
 
  private:
+  // Checks the plan against the network and the options, then builds every table the run reads.
   void build();
+  // Throws when the plan's ranks disagree with the network's or the message size is negative.
+  void checkPlanFitsTopology() const;
+  // Sets the protocol's costs, the chunk and micro-batch sizes and the launch latency.
+  void sizeMicroBatches();
+  // Flattens (replica, rank, TB, entry) into global entries and TBs; returns each TB's first entry.
+  std::vector<std::vector<int32_t>> flattenEntries();
+  // Ends a group of entries replayed per micro-batch where the plan's execution level cuts the TB.
+  void cutGroups(const PlanRank& rank, const PlanTb& planTb, Tb& tb) const;
+  // (replica, rank, op) -> the global id of its receive.
+  using ReceiveIndex = std::map<std::tuple<int32_t, int32_t, int32_t>, int32_t>;
+  // Resolves every entry's deps (same rank, same replica) to global ids; returns the receives.
+  ReceiveIndex linkDependencies(const std::vector<std::vector<int32_t>>& tbBase);
+  // Pairs every send with its receive, giving each connection a credit buffer and a path.
+  void pairSends(const ReceiveIndex& receiveOf);
+  // The resources, latency and rate cap of the path from rank to peer.
+  PathInfo pathInfo(int32_t rank, int32_t peer) const;
+  // Replicas of the plan, one per channel.
+  int32_t replicas() const { return std::max(1, plan_.config.nChannels); }
   double sliceBytes(int32_t slice) const {
     return std::min(result_.sliceBytes, std::max(0.0, result_.chunkBytes - slice * result_.sliceBytes));
   }
@@ -136,7 +155,7 @@ Engine::Engine(const Plan& plan, const Network& network, const SimOptions& optio
       options_(options),
       network_(capacitiesOf(network), [model = options.cost](double z) { return contentionFactor(model, z); }) {}
 
-void Engine::build() {
+void Engine::checkPlanFitsTopology() const {
   if (plan_.nRanks != topology_.nRanks()) {
     throw std::invalid_argument("the plan has " + std::to_string(plan_.nRanks) + " ranks but the topology has " +
                                 std::to_string(topology_.nRanks()) + " GPUs");
@@ -144,16 +163,18 @@ void Engine::build() {
   if (static_cast<int32_t>(plan_.ranks.size()) != plan_.nRanks)
     throw std::invalid_argument("the plan lists " + std::to_string(plan_.ranks.size()) + " ranks, not nRanks");
   if (options_.messageBytes < 0) throw std::invalid_argument("the message size must not be negative");
+}
+
+void Engine::sizeMicroBatches() {
   const CostModel& cost = options_.cost;
   protocol_ = plan_.config.protocol;
   syncUs_ = cost.syncOverheadUs;
   localGBps_ = cost.localGBps > 0 ? cost.localGBps : tbCapGBps(cost, protocol_, plan_.config.nThreads, false);
-  const int32_t replicas = std::max(1, plan_.config.nChannels);
   const int32_t chunks = std::max({1, plan_.bufferChunks[0], plan_.bufferChunks[1]});
   if (plan_.config.chunkSize <= 0) throw std::invalid_argument("config.chunkSize must be positive");
 
   result_.messageBytes = options_.messageBytes;
-  result_.chunkBytes = static_cast<double>(options_.messageBytes) / chunks / replicas;
+  result_.chunkBytes = static_cast<double>(options_.messageBytes) / chunks / replicas();
   const double chunkSize = static_cast<double>(plan_.config.chunkSize);
   const double slices = std::max(1.0, std::ceil(result_.chunkBytes / chunkSize - 1e-9));
   if (slices > static_cast<double>(kMaxSimulatedSlices)) {
@@ -170,22 +191,19 @@ void Engine::build() {
   result_.sliceBytes = std::min(chunkSize, result_.chunkBytes);
   result_.stagingSlots = stagingSlots(cost, result_.sliceBytes);
   result_.launchUs = cost.protocol(protocol_).baseLatencyUs;
+}
 
-  // Flatten (replica, rank, TB, entry) into global ids.
-  std::vector<std::vector<int32_t>> tbBase(replicas * plan_.nRanks);  // first global entry of each TB
-  std::vector<std::vector<int32_t>> tbGlobal(replicas * plan_.nRanks);
-  for (int32_t c = 0; c < replicas; ++c) {
+std::vector<std::vector<int32_t>> Engine::flattenEntries() {
+  std::vector<std::vector<int32_t>> tbBase(replicas() * plan_.nRanks);  // first global entry of each TB
+  for (int32_t c = 0; c < replicas(); ++c) {
     for (const PlanRank& rank : plan_.ranks) {
       auto& bases = tbBase[c * plan_.nRanks + rank.rank];
-      auto& globals = tbGlobal[c * plan_.nRanks + rank.rank];
       for (const PlanTb& planTb : rank.tbs) {
-        globals.push_back(static_cast<int32_t>(tbs_.size()));
         bases.push_back(static_cast<int32_t>(entries_.size()));
         Tb tb;
         tb.entryBegin = static_cast<int32_t>(entries_.size());
         result_.tbs.push_back(SimTb{c, rank.rank, planTb.id});
-        for (size_t e = 0; e < planTb.entries.size(); ++e) {
-          const PlanEntry& planEntry = planTb.entries[e];
+        for (const PlanEntry& planEntry : planTb.entries) {
           Entry entry;
           entry.kind = planEntry.kind;
           entry.tb = static_cast<int32_t>(tbs_.size());
@@ -195,28 +213,31 @@ void Engine::build() {
           entries_.push_back(entry);
         }
         tb.entryEnd = static_cast<int32_t>(entries_.size());
-        // Groups of entries replayed per micro-batch.
-        for (size_t e = 0; e < planTb.entries.size(); ++e) {
-          const bool last = e + 1 == planTb.entries.size();
-          bool cut = true;
-          if (!last && plan_.executionLevel == ExecutionLevel::Algorithm) cut = false;
-          if (!last && plan_.executionLevel == ExecutionLevel::Stage)
-            cut = planTb.entries[e].subPipeline != planTb.entries[e + 1].subPipeline;
-          if (!split_.empty() && split_[rank.rank][&planTb - rank.tbs.data()][e]) cut = false;
-          if (cut) tb.groupEnd.push_back(tb.entryBegin + static_cast<int32_t>(e) + 1);
-        }
+        cutGroups(rank, planTb, tb);
         tb.groupBegin = tb.entryBegin;
         if (tb.entryBegin == tb.entryEnd) tb.done = true;
         tbs_.push_back(std::move(tb));
       }
     }
   }
+  return tbBase;
+}
 
-  // Dependencies (same rank, same replica), pairing and paths.
-  std::map<std::pair<int32_t, int32_t>, int32_t> pathOf;
-  std::map<std::tuple<int32_t, int32_t, int32_t>, int32_t> receiveOf;  // (replica, rank, op) -> entry
-  std::map<std::pair<int32_t, int32_t>, int32_t> bufferOf;             // (send TB, recv TB) -> buffer
-  for (int32_t c = 0; c < replicas; ++c) {
+void Engine::cutGroups(const PlanRank& rank, const PlanTb& planTb, Tb& tb) const {
+  for (size_t e = 0; e < planTb.entries.size(); ++e) {
+    const bool last = e + 1 == planTb.entries.size();
+    bool cut = true;
+    if (!last && plan_.executionLevel == ExecutionLevel::Algorithm) cut = false;
+    if (!last && plan_.executionLevel == ExecutionLevel::Stage)
+      cut = planTb.entries[e].subPipeline != planTb.entries[e + 1].subPipeline;
+    if (!split_.empty() && split_[rank.rank][&planTb - rank.tbs.data()][e]) cut = false;
+    if (cut) tb.groupEnd.push_back(tb.entryBegin + static_cast<int32_t>(e) + 1);
+  }
+}
+
+Engine::ReceiveIndex Engine::linkDependencies(const std::vector<std::vector<int32_t>>& tbBase) {
+  ReceiveIndex receiveOf;
+  for (int32_t c = 0; c < replicas(); ++c) {
     for (const PlanRank& rank : plan_.ranks) {
       const auto& bases = tbBase[c * plan_.nRanks + rank.rank];
       for (size_t t = 0; t < rank.tbs.size(); ++t) {
@@ -236,7 +257,12 @@ void Engine::build() {
       }
     }
   }
-  const int32_t nThreads = plan_.config.nThreads;
+  return receiveOf;
+}
+
+void Engine::pairSends(const ReceiveIndex& receiveOf) {
+  std::map<std::pair<int32_t, int32_t>, int32_t> pathOf;
+  std::map<std::pair<int32_t, int32_t>, int32_t> bufferOf;  // (send TB, recv TB) -> buffer
   for (int32_t id = 0; id < static_cast<int32_t>(entries_.size()); ++id) {
     Entry& entry = entries_[id];
     if (entry.kind != PrimitiveKind::Send) continue;
@@ -251,23 +277,32 @@ void Engine::build() {
     if (added) buffers_.emplace_back();
     entry.buffer = entries_[entry.pair].buffer = bufferIt->second;
     auto [pathIt, newPath] = pathOf.try_emplace({tb.rank, entry.peer}, static_cast<int32_t>(paths_.size()));
-    if (newPath) {
-      const NetworkPath& path = topology_.path(tb.rank, entry.peer);
-      PathInfo info;
-      info.resources = path.resources;
-      info.latencyUs = path.alphaUs + options_.cost.protocol(protocol_).hopLatencyUs[static_cast<int>(path.hop)];
-      // A flow never outruns its narrowest resource; keeping caps finite keeps Eq. 1's z finite.
-      double narrowest = std::numeric_limits<double>::infinity();
-      for (int32_t r : path.resources) narrowest = std::min(narrowest, topology_.resources()[r].capacityGBps);
-      info.capGBps = std::min(tbCapGBps(options_.cost, protocol_, nThreads, path.network), narrowest);
-      paths_.push_back(std::move(info));
-    }
+    if (newPath) paths_.push_back(pathInfo(tb.rank, entry.peer));
     entry.path = pathIt->second;
   }
   for (const Entry& entry : entries_) {
     if (isReceive(entry.kind) && entry.pair < 0)
       throw std::invalid_argument("a receive of op " + std::to_string(entry.op) + " has no matching send");
   }
+}
+
+PathInfo Engine::pathInfo(int32_t rank, int32_t peer) const {
+  const NetworkPath& path = topology_.path(rank, peer);
+  PathInfo info;
+  info.resources = path.resources;
+  info.latencyUs = path.alphaUs + options_.cost.protocol(protocol_).hopLatencyUs[static_cast<int>(path.hop)];
+  // A flow never outruns its narrowest resource; keeping caps finite keeps Eq. 1's z finite.
+  double narrowest = std::numeric_limits<double>::infinity();
+  for (int32_t r : path.resources) narrowest = std::min(narrowest, topology_.resources()[r].capacityGBps);
+  info.capGBps = std::min(tbCapGBps(options_.cost, protocol_, plan_.config.nThreads, path.network), narrowest);
+  return info;
+}
+
+void Engine::build() {
+  checkPlanFitsTopology();
+  sizeMicroBatches();
+  const std::vector<std::vector<int32_t>> tbBase = flattenEntries();
+  pairSends(linkDependencies(tbBase));
   completed_.assign(entries_.size(), 0);
   arrived_.assign(entries_.size(), 0);
   waitOnEntry_.resize(entries_.size());
