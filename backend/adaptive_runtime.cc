@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "backend/log.h"
+#include "support/environment.h"
 #include "support/cache_files.h"
 #include "support/hash.h"
 #include "support/text_values.h"
@@ -28,14 +29,8 @@ constexpr int kLearnedVersion = 2;
 /// A learned table larger than this is not read (it holds a few numbers per key).
 constexpr uintmax_t kMaxLearnedBytes = 16 << 20;
 
-const char* env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : nullptr;
-}
-
-Status badVariable(const char* name, const char* value, const std::string& expected) {
-  return makeError(ErrorCode::InvalidArgument,
-                   std::string(name) + "=" + value + ": expected " + expected);
+Status badVariable(const char* name, const std::string& value, const std::string& expected) {
+  return makeError(ErrorCode::InvalidArgument, std::string(name) + "=" + value + ": expected " + expected);
 }
 
 // A whole number in [low, high] from `text`, or nullopt.
@@ -76,18 +71,18 @@ Expected<AdaptSettings> adaptSettingsFromEnvironment(const std::string& cacheDir
   settings.rule = switches->rule;
   settings.warmup = switches->warmup;
   settings.firstAgreement = switches->firstAgreement;
-  if (const char* value = env("TUCCL_ADAPT_FILE")) {
-    settings.file = std::filesystem::absolute(value).string();
+  if (std::optional<std::string> value = env::text("TUCCL_ADAPT_FILE")) {
+    settings.file = std::filesystem::absolute(*value).string();
   } else if (!cacheDir.empty()) {
     settings.file = cacheDir;
     settings.fileFromDefault = true;
   }
-  if (const char* value = env("TUCCL_TEST_DELAY_GROUP")) {
-    const std::string text = value;
+  if (std::optional<std::string> value = env::text("TUCCL_TEST_DELAY_GROUP")) {
+    const std::string& text = *value;
     const size_t colon = text.find(':');
     const auto group = colon == std::string::npos ? std::nullopt : wholeNumber(text.substr(0, colon), 0, 255);
     const auto micros = colon == std::string::npos ? std::nullopt : wholeNumber(text.substr(colon + 1), 0, 60'000'000);
-    if (!group || !micros) return badVariable("TUCCL_TEST_DELAY_GROUP", value, "<group>:<microseconds>");
+    if (!group || !micros) return badVariable("TUCCL_TEST_DELAY_GROUP", text, "<group>:<microseconds>");
     settings.delayGroup = static_cast<int32_t>(*group);
     settings.delayMicros = *micros;
   }
@@ -508,7 +503,7 @@ Status AdaptiveRuntime::persist() {
 }
 
 std::string localTopologyDescription() {
-  if (const char* given = env("TUCCL_TOPOLOGY_SIGNATURE")) return std::string("given:") + given;
+  if (std::optional<std::string> given = env::text("TUCCL_TOPOLOGY_SIGNATURE")) return "given:" + *given;
   std::string text = "net:";
   for (const std::string& name : sysfsNames("/sys/class/net", true)) text += name + ",";
   text += ";ib:";

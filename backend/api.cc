@@ -15,6 +15,8 @@
 #include "backend/cpu_stream.h"
 #include "backend/cuda_driver.h"
 #include "backend/log.h"
+#include "support/environment.h"
+#include "support/text_values.h"
 #include "tuccl/tuccl.h"
 
 using tuccl::ErrorCode;
@@ -180,8 +182,7 @@ tucclResult_t initRank(tucclComm_t* comm, int nranks, const tuccl::backend::Uniq
 // ranks of a node spread over its GPUs and several share one when there are fewer GPUs than ranks
 // (nccl-tests' choice). 0 where no driver loads or TUCCL_DEVICE=cpu.
 int launchedRankDevice(int localRank) {
-  const char* device = std::getenv("TUCCL_DEVICE");
-  if (device != nullptr && std::strcmp(device, "cpu") == 0) return 0;
+  if (tuccl::equalsIgnoreCase(tuccl::env::text("TUCCL_DEVICE").value_or(""), "cpu")) return 0;
   tuccl::Expected<const tuccl::backend::CudaDriver*> driver = tuccl::backend::loadCudaDriver();
   if (!driver || (*driver)->deviceCount < 1) return 0;
   return std::max(localRank, 0) % (*driver)->deviceCount;
@@ -219,13 +220,12 @@ tucclResult_t tucclGetUniqueId(tucclUniqueId* uniqueId) {
     if (uniqueId == nullptr) return invalid("tucclGetUniqueId", "uniqueId is NULL");
     tuccl::Expected<tuccl::backend::CommOptions> options = tuccl::backend::commOptionsFromEnvironment();
     if (!options) return finish("tucclGetUniqueId", options.status());
-    const char* address = std::getenv("TUCCL_COMM_ID");
+    const std::optional<std::string> address = tuccl::env::text("TUCCL_COMM_ID");
     tuccl::backend::BootstrapOptions bootstrapOptions;
     bootstrapOptions.timeoutSeconds = options->timeoutSeconds;
-    if (const char* name = std::getenv("TUCCL_SOCKET_IFNAME")) bootstrapOptions.interfaceName = name;
-    tuccl::Expected<tuccl::backend::UniqueIdBytes> id = address != nullptr && *address != '\0'
-                                                            ? tuccl::backend::uniqueIdFromAddress(address)
-                                                            : tuccl::backend::makeUniqueId(bootstrapOptions);
+    bootstrapOptions.interfaceName = options->interfaceName;
+    tuccl::Expected<tuccl::backend::UniqueIdBytes> id = address ? tuccl::backend::uniqueIdFromAddress(*address)
+                                                                : tuccl::backend::makeUniqueId(bootstrapOptions);
     if (!id) return finish("tucclGetUniqueId", id.status());
     std::memcpy(uniqueId->internal, id->bytes, TUCCL_UNIQUE_ID_BYTES);
     return tucclSuccess;

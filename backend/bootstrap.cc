@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "backend/bootstrap_wire.h"
+#include "support/environment.h"
 
 namespace tuccl::backend {
 
@@ -39,10 +40,7 @@ uint64_t fnv1a(std::string_view text, uint64_t hash = 0xcbf29ce484222325ull) {
   return hash;
 }
 
-std::string environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
+std::string environment(const char* name) { return env::text(name).value_or(""); }
 
 uint64_t randomMagic() {
   std::random_device device;
@@ -57,7 +55,7 @@ uint64_t randomMagic() {
 uint64_t computeHostHash() {
   // TUCCL_HOSTID names the host outright: ranks with equal ids form one node (tuccl-run
   // --ranks-per-node gives the ranks of one machine several, to try multi-node plans).
-  if (const char* id = std::getenv("TUCCL_HOSTID"); id != nullptr && *id != '\0') return fnv1a(std::string("id:") + id);
+  if (std::optional<std::string> id = env::text("TUCCL_HOSTID")) return fnv1a("id:" + *id);
   char name[256] = {};
   gethostname(name, sizeof name - 1);
   std::string identity = name;

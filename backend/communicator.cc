@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -28,19 +29,11 @@
 #include "backend/staging_layout.h"
 #include "kernelgen/datatype.h"
 #include "support/hash.h"
+#include "support/environment.h"
 #include "support/text_values.h"
 
 namespace tuccl::backend {
 namespace {
-
-const char* env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : nullptr;
-}
-
-Status badVariable(const char* name, const std::string& value, const std::string& expected) {
-  return makeError(ErrorCode::InvalidArgument, std::string(name) + "='" + value + "': expected " + expected);
-}
 
 // tucclDataType_t -> the kernels' datatypes (the others are not supported).
 std::optional<DataType> dataTypeOf(int type) {
@@ -153,63 +146,44 @@ std::string formatSeconds(double seconds) {
 
 Expected<CommOptions> commOptionsFromEnvironment() {
   CommOptions options;
-  if (const char* value = env("TUCCL_TIMEOUT_S")) {
-    char* end = nullptr;
-    const double seconds = std::strtod(value, &end);
-    if (end == value || *end != '\0' || !(seconds > 0) || !std::isfinite(seconds)) {
-      return badVariable("TUCCL_TIMEOUT_S", value, "a positive number of seconds");
-    }
-    options.timeoutSeconds = seconds;
+  if (std::optional<std::string> value = env::text("TUCCL_TIMEOUT_S")) {
+    Expected<double> seconds = parseNumberInRange(*value, 0, std::numeric_limits<double>::max());
+    if (!seconds || !(*seconds > 0)) return env::invalid("TUCCL_TIMEOUT_S", *value, "a positive number of seconds");
+    options.timeoutSeconds = *seconds;
   }
-  if (const char* value = env("TUCCL_DEVICE")) {
-    options.device = toLowerCase(value);
-    if (options.device != "auto" && options.device != "cpu" && options.device != "cuda") {
-      return badVariable("TUCCL_DEVICE", value, "auto, cpu or cuda");
-    }
-  }
-  auto bytes = [](const char* name, int64_t minimum, int64_t& out) -> Status {
-    const char* value = env(name);
-    if (value == nullptr) return {};
-    Expected<uint64_t> parsed = parseByteSize(value);
-    if (!parsed || *parsed < static_cast<uint64_t>(minimum) || *parsed > (uint64_t{1} << 40)) {
-      return badVariable(name, value, "a byte size from " + formatByteSize(static_cast<uint64_t>(minimum)) + " to 1T");
-    }
-    out = static_cast<int64_t>(*parsed);
+  Expected<std::optional<std::string>> device = env::choice("TUCCL_DEVICE", {"auto", "cpu", "cuda"});
+  if (!device) return device.status();
+  if (*device) options.device = **device;
+  // Byte sizes from `minimum` to 1 TiB.
+  auto bytes = [](const char* name, int64_t minimum, int64_t& out, bool& set) -> Status {
+    Expected<std::optional<uint64_t>> value = env::byteSize(name, static_cast<uint64_t>(minimum), uint64_t{1} << 40);
+    if (!value) return value.status();
+    set = value->has_value();
+    if (set) out = static_cast<int64_t>(**value);
     return {};
   };
-  if (Status s = bytes("TUCCL_STAGING_BYTES", 1 << 20, options.stagingBytes); !s) return s;
-  options.stagingBytesSet = env("TUCCL_STAGING_BYTES") != nullptr;
-  if (Status s = bytes("TUCCL_CHUNK_SIZE", 16, options.chunkSize); !s) return s;
-  options.chunkSizeForced = env("TUCCL_CHUNK_SIZE") != nullptr;
-  if (const char* value = env("TUCCL_ALGO")) {
+  if (Status s = bytes("TUCCL_STAGING_BYTES", 1 << 20, options.stagingBytes, options.stagingBytesSet); !s) return s;
+  if (Status s = bytes("TUCCL_CHUNK_SIZE", 16, options.chunkSize, options.chunkSizeForced); !s) return s;
+  if (std::optional<std::string> value = env::text("TUCCL_ALGO")) {
     // A program file is read relative to the working directory of the process that set it.
-    options.algorithm = isBuiltinFamily(value) ? std::string(value) : std::filesystem::absolute(value).string();
+    options.algorithm = isBuiltinFamily(*value) ? *value : std::filesystem::absolute(*value).string();
   }
-  if (const char* value = env("TUCCL_NCHANNELS")) {
-    char* end = nullptr;
-    const long channels = std::strtol(value, &end, 10);
-    if (end == value || *end != '\0' || channels < 1 || channels > 64) {
-      return badVariable("TUCCL_NCHANNELS", value, "a whole number from 1 to 64");
-    }
-    options.channels = static_cast<int32_t>(channels);
+  Expected<std::optional<int64_t>> channels = env::integer("TUCCL_NCHANNELS", 1, 64);
+  if (!channels) return channels.status();
+  if (*channels) options.channels = static_cast<int32_t>(**channels);
+  if (std::optional<std::string> value = env::text("TUCCL_PROTO")) {
+    options.protocol = parseProtocol(*value);
+    if (!options.protocol) return env::invalid("TUCCL_PROTO", *value, "LL, LL128 or Simple");
   }
-  if (const char* value = env("TUCCL_PROTO")) {
-    options.protocol = parseProtocol(value);
-    if (!options.protocol) return badVariable("TUCCL_PROTO", value, "LL, LL128 or Simple");
+  if (std::optional<std::string> value = env::text("TUCCL_FUSE")) {
+    if (*value != "0" && *value != "1") return env::invalid("TUCCL_FUSE", *value, "0 or 1");
+    options.fuse = *value == "1";
   }
-  if (const char* value = env("TUCCL_FUSE")) {
-    const std::string text(value);
-    if (text != "0" && text != "1") return badVariable("TUCCL_FUSE", value, "0 or 1");
-    options.fuse = text == "1";
-  }
-  if (const char* value = env("TUCCL_STAGING_SLOTS")) {
-    char* end = nullptr;
-    const long slots = std::strtol(value, &end, 10);
-    if (end == value || *end != '\0' || slots < 1 || slots > 64) {
-      return badVariable("TUCCL_STAGING_SLOTS", value, "a whole number from 1 to 64");
-    }
-    options.stagingSlots = static_cast<int32_t>(slots);
-  }
+  Expected<std::optional<int64_t>> slots = env::integer("TUCCL_STAGING_SLOTS", 1, 64);
+  if (!slots) return slots.status();
+  if (*slots) options.stagingSlots = static_cast<int32_t>(**slots);
+  options.interfaceName = env::text("TUCCL_SOCKET_IFNAME").value_or("");
+  options.tablePath = env::text("TUCCL_TUNER_TABLE").value_or("");
   options.cacheDir = defaultCacheDir();
   Expected<AdaptSettings> adapt = adaptSettingsFromEnvironment(options.cacheDir);
   if (!adapt) return adapt.status();
@@ -319,7 +293,7 @@ Expected<std::unique_ptr<Device>> Communicator::Impl::chooseDevice(PlanCacheOpti
 Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   BootstrapOptions bootstrapOptions;
   bootstrapOptions.timeoutSeconds = options.timeoutSeconds;
-  if (const char* name = env("TUCCL_SOCKET_IFNAME")) bootstrapOptions.interfaceName = name;
+  bootstrapOptions.interfaceName = options.interfaceName;
   Expected<std::unique_ptr<Bootstrap>> connected = Bootstrap::connect(id, rank, nRanks, bootstrapOptions);
   if (!connected) return connected.status();
   bootstrap = std::move(*connected);
@@ -327,7 +301,7 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   // Local setup; its failure is reported to every rank below, so all fail together.
   Status local;
   std::optional<LookupTable> table;
-  if (Expected<std::optional<LookupTable>> loaded = loadTableFromEnvironment(); loaded) {
+  if (Expected<std::optional<LookupTable>> loaded = loadNamedTable(options.tablePath); loaded) {
     table = std::move(*loaded);
   } else {
     local = loaded.status();
@@ -342,7 +316,7 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   planOptions.forcedChunkSize = options.chunkSizeForced ? options.chunkSize : 0;
   planOptions.forcedProtocol = options.protocol;
   planOptions.fuse = options.fuse;
-  if (const char* path = env("TUCCL_TUNER_TABLE")) planOptions.tablePath = path;
+  planOptions.tablePath = options.tablePath;
   if (local) {
     Expected<std::unique_ptr<Device>> chosen = chooseDevice(planOptions, cudaDevice);
     if (chosen) {

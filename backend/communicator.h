@@ -36,6 +36,8 @@ struct CommOptions {
   int32_t channels = 0;                  ///< TUCCL_NCHANNELS (beats the table); 0: the table's or 1
   std::optional<Protocol> protocol;      ///< TUCCL_PROTO: LL, LL128 or Simple (beats the table)
   bool fuse = true;                      ///< TUCCL_FUSE: 0 lowers without fused primitives
+  std::string interfaceName;             ///< TUCCL_SOCKET_IFNAME: the bootstrap's interface; empty: chosen
+  std::string tablePath;                 ///< TUCCL_TUNER_TABLE: the tuning table file; empty: none
   std::string cacheDir;                  ///< TUCCL_CACHE_DIR (defaultCacheDir())
   AdaptSettings adapt;                   ///< TUCCL_ADAPT, TUCCL_ADAPT_FILE, ... (adaptive_runtime.h)
 };

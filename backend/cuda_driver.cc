@@ -1,5 +1,6 @@
 // Loading the CUDA driver at run time (cuda_driver.h).
 #include "backend/cuda_driver.h"
+#include "support/environment.h"
 
 #include <dlfcn.h>
 
@@ -136,8 +137,7 @@ Expected<std::unique_ptr<CudaDriver>> openCudaDriver(const std::string& library)
 Expected<const CudaDriver*> loadCudaDriver() {
   static std::mutex mutex;
   static std::map<std::string, Expected<std::unique_ptr<CudaDriver>>> loaded;
-  const char* named = std::getenv("TUCCL_CUDA_DRIVER");
-  const std::string library = named != nullptr && *named != '\0' ? named : "libcuda.so.1";
+  const std::string library = env::text("TUCCL_CUDA_DRIVER").value_or("libcuda.so.1");
   std::lock_guard lock(mutex);
   auto it = loaded.find(library);
   if (it == loaded.end()) it = loaded.emplace(library, openCudaDriver(library)).first;

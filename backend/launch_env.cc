@@ -7,6 +7,7 @@
 
 #include "backend/bootstrap.h"
 #include "transport/socket.h"
+#include "support/environment.h"
 
 namespace tuccl::backend {
 namespace {
@@ -28,11 +29,11 @@ constexpr LauncherVariables kLaunchers[] = {
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
 };
 
-const char* variable(const char* name) { return std::getenv(name); }
+bool isSet(const char* name) { return env::isSet(name); }
 
 /// The integer in variable `name`; InvalidArgument naming it when the value is not one.
 Expected<int64_t> integerVariable(const char* name) {
-  const std::string_view text = variable(name);
+  const std::string text = env::text(name).value_or("");
   int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size())
@@ -51,7 +52,7 @@ Expected<int32_t> boundedVariable(const char* name, int64_t low, int64_t high, c
 }
 
 Status readRanks(const LauncherVariables& launcher, LaunchEnvironment& environment) {
-  if (variable(launcher.size) == nullptr)
+  if (!isSet(launcher.size))
     return makeError(ErrorCode::NotFound, std::string(launcher.rank) + " is set but " + launcher.size + " is not");
   Expected<int32_t> size = boundedVariable(launcher.size, 1, INT32_MAX, "at least 1");
   if (!size) return size.status();
@@ -61,7 +62,7 @@ Status readRanks(const LauncherVariables& launcher, LaunchEnvironment& environme
   environment.nRanks = *size;
   environment.rank = *rank;
   environment.source = launcher.source;
-  if (variable(launcher.localRank) == nullptr) return Status();
+  if (!isSet(launcher.localRank)) return Status();
   Expected<int32_t> localRank = boundedVariable(launcher.localRank, 0, *size - 1, below);
   if (!localRank) return localRank.status();
   environment.localRank = *localRank;
@@ -69,22 +70,21 @@ Status readRanks(const LauncherVariables& launcher, LaunchEnvironment& environme
 }
 
 Expected<std::string> readAddress() {
-  if (const char* commId = variable("TUCCL_COMM_ID")) {
-    Expected<transport::HostPort> parsed = transport::splitHostPort(commId);
+  if (std::optional<std::string> commId = env::text("TUCCL_COMM_ID")) {
+    Expected<transport::HostPort> parsed = transport::splitHostPort(*commId);
     if (!parsed) return makeError(ErrorCode::InvalidArgument, "TUCCL_COMM_ID: " + parsed.status().message());
-    return std::string(commId);
+    return *commId;
   }
-  const char* host = variable("MASTER_ADDR");
-  if (host == nullptr)
+  const std::optional<std::string> host = env::text("MASTER_ADDR");
+  if (!host)
     return makeError(ErrorCode::NotFound,
                      "no rendezvous address: set TUCCL_COMM_ID=host:port (or torchrun's MASTER_ADDR and MASTER_PORT)");
-  if (*host == '\0') return makeError(ErrorCode::InvalidArgument, "MASTER_ADDR is empty");
-  if (variable("MASTER_PORT") == nullptr)
+  if (!isSet("MASTER_PORT"))
     return makeError(ErrorCode::NotFound, "MASTER_ADDR is set but MASTER_PORT is not");
   // TuCCL's root listens one port above torchrun's own store.
   Expected<int32_t> port = boundedVariable("MASTER_PORT", 1, 65534, "1 to 65534: TuCCL uses MASTER_PORT+1");
   if (!port) return port.status();
-  return transport::joinHostPort(host, static_cast<uint16_t>(*port + 1));
+  return transport::joinHostPort(*host, static_cast<uint16_t>(*port + 1));
 }
 
 }  // namespace
@@ -93,7 +93,7 @@ Expected<LaunchEnvironment> readLaunchEnvironment() {
   LaunchEnvironment environment;
   const LauncherVariables* found = nullptr;
   for (const LauncherVariables& launcher : kLaunchers) {
-    if (variable(launcher.rank) == nullptr) continue;
+    if (!isSet(launcher.rank)) continue;
     found = &launcher;
     break;
   }

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "support/text_values.h"
+#include "support/environment.h"
 
 namespace tuccl::backend {
 namespace {
@@ -25,17 +26,17 @@ struct LogSink {
     char name[256] = {};
     gethostname(name, sizeof(name) - 1);
     host = name;
-    if (const char* value = std::getenv("TUCCL_DEBUG")) {
-      const std::string text = toLowerCase(value);
+    if (std::optional<std::string> value = env::text("TUCCL_DEBUG")) {
+      const std::string text = toLowerCase(*value);
       level = text == "version" ? LogLevel::Version
               : text == "warn"  ? LogLevel::Warn
               : text == "info"  ? LogLevel::Info
               : text == "trace" ? LogLevel::Trace
                                 : LogLevel::None;
     }
-    if (const char* path = std::getenv("TUCCL_DEBUG_FILE"); path != nullptr && *path != '\0') {
+    if (std::optional<std::string> named = env::text("TUCCL_DEBUG_FILE")) {
       std::string expanded;
-      for (const char* p = path; *p != '\0'; ++p) {
+      for (const char* p = named->c_str(); *p != '\0'; ++p) {
         if (p[0] == '%' && p[1] == 'h') {
           expanded += host;
           ++p;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/log.h"
+#include "support/environment.h"
 #include "tuccl/tuccl.h"
 
 // This library's marker: the real-NCCL finder refuses a library that exports it (ourselves).
@@ -54,8 +55,7 @@ struct RealNccl {
 const RealNccl& realNccl() {
   static RealNccl real = [] {
     RealNccl found;
-    const char* configured = std::getenv("TUCCL_NCCL_LIBRARY");
-    const std::string path = configured != nullptr && *configured != '\0' ? configured : "libnccl.so.2";
+    const std::string path = tuccl::env::text("TUCCL_NCCL_LIBRARY").value_or("libnccl.so.2");
     void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
     if (handle == nullptr) {
       const char* error = dlerror();
@@ -135,8 +135,7 @@ bool offersTwin(tucclComm_t comm) {
   if (realNccl().handle == nullptr) return false;
   tucclDeviceKind_t kind = tucclDeviceCpu;
   if (tucclCommDeviceKind(comm, &kind) != tucclSuccess) return false;
-  const char* configured = std::getenv("TUCCL_NCCL_LIBRARY");
-  return kind == tucclDeviceCuda || (configured != nullptr && *configured != '\0');
+  return kind == tucclDeviceCuda || tuccl::env::isSet("TUCCL_NCCL_LIBRARY");
 }
 
 // Makes the real-NCCL communicator beside TuCCL's, on every rank or on none: rank 0's real unique

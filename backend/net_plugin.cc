@@ -12,14 +12,10 @@
 #include "backend/log.h"
 #include "net/net_select.h"
 #include "net/socket_net.h"
+#include "support/environment.h"
 
 namespace tuccl::backend {
 namespace {
-
-const char* env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : nullptr;
-}
 
 /// NCCL's logger signature, writing into libtuccl's log (net/ messages carry their own prefix).
 void netLogger(ncclDebugLogLevel level, unsigned long, const char*, int, const char* format, ...) {
@@ -253,9 +249,7 @@ Expected<std::unique_ptr<NetApi>> adapt(const void* table, std::string origin, v
 
 /// The variable that names the plugin, and its value; ("", "") when neither is set.
 std::pair<std::string, std::string> pluginVariable() {
-  for (const char* name : {"TUCCL_NET_PLUGIN", "NCCL_NET_PLUGIN"}) {
-    if (const char* value = env(name)) return {name, value};
-  }
+  if (auto named = env::firstOf({"TUCCL_NET_PLUGIN", "NCCL_NET_PLUGIN"})) return {named->first, named->second};
   return {"", ""};
 }
 

@@ -20,6 +20,7 @@
 #include "plan/plan_json.h"
 #include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
+#include "support/environment.h"
 #include "support/hash.h"
 #include "support/log.h"
 #include "support/text_values.h"
@@ -577,8 +578,11 @@ PlanCacheStats PlanCache::stats() const {
 // ---- the environment
 
 Expected<std::optional<LookupTable>> loadTableFromEnvironment() {
-  const char* path = std::getenv("TUCCL_TUNER_TABLE");
-  if (path == nullptr || *path == '\0') return std::optional<LookupTable>();
+  return loadNamedTable(env::text("TUCCL_TUNER_TABLE").value_or(""));
+}
+
+Expected<std::optional<LookupTable>> loadNamedTable(const std::string& path) {
+  if (path.empty()) return std::optional<LookupTable>();
   Expected<LoadedTable> loaded = loadTableFile(path);
   // The message names the file and, for a syntax error, the line and column, as tuccl-table
   // validate prints it: the API's callers see only the message.
@@ -587,13 +591,9 @@ Expected<std::optional<LookupTable>> loadTableFromEnvironment() {
 }
 
 std::string defaultCacheDir() {
-  auto variable = [](const char* name) -> std::string {
-    const char* value = std::getenv(name);
-    return value == nullptr ? std::string() : std::string(value);
-  };
-  if (std::string dir = variable("TUCCL_CACHE_DIR"); !dir.empty()) return dir;
-  if (std::string dir = variable("XDG_CACHE_HOME"); !dir.empty()) return (fs::path(dir) / "tuccl").string();
-  if (std::string dir = variable("HOME"); !dir.empty()) return (fs::path(dir) / ".cache" / "tuccl").string();
+  if (std::optional<std::string> dir = env::text("TUCCL_CACHE_DIR")) return *dir;
+  if (std::optional<std::string> dir = env::text("XDG_CACHE_HOME")) return (fs::path(*dir) / "tuccl").string();
+  if (std::optional<std::string> dir = env::text("HOME")) return (fs::path(*dir) / ".cache" / "tuccl").string();
   return {};
 }
 

@@ -123,9 +123,11 @@ class PlanCache {
   std::shared_ptr<Impl> impl_;
 };
 
-/// Reads the table named by TUCCL_TUNER_TABLE (the format the tuner plugin reads: TuCCL JSON or
-/// NCCL's CSV); nullopt when unset; an error naming the file when it does not parse. Give the same
+/// Reads the table in file `path` (the format the tuner plugin reads: TuCCL JSON or NCCL's CSV);
+/// nullopt when `path` is empty; an error naming the file when it does not parse. Give the same
 /// path to PlanCacheOptions::tablePath.
+Expected<std::optional<LookupTable>> loadNamedTable(const std::string& path);
+/// loadNamedTable of the file TUCCL_TUNER_TABLE names.
 Expected<std::optional<LookupTable>> loadTableFromEnvironment();
 
 /// The cache directory from the environment: $TUCCL_CACHE_DIR, else $XDG_CACHE_HOME/tuccl, else

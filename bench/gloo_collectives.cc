@@ -45,6 +45,7 @@
 
 #include "support/text_values.h"
 #include "tools/bench_driver.h"
+#include "support/environment.h"
 
 namespace {
 
@@ -128,9 +129,9 @@ Status checkSupported(const BenchOptions& options) {
 Expected<std::pair<int, int>> launchRank() {
   for (const auto& [rankVar, sizeVar] :
        {std::pair{"TUCCL_RANK", "TUCCL_NRANKS"}, std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}}) {
-    const char* rank = std::getenv(rankVar);
-    const char* size = std::getenv(sizeVar);
-    if (rank != nullptr && size != nullptr) return std::pair{std::atoi(rank), std::atoi(size)};
+    const std::optional<std::string> rank = tuccl::env::text(rankVar);
+    const std::optional<std::string> size = tuccl::env::text(sizeVar);
+    if (rank && size) return std::pair{std::atoi(rank->c_str()), std::atoi(size->c_str())};
   }
   return makeError(ErrorCode::InvalidArgument,
                    "no rank in the environment: start it with tuccl-run (TUCCL_RANK, TUCCL_NRANKS) or mpirun "
@@ -139,8 +140,7 @@ Expected<std::pair<int, int>> launchRank() {
 
 /// The rendezvous directory every rank of one launch computes alike.
 std::string defaultStoreDir() {
-  const char* commId = std::getenv("TUCCL_COMM_ID");
-  std::string id = commId != nullptr ? commId : std::to_string(getppid());
+  std::string id = tuccl::env::text("TUCCL_COMM_ID").value_or(std::to_string(getppid()));
   for (char& c : id)
     if (c == ':' || c == '/') c = '_';
   return "/tmp/tuccl-gloo-" + id;

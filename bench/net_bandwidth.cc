@@ -42,6 +42,7 @@
 #include "support/text_values.h"
 #include "tools/cli.h"
 #include "tuccl/nccl_net.h"
+#include "support/environment.h"
 
 namespace {
 
@@ -377,8 +378,7 @@ std::optional<std::vector<double>> measurePlugin(const std::vector<uint64_t>& si
 // ---- iperf3 --------------------------------------------------------------------------------------
 
 std::optional<std::string> findOnPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  for (const std::string& dir : tuccl::splitList(path != nullptr ? path : "", ':')) {
+  for (const std::string& dir : tuccl::splitList(tuccl::env::text("PATH").value_or(""), ':')) {
     const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }

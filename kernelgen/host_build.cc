@@ -16,6 +16,7 @@
 #include "support/cache_files.h"
 #include "support/hash.h"
 #include "support/log.h"
+#include "support/environment.h"
 
 namespace tuccl {
 namespace {
@@ -63,9 +64,9 @@ std::string commandFromWords(std::string_view text) {
 // was built with when it is still there, else `c++` from PATH.
 std::string hostCompiler() {
   for (const char* variable : {"TUCCL_HOST_CXX", "CXX"}) {
-    const char* value = std::getenv(variable);
-    if (value == nullptr) continue;
-    if (std::string command = commandFromWords(value); !command.empty()) return command;
+    const std::optional<std::string> value = env::text(variable);
+    if (!value) continue;
+    if (std::string command = commandFromWords(*value); !command.empty()) return command;
   }
   std::error_code ec;
   if (fs::exists(TUCCL_KERNELGEN_HOST_CXX, ec)) return quote(TUCCL_KERNELGEN_HOST_CXX);
@@ -214,7 +215,7 @@ std::shared_ptr<HostKernels> buildOrLoad(const fs::path& root, const std::string
 
 std::filesystem::path kernelCacheRoot(const std::string& cacheDir) {
   if (!cacheDir.empty()) return cacheDir;
-  if (const char* dir = std::getenv("TUCCL_KERNELGEN_CACHE"); dir != nullptr && *dir != '\0') return dir;
+  if (std::optional<std::string> dir = env::text("TUCCL_KERNELGEN_CACHE")) return *dir;
   return fs::temp_directory_path() / ("tuccl-kernelgen-" + std::to_string(getuid()));
 }
 

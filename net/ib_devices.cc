@@ -161,8 +161,8 @@ IbDeviceList discover() {
     if (all != nullptr) api.freeDeviceList(all);
     return list;
   }
-  const char* specText = envFirst("TUCCL_IB_HCA", "NCCL_IB_HCA");
-  const HcaSpec spec = parseHcaSpec(specText != nullptr ? specText : "");
+  const std::optional<std::string> specText = envFirst("TUCCL_IB_HCA", "NCCL_IB_HCA");
+  const HcaSpec spec = parseHcaSpec(specText.value_or(""));
   const bool peerMemory = peerMemoryLoaded();
   for (int i = 0; i < count; ++i) {
     const std::string name = api.getDeviceName(all[i]);
@@ -171,13 +171,13 @@ IbDeviceList discover() {
       TUCCL_NET_WARN("TuCCL net: IB: cannot open device %s: %s", name.c_str(), std::strerror(errno));
       continue;
     }
-    if (!addPorts(api, context, name, specText != nullptr ? &spec : nullptr, peerMemory, list.devices))
+    if (!addPorts(api, context, name, specText ? &spec : nullptr, peerMemory, list.devices))
       (void)api.closeDevice(context);
   }
   api.freeDeviceList(all);
   if (list.devices.empty())
     list.reason = std::to_string(count) + " RDMA device(s), but no active InfiniBand/RoCE port" +
-                  (specText != nullptr ? std::string(" selected by the HCA list '") + specText + "'" : std::string());
+                  (specText ? " selected by the HCA list '" + *specText + "'" : std::string());
   return list;
 }
 

@@ -22,6 +22,7 @@
 #include "net/net_env.h"
 #include "net/net_log.h"
 #include "net/net_result.h"
+#include "support/environment.h"
 
 namespace tuccl::net {
 namespace {
@@ -68,15 +69,14 @@ Expected<const ib::IbDevice*> deviceAt(int dev) {
 
 /// The address the handshake listens on: the socket transport's first interface choice.
 Expected<SocketAddress> handshakeAddress() {
-  const char* specText = envFirst("TUCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME");
-  const char* familyText = std::getenv("NCCL_SOCKET_FAMILY");
-  const InterfaceSpec spec = parseInterfaceSpec(specText != nullptr ? specText : "");
+  const std::optional<std::string> specText = envFirst("TUCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME");
+  const InterfaceSpec spec = parseInterfaceSpec(specText.value_or(""));
   const std::vector<NetInterface> chosen =
-      chooseInterfaces(transport::upInterfaceAddresses(), specText != nullptr ? &spec : nullptr,
-                       parseSocketFamily(familyText != nullptr ? familyText : ""), 1);
+      chooseInterfaces(transport::upInterfaceAddresses(), specText ? &spec : nullptr,
+                       parseSocketFamily(env::text("NCCL_SOCKET_FAMILY").value_or("")), 1);
   if (chosen.empty())
-    return makeError(ErrorCode::NotFound, std::string("no network interface for the IB handshake (") +
-                                              (specText != nullptr ? specText : "default choice") + ")");
+    return makeError(ErrorCode::NotFound,
+                     "no network interface for the IB handshake (" + specText.value_or("default choice") + ")");
   return chosen.front().address;
 }
 

@@ -1,5 +1,6 @@
 // libibverbs loaded with dlopen (ib_verbs.h).
 #include "net/ib_verbs.h"
+#include "support/environment.h"
 
 #include <dlfcn.h>
 
@@ -28,8 +29,7 @@ struct Loaded {
 
 Loaded load() {
   Loaded loaded;
-  const char* named = std::getenv("TUCCL_IBVERBS_LIBRARY");
-  const std::string library = named != nullptr && *named != '\0' ? named : "libibverbs.so.1";
+  const std::string library = env::text("TUCCL_IBVERBS_LIBRARY").value_or("libibverbs.so.1");
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();

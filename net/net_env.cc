@@ -5,18 +5,19 @@
 #include <cstdlib>
 
 #include "net/net_log.h"
+#include "support/environment.h"
 
 namespace tuccl::net {
 
-const char* envFirst(const char* tucclName, const char* ncclName) {
-  const char* value = std::getenv(tucclName);
-  if (value == nullptr || *value == '\0') value = std::getenv(ncclName);
-  return value != nullptr && *value != '\0' ? value : nullptr;
+std::optional<std::string> envFirst(const char* tucclName, const char* ncclName) {
+  if (auto named = env::firstOf({tucclName, ncclName})) return std::move(named->second);
+  return std::nullopt;
 }
 
 int envInt(const char* tucclName, const char* ncclName, int fallback) {
-  const char* text = envFirst(tucclName, ncclName);
-  if (text == nullptr) return fallback;
+  const std::optional<std::string> named = envFirst(tucclName, ncclName);
+  if (!named) return fallback;
+  const char* text = named->c_str();
   char* end = nullptr;
   errno = 0;
   const long value = std::strtol(text, &end, 10);

@@ -2,10 +2,13 @@
 // mirrors; the TUCCL_ one wins. Values that do not parse are warned about (net_log.h) and ignored.
 #pragma once
 
+#include <optional>
+#include <string>
+
 namespace tuccl::net {
 
-/// The value of `tucclName`, else of `ncclName`; NULL when both are unset or empty.
-const char* envFirst(const char* tucclName, const char* ncclName);
+/// The value of `tucclName`, else of `ncclName`; nullopt when both are unset or empty.
+std::optional<std::string> envFirst(const char* tucclName, const char* ncclName);
 /// A non-negative integer from envFirst, else `fallback` (warned about when the text is not one).
 int envInt(const char* tucclName, const char* ncclName, int fallback);
 

@@ -12,6 +12,7 @@
 #include "net/net_log.h"
 #include "net/net_result.h"
 #include "net/socket_net.h"
+#include "support/environment.h"
 
 namespace tuccl::net {
 namespace {
@@ -23,13 +24,12 @@ bool equalsIgnoringCase(std::string_view text, const char* word) {
 Expected<const tucclNcclNet_v12_t*> decide() {
   std::optional<NetTransport> forced;
   const char* forcedBy = "TUCCL_NET";
-  const char* tucclText = std::getenv("TUCCL_NET");
-  if (tucclText != nullptr && *tucclText != '\0') {
-    Expected<std::optional<NetTransport>> parsed = parseNetChoice(tucclText, "TUCCL_NET", true);
+  if (std::optional<std::string> tucclText = env::text("TUCCL_NET")) {
+    Expected<std::optional<NetTransport>> parsed = parseNetChoice(*tucclText, "TUCCL_NET", true);
     if (!parsed) return parsed.status();
     forced = *parsed;
-  } else if (const char* ncclText = std::getenv("NCCL_NET"); ncclText != nullptr && *ncclText != '\0') {
-    Expected<std::optional<NetTransport>> parsed = parseNetChoice(ncclText, "NCCL_NET", false);
+  } else if (std::optional<std::string> ncclText = env::text("NCCL_NET")) {
+    Expected<std::optional<NetTransport>> parsed = parseNetChoice(*ncclText, "NCCL_NET", false);
     if (!parsed) return parsed.status();
     forced = *parsed;
     forcedBy = "NCCL_NET";

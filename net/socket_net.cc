@@ -30,6 +30,7 @@
 #include "net/net_result.h"
 #include "net/rails.h"
 #include "net/socket_comm.h"
+#include "support/environment.h"
 
 namespace tuccl::net {
 namespace {
@@ -71,12 +72,11 @@ int speedOf(const std::string& name) {
 int discoverDevices() {
   std::lock_guard lock(devicesMutex);
   if (devicesFound) return static_cast<int>(devices.size());
-  const char* specText = envFirst("TUCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME");
-  const char* familyText = std::getenv("NCCL_SOCKET_FAMILY");
-  const int family = parseSocketFamily(familyText != nullptr ? familyText : "");
-  const InterfaceSpec spec = parseInterfaceSpec(specText != nullptr ? specText : "");
+  const std::optional<std::string> specText = envFirst("TUCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME");
+  const int family = parseSocketFamily(env::text("NCCL_SOCKET_FAMILY").value_or(""));
+  const InterfaceSpec spec = parseInterfaceSpec(specText.value_or(""));
   for (NetInterface& chosen :
-       chooseInterfaces(transport::upInterfaceAddresses(), specText != nullptr ? &spec : nullptr, family, kMaxDevices)) {
+       chooseInterfaces(transport::upInterfaceAddresses(), specText ? &spec : nullptr, family, kMaxDevices)) {
     Device device{chosen, pciPathOf(chosen.name), speedOf(chosen.name)};
     devices.push_back(std::move(device));
   }
@@ -90,7 +90,7 @@ int discoverDevices() {
   }
   if (devices.empty())
     TUCCL_NET_WARN("TuCCL net: no usable network interface (%s='%s')", specText ? "the interface list" : "default choice",
-                   specText ? specText : "");
+                   specText.value_or("").c_str());
   devicesFound = true;
   return static_cast<int>(devices.size());
 }

@@ -12,6 +12,7 @@
 #include "support/text_values.h"
 #include "support/vocabulary.h"
 #include "tuccl/tuner_adapt.h"
+#include "support/environment.h"
 
 namespace tuccl {
 namespace {
@@ -19,11 +20,6 @@ namespace {
 /// Calls waiting for their duration, per communicator: beyond this the oldest are dropped (a
 /// duration source that reports nothing must not grow the tuner without bound).
 constexpr size_t kMaxPendingCalls = 4096;
-
-const char* nonEmptyEnv(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && value[0] != '\0' ? value : nullptr;
-}
 
 /// Logs `message` at `level` once per process (and message).
 void logOnce(ncclDebugLogger_t logger, ncclDebugLogLevel level, const std::string& message) {
@@ -74,27 +70,27 @@ std::optional<TunerAdaptSettings> tunerAdaptSettings(ncclDebugLogger_t logger) n
     // A tuner learns its rank from the profiler's first reports: the first agreement waits for
     // syncEvery calls.
     settings.rule.firstSync = settings.rule.syncEvery;
-    if (const char* value = nonEmptyEnv("TUCCL_ADAPT_TIMEOUT_MS")) {
-      const Expected<int64_t> millis = parseIntegerInRange(value, 1, 600'000);
+    if (std::optional<std::string> value = env::text("TUCCL_ADAPT_TIMEOUT_MS")) {
+      const Expected<int64_t> millis = parseIntegerInRange(*value, 1, 600'000);
       if (!millis) {
         logOnce(logger, NCCL_LOG_WARN,
-                std::string("TuCCL adapt: TUCCL_ADAPT_TIMEOUT_MS=") + value +
+                "TuCCL adapt: TUCCL_ADAPT_TIMEOUT_MS=" + *value +
                     ": expected a whole number of milliseconds from 1 to 600000; adaptation stays off");
         return std::nullopt;
       }
       settings.timeout = std::chrono::milliseconds(*millis);
     }
-    const char* rendezvous = nonEmptyEnv("TUCCL_ADAPT_RENDEZVOUS");
-    if (rendezvous == nullptr) {
+    std::optional<std::string> rendezvous = env::text("TUCCL_ADAPT_RENDEZVOUS");
+    if (!rendezvous) {
       // The phase needs a rendezvous in NCCL: said to a job that turned it on without one.
-      if (nonEmptyEnv("TUCCL_ADAPT") != nullptr) {
+      if (env::isSet("TUCCL_ADAPT")) {
         logOnce(logger, NCCL_LOG_INFO,
                 "TuCCL adapt: TUCCL_ADAPT=1 but TUCCL_ADAPT_RENDEZVOUS is unset: without a rendezvous the ranks "
                 "cannot agree, so the tuner serves the table's static choices");
       }
       return std::nullopt;
     }
-    settings.rendezvous = rendezvous;
+    settings.rendezvous = std::move(*rendezvous);
     return settings;
   } catch (...) {
     return std::nullopt;  // out of memory: no adaptation

@@ -14,16 +14,12 @@
 
 #include "support/text_values.h"
 #include "table/table_io.h"
+#include "support/environment.h"
 
 namespace tuccl {
 namespace {
 
 constexpr const char* kDefaultCsvPath = "nccl_tuner.conf";
-
-const char* nonEmptyEnv(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && value[0] != '\0' ? value : nullptr;
-}
 
 /// Where the table comes from. Precedence (docs/tuning-table.md): TUCCL_TUNER_TABLE, then
 /// NCCL_TUNER_CONFIG_FILE, then ./nccl_tuner.conf when it exists; an explicitly named table that
@@ -34,18 +30,18 @@ struct TableSource {
 };
 
 std::optional<TableSource> resolveTableSource(ncclDebugLogger_t logger) {
-  const char* table = nonEmptyEnv("TUCCL_TUNER_TABLE");
-  const char* csv = nonEmptyEnv("NCCL_TUNER_CONFIG_FILE");
-  if (table != nullptr) {
-    if (csv != nullptr) {
+  const std::optional<std::string> table = env::text("TUCCL_TUNER_TABLE");
+  const std::optional<std::string> csv = env::text("NCCL_TUNER_CONFIG_FILE");
+  if (table) {
+    if (csv) {
       TUCCL_TUNER_LOG(
           logger, NCCL_LOG_INFO,
-          "TuCCL tuner: TUCCL_TUNER_TABLE=%s takes precedence; NCCL_TUNER_CONFIG_FILE=%s is ignored", table,
-          csv);
+          "TuCCL tuner: TUCCL_TUNER_TABLE=%s takes precedence; NCCL_TUNER_CONFIG_FILE=%s is ignored", table->c_str(),
+          csv->c_str());
     }
-    return TableSource{table, "TUCCL_TUNER_TABLE"};
+    return TableSource{*table, "TUCCL_TUNER_TABLE"};
   }
-  if (csv != nullptr) return TableSource{csv, "NCCL_TUNER_CONFIG_FILE"};
+  if (csv) return TableSource{*csv, "NCCL_TUNER_CONFIG_FILE"};
   std::error_code ec;
   if (std::filesystem::exists(kDefaultCsvPath, ec)) return TableSource{kDefaultCsvPath, nullptr};
   return std::nullopt;
@@ -86,12 +82,12 @@ void logEnvironment(const LookupTable& table, const CommKey& comm, ncclDebugLogg
   const EnvRecommendation* env = recommendEnvironment(table, comm);
   if (env == nullptr) return;
   for (const auto& [name, value] : env->settings) {
-    const char* current = std::getenv(name.c_str());
-    bool same = current != nullptr && value == current;
+    const std::optional<std::string> current = env::text(name.c_str());
+    const bool same = current && value == *current;
     TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,
                     "TuCCL tuner: the table recommends %s=%s for %d ranks on %d nodes (%s%s)", name.c_str(),
-                    value.c_str(), comm.nRanks, comm.nNodes, current == nullptr ? "unset" : "set to ",
-                    current == nullptr ? "" : (same ? "the same" : current));
+                    value.c_str(), comm.nRanks, comm.nNodes, !current ? "unset" : "set to ",
+                    !current ? "" : (same ? "the same" : current->c_str()));
   }
 }
 
@@ -221,14 +217,12 @@ TunerContext* createTunerContext(size_t nRanks, size_t nNodes, ncclDebugLogger_t
   if (context == nullptr) return nullptr;
   context->logger = logger;
   try {
-    const char* debug = std::getenv("NCCL_DEBUG");
-    const char* trace = std::getenv("TUCCL_TUNER_TRACE");
-    context->trace = (debug != nullptr && equalsIgnoreCase(debug, "TRACE")) ||
-                     (trace != nullptr && trace[0] != '\0' && std::strcmp(trace, "0") != 0);
+    const std::optional<std::string> trace = env::text("TUCCL_TUNER_TRACE");
+    context->trace = equalsIgnoreCase(env::text("NCCL_DEBUG").value_or(""), "TRACE") || (trace && *trace != "0");
     CommKey comm;
     comm.nNodes = static_cast<int32_t>(std::min<size_t>(nNodes, INT32_MAX));
     comm.nRanks = static_cast<int32_t>(std::min<size_t>(nRanks, INT32_MAX));
-    if (const char* signature = nonEmptyEnv("TUCCL_TOPOLOGY_SIGNATURE")) comm.topology = signature;
+    if (std::optional<std::string> signature = env::text("TUCCL_TOPOLOGY_SIGNATURE")) comm.topology = *signature;
     std::optional<TableSource> source = resolveTableSource(logger);
     if (!source) {
       TUCCL_TUNER_LOG(logger, NCCL_LOG_INFO,

@@ -5,15 +5,17 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include "support/environment.h"
+
 namespace tuccl {
 namespace {
 
 spdlog::level::level_enum levelFromEnvironment() {
-  const char* value = std::getenv("TUCCL_LOG_LEVEL");
-  if (value == nullptr || *value == '\0') return spdlog::level::warn;
-  spdlog::level::level_enum level = spdlog::level::from_str(value);
+  const std::optional<std::string> value = env::text("TUCCL_LOG_LEVEL");
+  if (!value) return spdlog::level::warn;
+  spdlog::level::level_enum level = spdlog::level::from_str(*value);
   // from_str answers "off" for names it does not know; only take that when asked for.
-  if (level == spdlog::level::off && std::string(value) != "off") return spdlog::level::warn;
+  if (level == spdlog::level::off && *value != "off") return spdlog::level::warn;
   return level;
 }
 

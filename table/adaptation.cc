@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "support/text_values.h"
+#include "support/environment.h"
 
 namespace tuccl {
 namespace {
@@ -43,22 +44,17 @@ double ceilOf(double x) {
   return t < x ? t + 1 : t;
 }
 
-const char* nonEmptyEnv(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : nullptr;
-}
-
-Status badVariable(const char* name, const char* value, const std::string& expected) {
+Status badVariable(const char* name, const std::string& value, const std::string& expected) {
   return makeError(ErrorCode::InvalidArgument, std::string(name) + "=" + value + ": expected " + expected);
 }
 
 // A call count of variable `name` in [low, 1048576] into `calls`.
 Status readCalls(const char* name, int64_t low, int32_t& calls) {
-  const char* value = nonEmptyEnv(name);
-  if (value == nullptr) return {};
-  const Expected<int64_t> parsed = parseIntegerInRange(value, low, 1 << 20);
+  const std::optional<std::string> value = env::text(name);
+  if (!value) return {};
+  const Expected<int64_t> parsed = parseIntegerInRange(*value, low, 1 << 20);
   if (!parsed) {
-    return badVariable(name, value, "a whole number of calls from " + std::to_string(low) + " to 1048576");
+    return badVariable(name, *value, "a whole number of calls from " + std::to_string(low) + " to 1048576");
   }
   calls = static_cast<int32_t>(*parsed);
   return {};
@@ -68,25 +64,25 @@ Status readCalls(const char* name, int64_t low, int32_t& calls) {
 
 Expected<AdaptationSwitches> adaptationSwitchesFromEnvironment() {
   AdaptationSwitches switches;
-  if (const char* value = nonEmptyEnv("TUCCL_ADAPT")) {
-    const std::string text = toLowerCase(value);
+  if (std::optional<std::string> value = env::text("TUCCL_ADAPT")) {
+    const std::string text = toLowerCase(*value);
     if (text == "1" || text == "on" || text == "yes") {
       switches.enabled = true;
     } else if (text == "0" || text == "off" || text == "no") {
       switches.enabled = false;
     } else {
-      return badVariable("TUCCL_ADAPT", value, "1 or 0");
+      return badVariable("TUCCL_ADAPT", *value, "1 or 0");
     }
   }
   if (Status read = readCalls("TUCCL_ADAPT_SYNC", 1, switches.rule.syncEvery); !read) return read;
   if (Status read = readCalls("TUCCL_ADAPT_PROBE", 2, switches.rule.probeEvery); !read) return read;
   if (Status read = readCalls("TUCCL_ADAPT_WARMUP", 0, switches.warmup); !read) return read;
   if (Status read = readCalls("TUCCL_ADAPT_FIRST", 0, switches.firstAgreement); !read) return read;
-  if (const char* value = nonEmptyEnv("TUCCL_ADAPT_BUDGET")) {
+  if (std::optional<std::string> value = env::text("TUCCL_ADAPT_BUDGET")) {
     char* end = nullptr;
-    const double percent = std::strtod(value, &end);
-    if (end == value || *end != '\0' || !(percent >= 0.1 && percent <= 50)) {
-      return badVariable("TUCCL_ADAPT_BUDGET", value, "a percentage from 0.1 to 50");
+    const double percent = std::strtod(value->c_str(), &end);
+    if (end == value->c_str() || *end != '\0' || !(percent >= 0.1 && percent <= 50)) {
+      return badVariable("TUCCL_ADAPT_BUDGET", *value, "a percentage from 0.1 to 50");
     }
     switches.rule.budget = percent / 100;
   }

@@ -1,5 +1,6 @@
 // The ranks of a tuccl-run launch as supervised child processes (rank_launcher.h).
 #include "tools/rank_launcher.h"
+#include "support/environment.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -160,8 +161,7 @@ class Supervisor {
 
  private:
   bool spawnAll() {
-    const char* inherited = std::getenv("TUCCL_COMM_MAGIC");
-    const std::string magic = inherited != nullptr && *inherited != '\0' ? inherited : randomMagic();
+    const std::string magic = env::text("TUCCL_COMM_MAGIC").value_or(randomMagic());
     children_.resize(static_cast<size_t>(options_.ranks));
     for (int rank = 0; rank < options_.ranks; ++rank) {
       children_[static_cast<size_t>(rank)].rank = rank;

@@ -27,6 +27,7 @@
 #include "table/table_io.h"
 #include "tools/cli.h"
 #include "tune/tuning_run.h"
+#include "support/environment.h"
 
 namespace {
 
@@ -429,8 +430,7 @@ int main(int argc, char** argv) {
   if (app.count("--topo") == 0 && app.count("--nodes") > 0) options.topo = "preset:resccl-a100";
   if (options.profiler == "tuccl" && app.count("--topo") == 0 && app.count("--nodes") == 0) {
     // The machine this runs on: its GPUs where the runs use the CUDA device, else CPU ranks.
-    const char* device = std::getenv("TUCCL_DEVICE");
-    if (options.ranks == 0 && device != nullptr && std::string_view(device) == "cuda") {
+    if (options.ranks == 0 && equalsIgnoreCase(env::text("TUCCL_DEVICE").value_or(""), "cuda")) {
       options.topo = "local";
     } else {
       if (options.ranks == 0) options.ranks = kDefaultHostRanks;

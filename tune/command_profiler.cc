@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "tune/nccl_tests_output.h"
+#include "support/environment.h"
 
 extern char** environ;
 
@@ -249,8 +250,7 @@ std::vector<std::pair<std::string, std::string>> tucclDefaultEnvironment() {
   std::vector<std::pair<std::string, std::string>> env = {
       {"TUCCL_ALGO", ""},         {"TUCCL_PROTO", ""},  {"TUCCL_NCHANNELS", ""}, {"TUCCL_CHUNK_SIZE", ""},
       {"TUCCL_TUNER_TABLE", ""}, {"TUCCL_ADAPT", "0"}};
-  const char* device = std::getenv("TUCCL_DEVICE");
-  if (device == nullptr || *device == '\0') env.emplace_back("TUCCL_DEVICE", "cpu");
+  if (!env::isSet("TUCCL_DEVICE")) env.emplace_back("TUCCL_DEVICE", "cpu");
   return env;
 }
 

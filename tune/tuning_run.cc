@@ -24,6 +24,7 @@
 #include "tune/sim_profiler.h"
 #include "tune/synthetic_profiler.h"
 #include "tune/trial_log.h"
+#include "support/environment.h"
 
 namespace tuccl {
 namespace {
@@ -60,8 +61,8 @@ std::vector<std::string> tucclBuiltinAlgorithms(Collective collective) {
 /// (tucclDefaultEnvironment sets cpu when unset). A CPU-device communicator runs one channel
 /// whatever it is given (backend/communicator.cc), so channels are not searched there.
 bool tucclOnCpu() {
-  const char* device = std::getenv("TUCCL_DEVICE");
-  return device == nullptr || *device == '\0' || std::string_view(device) == "cpu";
+  const std::optional<std::string> device = env::text("TUCCL_DEVICE");
+  return !device || equalsIgnoreCase(*device, "cpu");
 }
 
 /// The libtuccl profiler's timed iterations per repetition at `bytes`: about 8 MiB moved per
