@@ -375,61 +375,68 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "tuccl-compile: compile a collective algorithm (ResCCLang, or MSCCL algorithm XML) for TuCCL.\n"
-      "With no FILE it uses the bundled hierarchical-mesh AllReduce (examples/algorithms/hm_allreduce.resccl).\n"
-      "  tuccl-compile --check FILE        prove the algorithm correct and summarise it\n"
-      "  tuccl-compile FILE -o DIR         also schedule it and write DIR/plan.json, the distinct kernels\n"
-      "                                    DIR/kernel<K>.cu and DIR/kernels.json (each rank's kernel and values)\n"
-      "  tuccl-compile FILE --verify       run the generated kernels on the CPU and check every element\n"
-      "  tuccl-compile FILE --emit resccl  print the algorithm as ResCCLang (e.g. an MSCCL XML file, to edit)\n"
-      "  tuccl-compile FILE --emit msccl   print the plan as MSCCL algorithm XML (-o FILE to write a file)\n"
-      "  tuccl-compile FILE --emit mscclpp print the plan as an MSCCL++ execution plan (JSON)"};
-  app.set_version_flag("--version", "tuccl-compile 0.1.0");
+// The command line as given: the options that need parsing or checking after CLI11 is done, and
+// the ones that go straight into RescclOptions and CompileOptions.
+struct CompileArgs {
   std::string file;
   bool check = false;
   std::vector<std::string> parameters;
   tuccl::RescclOptions rescclOptions;
   CompileOptions options;
   std::string ranks = "16";
-  app.add_option("FILE", file,
+  std::string emit;
+  CLI::Option* perNodeOption = nullptr;
+  std::string mscclRuntime = "executor";
+  CLI::Option* runtimeOption = nullptr;
+  std::string scheduler = "hpds";
+  std::string tbAllocation = "auto";
+  std::string protocol = "Simple";
+  bool noFuse = false;
+  std::string dataType = "float32";
+  std::string reduceOp = "sum";
+  bool outOfPlace = false;
+};
+
+// FILE, --check, the program's parameters and limits, and --ranks.
+void addProgramOptions(CLI::App& app, CompileArgs& args) {
+  app.add_option("FILE", args.file,
                  "ResCCLang program (.resccl) or MSCCL algorithm XML (.xml, or text starting with '<'); default: the "
                  "bundled HM AllReduce");
-  app.add_flag("--check", check, "parse the program, prove the collective's postcondition and print a summary");
-  app.add_option("-p,--param", parameters,
+  app.add_flag("--check", args.check, "parse the program, prove the collective's postcondition and print a summary");
+  app.add_option("-p,--param", args.parameters,
                  "override a ResCCLang header parameter, e.g. --param nRanks=16 --param GPUPerNode=4 (repeatable)")
       ->type_name("NAME=VALUE");
-  app.add_option("--max-ops", rescclOptions.maxOperations,
+  app.add_option("--max-ops", args.rescclOptions.maxOperations,
                  "stop a program that makes more transfer() calls than this")
       ->capture_default_str()
       ->transform(tuccl::cli::integerIn(1, int64_t{1} << 40));
-  app.add_option("--max-statements", rescclOptions.maxStatements,
+  app.add_option("--max-statements", args.rescclOptions.maxStatements,
                  "stop a program that executes more statements than this")
       ->capture_default_str()
       ->transform(tuccl::cli::integerIn(1, int64_t{1} << 40));
-  app.add_option("--ranks", ranks, "how many ranks the peer table and --report list: a number or 'all'")
+  app.add_option("--ranks", args.ranks, "how many ranks the peer table and --report list: a number or 'all'")
       ->capture_default_str();
+}
+
+// -o, --emit and its MSCCL / MSCCL++ settings, --plan-version and --force.
+void addOutputOptions(CLI::App& app, CompileArgs& args) {
+  CompileOptions& options = args.options;
   app.add_option("-o,--output", options.outputDir,
                  "schedule the algorithm and write DIR/plan.json, DIR/kernel<K>.cu and DIR/kernels.json; with --emit, the FILE to write "
                  "('-' or none: standard output)")
       ->type_name("DIR|FILE");
-  std::string emit;
-  app.add_option("--emit", emit,
+  app.add_option("--emit", args.emit,
                  "write one artefact instead of -o DIR's plan and kernels: resccl (the algorithm as a ResCCLang "
                  "program), msccl (the plan as MSCCL algorithm XML, see --msccl-runtime), mscclpp (the plan as an MSCCL++ "
                  "execution plan), plan (the plan JSON)")
       ->check(CLI::IsMember({"resccl", "msccl", "mscclpp", "plan"}));
-  CLI::Option* perNodeOption =
+  args.perNodeOption =
       app.add_option("--mscclpp-ranks-per-node", options.mscclppRanksPerNode,
                      "--emit mscclpp: consecutive ranks of one node (memory channels inside, port channels "
                      "between nodes); default: the algorithm's GPUPerNode when it makes several nodes, else one node")
           ->check(CLI::Range(1, 1 << 20));
-  std::string mscclRuntime = "executor";
-  CLI::Option* runtimeOption =
-      app.add_option("--msccl-runtime", mscclRuntime,
+  args.runtimeOption =
+      app.add_option("--msccl-runtime", args.mscclRuntime,
                      "--emit msccl: the runtime whose spelling and limits the file follows: msccl (microsoft/msccl), "
                      "executor (msccl-executor-nccl), rccl; a plan beyond its limits is an error naming each")
           ->check(CLI::IsMember({"msccl", "executor", "rccl"}))
@@ -441,10 +448,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(tuccl::kOldestWrittenPlanFormatVersion, tuccl::kPlanFormatVersion))
       ->capture_default_str();
   tuccl::cli::addForceFlag(app, options.force);
-  std::string scheduler = "hpds";
-  std::string tbAllocation = "auto";
-  std::string protocol = "Simple";
-  app.add_option("--scheduler", scheduler,
+}
+
+// The schedule: scheduler, stages, TB allocation, --report, the plan's configuration and fusion.
+void addScheduleOptions(CLI::App& app, CompileArgs& args) {
+  CompileOptions& options = args.options;
+  app.add_option("--scheduler", args.scheduler,
                  "hpds (ResCCL Algorithm 1), rr (round-robin over chunks), algorithm (step list replayed per "
                  "micro-batch), stage (blocks of steps), as-written (an MSCCL XML file's own thread blocks and "
                  "channels, as MSCCL runs them)")
@@ -453,14 +462,14 @@ int main(int argc, char** argv) {
   app.add_option("--stages", options.request.stages, "number of stages of --scheduler stage")
       ->transform(tuccl::cli::integerIn(1, 1024))
       ->capture_default_str();
-  app.add_option("--tb-alloc", tbAllocation,
+  app.add_option("--tb-alloc", args.tbAllocation,
                  "state (merge connections never active together), connection (one thread block per connection), "
                  "connection+channels (MSCCL's channel split), single (one thread block per rank, as libtuccl's CPU "
                  "device runs small calls), auto (state for hpds/rr, else connection+channels)")
       ->check(CLI::IsMember({"auto", "state", "connection", "connection+channels", "single"}))
       ->capture_default_str();
   app.add_flag("--report", options.report, "print per rank the TBs before and after merging and the primitives");
-  app.add_option("--protocol", protocol, "protocol recorded in the plan")
+  app.add_option("--protocol", args.protocol, "protocol recorded in the plan")
       ->check(CLI::IsMember({"Simple", "LL", "LL128"}))
       ->capture_default_str();
   app.add_option("--threads", options.request.config.nThreads, "threads per thread block recorded in the plan")
@@ -474,10 +483,13 @@ int main(int argc, char** argv) {
   app.add_option("--channels", options.request.config.nChannels,
                  "channels recorded in the plan (default: the program's nChannels)")
       ->transform(tuccl::cli::integerIn(1, 64));
-  bool noFuse = false;
-  app.add_flag("--no-fuse", noFuse,
+  app.add_flag("--no-fuse", args.noFuse,
                "keep every transfer a plain send and receive: no fused recvCopySend / recvReduceSend / "
                "recvReduceCopySend (docs/scheduling.md, \"Fusion\")");
+}
+
+// The kernels -o DIR writes: NVRTC architectures, --no-cubin and --emit-ranks.
+void addKernelOptions(CLI::App& app, CompileOptions& options) {
   app.add_option("--arch", options.archs, "with -o and NVRTC: GPU architectures to compile for (sm_80, sm_90, ...)")
       ->delimiter(',')
       ->check(CLI::Validator(
@@ -496,84 +508,108 @@ int main(int argc, char** argv) {
                  "stays whole), e.g. --emit-ranks 0,8,17")
       ->delimiter(',')
       ->check(CLI::Range(0, INT32_MAX));
+}
+
+// --verify and its data: datatype, reduction, count, seed and buffer placement.
+void addVerifyOptions(CLI::App& app, CompileArgs& args) {
+  CompileOptions& options = args.options;
   app.add_flag("--verify", options.verify,
                 "run the generated kernels on the CPU (every rank a set of threads) on random data and compare "
                 "every element with a reference");
-  std::string dataType = "float32";
-  std::string reduceOp = "sum";
-  bool outOfPlace = false;
-  app.add_option("--dtype", dataType, "--verify: float32, float16, bfloat16, float64, int32, int64, uint8")
+  app.add_option("--dtype", args.dataType, "--verify: float32, float16, bfloat16, float64, int32, int64, uint8")
       ->capture_default_str();
-  app.add_option("--op", reduceOp, "--verify: sum, prod, min, max, avg")->capture_default_str();
+  app.add_option("--op", args.reduceOp, "--verify: sum, prod, min, max, avg")->capture_default_str();
   app.add_option("--count", options.verifyOptions.count, "--verify: elements (NCCL's count)")
       ->transform(tuccl::cli::integerIn(0, tuccl::kMaxVerifyCount))
       ->capture_default_str();
   app.add_option("--seed", options.verifyOptions.seed, "--verify: random seed (0: a fresh one, printed)")
       ->capture_default_str();
-  app.add_flag("--out-of-place", outOfPlace,
+  app.add_flag("--out-of-place", args.outOfPlace,
                "--verify: separate input and output buffers (always so for an out-of-place algorithm); --emit msccl: "
                "a file for out-of-place calls");
+}
 
-  if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
-
-  for (const std::string& text : parameters) {
+// Reads --param NAME=VALUE into the program's overrides and --ranks into the lines to list; 0 or
+// the exit status of a bad value.
+int readProgramArguments(CompileArgs& args) {
+  for (const std::string& text : args.parameters) {
     std::pair<std::string, int64_t> parameter;
     if (!parseParameter(text, parameter)) {
       std::cerr << "tuccl-compile: error: --param expects NAME=INTEGER, got '" << text << "'\n";
       return kExitError;
     }
-    rescclOptions.parameterOverrides.push_back(parameter);
+    args.rescclOptions.parameterOverrides.push_back(parameter);
   }
+  const std::string& ranks = args.ranks;
   if (ranks == "all") {
-    options.rankLines = -1;
+    args.options.rankLines = -1;
   } else {
-    auto [ptr, ec] = std::from_chars(ranks.data(), ranks.data() + ranks.size(), options.rankLines);
-    if (ec != std::errc() || ptr != ranks.data() + ranks.size() || options.rankLines < 0) {
+    auto [ptr, ec] = std::from_chars(ranks.data(), ranks.data() + ranks.size(), args.options.rankLines);
+    if (ec != std::errc() || ptr != ranks.data() + ranks.size() || args.options.rankLines < 0) {
       std::cerr << "tuccl-compile: error: --ranks expects a number or 'all', got '" << ranks << "'\n";
       return kExitError;
     }
   }
-  if (!emit.empty()) {
-    options.emit = emit == "resccl"    ? Emit::Resccl
-                   : emit == "msccl"   ? Emit::Msccl
-                   : emit == "mscclpp" ? Emit::Mscclpp
-                                       : Emit::Plan;
+  return 0;
+}
+
+// Settles what the run writes (--emit, its settings, -o) and refuses a run with nothing to do; 0
+// or the exit status of the refusal.
+int resolveOutputs(CompileArgs& args) {
+  CompileOptions& options = args.options;
+  if (!args.emit.empty()) {
+    options.emit = args.emit == "resccl"    ? Emit::Resccl
+                   : args.emit == "msccl"   ? Emit::Msccl
+                   : args.emit == "mscclpp" ? Emit::Mscclpp
+                                            : Emit::Plan;
     if (options.outputDir.empty()) options.outputDir = "-";
   }
-  if (perNodeOption->count() > 0 && options.emit != Emit::Mscclpp) {
+  if (args.perNodeOption->count() > 0 && options.emit != Emit::Mscclpp) {
     std::cerr << "tuccl-compile: error: --mscclpp-ranks-per-node applies to --emit mscclpp only\n";
     return kExitError;
   }
-  if (runtimeOption->count() > 0 && options.emit != Emit::Msccl) {
+  if (args.runtimeOption->count() > 0 && options.emit != Emit::Msccl) {
     std::cerr << "tuccl-compile: error: --msccl-runtime applies to --emit msccl only\n";
     return kExitError;
   }
-  options.mscclRuntime = tuccl::parseMscclRuntime(mscclRuntime).value();  // CLI11 checked the name
-  if (!check && options.outputDir.empty() && !options.verify) {
+  options.mscclRuntime = tuccl::parseMscclRuntime(args.mscclRuntime).value();  // CLI11 checked the name
+  if (!args.check && options.outputDir.empty() && !options.verify) {
     std::cerr << "tuccl-compile: error: nothing to do: pass --check, -o DIR to write a plan and kernels, --emit, or "
                  "--verify (--help lists the options)\n";
     return kExitError;
   }
-  if (auto type = tuccl::parseDataType(dataType)) {
+  return 0;
+}
+
+// Parses the verification's datatype and reduction and the plan request's names; 0 or the exit
+// status of an unknown name.
+int resolveRequest(CompileArgs& args) {
+  CompileOptions& options = args.options;
+  if (auto type = tuccl::parseDataType(args.dataType)) {
     options.verifyOptions.dataType = *type;
   } else {
-    std::cerr << "tuccl-compile: error: --dtype: unknown datatype '" << dataType << "'\n";
+    std::cerr << "tuccl-compile: error: --dtype: unknown datatype '" << args.dataType << "'\n";
     return kExitError;
   }
-  if (auto op = tuccl::parseReduceOp(reduceOp)) {
+  if (auto op = tuccl::parseReduceOp(args.reduceOp)) {
     options.verifyOptions.op = *op;
   } else {
-    std::cerr << "tuccl-compile: error: --op: unknown reduction '" << reduceOp << "'\n";
+    std::cerr << "tuccl-compile: error: --op: unknown reduction '" << args.reduceOp << "'\n";
     return kExitError;
   }
   // CLI11 checked the names (IsMember): each parses.
-  options.request.scheduler = tuccl::parseScheduler(scheduler).value();
-  options.request.tbAllocation = tuccl::parseTbRequest(tbAllocation).value();
-  options.request.config.protocol = tuccl::parseProtocol(protocol).value();
-  options.request.fuse = !noFuse;
-  options.verifyOptions.inPlace = !outOfPlace;
-  options.printSummary = check;
+  options.request.scheduler = tuccl::parseScheduler(args.scheduler).value();
+  options.request.tbAllocation = tuccl::parseTbRequest(args.tbAllocation).value();
+  options.request.config.protocol = tuccl::parseProtocol(args.protocol).value();
+  options.request.fuse = !args.noFuse;
+  options.verifyOptions.inPlace = !args.outOfPlace;
+  options.printSummary = args.check;
+  return 0;
+}
 
+// Checks before any work that the outputs can be written (--force to replace them); 0 or the
+// exit status of the refusal.
+int checkOutputsFree(const CompileOptions& options) {
   if (options.emit != Emit::None) {
     const tuccl::Status free = tuccl::cli::checkOutputFree(options.outputDir, options.force);
     if (!free) return tuccl::cli::reportError("tuccl-compile", free);
@@ -581,7 +617,12 @@ int main(int argc, char** argv) {
     const tuccl::Status free = tuccl::cli::checkOutputFolder(options.outputDir, kOutputNames, options.force);
     if (!free) return tuccl::cli::reportError("tuccl-compile", free);
   }
+  return 0;
+}
 
+// Reads FILE (or the bundled program) and compiles it, turning every failure into its message and
+// exit status.
+int compileFile(const std::string& file, const tuccl::RescclOptions& rescclOptions, const CompileOptions& options) {
   tuccl::SourceText source;
   try {
     source = file.empty() ? tuccl::SourceText(kEmbeddedName, tuccl::kEmbeddedHmAllReduce) : tuccl::readSourceFile(file);
@@ -602,4 +643,32 @@ int main(int argc, char** argv) {
     std::cerr << "tuccl-compile: error: " << error.what() << '\n';
     return kExitError;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tuccl-compile: compile a collective algorithm (ResCCLang, or MSCCL algorithm XML) for TuCCL.\n"
+      "With no FILE it uses the bundled hierarchical-mesh AllReduce (examples/algorithms/hm_allreduce.resccl).\n"
+      "  tuccl-compile --check FILE        prove the algorithm correct and summarise it\n"
+      "  tuccl-compile FILE -o DIR         also schedule it and write DIR/plan.json, the distinct kernels\n"
+      "                                    DIR/kernel<K>.cu and DIR/kernels.json (each rank's kernel and values)\n"
+      "  tuccl-compile FILE --verify       run the generated kernels on the CPU and check every element\n"
+      "  tuccl-compile FILE --emit resccl  print the algorithm as ResCCLang (e.g. an MSCCL XML file, to edit)\n"
+      "  tuccl-compile FILE --emit msccl   print the plan as MSCCL algorithm XML (-o FILE to write a file)\n"
+      "  tuccl-compile FILE --emit mscclpp print the plan as an MSCCL++ execution plan (JSON)"};
+  app.set_version_flag("--version", "tuccl-compile 0.1.0");
+  CompileArgs args;
+  addProgramOptions(app, args);
+  addOutputOptions(app, args);
+  addScheduleOptions(app, args);
+  addKernelOptions(app, args.options);
+  addVerifyOptions(app, args);
+  if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
+  if (int status = readProgramArguments(args); status != 0) return status;
+  if (int status = resolveOutputs(args); status != 0) return status;
+  if (int status = resolveRequest(args); status != 0) return status;
+  if (int status = checkOutputsFree(args.options); status != 0) return status;
+  return compileFile(args.file, args.rescclOptions, args.options);
 }
