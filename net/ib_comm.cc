@@ -28,6 +28,61 @@ Status systemError(const std::string& what) {
 
 size_t controlBytes() { return (sizeof(ControlBlock) + 4095) / 4096 * 4096; }
 
+// The work requests of one message, linked into one chain per QP in the order they are appended.
+class WriteChains {
+ public:
+  explicit WriteChains(size_t total) : wrs_(total), sges_(total) {}
+  WriteChains(const WriteChains&) = delete;
+  WriteChains& operator=(const WriteChains&) = delete;
+
+  // The next work request, its scatter-gather entry attached, linked at the end of QP q's chain.
+  ibv_send_wr& append(int q) {
+    ibv_send_wr& wr = wrs_[used_];
+    wr.sg_list = &sges_[used_];
+    ++used_;
+    if (tails_[q] != nullptr)
+      tails_[q]->next = &wr;
+    else
+      heads_[q] = &wr;
+    tails_[q] = &wr;
+    return wr;
+  }
+  // The first work request of QP q's chain (nullptr: none).
+  ibv_send_wr* head(int q) const { return heads_[q]; }
+
+ private:
+  std::vector<ibv_send_wr> wrs_;
+  std::vector<ibv_sge> sges_;
+  ibv_send_wr* heads_[kMaxQpsPerConnection] = {};
+  ibv_send_wr* tails_[kMaxQpsPerConnection] = {};
+  size_t used_ = 0;
+};
+
+// Appends the RDMA writes of one piece into `target` to its QP's chain; the last carries the
+// immediate and is signaled.
+void appendPieceWrites(WriteChains& chains, const Piece& piece, uint64_t wrId, char* data, uint32_t lkey,
+                       const FifoSlot& target, size_t maxWriteBytes, uint32_t immediate) {
+  const size_t count = writesForPiece(piece.size, maxWriteBytes);
+  for (size_t w = 0; w < count; ++w) {
+    const size_t offset = piece.offset + w * maxWriteBytes;
+    const size_t length = std::min(maxWriteBytes, piece.offset + piece.size - offset);
+    ibv_send_wr& wr = chains.append(piece.qp);
+    wr.wr_id = wrId;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.num_sge = length > 0 ? 1 : 0;
+    wr.sg_list->addr = reinterpret_cast<uintptr_t>(data + offset);
+    wr.sg_list->length = static_cast<uint32_t>(length);
+    wr.sg_list->lkey = lkey;
+    wr.wr.rdma.remote_addr = target.address + offset;
+    wr.wr.rdma.rkey = target.rkey;
+    if (w + 1 == count) {
+      wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+      wr.imm_data = immediate;
+      wr.send_flags = IBV_SEND_SIGNALED;
+    }
+  }
+}
+
 }  // namespace
 
 IbCommOptions ibCommOptionsFromEnv(int configTrafficClass) {
@@ -291,12 +346,7 @@ Status IbComm::fail(Status status) {
   return failure_;
 }
 
-Expected<IbRequest*> IbComm::postSend(void* data, size_t size, int tag, MemoryRegion* region) {
-  if (!sending_) return makeError(ErrorCode::Internal, "isend on a receiving comm");
-  Status progressed = progress();
-  if (!progressed) return progressed;
-  if (fifoConsumed_ == fifoArrived_) return static_cast<IbRequest*>(nullptr);  // no receive posted yet
-  const FifoEntry& entry = control_->fifo[fifoPosition(fifoConsumed_)];
+Expected<int> IbComm::matchReceiveSlot(const FifoEntry& entry, int tag, size_t size) {
   if (entry.sequence != fifoConsumed_ || entry.n == 0 || entry.n > kMaxRecvs || entry.request >= kFifoDepth)
     return fail(makeError(ErrorCode::Internal, "the receiver's FIFO entry " + std::to_string(fifoConsumed_) + " is malformed"));
   int slot = -1;
@@ -309,23 +359,32 @@ Expected<IbRequest*> IbComm::postSend(void* data, size_t size, int tag, MemoryRe
   if (size > target.capacity)
     return fail(makeError(ErrorCode::InvalidInput, "message truncated: " + std::to_string(size) + " bytes sent, " +
                                                        std::to_string(target.capacity) + " posted"));
+  return slot;
+}
+
+IbComm::SendShape IbComm::shapeSend(size_t size) const {
   const int nQps = options_.nQps;
-  const MessageSplit split = splitMessage(size, nQps);
-  const int firstQp = static_cast<int>(messagesSent_ % static_cast<uint64_t>(nQps));
-  size_t writes[kMaxQpsPerConnection] = {};
-  for (int k = 0; k < split.pieces; ++k) {
-    const Piece piece = pieceOf(split, size, k, firstQp, nQps);
-    writes[piece.qp] += writesForPiece(piece.size, maxWriteBytes_) + (k == 0 ? 1 : 0);
+  SendShape shape;
+  shape.split = splitMessage(size, nQps);
+  shape.firstQp = static_cast<int>(messagesSent_ % static_cast<uint64_t>(nQps));
+  for (int k = 0; k < shape.split.pieces; ++k) {
+    const Piece piece = pieceOf(shape.split, size, k, shape.firstQp, nQps);
+    shape.writes[piece.qp] += writesForPiece(piece.size, maxWriteBytes_) + (k == 0 ? 1 : 0);  // + the size record
   }
-  for (int q = 0; q < nQps; ++q) {
-    if (writes[q] > static_cast<size_t>(sendWrsPerQp_))
+  return shape;
+}
+
+Expected<bool> IbComm::sendQueuesHaveRoom(const SendShape& shape, size_t size) const {
+  for (int q = 0; q < options_.nQps; ++q) {
+    if (shape.writes[q] > static_cast<size_t>(sendWrsPerQp_))
       return makeError(ErrorCode::InvalidArgument, "a message of " + std::to_string(size) +
                                                        " bytes needs more work requests than a queue pair holds");
-    if (static_cast<size_t>(sendWrsInFlight_[q]) + writes[q] > static_cast<size_t>(sendWrsPerQp_))
-      return static_cast<IbRequest*>(nullptr);
+    if (static_cast<size_t>(sendWrsInFlight_[q]) + shape.writes[q] > static_cast<size_t>(sendWrsPerQp_)) return false;
   }
-  IbRequest* request = allocate(IbRequest::Kind::Send);
-  if (request == nullptr) return request;
+  return true;
+}
+
+Expected<ibv_mr*> IbComm::registerSendBuffer(IbRequest* request, void* data, size_t size, MemoryRegion* region) {
   ibv_mr* mr = region != nullptr ? region->mr : nullptr;
   if (size > 0 && mr == nullptr) {
     Expected<ibv_mr*> registered = temporaryRegistration(data, size);
@@ -335,32 +394,23 @@ Expected<IbRequest*> IbComm::postSend(void* data, size_t size, int tag, MemoryRe
     }
     mr = request->owned[0] = *registered;
   }
-  control_->sizeOut[request->index] = size;
+  return mr;
+}
+
+Status IbComm::postSendWrites(IbRequest* request, const SendShape& shape, const FifoEntry& entry, int slot, void* data,
+                              size_t size, ibv_mr* mr) {
+  const int nQps = options_.nQps;
+  const FifoSlot& target = entry.slots[slot];
   const uint32_t immediate = htonl(encodeImmediate(
-      {entry.request, static_cast<uint32_t>(slot), static_cast<uint32_t>(split.pieces), static_cast<uint32_t>(entry.sequence & 0xffff)}));
+      {entry.request, static_cast<uint32_t>(slot), static_cast<uint32_t>(shape.split.pieces), static_cast<uint32_t>(entry.sequence & 0xffff)}));
   // One chain per QP: [size record,] the piece's writes, the last with immediate and signaled.
   size_t total = 0;
-  for (int q = 0; q < nQps; ++q) total += writes[q];
-  std::vector<ibv_send_wr> wrs(total);
-  std::vector<ibv_sge> sges(total);
-  ibv_send_wr* heads[kMaxQpsPerConnection] = {};
-  ibv_send_wr* tails[kMaxQpsPerConnection] = {};
-  size_t used = 0;
-  auto append = [&](int q) -> ibv_send_wr& {
-    ibv_send_wr& wr = wrs[used];
-    wr.sg_list = &sges[used];
-    ++used;
-    if (tails[q] != nullptr)
-      tails[q]->next = &wr;
-    else
-      heads[q] = &wr;
-    tails[q] = &wr;
-    return wr;
-  };
-  for (int k = 0; k < split.pieces; ++k) {
-    const Piece piece = pieceOf(split, size, k, firstQp, nQps);
+  for (int q = 0; q < nQps; ++q) total += shape.writes[q];
+  WriteChains chains(total);
+  for (int k = 0; k < shape.split.pieces; ++k) {
+    const Piece piece = pieceOf(shape.split, size, k, shape.firstQp, nQps);
     if (k == 0) {
-      ibv_send_wr& record = append(piece.qp);
+      ibv_send_wr& record = chains.append(piece.qp);
       record.wr_id = workId(WorkKind::SendData, piece.qp, request->index);
       record.opcode = IBV_WR_RDMA_WRITE;
       record.sg_list->addr = reinterpret_cast<uintptr_t>(&control_->sizeOut[request->index]);
@@ -370,44 +420,48 @@ Expected<IbRequest*> IbComm::postSend(void* data, size_t size, int tag, MemoryRe
       record.wr.rdma.remote_addr = remoteControl_ + sizeRecordOffset(entry.request, static_cast<uint32_t>(slot));
       record.wr.rdma.rkey = remoteControlRkey_;
     }
-    const size_t count = writesForPiece(piece.size, maxWriteBytes_);
-    for (size_t w = 0; w < count; ++w) {
-      const size_t offset = piece.offset + w * maxWriteBytes_;
-      const size_t length = std::min(maxWriteBytes_, piece.offset + piece.size - offset);
-      ibv_send_wr& wr = append(piece.qp);
-      wr.wr_id = workId(WorkKind::SendData, piece.qp, request->index);
-      wr.opcode = IBV_WR_RDMA_WRITE;
-      wr.num_sge = length > 0 ? 1 : 0;
-      wr.sg_list->addr = reinterpret_cast<uintptr_t>(static_cast<char*>(data) + offset);
-      wr.sg_list->length = static_cast<uint32_t>(length);
-      wr.sg_list->lkey = mr != nullptr ? mr->lkey : 0;
-      wr.wr.rdma.remote_addr = target.address + offset;
-      wr.wr.rdma.rkey = target.rkey;
-      if (w + 1 == count) {
-        wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-        wr.imm_data = immediate;
-        wr.send_flags = IBV_SEND_SIGNALED;
-      }
-    }
+    appendPieceWrites(chains, piece, workId(WorkKind::SendData, piece.qp, request->index), static_cast<char*>(data),
+                      mr != nullptr ? mr->lkey : 0, target, maxWriteBytes_, immediate);
   }
   for (int q = 0; q < nQps; ++q) {
-    if (heads[q] == nullptr) continue;
+    if (chains.head(q) == nullptr) continue;
     ibv_send_wr* bad = nullptr;
-    const int error = ibv_post_send(qps_[q], heads[q], &bad);
+    const int error = ibv_post_send(qps_[q], chains.head(q), &bad);
     if (error != 0) {
       errno = error;
       // Earlier QPs may carry part of the message: the comm cannot recover from that.
       release(request);
       return fail(systemError("cannot post RDMA writes on " + device_.displayName));
     }
-    sendWrsInFlight_[q] += static_cast<int>(writes[q]);
-    request->writesOnQp[q] = static_cast<uint16_t>(writes[q]);
+    sendWrsInFlight_[q] += static_cast<int>(shape.writes[q]);
+    request->writesOnQp[q] = static_cast<uint16_t>(shape.writes[q]);
   }
+  return {};
+}
+
+Expected<IbRequest*> IbComm::postSend(void* data, size_t size, int tag, MemoryRegion* region) {
+  if (!sending_) return makeError(ErrorCode::Internal, "isend on a receiving comm");
+  Status progressed = progress();
+  if (!progressed) return progressed;
+  if (fifoConsumed_ == fifoArrived_) return static_cast<IbRequest*>(nullptr);  // no receive posted yet
+  const FifoEntry& entry = control_->fifo[fifoPosition(fifoConsumed_)];
+  Expected<int> slot = matchReceiveSlot(entry, tag, size);
+  if (!slot) return slot.status();
+  const SendShape shape = shapeSend(size);
+  Expected<bool> room = sendQueuesHaveRoom(shape, size);
+  if (!room) return room.status();
+  if (!*room) return static_cast<IbRequest*>(nullptr);
+  IbRequest* request = allocate(IbRequest::Kind::Send);
+  if (request == nullptr) return request;
+  Expected<ibv_mr*> mr = registerSendBuffer(request, data, size, region);
+  if (!mr) return mr.status();
+  control_->sizeOut[request->index] = size;
+  if (Status posted = postSendWrites(request, shape, entry, *slot, data, size, *mr); !posted) return posted;
   request->n = 1;
   request->size = size;
-  request->pending = split.pieces;
+  request->pending = shape.split.pieces;
   ++messagesSent_;
-  slotsUsed_ |= 1u << slot;
+  slotsUsed_ |= 1u << *slot;
   if (std::popcount(slotsUsed_) == static_cast<int>(entry.n)) {
     ++fifoConsumed_;
     slotsUsed_ = 0;

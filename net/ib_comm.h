@@ -129,6 +129,24 @@ class IbComm {
   void release(IbRequest* request);
   Expected<ibv_mr*> temporaryRegistration(void* data, size_t size);
 
+  /// How one message goes out: its pieces, the QP of the first, and its work requests per QP.
+  struct SendShape {
+    MessageSplit split;
+    int firstQp = 0;
+    size_t writes[kMaxQpsPerConnection] = {};
+  };
+  /// The free buffer posted with `tag` in the receiver's FIFO entry `entry` that holds `size` bytes.
+  Expected<int> matchReceiveSlot(const FifoEntry& entry, int tag, size_t size);
+  /// The pieces of a message of `size` bytes over the QPs, from the next QP in rotation.
+  SendShape shapeSend(size_t size) const;
+  /// Whether every QP's send queue has room for the message's work requests (false: retry later).
+  Expected<bool> sendQueuesHaveRoom(const SendShape& shape, size_t size) const;
+  /// The registration the writes read from: `region`'s, or a temporary one `request` owns.
+  Expected<ibv_mr*> registerSendBuffer(IbRequest* request, void* data, size_t size, MemoryRegion* region);
+  /// Chains and posts the message's RDMA writes into the receiver's buffer `slot` of `entry`.
+  Status postSendWrites(IbRequest* request, const SendShape& shape, const FifoEntry& entry, int slot, void* data,
+                        size_t size, ibv_mr* mr);
+
   const VerbsApi& api_;
   const IbDevice& device_;
   bool sending_;
