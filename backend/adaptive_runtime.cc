@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/log.h"
+#include "support/log.h"
 #include "support/environment.h"
 #include "support/cache_files.h"
 #include "support/hash.h"

@@ -14,7 +14,7 @@
 #include "backend/communicator.h"
 #include "backend/cpu_stream.h"
 #include "backend/cuda_driver.h"
-#include "backend/log.h"
+#include "support/log.h"
 #include "support/environment.h"
 #include "support/text_values.h"
 #include "tuccl/tuccl.h"
@@ -68,7 +68,7 @@ int rawValue(const Enum& value) {
 tucclResult_t finish(const char* function, const Status& status, int rank = -1) {
   if (status) return tucclSuccess;
   lastError = std::string(function) + ": " + status.message();
-  tuccl::backend::logLine(tuccl::backend::LogLevel::Warn, rank, lastError);
+  tuccl::logLine(tuccl::LogLevel::Warn, rank, lastError);
   return resultOf(status.code());
 }
 

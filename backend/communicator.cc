@@ -21,7 +21,7 @@
 #include "backend/cpu_device.h"
 #include "backend/cuda_device.h"
 #include "backend/cuda_driver.h"
-#include "backend/log.h"
+#include "support/log.h"
 #include "backend/net_plugin.h"
 #include "backend/net_proxy.h"
 #include "backend/plan_cache.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "backend/kernel_call.h"
-#include "backend/log.h"
+#include "support/log.h"
 #include "kernelgen/nvrtc.h"
 #include "kernelgen/tb_report.h"
 #include "transport/shm_segment.h"

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/log.h"
+#include "support/log.h"
 #include "support/environment.h"
 #include "tuccl/tuccl.h"
 
@@ -75,7 +75,7 @@ ncclResult_t resultOf(tucclResult_t result) { return static_cast<ncclResult_t>(r
 
 ncclResult_t unserved(const char* function, const std::string& why) {
   shimError = std::string(function) + ": " + why;
-  tuccl::backend::warnOnce(function, shimError);
+  tuccl::warnOnce(function, shimError);
   return ncclInvalidUsage;
 }
 
@@ -169,7 +169,7 @@ void attachTwin(ncclComm* shim, int nranks, int rank) {
     ++twins;
     return;
   }
-  tuccl::backend::warnOnce("nccl-twin", "the real NCCL communicator could not be made on every rank; calls TuCCL "
+  tuccl::warnOnce("nccl-twin", "the real NCCL communicator could not be made on every rank; calls TuCCL "
                                         "does not serve will be refused");
   if (twin != nullptr) {
     if (auto abortTwin = real.get<decltype(&::pncclCommAbort)>("pncclCommAbort")) abortTwin(twin);

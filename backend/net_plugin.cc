@@ -9,7 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "backend/log.h"
+#include "support/log.h"
 #include "net/net_select.h"
 #include "net/socket_net.h"
 #include "support/environment.h"
@@ -19,16 +19,14 @@ namespace {
 
 /// NCCL's logger signature, writing into libtuccl's log (net/ messages carry their own prefix).
 void netLogger(ncclDebugLogLevel level, unsigned long, const char*, int, const char* format, ...) {
-  LogLevel ours = LogLevel::Trace;
-  if (level == NCCL_LOG_WARN || level == NCCL_LOG_ABORT) ours = LogLevel::Warn;
-  if (level == NCCL_LOG_INFO || level == NCCL_LOG_VERSION) ours = LogLevel::Info;
-  if (!logEnabled(ours)) return;
+  const LogLevel ours = logLevelOfNccl(level);
+  if (!logEnabled(ours, kLogNet)) return;
   char text[1024];
   va_list args;
   va_start(args, format);
   std::vsnprintf(text, sizeof(text), format, args);
   va_end(args);
-  logLine(ours, -1, text);
+  logLine(ours, kLogNet, -1, text);
 }
 
 const char* resultName(ncclResult_t result) {

@@ -38,8 +38,6 @@ using PlanResult = Expected<PlanPointer>;
 // Part of every identity: a change of what the cache stores, or of TuCCL, starts new entries.
 constexpr std::string_view kCacheFormat = "tuccl-plan-cache 1";
 
-std::shared_ptr<spdlog::logger> logger() { return componentLogger("backend"); }
-
 /// The program a selection runs.
 struct Program {
   std::string name;  ///< "builtin/ring_allreduce.resccl", or the file's path
@@ -94,8 +92,9 @@ Status fitChannels(Plan& plan, int32_t maxBlocks, const std::string& name) {
   }
   const auto fit = static_cast<int32_t>(static_cast<size_t>(maxBlocks) / tbs);
   if (plan.config.nChannels > fit) {
-    logger()->info("{}: {} channels cut to {}: {} TBs a channel, {} TBs fit on a rank at once", name,
-                   plan.config.nChannels, fit, tbs, maxBlocks);
+    logLine(LogLevel::Info, kLogInit, -1,
+            name + ": " + std::to_string(plan.config.nChannels) + " channels cut to " + std::to_string(fit) + ": " +
+                std::to_string(tbs) + " TBs a channel, " + std::to_string(maxBlocks) + " TBs fit on a rank at once");
     plan.config.nChannels = fit;
   }
   return {};
@@ -299,7 +298,7 @@ Expected<Plan> PlanCache::Impl::buildFromAlgorithm(const Program& program, const
 
 void PlanCache::Impl::noteDamaged(std::string_view name) {
   ++counters.damagedEntries;
-  logger()->warn("plan cache: {} failed its checksum; removed and rebuilt", std::string(name));
+  logLine(LogLevel::Warn, kLogInit, -1, "plan cache: " + std::string(name) + " failed its checksum; removed and rebuilt");
 }
 
 Expected<Plan> PlanCache::Impl::planFromStoreOrBuild(const PlanIdentity& identity, const Program& program,
@@ -321,7 +320,7 @@ Expected<Plan> PlanCache::Impl::planFromStoreOrBuild(const PlanIdentity& identit
   Expected<Plan> plan = buildFromAlgorithm(program, parameters, request, selection);
   if (plan && store.enabled()) {
     if (Status status = store.write(name, identity.text, writePlanJson(*plan)); !status)
-      logger()->warn("plan cache: {}", status.message());
+      logLine(LogLevel::Warn, kLogInit, -1, "plan cache: " + status.message());
   }
   return plan;
 }
@@ -356,7 +355,7 @@ Status PlanCache::Impl::addCubins(const PlanIdentity& identity, CompiledPlan& co
   }
   if (store.enabled()) {
     if (Status status = store.write(name, identity.text, serializeCubins(compiled.cubins)); !status)
-      logger()->warn("plan cache: {}", status.message());
+      logLine(LogLevel::Warn, kLogInit, -1, "plan cache: " + status.message());
   }
   return {};
 }
@@ -396,7 +395,7 @@ PlanResult PlanCache::Impl::compile(const PlanIdentity& identity, const Program&
     if (Status status = addCubins(identity, *compiled); !status) return status;
   }
   if (Status status = addHostKernels(*compiled); !status) return status;
-  logger()->info("plan {}: {}", identity.key, compiled->description);
+  logLine(LogLevel::Info, kLogInit, -1, "plan " + identity.key + ": " + compiled->description);
   return PlanPointer(std::move(compiled));
 }
 
@@ -477,7 +476,7 @@ PlanCache::PlanCache(std::optional<LookupTable> table, PlanCacheOptions options)
   }
   std::string problem;
   impl_->store = PlanStore::open(impl_->options.cacheDir, problem);
-  if (!problem.empty()) logger()->warn("plan cache: {}; plans are kept in memory only", problem);
+  if (!problem.empty()) logLine(LogLevel::Warn, kLogInit, -1, "plan cache: " + problem + "; plans are kept in memory only");
 }
 
 uint64_t PlanCache::tableHash() const { return impl_->tableHash; }

@@ -196,13 +196,13 @@ std::shared_ptr<HostKernels> buildOrLoad(const fs::path& root, const std::string
   const fs::path work = root / (name + ".tmp");
   bool cached = fs::exists(dir, ec);
   if (cached && !libraryIntact(dir)) {
-    componentLogger("kernelgen")->warn("{}: the cached host library is damaged (checksum); rebuilding it", dir.string());
+    logLine(LogLevel::Warn, kLogInit, -1, "kernelgen: " + dir.string() + ": the cached host library is damaged (checksum); rebuilding it");
     cached = false;
   }
   if (!cached && !compileLibrary(work, dir, unit, kernels, error)) return nullptr;
   std::shared_ptr<HostKernels> result = loadLibrary(dir / kLibraryName, kernels, error);
   if (result == nullptr && cached) {
-    componentLogger("kernelgen")->warn("{}; rebuilding it", error);
+    logLine(LogLevel::Warn, kLogInit, -1, "kernelgen: " + error + "; rebuilding it");
     cached = false;
     if (!compileLibrary(work, dir, unit, kernels, error)) return nullptr;
     result = loadLibrary(dir / kLibraryName, kernels, error);

@@ -4,6 +4,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "support/log.h"
+
 namespace tuccl::net {
 namespace {
 std::atomic<ncclDebugLogger_t> netLogger{nullptr};
@@ -13,13 +15,17 @@ void setNetLogger(ncclDebugLogger_t logger) noexcept { netLogger.store(logger, s
 
 void netLog(ncclDebugLogLevel level, const char* file, int line, const char* format, ...) noexcept {
   const ncclDebugLogger_t logger = netLogger.load(std::memory_order_acquire);
-  if (logger == nullptr) return;
+  if (logger == nullptr && !logEnabled(logLevelOfNccl(level), kLogNet)) return;
   char text[512];
   va_list args;
   va_start(args, format);
   std::vsnprintf(text, sizeof text, format, args);
   va_end(args);
-  logger(level, TUCCL_NCCL_NET_FLAG, file, line, "%s", text);
+  if (logger != nullptr) {
+    logger(level, TUCCL_NCCL_NET_FLAG, file, line, "%s", text);
+  } else {
+    logFormat(logLevelOfNccl(level), kLogNet, "%s", text);
+  }
 }
 
 }  // namespace tuccl::net

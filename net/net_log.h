@@ -1,5 +1,6 @@
-// The network layer logs only through the logger its host hands it (NCCL's, in the plugin; none
-// until init): no output of its own, so it never writes into an application's stdout.
+// The network layer logs through the logger its host hands it (NCCL's, in the plugin), else
+// through TuCCL's log (support/log.h: nothing unless TUCCL_DEBUG asks), so it never writes into an
+// application's stdout.
 #pragma once
 
 #include "tuccl/nccl_net.h"

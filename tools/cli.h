@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "support/log.h"
 #include "support/source_text.h"
 #include "support/status.h"
 #include "support/text_values.h"
@@ -46,6 +47,7 @@ inline std::filesystem::path bundledDataDir() {
 /// Parses the command line. Returns nothing to go on, or the status to exit with: 0 after
 /// --help / --version, kExitError (with CLI11's message) for a bad command line.
 inline std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+  useToolLogging(argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "tuccl");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& success) {

@@ -145,7 +145,7 @@ LoadedTopology loadOrThrow(std::string_view spec, const LoadOptions& options) {
     loaded.topology = withGpuFabric(std::move(loaded.topology), *options.gpuFabric);
     loaded.topology.name = name + ":gpu-fabric=" + std::string(gpuFabricName(*options.gpuFabric));
   } else if (std::optional<std::string> warning = missingNvlinkWarning(loaded.topology)) {
-    componentLogger("topo")->warn("{}: {}", spec, *warning);
+    logLine(LogLevel::Warn, kLogGraph, -1, "topo: " + std::string(spec) + ": " + *warning);
     loaded.warnings.push_back(Diagnostic{Severity::Warning, std::string(spec), {}, *warning});
   }
   return loaded;

@@ -160,8 +160,9 @@ class Importer {
 
   void warn(SourceLoc loc, std::string message) {
     Diagnostic diagnostic{Severity::Warning, source_.name(), loc, std::move(message)};
-    componentLogger("topo")->warn("{}:{}:{}: {}", diagnostic.file, diagnostic.loc.line, diagnostic.loc.column,
-                                  diagnostic.message);
+    logLine(LogLevel::Warn, kLogGraph, -1,
+            "topo: " + diagnostic.file + ":" + std::to_string(diagnostic.loc.line) + ":" +
+                std::to_string(diagnostic.loc.column) + ": " + diagnostic.message);
     result_.warnings.push_back(std::move(diagnostic));
   }
 

@@ -175,9 +175,9 @@ class MracoSearcher : public Searcher {
           distribution = buildTpeModel(space, history, sharp).l.marginals();
         }
         const bool stop = monitor.record(elite.value(), std::move(distribution));
-        componentLogger("tune")->debug("mraco: iteration {} incumbent {:.4g} us, improvement {:.4g}, KL {:.4g}, cost {}",
-                                       monitor.steps(), elite.value(), monitor.lastRelativeImprovement(),
-                                       monitor.lastKl(), session.spent());
+        logFormat(LogLevel::Trace, kLogTuning, "mraco: iteration %lld incumbent %.4g us, improvement %.4g, KL %.4g, cost %.4g",
+                  static_cast<long long>(monitor.steps()), elite.value(), monitor.lastRelativeImprovement(),
+                  monitor.lastKl(), static_cast<double>(session.spent()));
         if (stop) return conclude("converged", true);
       }
     } catch (const SearchStopped& stop) {
