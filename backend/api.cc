@@ -21,7 +21,6 @@
 
 using tuccl::ErrorCode;
 using tuccl::Status;
-using tuccl::backend::CollectiveArgs;
 using tuccl::backend::Communicator;
 
 struct tucclComm {
@@ -114,7 +113,7 @@ void waitIdle(tucclComm* comm) {
 
 struct PendingCall {
   tucclComm* comm;
-  CollectiveArgs args;
+  tuccl::CollectiveCall call;
   tucclStream_t stream;
 };
 thread_local int groupDepth = 0;
@@ -132,7 +131,7 @@ Status launchGroup(std::vector<PendingCall> calls) {
     for (const PendingCall& call : calls) {
       if (call.comm != comms[index]) continue;
       Use use(call.comm);
-      Status status = call.comm->impl->enqueue(call.args, call.stream);
+      Status status = call.comm->impl->enqueue(call.call, call.stream);
       if (!status && results[index]) results[index] = status;
     }
   };
@@ -154,14 +153,14 @@ tucclResult_t collective(const char* function, tuccl::Collective kind, const voi
                          tucclStream_t stream) {
   return guarded(function, [&] {
     if (comm == nullptr) return invalid(function, "comm is NULL");
-    CollectiveArgs args{kind, sendbuff, recvbuff, count, datatype, op, root};
-    if (Status status = comm->impl->check(args); !status) return finish(function, status, comm->impl->rank());
+    tuccl::Expected<tuccl::CollectiveCall> call = comm->impl->callOf(kind, sendbuff, recvbuff, count, datatype, op, root);
+    if (!call) return finish(function, call.status(), comm->impl->rank());
     if (groupDepth > 0) {
-      groupCalls.push_back(PendingCall{comm, args, stream});
+      groupCalls.push_back(PendingCall{comm, *call, stream});
       return tucclSuccess;
     }
     Use use(comm);
-    return finish(function, comm->impl->enqueue(args, stream), comm->impl->rank());
+    return finish(function, comm->impl->enqueue(*call, stream), comm->impl->rank());
   });
 }
 

@@ -47,19 +47,19 @@ CallBuffers resolveCallBuffers(const KernelCall& call, char* workspace) {
   CallBuffers buffers;
   buffers.scratch = layout.scratchBytes > 0 ? workspace + layout.scratchOffset : nullptr;
   char* storage = workspace + layout.storageOffset;
-  auto* send = const_cast<void*>(call.sendbuff);  // the kernel never writes its input out of place
+  auto* send = const_cast<void*>(call.call.sendbuff);  // the kernel never writes its input out of place
   switch (storageOf(call)) {
     case Storage::RelocatedInput:
-      buffers.before = {storage, call.sendbuff, layout.storageBytes};
+      buffers.before = {storage, call.call.sendbuff, layout.storageBytes};
       buffers.input = storage;
       if (c.collective == Collective::ReduceScatter) {
         // Runs in place in the workspace; block `rank` of it is the result.
         const size_t block = static_cast<size_t>(c.count) * elementSize;
         buffers.output = storage + static_cast<size_t>(call.rank) * block;
-        buffers.after = {call.recvbuff, buffers.output, block};
+        buffers.after = {call.call.recvbuff, buffers.output, block};
         buffers.inPlaceCall = true;
       } else {
-        buffers.output = call.recvbuff;
+        buffers.output = call.call.recvbuff;
         buffers.inPlaceCall = false;
       }
       break;
@@ -70,12 +70,12 @@ CallBuffers resolveCallBuffers(const KernelCall& call, char* workspace) {
       break;
     case Storage::User:
       if (c.collective == Collective::Broadcast && call.rank != c.root) {
-        buffers.input = call.recvbuff;  // a non-root's input is never read
-        buffers.output = call.recvbuff;
+        buffers.input = call.call.recvbuff;  // a non-root's input is never read
+        buffers.output = call.call.recvbuff;
         buffers.inPlaceCall = true;
       } else {
         buffers.input = send;
-        buffers.output = call.recvbuff;
+        buffers.output = call.call.recvbuff;
         buffers.inPlaceCall = c.inPlace;
       }
       break;

@@ -253,7 +253,105 @@ struct Communicator::Impl {
   Expected<std::unique_ptr<Device>> chooseDevice(PlanCacheOptions& planOptions, int cudaDevice);
   Expected<const PlanPlacement*> placementFor(const CompiledPlan& compiled);
   Status restartStaging(const std::string& algorithm);
+
+  // ---- One call: decide -> choose -> settle (plan and place) -> launch
+
+  /// What the runtime phase chose for a call: its configuration group, and the timing it wants.
+  struct Choice {
+    CallDecision decision;
+    int32_t group = 0;  ///< 0: the static choice
+    AdaptKey key;
+    std::shared_ptr<AdaptivePolicy> policy;  ///< the key's, when it has groups to adapt among
+    bool timeSetup = false;                  ///< the host work before the call counts into its time
+    std::chrono::steady_clock::time_point setupBegin;
+  };
+  Expected<Choice> choose(CallDecision decision);
+  Expected<KernelCall> settle(const CollectiveCall& call, Choice& choice);
+  Status launch(KernelCall kernel, const Choice& choice, tucclStream_t stream);
+  Status copyLocally(const CollectiveCall& call, tucclStream_t stream);
 };
+
+// The configuration group the call runs: the runtime phase's choice for its key (the same on
+// every rank), group 0 when the phase is off.
+Expected<Communicator::Impl::Choice> Communicator::Impl::choose(CallDecision decision) {
+  Choice choice;
+  choice.decision = std::move(decision);
+  const CallDecision& d = choice.decision;
+  if (adapt) {
+    choice.key = AdaptKey{d.query.collective, sizeBucket(d.bytes), d.entryIndex};
+    Expected<int32_t> chosen = adapt->choose(choice.key, d.groups, d.bytes, &choice.policy);
+    if (!chosen) {
+      fail(chosen.status());
+      return chosen.status();
+    }
+    choice.group = *chosen;
+  }
+  // Host work before the call (its plan built or loaded), timed only for a key that adapts and
+  // only until the group's first timing (then its plan is cached).
+  choice.timeSetup = choice.policy && choice.policy->timesSetup(choice.group);
+  if (choice.timeSetup) choice.setupBegin = std::chrono::steady_clock::now();
+  return choice;
+}
+
+// The group's plan, built or loaded, and placed in the staging, as the call the device runs. A
+// group other than the static choice that cannot run here (its plan does not build, or does not
+// fit the staging with the plans used so far) is dropped for the key and the call runs group 0.
+// Both reasons are the same on every rank: the same table, call and plan sequence.
+Expected<KernelCall> Communicator::Impl::settle(const CollectiveCall& call, Choice& choice) {
+  for (;;) {
+    Expected<std::shared_ptr<const CompiledPlan>> plan = plans->planFor(choice.decision, choice.group);
+    Status failed = plan ? Status() : plan.status();
+    if (plan) {
+      std::lock_guard lock(mutex);
+      Expected<const PlanPlacement*> placement = placementFor(**plan);
+      if (placement) {
+        KernelCall kernel{*plan, *placement, call, rank};
+        kernel.sliceElems = std::max<int64_t>(1, (*plan)->plan.config.chunkSize / dataTypeSize(call.dataType));
+        kernel.timeoutSeconds = options.timeoutSeconds;
+        kernel.sequence = nextSequence++;
+        if (logEnabled(LogLevel::Info, kLogColl) && logged.insert((*plan)->key).second) {
+          logLine(LogLevel::Info, kLogColl, rank, (*plan)->description);
+        }
+        return kernel;
+      }
+      failed = placement.status();
+      if (choice.group == 0 && adapt && proxy) {
+        return makeError(failed.code(), failed.message() +
+                                            " (across hosts the staging keeps every plan's rings, and the runtime "
+                                            "phase's other configuration groups hold staging too: raise "
+                                            "TUCCL_STAGING_BYTES, or set TUCCL_ADAPT=0)");
+      }
+    }
+    if (choice.group == 0) return failed;
+    adapt->exclude(choice.key, choice.group, failed.message());
+    choice.group = 0;
+  }
+}
+
+// The device runs the call; it times it (its turn to its end) for the runtime phase, on any
+// stream, and the host work before it counts into a group's first call.
+Status Communicator::Impl::launch(KernelCall kernel, const Choice& choice, tucclStream_t stream) {
+  if (adapt) kernel.testDelayMicros = adapt->testDelayMicros(choice.group);
+  if (choice.policy) {
+    if (choice.timeSetup) {
+      choice.policy->recordSetup(
+          choice.group, std::chrono::duration<double>(std::chrono::steady_clock::now() - choice.setupBegin).count());
+    }
+    kernel.completed = [policy = choice.policy, group = choice.group](double seconds) { policy->record(group, seconds); };
+  }
+  Status launched = device->launch(kernel, stream);
+  if (!launched) fail(launched);
+  // Any other failure leaves a sequence number no rank will run past: nothing after it can run.
+  if (!launched && launched.code() != ErrorCode::Timeout && launched.code() != ErrorCode::Aborted) device->abort();
+  return launched;
+}
+
+// Every collective of one rank is a copy of its input (none in place, but for the rooted ones).
+Status Communicator::Impl::copyLocally(const CollectiveCall& call, tucclStream_t stream) {
+  if (call.collective != Collective::Reduce && call.collective != Collective::Broadcast && call.inPlace) return {};
+  return device->copy(call.recvbuff, call.sendbuff, static_cast<size_t>(call.count) * dataTypeSize(call.dataType),
+                      stream);
+}
 
 // TUCCL_DEVICE: cuda needs the driver and a GPU; auto takes the GPU when the driver loads and
 // finds one, else the CPU device (said at INFO).
@@ -561,150 +659,56 @@ int32_t Communicator::nRanks() const { return impl_->nRanks; }
 DeviceKind Communicator::deviceKind() const { return impl_->device->kind(); }
 int Communicator::deviceOrdinal() const { return impl_->device->deviceOrdinal(); }
 
-Status Communicator::check(const CollectiveArgs& args) const {
-  const std::string name(collectiveName(args.collective));
+Expected<CollectiveCall> Communicator::callOf(Collective collective, const void* sendbuff, void* recvbuff,
+                                             size_t count, int dataType, int op, int root) const {
+  const std::string name(collectiveName(collective));
   auto invalid = [&](const std::string& why) { return makeError(ErrorCode::InvalidArgument, name + ": " + why); };
-  const std::optional<DataType> type = dataTypeOf(args.dataType);
+  const std::optional<DataType> type = dataTypeOf(dataType);
   if (!type) {
-    return invalid("datatype " + std::to_string(args.dataType) +
+    return invalid("datatype " + std::to_string(dataType) +
                    " is not supported (uint8, int32, int64, float16, bfloat16, float32, float64 are)");
   }
-  if (usesOp(args.collective) && !reduceOpOf(args.op)) {
-    return invalid("reduction operation " + std::to_string(args.op) + " is not sum, prod, max, min or avg");
+  const std::optional<ReduceOp> reduction = usesOp(collective) ? reduceOpOf(op) : ReduceOp::Sum;
+  if (!reduction) return invalid("reduction operation " + std::to_string(op) + " is not sum, prod, max, min or avg");
+  const int32_t n = impl_->nRanks;
+  if (hasRoot(collective) && (root < 0 || root >= n)) {
+    return invalid("root " + std::to_string(root) + " is outside [0, " + std::to_string(n) + ")");
   }
-  const bool rooted = args.collective == Collective::Broadcast || args.collective == Collective::Reduce;
-  if (rooted && (args.root < 0 || args.root >= impl_->nRanks)) {
-    return invalid("root " + std::to_string(args.root) + " is outside [0, " + std::to_string(impl_->nRanks) + ")");
-  }
-  const bool perRankBlocks = args.collective == Collective::AllGather ||
-                             args.collective == Collective::ReduceScatter || args.collective == Collective::AllToAll;
   const auto elementSize = static_cast<size_t>(dataTypeSize(*type));
-  const size_t blocks = perRankBlocks ? static_cast<size_t>(impl_->nRanks) : 1;
-  if (args.count > static_cast<size_t>(INT64_MAX) / elementSize / blocks / 2) {
-    return invalid("count " + std::to_string(args.count) + " overflows the buffer size");
+  const bool perRankBlocks = collective == Collective::AllGather || collective == Collective::ReduceScatter ||
+                             collective == Collective::AllToAll;
+  if (count > static_cast<size_t>(INT64_MAX) / elementSize / (perRankBlocks ? static_cast<size_t>(n) : 1) / 2) {
+    return invalid("count " + std::to_string(count) + " overflows the buffer size");
   }
-  if (args.count == 0) return {};
-  const bool root = args.root == impl_->rank;
-  const bool needSend = !(args.collective == Collective::Broadcast && !root);
-  const bool needRecv = !(args.collective == Collective::Reduce && !root);
-  if (needSend && args.sendbuff == nullptr) return invalid("sendbuff is NULL");
-  if (needRecv && args.recvbuff == nullptr) return invalid("recvbuff is NULL");
-  return {};
+  CollectiveCall call{collective, n, hasRoot(collective) ? root : -1, *type, *reduction, static_cast<int64_t>(count),
+                      false, sendbuff, recvbuff};
+  if (count == 0) return call;
+  const bool atRoot = root == impl_->rank;
+  if (!(collective == Collective::Broadcast && !atRoot) && sendbuff == nullptr) return invalid("sendbuff is NULL");
+  if (!(collective == Collective::Reduce && !atRoot) && recvbuff == nullptr) return invalid("recvbuff is NULL");
+  // NCCL's in-place conditions.
+  const char* send = static_cast<const char*>(sendbuff);
+  const char* recv = static_cast<const char*>(recvbuff);
+  const size_t block = count * elementSize;
+  call.inPlace = send == recv;
+  if (collective == Collective::AllGather) call.inPlace = recv != nullptr && send == recv + impl_->rank * block;
+  if (collective == Collective::ReduceScatter) call.inPlace = send != nullptr && recv == send + impl_->rank * block;
+  return call;
 }
 
-Status Communicator::enqueue(const CollectiveArgs& args, tucclStream_t stream) {
-  if (Status status = check(args); !status) return status;
+Status Communicator::enqueue(const CollectiveCall& call, tucclStream_t stream) {
   if (Status status = impl_->device->checkStream(stream); !status) {
-    return makeError(ErrorCode::InvalidArgument, std::string(collectiveName(args.collective)) + ": " + status.message());
+    return makeError(ErrorCode::InvalidArgument, std::string(collectiveName(call.collective)) + ": " + status.message());
   }
   if (Status status = asyncError(); !status) return status;
-  if (args.count == 0) return {};
+  if (call.count == 0) return {};
   Impl& s = *impl_;
-  const DataType type = *dataTypeOf(args.dataType);
-  const auto elementSize = static_cast<size_t>(dataTypeSize(type));
-  const auto count = static_cast<int64_t>(args.count);
-  const char* send = static_cast<const char*>(args.sendbuff);
-  const char* recv = static_cast<const char*>(args.recvbuff);
-  const size_t block = args.count * elementSize;
-
-  // NCCL's in-place conditions.
-  bool inPlace = send == recv;
-  if (args.collective == Collective::AllGather) inPlace = recv != nullptr && send == recv + s.rank * block;
-  if (args.collective == Collective::ReduceScatter) inPlace = send != nullptr && recv == send + s.rank * block;
-
-  if (s.nRanks == 1) {  // every collective of one rank is a copy of its input
-    if (args.collective == Collective::Reduce || args.collective == Collective::Broadcast || !inPlace) {
-      return s.device->copy(args.recvbuff, args.sendbuff, block, stream);
-    }
-    return {};
-  }
-
-  PlanQuery query;
-  query.collective = args.collective;
-  query.count = count;
-  query.dataType = type;
-  query.root = args.collective == Collective::Broadcast || args.collective == Collective::Reduce ? args.root : -1;
-  // The runtime phase: which configuration group this call runs (the same on every rank).
-  int32_t group = 0;
-  AdaptKey key;
-  std::shared_ptr<AdaptivePolicy> policy;  // the key's, when it has groups to adapt among
-  if (s.adapt) {
-    const auto [entry, groups] = s.plans->entryAndGroupCount(query);
-    const uint64_t bytes = tunerBytes(query, s.nRanks);
-    key = AdaptKey{args.collective, sizeBucket(bytes), entry};
-    Expected<int32_t> chosen = s.adapt->choose(key, groups, bytes, &policy);
-    if (!chosen) {
-      s.fail(chosen.status());
-      return chosen.status();
-    }
-    group = *chosen;
-  }
-  // A group other than the static choice that cannot run here (its plan does not build, or does
-  // not fit the staging with the plans used so far) is dropped for the key and the call runs
-  // group 0. Both reasons are the same on every rank: the same table, query and plan sequence.
-  auto dropGroup = [&](const Status& why) {
-    s.adapt->exclude(key, group, why.message());
-    group = 0;
-  };
-  // Host work before the call (its plan built or loaded), timed only for a key that adapts and
-  // only until the group's first timing (then its plan is cached).
-  const bool timeSetup = policy && policy->timesSetup(group);
-  const auto setupBegin = timeSetup ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  Expected<std::shared_ptr<const CompiledPlan>> compiled = s.plans->planFor(query, group);
-  if (!compiled && group > 0) {
-    dropGroup(compiled.status());
-    compiled = s.plans->planFor(query, group);
-  }
-  if (!compiled) return compiled.status();
-
-  KernelCall call;
-  call.call = CollectiveCall{args.collective, s.nRanks, query.root, type,
-                             usesOp(args.collective) ? *reduceOpOf(args.op) : ReduceOp::Sum, count, inPlace};
-  call.rank = s.rank;
-  call.sendbuff = args.sendbuff;
-  call.recvbuff = args.recvbuff;
-  call.timeoutSeconds = s.options.timeoutSeconds;
-  {
-    std::lock_guard lock(s.mutex);
-    Expected<const PlanPlacement*> placement = s.placementFor(**compiled);
-    if (!placement && group > 0) {
-      dropGroup(placement.status());
-      compiled = s.plans->planFor(query, group);
-      if (!compiled) return compiled.status();
-      placement = s.placementFor(**compiled);
-    }
-    if (!placement && s.adapt && s.proxy) {
-      return makeError(placement.status().code(),
-                       placement.status().message() +
-                           " (across hosts the staging keeps every plan's rings, and the runtime phase's other "
-                           "configuration groups hold staging too: raise TUCCL_STAGING_BYTES, or set TUCCL_ADAPT=0)");
-    }
-    if (!placement) return placement.status();
-    call.plan = *compiled;
-    call.sliceElems = std::max<int64_t>(1, (*compiled)->plan.config.chunkSize / static_cast<int64_t>(elementSize));
-    call.placement = *placement;
-    call.sequence = s.nextSequence++;
-    if (logEnabled(LogLevel::Info) && s.logged.insert((*compiled)->key).second) {
-      logLine(LogLevel::Info, s.rank, (*compiled)->description);
-    }
-  }
-  // The device times the call (its turn to its end) for the runtime phase, on any stream; building
-  // or loading the group's plan, before that, counts into its first call.
-  if (s.adapt) call.testDelayMicros = s.adapt->testDelayMicros(group);
-  if (policy) {
-    if (timeSetup)
-      policy->recordSetup(group, std::chrono::duration<double>(std::chrono::steady_clock::now() - setupBegin).count());
-    call.completed = [policy, group](double seconds) { policy->record(group, seconds); };
-  }
-  Status launched = s.device->launch(call, stream);
-  if (!launched && launched.code() != ErrorCode::Timeout && launched.code() != ErrorCode::Aborted) {
-    // The call holds a sequence number no rank will run past: nothing after it can run.
-    s.fail(launched);
-    s.device->abort();
-  } else if (!launched) {
-    s.fail(launched);
-  }
-  return launched;
+  if (s.nRanks == 1) return s.copyLocally(call, stream);
+  Expected<Impl::Choice> choice = s.choose(s.plans->decide(call));
+  if (!choice) return choice.status();
+  Expected<KernelCall> kernel = s.settle(call, *choice);
+  if (!kernel) return kernel.status();
+  return s.launch(std::move(*kernel), *choice, stream);
 }
 
 Status Communicator::hostAllGather(const void* send, void* recv, size_t bytes) {

@@ -4,9 +4,9 @@
 // Init (collective over the ranks): rendezvous; every rank reports its host, table hash,
 // device kind and staging size, and all must agree (a mismatch is an init error on every rank,
 // never a silent divergence); staging segments are created, exchanged and mapped; then the
-// names are removed. A call: its arguments are checked (InvalidArgument with the reason),
-// the plan for (collective, bytes) comes from the plan cache, its rings are placed on first use,
-// and the device enqueues the rank's kernel. A watchdog thread turns a peer's death into an
+// names are removed. A call: its arguments are converted and checked once (callOf;
+// InvalidArgument with the reason), the plan cache decides it, its plan's rings are placed on
+// first use, and the device enqueues the rank's kernel. A watchdog thread turns a peer's death into an
 // abort of every running and future call (RemoteError) well before the timeout.
 #pragma once
 
@@ -43,17 +43,6 @@ struct CommOptions {
 };
 Expected<CommOptions> commOptionsFromEnvironment();
 
-/// One collective call as the C API received it.
-struct CollectiveArgs {
-  Collective collective = Collective::AllReduce;
-  const void* sendbuff = nullptr;
-  void* recvbuff = nullptr;
-  size_t count = 0;
-  int dataType = 0;  ///< tucclDataType_t
-  int op = 0;        ///< tucclRedOp_t (ignored by AllGather, Broadcast, AllToAll)
-  int root = 0;      ///< Broadcast, Reduce
-};
-
 class Communicator {
  public:
   static Expected<std::unique_ptr<Communicator>> create(const UniqueIdBytes& id, int32_t rank, int32_t nRanks,
@@ -67,10 +56,16 @@ class Communicator {
   DeviceKind deviceKind() const;
   int deviceOrdinal() const;
 
-  /// Checks `args`; InvalidArgument with the reason when they are bad.
-  Status check(const CollectiveArgs& args) const;
-  /// Checks and enqueues (the NULL stream on the CPU device: runs).
-  Status enqueue(const CollectiveArgs& args, tucclStream_t stream);
+  /// The C API's arguments of a call on this communicator as the runtime's call, converted and
+  /// checked once: `dataType` a tucclDataType_t, `op` a tucclRedOp_t (read by the reducing
+  /// collectives), `root` by Broadcast and Reduce; NCCL's in-place condition for this rank.
+  /// InvalidArgument with the reason when they are bad.
+  Expected<CollectiveCall> callOf(Collective collective, const void* sendbuff, void* recvbuff, size_t count,
+                                  int dataType, int op, int root) const;
+  /// Enqueues a call callOf made (the NULL stream on the CPU device: runs): the plan cache decides
+  /// it (one table lookup), the runtime phase chooses its configuration group, its plan is placed,
+  /// and the device launches it.
+  Status enqueue(const CollectiveCall& call, tucclStream_t stream);
   /// Every rank's `bytes` at `send` into `recv` (rank r's at r * bytes), over the bootstrap.
   Status hostAllGather(const void* send, void* recv, size_t bytes);
   /// Waits for the outstanding calls, says goodbye to the peers (bounded), frees.

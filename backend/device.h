@@ -53,10 +53,8 @@ struct CompiledPlan {
 struct KernelCall {
   std::shared_ptr<const CompiledPlan> plan;
   const PlanPlacement* placement = nullptr;  ///< the plan's rings in the staging segments
-  CollectiveCall call;       ///< call.inPlace: NCCL's in-place condition held for this rank
+  CollectiveCall call;       ///< the call as the C API converted it: its buffers, as passed, are mapped by call_buffers.h
   int32_t rank = 0;
-  const void* sendbuff = nullptr;  ///< the user's buffers, as passed (call_buffers.h maps them)
-  void* recvbuff = nullptr;
   int64_t sliceElems = 1;   ///< micro-batch slice: slotBytes / element size
   double timeoutSeconds = 300;
   uint64_t sequence = 0;    ///< the communicator's call number: devices run calls in this order

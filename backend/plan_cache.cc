@@ -526,31 +526,47 @@ std::string PlanCache::tableMismatch() const {
 }
 
 std::pair<int32_t, int32_t> PlanCache::entryAndGroupCount(const PlanQuery& query) const {
+  const CallDecision decision = decide(query);
+  return {decision.entryIndex, decision.groups};
+}
+
+CallDecision PlanCache::decide(const PlanQuery& query) const {
   const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
   const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
-  const TableEntry* entry = matchingEntry(query, table, index, impl_->options);
-  const int32_t fixed = environmentFixesTheChoice(impl_->options) ? 1 : 0;
-  if (entry == nullptr) return {-1, fixed ? 1 : 2};  // candidateGroups: the default and an alternative
-  return {static_cast<int32_t>(entry - table->entries.data()),
-          fixed ? 1 : static_cast<int32_t>(std::min<size_t>(entry->groups.size() + 1, INT32_MAX))};
+  CallDecision decision;
+  decision.query = query;
+  decision.bytes = tunerBytes(query, impl_->options.nRanks);
+  decision.entry = matchTable(query, decision.bytes, table, index).entry;
+  const bool fixed = environmentFixesTheChoice(impl_->options);
+  if (decision.entry == nullptr) {
+    decision.groups = fixed ? 1 : 2;  // candidateGroups: the default and an alternative
+  } else {
+    decision.entryIndex = static_cast<int32_t>(decision.entry - table->entries.data());
+    decision.groups = fixed ? 1 : static_cast<int32_t>(std::min<size_t>(decision.entry->groups.size() + 1, INT32_MAX));
+  }
+  return decision;
 }
 
 Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const PlanQuery& query, int32_t group) {
-  const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
-  const CommIndex* index = impl_->index ? &*impl_->index : nullptr;
   if (Status status = checkPlanQuery(query, impl_->options); !status) return status;
-  const TableEntry* entry = matchingEntry(query, table, index, impl_->options);
+  return planFor(decide(query), group);
+}
+
+Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const CallDecision& decision, int32_t group) {
+  const PlanQuery& query = decision.query;
   // Without an entry the default depends on the size class (defaultFamily): -1 or -2.
-  const int64_t entryKey = entry != nullptr ? entry - table->entries.data()
-                           : defaultFamily(query, impl_->options) == defaultAlgorithmFamily(query.collective) ? -1
-                                                                                                               : -2;
+  const int64_t entryKey = decision.entry != nullptr ? decision.entryIndex
+                           : defaultFamily(query, decision.bytes, impl_->options) == defaultAlgorithmFamily(query.collective)
+                               ? -1
+                               : -2;
   const auto served = std::make_tuple(query.collective, hasRoot(query.collective) ? query.root : -1, entryKey,
-                                      singleTbPolicy(query, impl_->options).has_value(), group);
+                                      singleTbPolicy(decision.bytes, impl_->options).has_value(), group);
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     if (auto it = impl_->served.find(served); it != impl_->served.end()) return it->second;
   }
-  Expected<PlanSelection> selection = selectPlan(query, table, index, impl_->options, group);
+  const TableMatch match{impl_->table ? &*impl_->table : nullptr, decision.entry};
+  Expected<PlanSelection> selection = selectPlan(query, match, impl_->options, group);
   if (!selection) return selection.status();
   PlanResult plan = impl_->planOf(*selection);
   if (plan) {

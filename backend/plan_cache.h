@@ -30,6 +30,7 @@
 #include <string>
 
 #include "backend/device.h"
+#include "support/collective_call.h"
 #include "table/lookup_table.h"
 
 namespace tuccl::backend {
@@ -82,12 +83,18 @@ struct PlanCacheStats {
   bool diskCache = false;        ///< the cache directory is in use (false: memory only)
 };
 
-/// What a call asks for.
-struct PlanQuery {
-  Collective collective = Collective::AllReduce;
-  int64_t count = 0;           ///< NCCL's count of the call
-  DataType dataType = DataType::Float32;
-  int32_t root = -1;           ///< Broadcast / Reduce
+/// What a call asks for: the call itself. The plan cache reads its collective, count, datatype
+/// and root (Broadcast, Reduce); the rank count is the communicator's (PlanCacheOptions).
+using PlanQuery = CollectiveCall;
+
+/// The table's decision for one call, made once (PlanCache::decide: one lookup in the table's
+/// index): everything later steps of the call need from the table.
+struct CallDecision {
+  PlanQuery query;
+  const TableEntry* entry = nullptr;  ///< the entry that decides the call; nullptr: the built-in default
+  int32_t entryIndex = -1;            ///< its index in the table; -1: none
+  int32_t groups = 1;                 ///< the configuration groups the call may run (candidateGroups' size)
+  uint64_t bytes = 0;                 ///< the size NCCL's tuner is asked about (tunerBytes)
 };
 
 class PlanCache {
@@ -103,6 +110,11 @@ class PlanCache {
   /// copies locally); a table entry whose algorithm does not load or prove is an error naming the
   /// table and the entry, never another plan.
   Expected<std::shared_ptr<const CompiledPlan>> planFor(const PlanQuery& query, int32_t group = 0);
+  /// The call's decision: its entry, group count and tuner bytes, in one table lookup.
+  CallDecision decide(const PlanQuery& query) const;
+  /// planFor of a call already decided: no second lookup; a plan served before is found by the
+  /// decision alone.
+  Expected<std::shared_ptr<const CompiledPlan>> planFor(const CallDecision& decision, int32_t group = 0);
   /// The configuration groups `query` may run (plan_selection.h candidateGroups), group 0 first.
   std::vector<ConfigGroup> groupsFor(const PlanQuery& query) const;
   /// Which table entry decides `query`: its index in the table, -1 for none.

@@ -31,12 +31,15 @@ Status checkPlanQuery(const PlanQuery& query, const PlanCacheOptions& options) {
   return {};
 }
 
+TableMatch matchTable(const PlanQuery& query, uint64_t bytes, const LookupTable* table, const CommIndex* index) {
+  if (table == nullptr || index == nullptr) return {};
+  const CompiledDecision* decision = index->lookup(static_cast<int>(query.collective), bytes, kQueryPipeOps, kQueryRegBuff);
+  return {table, decision == nullptr ? nullptr : &table->entries[decision->entryIndex]};
+}
+
 const TableEntry* matchingEntry(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
                                 const PlanCacheOptions& options) {
-  if (table == nullptr || index == nullptr) return nullptr;
-  const CompiledDecision* decision = index->lookup(static_cast<int>(query.collective),
-                                                   tunerBytes(query, options.nRanks), kQueryPipeOps, kQueryRegBuff);
-  return decision == nullptr ? nullptr : &table->entries[decision->entryIndex];
+  return matchTable(query, tunerBytes(query, options.nRanks), table, index).entry;
 }
 
 namespace {
@@ -102,20 +105,28 @@ Status takeEntryAlgorithm(const TableEntry& entry, const PlanCacheOptions& optio
 }  // namespace
 
 std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& options) {
+  return defaultFamily(query, tunerBytes(query, options.nRanks), options);
+}
+
+std::string_view defaultFamily(const PlanQuery& query, uint64_t bytes, const PlanCacheOptions& options) {
   const bool evenNodes = options.nNodes > 1 && options.nRanks % options.nNodes == 0;
   if (evenNodes && (query.collective == Collective::AllReduce || query.collective == Collective::AllGather)) {
     return "hm";
   }
   if (query.collective == Collective::AllReduce && options.nRanks <= kDirectAllReduceMaxRanks &&
-      tunerBytes(query, options.nRanks) <= kDirectAllReduceBytes) {
+      bytes <= kDirectAllReduceBytes) {
     return "direct";
   }
   return defaultAlgorithmFamily(query.collective);
 }
 
 std::optional<TbPolicy> singleTbPolicy(const PlanQuery& query, const PlanCacheOptions& options) {
+  return singleTbPolicy(tunerBytes(query, options.nRanks), options);
+}
+
+std::optional<TbPolicy> singleTbPolicy(uint64_t bytes, const PlanCacheOptions& options) {
   const bool gpu = !options.cudaArch.empty();
-  if (gpu || options.singleTbMaxBytes == 0 || tunerBytes(query, options.nRanks) > options.singleTbMaxBytes) {
+  if (gpu || options.singleTbMaxBytes == 0 || bytes > options.singleTbMaxBytes) {
     return std::nullopt;
   }
   return TbPolicy::Single;
@@ -176,7 +187,7 @@ ConfigGroup defaultAlternative(const PlanQuery& query, std::string_view family, 
 }
 
 // The table's (or the default) choice, before the environment's overrides.
-Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
+Expected<PlanSelection> selectFromTable(const PlanQuery& query, const TableMatch& match,
                                        const PlanCacheOptions& options, int32_t group) {
   PlanSelection selection;
   selection.collective = query.collective;
@@ -185,7 +196,7 @@ Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTabl
   selection.chunkSize = options.defaultChunkSize;
   std::string why;
   std::optional<std::string_view> family;
-  if (const TableEntry* matched = matchingEntry(query, table, index, options); matched != nullptr) {
+  if (const TableEntry* matched = match.entry; matched != nullptr) {
     const TableEntry entry = entryAsGroup(*matched, group);
     selection.entry = matched;
     selection.reason = entrySummary(entry);
@@ -202,7 +213,7 @@ Expected<PlanSelection> selectFromTable(const PlanQuery& query, const LookupTabl
       return selection;
     }
     family = familyOfNcclAlgorithm(entry, query.collective, why);
-  } else if (table == nullptr) {
+  } else if (match.table == nullptr) {
     selection.reason = "no tuning table";
   } else if (!isTunerCollective(query.collective)) {
     selection.reason = "tables hold no " + std::string(collectiveName(query.collective)) + " entries";
@@ -233,7 +244,12 @@ bool environmentFixesTheChoice(const PlanCacheOptions& options) {
 
 std::vector<ConfigGroup> candidateGroups(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
                                          const PlanCacheOptions& options) {
-  if (const TableEntry* entry = matchingEntry(query, table, index, options); entry != nullptr) {
+  return candidateGroups(query, matchTable(query, tunerBytes(query, options.nRanks), table, index), options);
+}
+
+std::vector<ConfigGroup> candidateGroups(const PlanQuery& query, const TableMatch& match,
+                                         const PlanCacheOptions& options) {
+  if (const TableEntry* entry = match.entry; entry != nullptr) {
     std::vector<ConfigGroup> groups = entryGroups(*entry);
     if (environmentFixesTheChoice(options)) groups.resize(1);
     return groups;
@@ -246,11 +262,16 @@ std::vector<ConfigGroup> candidateGroups(const PlanQuery& query, const LookupTab
 
 Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
                                    const PlanCacheOptions& options, int32_t group) {
+  return selectPlan(query, matchTable(query, tunerBytes(query, options.nRanks), table, index), options, group);
+}
+
+Expected<PlanSelection> selectPlan(const PlanQuery& query, const TableMatch& match, const PlanCacheOptions& options,
+                                   int32_t group) {
   if (Status status = checkPlanQuery(query, options); !status) return status;
-  if (group < 0 || (group > 0 && static_cast<size_t>(group) >= candidateGroups(query, table, index, options).size())) {
+  if (group < 0 || (group > 0 && static_cast<size_t>(group) >= candidateGroups(query, match, options).size())) {
     return makeError(ErrorCode::InvalidArgument, "configuration group " + std::to_string(group) + " does not exist");
   }
-  Expected<PlanSelection> selected = selectFromTable(query, table, index, options, group);
+  Expected<PlanSelection> selected = selectFromTable(query, match, options, group);
   if (!selected) return selected;
   PlanSelection& selection = *selected;
   if (group > 0) selection.reason += "; configuration group " + std::to_string(group);

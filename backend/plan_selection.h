@@ -57,14 +57,27 @@ inline constexpr int32_t kDirectAllReduceMaxRanks = 16;
 /// rest inside nodes); else direct AllReduce up to kDirectAllReduceBytes, else
 /// defaultAlgorithmFamily.
 std::string_view defaultFamily(const PlanQuery& query, const PlanCacheOptions& options);
+/// defaultFamily of a query of `bytes` tuner bytes (tunerBytes, computed once by the caller).
+std::string_view defaultFamily(const PlanQuery& query, uint64_t bytes, const PlanCacheOptions& options);
 
 /// TbPolicy::Single for a query of at most options.singleTbMaxBytes tuner bytes whose plans are not
 /// for a GPU (no CUDA architecture: the CPU device); empty otherwise.
 std::optional<TbPolicy> singleTbPolicy(const PlanQuery& query, const PlanCacheOptions& options);
+std::optional<TbPolicy> singleTbPolicy(uint64_t bytes, const PlanCacheOptions& options);
 
 /// Whether libtuccl can plan the query: nRanks >= 2, count >= 0, a root in range for Broadcast
 /// and Reduce, positive defaults; InvalidArgument naming what is wrong.
 Status checkPlanQuery(const PlanQuery& query, const PlanCacheOptions& options);
+
+/// The table as it bears on one query: the table (nullptr: none) and the entry that decides the
+/// query (nullptr: none does).
+struct TableMatch {
+  const LookupTable* table = nullptr;
+  const TableEntry* entry = nullptr;
+};
+/// The one lookup of a query of `bytes` tuner bytes in the table's index (kQueryPipeOps,
+/// kQueryRegBuff). `table` and `index` are both set or both null.
+TableMatch matchTable(const PlanQuery& query, uint64_t bytes, const LookupTable* table, const CommIndex* index);
 
 /// The table entry that decides the query (the tuner's index, kQueryPipeOps, kQueryRegBuff);
 /// nullptr when none does or there is no table.
@@ -82,6 +95,9 @@ bool environmentFixesTheChoice(const PlanCacheOptions& options);
 /// (TUCCL_ALGO, TUCCL_NCHANNELS or TUCCL_CHUNK_SIZE).
 std::vector<ConfigGroup> candidateGroups(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
                                          const PlanCacheOptions& options);
+/// candidateGroups of a query already matched (matchTable).
+std::vector<ConfigGroup> candidateGroups(const PlanQuery& query, const TableMatch& match,
+                                         const PlanCacheOptions& options);
 
 /// Checks the query (checkPlanQuery) and selects configuration group `group` of candidateGroups
 /// (0: the static choice). `table` and `index` are both set or both null. Errors name
@@ -89,6 +105,9 @@ std::vector<ConfigGroup> candidateGroups(const PlanQuery& query, const LookupTab
 /// AllReduce ..."); a group that does not exist is InvalidArgument.
 Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* table, const CommIndex* index,
                                    const PlanCacheOptions& options, int32_t group = 0);
+/// selectPlan of a query already matched (matchTable): no second lookup.
+Expected<PlanSelection> selectPlan(const PlanQuery& query, const TableMatch& match, const PlanCacheOptions& options,
+                                   int32_t group = 0);
 
 /// The table as errors name it: PlanCacheOptions::tablePath, else "the tuning table".
 std::string tableDisplayName(const PlanCacheOptions& options);

@@ -10,10 +10,6 @@
 namespace tuccl {
 namespace {
 
-bool blockSized(Collective collective) {
-  return collective == Collective::ReduceScatter || collective == Collective::AllToAll;
-}
-
 // The reduction of `valueOf(q)` over ranks q, as the kernels compute it: integers in 64 bits
 // wrapped to the type (avg: the wrapped sum divided by n, truncating), floats in float64.
 template <typename ValueOf>
@@ -47,29 +43,6 @@ double reduceOverRanks(const CollectiveCall& call, ValueOf valueOf) {
 }
 
 }  // namespace
-
-int64_t inputElements(const CollectiveCall& call) {
-  return blockSized(call.collective) ? call.nRanks * call.count : call.count;
-}
-
-int64_t outputElements(const CollectiveCall& call) {
-  return call.collective == Collective::AllGather || call.collective == Collective::AllToAll ? call.nRanks * call.count
-                                                                                              : call.count;
-}
-
-Status checkCall(const CollectiveCall& call) {
-  const std::string name(collectiveName(call.collective));
-  if (call.nRanks < 1) return makeError(ErrorCode::InvalidArgument, name + ": nRanks must be at least 1");
-  if (call.count < 0) return makeError(ErrorCode::InvalidArgument, name + ": the element count is negative");
-  if (call.count > std::numeric_limits<int64_t>::max() / dataTypeSize(call.dataType) / call.nRanks) {
-    return makeError(ErrorCode::InvalidArgument, name + ": the element count " + std::to_string(call.count) + " is too large");
-  }
-  if (hasRoot(call.collective) && (call.root < 0 || call.root >= call.nRanks)) {
-    return makeError(ErrorCode::InvalidArgument, name + ": root " + std::to_string(call.root) + " is not a rank in [0, " +
-                                                     std::to_string(call.nRanks) + ")");
-  }
-  return {};
-}
 
 double referenceElement(const CollectiveCall& call, int32_t rank, int64_t index, const InputElement& input) {
   const int64_t c = call.count;

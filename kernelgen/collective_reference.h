@@ -26,28 +26,11 @@
 #include <optional>
 #include <vector>
 
+#include "support/collective_call.h"
 #include "support/status.h"
 #include "support/vocabulary.h"
 
 namespace tuccl {
-
-struct CollectiveCall {
-  Collective collective = Collective::AllReduce;
-  int32_t nRanks = 0;
-  int32_t root = -1;  ///< Broadcast and Reduce: the root rank; ignored by the others
-  DataType dataType = DataType::Float32;
-  ReduceOp op = ReduceOp::Sum;
-  int64_t count = 0;  ///< NCCL's count (elements)
-  bool inPlace = true;
-};
-
-/// Elements of a rank's input (sendbuff) and output (recvbuff) under NCCL's conventions.
-int64_t inputElements(const CollectiveCall& call);
-int64_t outputElements(const CollectiveCall& call);
-
-/// Whether the call is well-formed: at least one rank, a count >= 0 whose buffers fit in memory
-/// sizes, and a root in [0, nRanks) for Broadcast and Reduce.
-Status checkCall(const CollectiveCall& call);
 
 /// Per rank the expected output elements; nullopt where the output is unspecified.
 using RankOutputs = std::vector<std::optional<std::vector<double>>>;

@@ -74,8 +74,8 @@ KernelCall allReduceCall(const std::shared_ptr<const CompiledPlan>& plan, const 
   call.call = CollectiveCall{Collective::AllReduce, plan->plan.nRanks, -1, DataType::Float32, ReduceOp::Sum, count,
                              send == recv};
   call.rank = rank;
-  call.sendbuff = send;
-  call.recvbuff = recv;
+  call.call.sendbuff = send;
+  call.call.recvbuff = recv;
   call.sliceElems = 1024 / 4;
   call.timeoutSeconds = 20;
   call.sequence = sequence;

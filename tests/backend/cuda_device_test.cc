@@ -133,8 +133,8 @@ KernelCall kernelCall(const std::shared_ptr<const CompiledPlan>& plan, const Pla
   call.placement = &placement;
   call.call = data.call;
   call.rank = rank;
-  call.sendbuff = data.input(rank);
-  call.recvbuff = data.outputBuffers[rank].data();
+  call.call.sendbuff = data.input(rank);
+  call.call.recvbuff = data.outputBuffers[rank].data();
   call.sliceElems = kChunkBytes / static_cast<int64_t>(sizeof(float));
   call.timeoutSeconds = timeoutSeconds;
   return call;

@@ -97,7 +97,12 @@ std::shared_ptr<const CompiledPlan> planOrFail(PlanCache& cache, const PlanQuery
 }
 
 PlanQuery query(Collective collective, int64_t count, int32_t root = -1, DataType type = DataType::Float32) {
-  return PlanQuery{collective, count, type, root};
+  PlanQuery query;
+  query.collective = collective;
+  query.count = count;
+  query.dataType = type;
+  query.root = root;
+  return query;
 }
 
 // Runs `body` in a child process; returns its pid.
