@@ -191,6 +191,29 @@ Expected<CommOptions> commOptionsFromEnvironment() {
   return options;
 }
 
+// Whether rank `r`'s report agrees with this rank's (`mine`): RemoteError naming what differs.
+Status sameSettings(const InitReport& theirs, const InitReport& mine, int32_t r) {
+  auto mismatch = [&](const std::string& what) {
+    return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " " + what);
+  };
+  if (!theirs.ok) return mismatch("failed to initialise (its log says why)");
+  if (theirs.tableHash != mine.tableHash) {
+    return mismatch("holds another lookup table (TUCCL_TUNER_TABLE differs): every rank must load the same table");
+  }
+  if (theirs.deviceKind != mine.deviceKind) return mismatch("chose another device (TUCCL_DEVICE differs)");
+  if (theirs.stagingBytes != mine.stagingBytes) return mismatch("has another TUCCL_STAGING_BYTES");
+  if (theirs.planHash != mine.planHash) {
+    return mismatch("plans otherwise (TUCCL_ALGO, TUCCL_NCHANNELS, TUCCL_CHUNK_SIZE, TUCCL_PROTO or "
+                    "TUCCL_STAGING_SLOTS differs): every rank must set them alike");
+  }
+  if (theirs.adaptHash != mine.adaptHash) {
+    return mismatch(
+        "adapts otherwise (TUCCL_ADAPT, TUCCL_ADAPT_SYNC, TUCCL_ADAPT_PROBE, TUCCL_ADAPT_BUDGET, TUCCL_ADAPT_WARMUP "
+        "or TUCCL_ADAPT_FIRST differs)");
+  }
+  return {};
+}
+
 struct Communicator::Impl {
   int32_t rank = 0;
   int32_t nRanks = 1;
@@ -199,6 +222,7 @@ struct Communicator::Impl {
   std::unique_ptr<Device> device;
   std::unique_ptr<PlanCache> plans;
   std::vector<int32_t> hostOf;      ///< by rank: its host, numbered by the host's first rank
+  std::vector<bool> remote;         ///< by rank: on another host
   std::unique_ptr<NetProxy> proxy;  ///< ranks on several hosts: carries their rings (after `device`)
   std::shared_ptr<AdaptiveRuntime> adapt;  ///< the runtime phase; null when off (calls still queued hold it)
 
@@ -243,6 +267,11 @@ struct Communicator::Impl {
   }
 
   Status setup(const UniqueIdBytes& id, int cudaDevice);
+  Status prepare(int cudaDevice);
+  Expected<std::vector<InitReport>> agree(const Status& local);
+  int32_t groupHosts(const std::vector<InitReport>& everyone);
+  Status openStaging(int32_t nHosts);
+  Status startServices(const UniqueIdBytes& id, int32_t nHosts);
   Status startProxy(const UniqueIdBytes& id);
   Status startAdaptation(int32_t nHosts);
   /// Before the communicator uses its bootstrap itself: the runtime phase's exchanges in flight
@@ -388,6 +417,9 @@ Expected<std::unique_ptr<Device>> Communicator::Impl::chooseDevice(PlanCacheOpti
   return createCpuDevice(rank, nRanks);
 }
 
+// Init: connect -> prepare (table, device, plan cache) -> agree -> group the hosts -> open the
+// staging -> start the services. A local failure is reported to every rank at the agreement, so
+// all fail together.
 Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   BootstrapOptions bootstrapOptions;
   bootstrapOptions.timeoutSeconds = options.timeoutSeconds;
@@ -395,15 +427,19 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   Expected<std::unique_ptr<Bootstrap>> connected = Bootstrap::connect(id, rank, nRanks, bootstrapOptions);
   if (!connected) return connected.status();
   bootstrap = std::move(*connected);
+  const Status local = prepare(cudaDevice);
+  Expected<std::vector<InitReport>> everyone = agree(local);
+  if (!everyone) return everyone.status();
+  const int32_t nHosts = groupHosts(*everyone);
+  if (Status opened = openStaging(nHosts); !opened) return opened;
+  return startServices(id, nHosts);
+}
 
-  // Local setup; its failure is reported to every rank below, so all fail together.
-  Status local;
-  std::optional<LookupTable> table;
-  if (Expected<std::optional<LookupTable>> loaded = loadNamedTable(options.tablePath); loaded) {
-    table = std::move(*loaded);
-  } else {
-    local = loaded.status();
-  }
+// This rank's own setup: the table, the device, the plan cache (shaped for one host until the
+// agreement says more).
+Status Communicator::Impl::prepare(int cudaDevice) {
+  Expected<std::optional<LookupTable>> table = loadNamedTable(options.tablePath);
+  if (!table) return table.status();
   PlanCacheOptions planOptions;
   planOptions.nRanks = nRanks;
   planOptions.nNodes = 1;
@@ -415,16 +451,16 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   planOptions.forcedProtocol = options.protocol;
   planOptions.fuse = options.fuse;
   planOptions.tablePath = options.tablePath;
-  if (local) {
-    Expected<std::unique_ptr<Device>> chosen = chooseDevice(planOptions, cudaDevice);
-    if (chosen) {
-      device = std::move(*chosen);
-    } else {
-      local = chosen.status();
-    }
-  }
-  if (local) plans = std::make_unique<PlanCache>(table, planOptions);
+  Expected<std::unique_ptr<Device>> chosen = chooseDevice(planOptions, cudaDevice);
+  if (!chosen) return chosen.status();
+  device = std::move(*chosen);
+  plans = std::make_unique<PlanCache>(std::move(*table), planOptions);
+  return {};
+}
 
+// Every rank's report, all-gathered and compared: every rank fails alike when one failed or
+// holds other settings.
+Expected<std::vector<InitReport>> Communicator::Impl::agree(const Status& local) {
   InitReport mine;
   mine.hostHash = bootstrap->hostHash();
   mine.tableHash = plans ? plans->tableHash() : 0;
@@ -445,53 +481,40 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
     if ((*reports)[r].size() != sizeof(InitReport)) {
       return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " runs another version of libtuccl");
     }
-    InitReport& theirs = everyone[r];
-    std::memcpy(&theirs, (*reports)[r].data(), sizeof(theirs));
-    auto mismatch = [&](const std::string& what) {
-      return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " " + what);
-    };
-    if (!theirs.ok) return mismatch("failed to initialise (its log says why)");
-    if (theirs.tableHash != mine.tableHash) {
-      return mismatch("holds another lookup table (TUCCL_TUNER_TABLE differs): every rank must load the same table");
-    }
-    if (theirs.deviceKind != mine.deviceKind) return mismatch("chose another device (TUCCL_DEVICE differs)");
-    if (theirs.stagingBytes != mine.stagingBytes) return mismatch("has another TUCCL_STAGING_BYTES");
-    if (theirs.planHash != mine.planHash) {
-      return mismatch("plans otherwise (TUCCL_ALGO, TUCCL_NCHANNELS, TUCCL_CHUNK_SIZE, TUCCL_PROTO or "
-                      "TUCCL_STAGING_SLOTS differs): every rank must set them alike");
-    }
-    if (theirs.adaptHash != mine.adaptHash) {
-      return mismatch(
-          "adapts otherwise (TUCCL_ADAPT, TUCCL_ADAPT_SYNC, TUCCL_ADAPT_PROBE, TUCCL_ADAPT_BUDGET, TUCCL_ADAPT_WARMUP "
-          "or TUCCL_ADAPT_FIRST differs)");
-    }
+    std::memcpy(&everyone[r], (*reports)[r].data(), sizeof(InitReport));
+    if (Status same = sameSettings(everyone[r], mine, r); !same) return same;
   }
+  return everyone;
+}
 
-  // Hosts: the ranks of one host hash share memory; the others are reached through the network.
+// The ranks of one host hash share memory; the others are reached through the network. What
+// every rank learnt from the others shapes the plans: the hosts, and the TBs a rank's GPU share
+// runs at once. Answers the number of hosts.
+int32_t Communicator::Impl::groupHosts(const std::vector<InitReport>& everyone) {
   std::vector<uint64_t> hosts;
-  std::vector<bool> remote(static_cast<size_t>(nRanks), false);
+  remote.assign(static_cast<size_t>(nRanks), false);
   hostOf.assign(static_cast<size_t>(nRanks), 0);
   for (int32_t r = 0; r < nRanks; ++r) {
     auto known = std::find(hosts.begin(), hosts.end(), everyone[r].hostHash);
     hostOf[r] = static_cast<int32_t>(known - hosts.begin());
     if (known == hosts.end()) hosts.push_back(everyone[r].hostHash);
-    remote[r] = everyone[r].hostHash != mine.hostHash;
+    remote[r] = everyone[r].hostHash != everyone[rank].hostHash;
   }
-  // What every rank learnt from the others shapes the plans: the hosts, and the TBs a rank's GPU
-  // share runs at once.
-  planOptions.nNodes = static_cast<int32_t>(hosts.size());
-  planOptions.maxBlocksPerRank = blocksPerRank(everyone);
-  if (planOptions.nNodes > 1 || planOptions.maxBlocksPerRank > 0) plans = std::make_unique<PlanCache>(table, planOptions);
+  const auto nHosts = static_cast<int32_t>(hosts.size());
+  plans->setCommunicatorShape(nHosts, blocksPerRank(everyone));
   // A table made for another communicator shape is said once (rank 0), not left to INFO lines.
   if (const std::string mismatch = plans->tableMismatch(); !mismatch.empty() && rank == 0) {
-    warnOnce("table-mismatch " + planOptions.tablePath + " " + std::to_string(nRanks) + "/" +
-                 std::to_string(planOptions.nNodes),
-             "TuCCL: TUCCL_TUNER_TABLE=" + planOptions.tablePath + ":\n" + mismatch);
+    warnOnce("table-mismatch " + options.tablePath + " " + std::to_string(nRanks) + "/" + std::to_string(nHosts),
+             "TuCCL: TUCCL_TUNER_TABLE=" + options.tablePath + ":\n" + mismatch);
   }
-  Status spans;
-  if (hosts.size() > 1) spans = device->setRemoteRanks(remote);
+  return nHosts;
+}
 
-  // Staging: create, exchange (length-prefixed: a CUDA blob is binary), map, then drop the names.
+// Staging: create, exchange (length-prefixed: a CUDA blob is binary), map, then drop the names
+// once every rank mapped every segment (or said it failed).
+Status Communicator::Impl::openStaging(int32_t nHosts) {
+  Status spans;
+  if (nHosts > 1) spans = device->setRemoteRanks(remote);
   Expected<std::string> blob =
       spans ? device->createStaging(static_cast<size_t>(options.stagingBytes)) : Expected<std::string>(spans);
   std::string padded(kBlobBytes, '\0');
@@ -517,33 +540,40 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
     names.emplace_back(raw.data() + 4, length);
   }
   Status opened = device->openStaging(names);
-  // Everyone mapped everything (or failed) before any name goes.
   const std::string verdict(1, opened ? '1' : '0');
   Expected<std::vector<std::string>> verdicts = bootstrap->allGather(verdict);
   device->stagingShared();
   if (!opened) return opened;
   if (!verdicts) return verdicts.status();
   for (int32_t r = 0; r < nRanks; ++r) {
-    if ((*verdicts)[r] != "1") return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " could not map the staging segments");
+    if ((*verdicts)[r] != "1") {
+      return makeError(ErrorCode::RemoteError, "rank " + std::to_string(r) + " could not map the staging segments");
+    }
   }
   allocator = std::make_unique<StagingAllocator>(nRanks, options.stagingBytes);
+  return {};
+}
+
+// The services of a running communicator: the device's error sink, the inter-node proxy (several
+// hosts), the runtime phase (TUCCL_ADAPT), the watchdog.
+Status Communicator::Impl::startServices(const UniqueIdBytes& id, int32_t nHosts) {
   device->setErrorSink([this](const Status& status) { fail(status); });
-  if (hosts.size() > 1) {
+  if (nHosts > 1) {
     if (Status started = startProxy(id); !started) return started;
   }
   if (options.adapt.enabled) {
-    if (Status started = startAdaptation(static_cast<int32_t>(hosts.size())); !started) return started;
+    if (Status started = startAdaptation(nHosts); !started) return started;
   }
   startWatchdog();
-  logLine(LogLevel::Info, rank,
+  const uint64_t tableHash = plans->tableHash();
+  logLine(LogLevel::Info, kLogInit, rank,
           "communicator of " + std::to_string(nRanks) + " ranks" +
-              (hosts.size() > 1 ? " (" + std::to_string(hosts.size()) + " hosts)" : std::string()) + " on " +
+              (nHosts > 1 ? " (" + std::to_string(nHosts) + " hosts)" : std::string()) + " on " +
               (device->kind() == DeviceKind::Cuda ? "GPU " + std::to_string(device->deviceOrdinal())
                                                   : std::string("the CPU device")) +
-              ", staging " +
-              formatByteSize(static_cast<uint64_t>(options.stagingBytes)) + " per rank, timeout " +
+              ", staging " + formatByteSize(static_cast<uint64_t>(options.stagingBytes)) + " per rank, timeout " +
               formatSeconds(options.timeoutSeconds) + ", " +
-              (mine.tableHash == 0 ? std::string("no table") : "table hash " + std::to_string(mine.tableHash)));
+              (tableHash == 0 ? std::string("no table") : "table hash " + std::to_string(tableHash)));
   return {};
 }
 

@@ -481,6 +481,16 @@ PlanCache::PlanCache(std::optional<LookupTable> table, PlanCacheOptions options)
 
 uint64_t PlanCache::tableHash() const { return impl_->tableHash; }
 
+void PlanCache::setCommunicatorShape(int32_t nNodes, int32_t maxBlocksPerRank) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  PlanCacheOptions& o = impl_->options;
+  if (o.nNodes == nNodes && o.maxBlocksPerRank == maxBlocksPerRank) return;
+  o.nNodes = nNodes;
+  o.maxBlocksPerRank = maxBlocksPerRank;
+  if (impl_->table) impl_->index = CommIndex::build(*impl_->table, CommKey{o.nNodes, o.nRanks, o.topology});
+  impl_->served.clear();
+}
+
 std::vector<ConfigGroup> PlanCache::groupsFor(const PlanQuery& query) const {
   const LookupTable* table = impl_->table ? &*impl_->table : nullptr;
   const CommIndex* index = impl_->index ? &*impl_->index : nullptr;

@@ -104,6 +104,9 @@ class PlanCache {
 
   /// A hash of the table's content (0 without a table); the ranks compare it at init.
   uint64_t tableHash() const;
+  /// The communicator's shape as the ranks' agreement found it: its hosts (the plans' node count)
+  /// and the TBs one rank runs at once (0: no limit). Before the first plan only.
+  void setCommunicatorShape(int32_t nNodes, int32_t maxBlocksPerRank);
   /// The plan for `query` run as configuration group `group` (0: the static choice); the same on
   /// every rank for the same table, query and group. Thread-safe:
   /// concurrent calls for one plan build it once. nRanks 1 is InvalidArgument (the communicator
