@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "backend/adaptive_runtime.h"
+#include "adapt/runtime.h"
 #include "backend/bootstrap.h"
 #include "backend/device.h"
 #include "support/status.h"

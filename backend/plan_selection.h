@@ -88,7 +88,7 @@ const TableEntry* matchingEntry(const PlanQuery& query, const LookupTable* table
 bool environmentFixesTheChoice(const PlanCacheOptions& options);
 
 /// The configuration groups libtuccl may run for `query`, group 0 (the static choice) first — the
-/// runtime phase (backend/adaptive_runtime.h) switches among them: the matching table entry's
+/// runtime phase (adapt/runtime.h) switches among them: the matching table entry's
 /// (table/lookup_table.h entryGroups); without one, the built-in default family and an
 /// alternative (ring for hm and direct, direct for ring, binomial for chain and back; else the
 /// same family on half the default slice, at least 4 KiB). One group when the environment fixes the choice

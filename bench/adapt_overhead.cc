@@ -1,4 +1,4 @@
-// The runtime phase's host work per call (backend/adaptive_runtime.h), counted in one process:
+// The runtime phase's host work per call (adapt/runtime.h), counted in one process:
 // what TUCCL_ADAPT=1 adds to every collective call before it reaches the device, beside the
 // cheapest thing a call could do instead (nothing) and the cost of timing a call (two clock
 // reads), which the runtime pays only for the calls its policy asks to time.
@@ -22,12 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/adaptive_runtime.h"
+#include "adapt/runtime.h"
 
 namespace {
 
 using namespace tuccl;
-using namespace tuccl::backend;
 using Clock = std::chrono::steady_clock;
 
 double nsSince(Clock::time_point begin, uint64_t calls) {

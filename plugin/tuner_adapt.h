@@ -10,7 +10,7 @@
 // Joining: at init every rank joins the rendezvous (rendezvous.h) with its settings; unless every
 // rank of the communicator joined with the same settings within the timeout, no rank adapts (so a
 // rank without a rendezvous never sees others explore). Agreement: the decision rule is
-// libtuccl's (table/adaptation.h). Calls are counted per key;
+// libtuccl's (adapt/policy.h). Calls are counted per key;
 // NCCL asks getCollInfo for the same collectives in the same order on every rank, so every rank
 // reaches an agreement call (every TUCCL_ADAPT_SYNC calls of a key) at the same count, publishes
 // its summary and applies the round's single outcome. A round that cannot be completed (a rank's
@@ -34,8 +34,8 @@
 #include <optional>
 #include <string>
 
-#include "plugin/rendezvous.h"
-#include "table/adaptation.h"
+#include "adapt/rendezvous.h"
+#include "adapt/policy.h"
 #include "tuccl/nccl_tuner.h"
 
 namespace tuccl {

@@ -11,7 +11,7 @@
 #include <iostream>
 #include <string>
 
-#include "plugin/rendezvous_server.h"
+#include "adapt/rendezvous_server.h"
 #include "tools/cli.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "table/adaptation.h"
+#include "support/statistics.h"
 #include "tune/profiler.h"
 
 namespace tuccl {

@@ -27,7 +27,7 @@ struct Measurement {
   /// measurement, e.g. a command without {reps}, has one sample.)
   double timeUs = std::numeric_limits<double>::infinity();
   /// The 95 % interval of the median (McGill's notch, median +- 1.58 IQR / sqrt(n): the statistic
-  /// the runtime phase switches on, table/adaptation.h); [timeUs, timeUs] for one sample;
+  /// the runtime phase switches on, adapt/policy.h); [timeUs, timeUs] for one sample;
   /// [0, inf) where nothing is known.
   double lowUs = 0;
   double highUs = std::numeric_limits<double>::infinity();

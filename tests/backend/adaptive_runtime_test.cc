@@ -1,8 +1,8 @@
-// The runtime phase of libtuccl across processes (backend/adaptive_runtime.h): a configuration
+// The runtime phase of libtuccl across processes (adapt/runtime.h): a configuration
 // group made slow on purpose (TUCCL_TEST_DELAY_GROUP) is left by every rank at the same call,
 // every call's result is checked, the learned table is written and the next run starts from it,
 // and a changed topology signature makes it start afresh. Also the runtime's pieces in process.
-#include "backend/adaptive_runtime.h"
+#include "adapt/runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -19,9 +19,9 @@
 namespace tuccl::testing {
 namespace {
 
-using backend::AdaptKey;
-using backend::AdaptiveRuntime;
-using backend::AdaptSettings;
+using tuccl::AdaptKey;
+using tuccl::AdaptiveRuntime;
+using tuccl::AdaptSettings;
 
 const std::string kRank = TUCCL_COLLECTIVES_RANK;
 
@@ -159,23 +159,23 @@ TEST(AdaptiveRuntime, EveryRankLeavesASlowGroupAtTheSameCallAndTheNextRunStartsT
 
 TEST(AdaptiveRuntime, OffAndBadSettingsAreRefusedByName) {
   setenv("TUCCL_ADAPT", "maybe", 1);
-  Expected<AdaptSettings> bad = backend::adaptSettingsFromEnvironment("");
+  Expected<AdaptSettings> bad = adaptSettingsFromEnvironment("");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.status().message().find("TUCCL_ADAPT=maybe"), std::string::npos);
   unsetenv("TUCCL_ADAPT");
-  Expected<AdaptSettings> unset = backend::adaptSettingsFromEnvironment("");
+  Expected<AdaptSettings> unset = adaptSettingsFromEnvironment("");
   ASSERT_TRUE(unset);
   EXPECT_FALSE(unset->enabled) << "off unless turned on";
   EXPECT_EQ(unset->warmup, kDefaultAdaptWarmup);
   EXPECT_TRUE(unset->file.empty()) << "no cache directory, no learned table";
   setenv("TUCCL_ADAPT", "0", 1);
   setenv("TUCCL_TEST_DELAY_GROUP", "1-5", 1);
-  Expected<AdaptSettings> delay = backend::adaptSettingsFromEnvironment("");
+  Expected<AdaptSettings> delay = adaptSettingsFromEnvironment("");
   ASSERT_FALSE(delay);
   EXPECT_NE(delay.status().message().find("TUCCL_TEST_DELAY_GROUP=1-5: expected <group>:<microseconds>"),
             std::string::npos);
   setenv("TUCCL_TEST_DELAY_GROUP", "1:5", 1);
-  Expected<AdaptSettings> off = backend::adaptSettingsFromEnvironment("/tmp/cache");
+  Expected<AdaptSettings> off = adaptSettingsFromEnvironment("/tmp/cache");
   ASSERT_TRUE(off);
   EXPECT_FALSE(off->enabled);
   EXPECT_EQ(off->delayGroup, 1);
@@ -193,7 +193,7 @@ TEST(AdaptiveRuntime, OffAndBadSettingsAreRefusedByName) {
         std::tuple{"TUCCL_ADAPT_BUDGET", "60", "a percentage from 0.1 to 50"},
         std::tuple{"TUCCL_ADAPT_BUDGET", "3%", "a percentage from 0.1 to 50"}}) {
     setenv(name, value, 1);
-    Expected<AdaptSettings> refused = backend::adaptSettingsFromEnvironment("");
+    Expected<AdaptSettings> refused = adaptSettingsFromEnvironment("");
     unsetenv(name);
     ASSERT_FALSE(refused) << name << "=" << value;
     EXPECT_NE(refused.status().message().find(std::string(name) + "=" + value), std::string::npos)
@@ -203,7 +203,7 @@ TEST(AdaptiveRuntime, OffAndBadSettingsAreRefusedByName) {
   setenv("TUCCL_ADAPT_SYNC", "16", 1);
   setenv("TUCCL_ADAPT_PROBE", "64", 1);
   setenv("TUCCL_ADAPT_BUDGET", "5", 1);
-  Expected<AdaptSettings> counts = backend::adaptSettingsFromEnvironment("");
+  Expected<AdaptSettings> counts = adaptSettingsFromEnvironment("");
   unsetenv("TUCCL_ADAPT_SYNC");
   unsetenv("TUCCL_ADAPT_PROBE");
   unsetenv("TUCCL_ADAPT_BUDGET");
@@ -246,7 +246,7 @@ TEST(AdaptiveRuntime, AgreedTimesChooseAndExcludedGroupsNeverRun) {
   AdaptiveRuntime runtime(settings, 0, 1, 7, 0, [](const std::string& bytes) -> Expected<std::vector<std::string>> {
     return std::vector<std::string>{bytes};
   });
-  const AdaptKey key{Collective::AllReduce, backend::sizeBucket(1 << 20), -1};
+  const AdaptKey key{Collective::AllReduce, sizeBucket(1 << 20), -1};
   for (int call = 0; call < 200; ++call) {
     const int32_t group = *runtime.choose(key, 3, 1 << 20);
     runtime.record(key, group, group == 2 ? 0.001 : 0.004);
@@ -263,10 +263,10 @@ TEST(AdaptiveRuntime, AgreedTimesChooseAndExcludedGroupsNeverRun) {
     runtime.record(key, group, group == 1 ? 0.002 : 0.004);
   }
   EXPECT_EQ(runtime.best(key), 1);
-  EXPECT_EQ(backend::sizeBucket(0), 0);
-  EXPECT_EQ(backend::sizeBucket(1), 0);
-  EXPECT_EQ(backend::sizeBucket(4096), 12);
-  EXPECT_EQ(backend::sizeBucket(8191), 12);
+  EXPECT_EQ(sizeBucket(0), 0);
+  EXPECT_EQ(sizeBucket(1), 0);
+  EXPECT_EQ(sizeBucket(4096), 12);
+  EXPECT_EQ(sizeBucket(8191), 12);
 }
 
 // A key's first agreement waits until its calls pay for an exchange within the budget, judged
@@ -280,7 +280,7 @@ TEST(AdaptiveRuntime, AKeyAgreesOnlyOnceItsCallsPayForAnExchange) {
     ++exchanges;
     return std::vector<std::string>{bytes};
   });
-  const AdaptKey tiny{Collective::AllReduce, backend::sizeBucket(8), -1};
+  const AdaptKey tiny{Collective::AllReduce, sizeBucket(8), -1};
   for (int call = 0; call < 6000; ++call) {
     ASSERT_EQ(*runtime.choose(tiny, 2, 8), 0);
     runtime.record(tiny, 0, 5e-6);
@@ -290,7 +290,7 @@ TEST(AdaptiveRuntime, AKeyAgreesOnlyOnceItsCallsPayForAnExchange) {
   for (int call = 0; call < 670; ++call) runtime.record(tiny, *runtime.choose(tiny, 2, 8), 5e-6);
   runtime.quiesce();
   EXPECT_EQ(exchanges, 1) << "6,670 do";
-  const AdaptKey huge{Collective::AllReduce, backend::sizeBucket(uint64_t{1} << 30), -1};
+  const AdaptKey huge{Collective::AllReduce, sizeBucket(uint64_t{1} << 30), -1};
   for (int call = 0; call < 17; ++call) {
     ASSERT_EQ(*runtime.choose(huge, 2, uint64_t{1} << 30), 0);
     runtime.record(huge, 0, 2e-3);
@@ -309,7 +309,7 @@ TEST(AdaptiveRuntime, KeysWarmUpBeforeTheyAreExploredUnlessLearned) {
   settings.rule.syncEvery = 4;
   settings.rule.budget = 0.5;
   settings.file = scratchDir("warmup") + "/learned.json";
-  const AdaptKey key{Collective::AllGather, backend::sizeBucket(1 << 16), 3};
+  const AdaptKey key{Collective::AllGather, sizeBucket(1 << 16), 3};
   std::atomic<int> exchanges = 0;
   auto self = [&exchanges](const std::string& bytes) -> Expected<std::vector<std::string>> {
     ++exchanges;

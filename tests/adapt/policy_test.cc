@@ -1,8 +1,8 @@
-// The runtime phase's decision rule (table/adaptation.h), driven as a communicator would: every
+// The runtime phase's decision rule (adapt/policy.h), driven as a communicator would: every
 // simulated rank records its own (noisy) timings; when an agreement is due every rank's summary
 // is taken, and every rank applies all of them at the same later call (the policy's lag), as
 // libtuccl's background exchange does. Every rank must choose the same group for every call.
-#include "table/adaptation.h"
+#include "adapt/policy.h"
 
 #include <gtest/gtest.h>
 

@@ -46,7 +46,7 @@
 // rank (libtuccl: exchangeLag() calls later, from agreed times, the first at once; the tuner
 // plugin: always at once).
 //
-// Standard library only: libtuccl (backend/adaptive_runtime.h, agreeing over its bootstrap) and
+// Standard library only: libtuccl (adapt/runtime.h, agreeing over its bootstrap) and
 // the tuner plugin (plugin/tuner_adapt.h, agreeing through a rendezvous) share it.
 #pragma once
 
@@ -58,6 +58,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/statistics.h"
 #include "support/status.h"
 
 namespace tuccl {
@@ -113,12 +114,6 @@ struct AgreedTime {
   uint64_t samples = 0;
   double first = 0;  ///< the slowest rank's first call of the group (it built or loaded the plan); 0: unknown
 };
-
-/// The median of `samples` (reordered) and the half-width of its 95 % interval (McGill, Tukey and
-/// Larsen's notch, 1.58 IQR / sqrt(n); 0 for fewer than 2 samples).
-std::pair<double, double> medianAndHalfWidth(std::vector<double> samples);
-/// Quantile q of `sorted` (ascending, not empty) by linear interpolation between order statistics.
-double quantileOfSorted(const std::vector<double>& sorted, double q);
 
 class AdaptivePolicy {
  public:

@@ -1,5 +1,5 @@
 // The TCP store of the tuner's runtime phase (rendezvous_server.h).
-#include "plugin/rendezvous_server.h"
+#include "adapt/rendezvous_server.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "plugin/rendezvous_store.h"
+#include "adapt/rendezvous_store.h"
 
 namespace tuccl {
 namespace {

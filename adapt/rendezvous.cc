@@ -1,5 +1,5 @@
 // The agreement rounds of the tuner plugin's runtime phase (rendezvous.h).
-#include "plugin/rendezvous.h"
+#include "adapt/rendezvous.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,10 +1,10 @@
-// The rendezvous of the tuner's runtime phase (plugin/rendezvous.h) over both stores, a directory
-// and the TCP store (plugin/rendezvous_server.h), with the ranks of a communicator as threads:
+// The rendezvous of the tuner's runtime phase (adapt/rendezvous.h) over both stores, a directory
+// and the TCP store (adapt/rendezvous_server.h), with the ranks of a communicator as threads:
 // every rank that gets an outcome of a round gets the same one — also when some ranks time out
 // while others see every summary — and the names go at finish.
-#include "plugin/rendezvous.h"
+#include "adapt/rendezvous.h"
 
-#include "plugin/rendezvous_server.h"
+#include "adapt/rendezvous_server.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

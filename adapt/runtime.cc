@@ -1,5 +1,5 @@
 // The runtime phase in a communicator (adaptive_runtime.h).
-#include "backend/adaptive_runtime.h"
+#include "adapt/runtime.h"
 
 #include <algorithm>
 #include <bit>
@@ -21,7 +21,7 @@
 #include "support/hash.h"
 #include "support/text_values.h"
 
-namespace tuccl::backend {
+namespace tuccl {
 namespace {
 
 constexpr const char* kLearnedFormat = "tuccl-adaptation";
@@ -517,4 +517,4 @@ uint64_t topologySignatureOf(const std::vector<std::string>& descriptions, int32
   return hash;
 }
 
-}  // namespace tuccl::backend
+}  // namespace tuccl

@@ -1,5 +1,5 @@
 // The rendezvous stores: a shared directory, and the client of a TCP store (rendezvous_store.h).
-#include "plugin/rendezvous_store.h"
+#include "adapt/rendezvous_store.h"
 
 #include <fcntl.h>
 #include <netdb.h>

@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/rendezvous_store.h"
+#include "adapt/rendezvous_store.h"
 #include "support/status.h"
 
 namespace tuccl {

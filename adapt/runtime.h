@@ -36,17 +36,17 @@
 #include <tuple>
 #include <vector>
 
-#include "table/adaptation.h"
+#include "adapt/policy.h"
 #include "support/status.h"
 #include "support/vocabulary.h"
 
-namespace tuccl::backend {
+namespace tuccl {
 
 /// Settings from the environment (README "Environment"); an error names the variable.
 struct AdaptSettings {
   /// TUCCL_ADAPT: 1 or 0 (default: off until bench/tuned_vs_default.sh shows it never loses).
   bool enabled = false;
-  /// TUCCL_ADAPT_WARMUP (kDefaultAdaptWarmup, table/adaptation.h): calls of a key that run
+  /// TUCCL_ADAPT_WARMUP (kDefaultAdaptWarmup, adapt/policy.h): calls of a key that run
   /// group 0 before it is explored; a key the learned table knows starts at once.
   int32_t warmup = kDefaultAdaptWarmup;
   /// TUCCL_ADAPT_FIRST: calls of a key after its warm-up before its first agreement; -1: when
@@ -70,7 +70,6 @@ struct AdaptKey {
   int32_t entry = -1;
   friend auto operator<=>(const AdaptKey&, const AdaptKey&) = default;
 };
-using ::tuccl::sizeBucket;  // table/adaptation.h
 
 class AdaptiveRuntime {
  public:
@@ -161,4 +160,4 @@ class AdaptiveRuntime {
 std::string localTopologyDescription();
 uint64_t topologySignatureOf(const std::vector<std::string>& descriptions, int32_t nHosts);
 
-}  // namespace tuccl::backend
+}  // namespace tuccl

@@ -1,5 +1,5 @@
 // The adaptive choice of configuration groups (adaptation.h).
-#include "table/adaptation.h"
+#include "adapt/policy.h"
 
 #include <algorithm>
 #include <bit>
@@ -26,18 +26,8 @@ struct GroupSummary {
 };
 static_assert(sizeof(SummaryHeader) == 8 && sizeof(GroupSummary) == 32);
 
-/// McGill, Tukey and Larsen (1978), "Variations of box plots": medians whose notches,
-/// median +- 1.58 IQR / sqrt(n), do not overlap differ at roughly the 95 % level.
-constexpr double kNotch = 1.58;
-
-/// sqrt(n) of a sample count by Newton's iteration, and the ceiling of a call count: the tuner
-/// plugin links the C library alone, and std::sqrt and std::ceil may call libm.
-double sqrtOfCount(size_t n) {
-  const auto x = static_cast<double>(n);
-  double r = x > 1 ? x / 2 : 1;
-  for (int i = 0; i < 64; ++i) r = (r + x / r) / 2;
-  return r;
-}
+/// The ceiling of a call count: the tuner plugin links the C library alone, and std::ceil may
+/// call libm.
 double ceilOf(double x) {
   if (!(x > -1e18 && x < 1e18)) return x;  // NaN and the huge stay as they are
   const auto t = static_cast<double>(static_cast<int64_t>(x));
@@ -90,23 +80,6 @@ Expected<AdaptationSwitches> adaptationSwitchesFromEnvironment() {
 }
 
 int32_t sizeBucket(uint64_t bytes) { return bytes == 0 ? 0 : static_cast<int32_t>(std::bit_width(bytes)) - 1; }
-
-double quantileOfSorted(const std::vector<double>& sorted, double q) {
-  const double at = q * static_cast<double>(sorted.size() - 1);
-  const auto low = static_cast<size_t>(at);
-  const size_t high = std::min(low + 1, sorted.size() - 1);
-  return sorted[low] + (sorted[high] - sorted[low]) * (at - static_cast<double>(low));
-}
-
-std::pair<double, double> medianAndHalfWidth(std::vector<double> samples) {
-  if (samples.empty()) return {-1, 0};
-  std::sort(samples.begin(), samples.end());
-  const size_t n = samples.size();
-  auto quantile = [&](double q) { return quantileOfSorted(samples, q); };
-  const double median = quantile(0.5);
-  if (n < 2) return {median, 0};
-  return {median, kNotch * (quantile(0.75) - quantile(0.25)) / sqrtOfCount(n)};
-}
 
 AdaptivePolicy::AdaptivePolicy(int32_t groups, AdaptationOptions options)
     : groups_(std::clamp(groups, 1, kMaxPolicyGroups)), options_(options) {
