@@ -287,13 +287,10 @@ Expected<Plan> PlanCache::Impl::buildFromAlgorithm(const Program& program, const
   if (xml) {
     if (Status status = checkXmlFitsCall(program.name, algorithm, selection); !status) return status;
   }
-  try {
-    Plan plan = buildPlan(algorithm, request);
-    ++counters.plansBuilt;
-    return plan;
-  } catch (const std::exception& error) {
-    return makeError(ErrorCode::Internal, program.name, {}, std::string("scheduling failed: ") + error.what());
-  }
+  Expected<Plan> plan = buildPlan(algorithm, request);
+  if (!plan) return makeError(ErrorCode::Internal, program.name, {}, "scheduling failed: " + plan.status().message());
+  ++counters.plansBuilt;
+  return plan;
 }
 
 void PlanCache::Impl::noteDamaged(std::string_view name) {

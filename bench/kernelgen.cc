@@ -24,6 +24,7 @@
 
 #include "kernelgen/codegen.h"
 #include "kernelgen/nvrtc.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 
 namespace {
@@ -63,7 +64,7 @@ Row measure(const std::string& name, int ranks, const Options& options) {
     std::fprintf(stderr, "%s\n", algorithm.status().toString().c_str());
     _exit(2);
   }
-  const tuccl::Plan plan = tuccl::buildPlan(*algorithm, tuccl::PlanRequest{});
+  tuccl::Plan plan = tuccl::buildPlan(*algorithm, tuccl::PlanRequest{}).value();
   row.planSeconds = secondsSince(start);
   for (const tuccl::PlanRank& rank : plan.ranks) {
     for (const tuccl::PlanTb& tb : rank.tbs) row.entries += static_cast<long long>(tb.entries.size());

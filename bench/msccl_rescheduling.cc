@@ -141,10 +141,10 @@ int run(int argc, char** argv) {
     request.config.chunkSize = options.chunkSize;
     request.config.nChannels = options.hpdsChannels;  // 0: the file's nchannels (HPDS), 1 (as written)
     request.mscclSchedule = &loaded->msccl->schedule;
-    const tuccl::Plan hpds = tuccl::buildPlan(algorithm, request);
+    const tuccl::Plan hpds = tuccl::buildPlan(algorithm, request).value();
     request.scheduler = tuccl::Scheduler::AsWritten;
     request.config.nChannels = 0;
-    tuccl::Expected<tuccl::Plan> written = tuccl::tryBuildPlan(algorithm, request);
+    tuccl::Expected<tuccl::Plan> written = tuccl::buildPlan(algorithm, request);
     if (!written) {
       std::printf("# %s: as written: %s\n", name.c_str(), written.status().message().c_str());
       continue;

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "lang/load_algorithm.h"
 #include "sim/lower_bound.h"
 #include "sim/metrics.h"
 #include "sim/network.h"
@@ -165,7 +166,7 @@ int run(int argc, char** argv) {
           request.scheduler = tuccl::parseScheduler(scheduler).value();
           request.config.chunkSize = chunk;
           request.config.nChannels = static_cast<int32_t>(channels);
-          c.plans.back().push_back(tuccl::buildPlan(algorithm, request));
+          c.plans.back().push_back(tuccl::buildPlan(algorithm, request).value());
         }
       }
       cases.push_back(std::move(c));

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "sim/reference_simulator.h"
 #include "sim/simulator.h"
@@ -93,7 +94,7 @@ int measure(int out, tuccl::Collective collective, int32_t ranks, int32_t perNod
   const tuccl::Algorithm algorithm = tuccl::loadRescclAlgorithm(path, ranks, perNode).value();
   tuccl::PlanRequest request;
   request.config.nChannels = 0;  // the program's hint, as tuccl-sim
-  const tuccl::Plan plan = tuccl::buildPlan(algorithm, request);
+  const tuccl::Plan plan = tuccl::buildPlan(algorithm, request).value();
   const double planSeconds = secondsSince(start);
   const double planPeakMiB = statusMiB("VmHWM");
   for (const int64_t bytes : sizes) {

@@ -85,4 +85,17 @@ Expected<LoadedAlgorithm> loadProvedAlgorithmFile(const std::string& path, const
   return loadProvedAlgorithm(std::move(source), parameters);
 }
 
+Expected<Algorithm> loadRescclAlgorithm(const std::string& path, const RescclParameters& parameters) {
+  Expected<LoadedAlgorithm> loaded = loadProvedAlgorithmFile(path, parameters);
+  if (!loaded) return loaded.status();
+  return std::move(loaded->algorithm);
+}
+
+Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode) {
+  RescclParameters parameters;
+  if (nRanks > 0) parameters.emplace_back("nRanks", nRanks);
+  if (gpusPerNode > 0) parameters.emplace_back("GPUPerNode", gpusPerNode);
+  return loadRescclAlgorithm(path, parameters);
+}
+
 }  // namespace tuccl

@@ -9,6 +9,7 @@
 // overrides are refused for XML, which has no parameters.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,5 +55,12 @@ Status proveAlgorithm(const Algorithm& algorithm, const std::string& fileName);
 Expected<LoadedAlgorithm> loadProvedAlgorithm(SourceText source, const RescclParameters& parameters);
 /// As loadProvedAlgorithm, reading the file at `path` (IoError naming it when it cannot be read).
 Expected<LoadedAlgorithm> loadProvedAlgorithmFile(const std::string& path, const RescclParameters& parameters);
+
+/// loadProvedAlgorithmFile's algorithm alone (the benchmarks, the tuner's sketch candidates and
+/// the tests load the example programs so).
+Expected<Algorithm> loadRescclAlgorithm(const std::string& path, const RescclParameters& parameters);
+/// The same at a shape: the ResCCLang parameters nRanks and GPUPerNode set to `nRanks` and
+/// `gpusPerNode` where they are > 0.
+Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode);
 
 }  // namespace tuccl

@@ -1,7 +1,6 @@
-// The whole compile as two calls, shared by tuccl-compile, the simulator, the kernel generator's
-// tests and the benchmarks: an algorithm from a ResCCLang file at a given shape (parsed and
-// proved), and a plan from an algorithm and a request (DAG -> pipeline -> TB allocation ->
-// lowering -> validation).
+// A plan from an algorithm and a request in one call (DAG -> pipeline -> TB allocation ->
+// lowering -> validation), shared by tuccl-compile, the simulator, libtuccl's plan cache, the
+// tests and the benchmarks. The algorithm comes from lang/load_algorithm.h.
 #pragma once
 
 #include <cstdint>
@@ -52,21 +51,9 @@ struct PlanRequest {
 inline constexpr std::string_view kAsWrittenNeedsXml = "as-written needs an MSCCL XML input";
 
 /// Schedules, allocates TBs and lowers. An error status for what the input can cause: as-written
-/// without a schedule (kAsWrittenNeedsXml), a schedule as-written cannot run (as_written.h).
-/// Throws std::logic_error when the plan fails validatePlan (a scheduler bug).
-Expected<Plan> tryBuildPlan(const Algorithm& algorithm, const PlanRequest& request);
-
-/// tryBuildPlan for requests known to be good: throws std::invalid_argument with the error's
-/// message where tryBuildPlan returns one.
-Plan buildPlan(const Algorithm& algorithm, const PlanRequest& request);
-
-/// Reads and runs a ResCCLang program with nRanks / GPUPerNode overridden (when > 0) and proves it
-/// with the semantic checker; an error status naming file:line:col on a bad program or a failed proof.
-Expected<Algorithm> loadRescclAlgorithm(const std::string& path, int32_t nRanks, int32_t gpusPerNode);
-
-/// As loadRescclAlgorithm, for a program already in memory (an embedded built-in, a table's
-/// file read once): `name` names it in diagnostics and is the default AlgoName's source.
-Expected<Algorithm> loadRescclAlgorithmFromText(const std::string& name, std::string text,
-                                                const RescclParameters& parameters);
+/// without a schedule (InvalidArgument, kAsWrittenNeedsXml), a schedule as-written cannot run
+/// (as_written.h); Internal for a plan that fails validatePlan, or a stage that found the
+/// algorithm, DAG, pipeline and allocation disagreeing (a scheduler bug).
+Expected<Plan> buildPlan(const Algorithm& algorithm, const PlanRequest& request);
 
 }  // namespace tuccl

@@ -97,19 +97,34 @@ bool writePlanFile(const std::filesystem::path& path, const tuccl::Plan& plan, i
 
 int32_t tbsOf(const tuccl::Plan& plan, int32_t rank) { return static_cast<int32_t>(plan.ranks[rank].tbs.size()); }
 
+// A plan buildPlan refused: a request the input cannot serve (as-written for a ResCCLang program,
+// a file whose schedule deadlocks as written) is the user's to fix; a plan failing its own check
+// is a scheduler bug, since the checker proved the algorithm.
+int reportPlanError(const tuccl::Status& status) {
+  if (status.code() == tuccl::ErrorCode::Internal) {
+    std::cerr << "tuccl-compile: internal error: " << status.message() << '\n';
+    return kExitInternal;
+  }
+  std::cerr << "tuccl-compile: error: " << status.message() << '\n';
+  return kExitError;
+}
+
 // --report: per rank, the TBs of the plan's schedule under one TB per connection (plain, and split
 // into channels as MSCCL does, ResCCL Table 3) and after state-based merging, and the primitives.
 // (As written, a file's TBs are its own whatever the policy: the three columns agree.)
-void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, const tuccl::PlanRequest& base,
-                 const CompileOptions& options) {
+int printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, const tuccl::PlanRequest& base,
+                const CompileOptions& options) {
   tuccl::PlanRequest request = base;
   request.fuse = false;  // the allocations' own TBs (ResCCL Table 3), before fusion merges any
   request.tbAllocation = {tuccl::TbPolicy::ConnectionBased, false};
-  const tuccl::Plan connection = tuccl::buildPlan(algorithm, request);
+  const tuccl::Expected<tuccl::Plan> connection = tuccl::buildPlan(algorithm, request);
   request.tbAllocation = {tuccl::TbPolicy::ConnectionBased, true};
-  const tuccl::Plan msccl = tuccl::buildPlan(algorithm, request);
+  const tuccl::Expected<tuccl::Plan> msccl = tuccl::buildPlan(algorithm, request);
   request.tbAllocation = {tuccl::TbPolicy::StateBased, false};
-  const tuccl::Plan state = tuccl::buildPlan(algorithm, request);
+  const tuccl::Expected<tuccl::Plan> state = tuccl::buildPlan(algorithm, request);
+  for (const tuccl::Expected<tuccl::Plan>* variant : {&connection, &msccl, &state}) {
+    if (!*variant) return reportPlanError(variant->status());
+  }
   std::cout << "schedule     " << tuccl::schedulerName(plan.scheduler) << " ("
             << tuccl::executionLevelName(plan.executionLevel) << "-level), " << plan.subPipelines << " sub-pipelines\n";
   std::cout << "tb-alloc     " << tuccl::tbPolicyName(plan.tbAllocation) << '\n';
@@ -118,10 +133,11 @@ void printReport(const tuccl::Algorithm& algorithm, const tuccl::Plan& plan, con
   for (int32_t r = 0; r < shown; ++r) {
     size_t primitives = 0;
     for (const tuccl::PlanTb& tb : plan.ranks[r].tbs) primitives += tb.entries.size();
-    std::printf("%6d  %15d  %31d  %10d  %10zu\n", r, tbsOf(connection, r), tbsOf(msccl, r), tbsOf(state, r),
+    std::printf("%6d  %15d  %31d  %10d  %10zu\n", r, tbsOf(*connection, r), tbsOf(*msccl, r), tbsOf(*state, r),
                 primitives);
   }
   if (shown < algorithm.nRanks) std::cout << "  ... " << (algorithm.nRanks - shown) << " more ranks\n";
+  return 0;
 }
 
 // --emit-ranks: the ranks whose kernels and value tables -o DIR writes (all when empty).
@@ -331,24 +347,14 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
                          (options.emit == Emit::None && !options.outputDir.empty());
   if (!needsPlan && !options.verify) return 0;
 
-  tuccl::Plan plan;
   tuccl::PlanRequest request = options.request;
   if (loaded->msccl) request.mscclSchedule = &loaded->msccl->schedule;  // --scheduler as-written runs it
-  try {
-    tuccl::Expected<tuccl::Plan> built = tuccl::tryBuildPlan(algorithm, request);
-    if (!built) {
-      // A request the input cannot serve (as-written for a ResCCLang program, a file whose
-      // schedule deadlocks as written): the user's to fix.
-      std::cerr << "tuccl-compile: error: " << built.status().message() << '\n';
-      return kExitError;
-    }
-    plan = std::move(*built);
-  } catch (const std::logic_error& error) {
-    // The checker proved the algorithm, so a plan failing its static check is a scheduler bug.
-    std::cerr << "tuccl-compile: internal error: " << error.what() << '\n';
-    return kExitInternal;
+  tuccl::Expected<tuccl::Plan> built = tuccl::buildPlan(algorithm, request);
+  if (!built) return reportPlanError(built.status());
+  const tuccl::Plan& plan = *built;
+  if (options.report) {
+    if (int status = printReport(algorithm, plan, request, options); status != 0) return status;
   }
-  if (options.report) printReport(algorithm, plan, request, options);
   if (options.emit == Emit::Plan) {
     if (int status = emitPlan(plan, options); status != 0) return status;
   } else if (options.emit == Emit::Msccl) {

@@ -177,7 +177,7 @@ SimPlans planAlgorithm(const SimArgs& args, const tuccl::Network& network) {
   std::vector<std::string> schedulers =
       args.compare.empty() ? std::vector<std::string>{args.scheduler} : tuccl::splitList(args.compare);
   for (const std::string& name : schedulers) {
-    tuccl::Expected<tuccl::Plan> plan = tuccl::tryBuildPlan(loaded.algorithm, planRequestFor(name, args, loaded));
+    tuccl::Expected<tuccl::Plan> plan = tuccl::buildPlan(loaded.algorithm, planRequestFor(name, args, loaded));
     if (!plan) {
       throw std::invalid_argument(name + ": " + plan.status().message() + " (" + args.input + " is " +
                                   std::string(tuccl::algorithmFormatName(loaded.format)) + ")");

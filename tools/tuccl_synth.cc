@@ -93,7 +93,7 @@ Expected<Format> outputFormat(const Options& options, const std::string& path) {
 /// default request (HPDS) and lowered for --msccl-runtime, whose limits are reported as an error.
 Expected<std::string> renderAlgorithm(const Algorithm& algorithm, Format format, MscclRuntime runtime) {
   if (format == Format::Resccl) return printResccl(algorithm);
-  Expected<Plan> plan = tryBuildPlan(algorithm, PlanRequest{});
+  Expected<Plan> plan = buildPlan(algorithm, PlanRequest{});
   if (!plan) return plan.status();
   MscclExportOptions exportOptions;
   exportOptions.runtime = runtime;

@@ -35,7 +35,9 @@ double SimProfiler::simulatedTime(const SearchSpace& space, const Configuration&
     if (!parsed) throw std::invalid_argument("sim profiler: unknown scheduler '" + scheduler + "'");
     request.scheduler = *parsed;
     request.config.nChannels = 1;
-    planIt = plans_.emplace(key, buildPlan(found->second, request)).first;
+    Expected<Plan> built = buildPlan(found->second, request);
+    if (!built) throw std::invalid_argument(built.status().message());
+    planIt = plans_.emplace(key, std::move(*built)).first;
   }
   Plan& plan = planIt->second;
   PlanConfig c = plan.config;

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "kernelgen/cpu_verify.h"
+#include "lang/load_algorithm.h"
 #include "lang/semantic_check.h"
 
 namespace tuccl::backend {
@@ -27,10 +28,17 @@ std::string readExample(std::string_view fileName) {
   return text.str();
 }
 
+// The built-in program at a shape, as the plan cache loads it.
+Expected<Algorithm> loadBuiltin(const BuiltinAlgorithm& builtin, const AlgorithmShape& shape) {
+  Expected<LoadedAlgorithm> loaded =
+      loadProvedAlgorithm(SourceText(std::string(builtin.fileName), std::string(builtin.text)),
+                          algorithmParameters(builtin.collective, shape, builtin.scratchRankPower));
+  if (!loaded) return loaded.status();
+  return std::move(loaded->algorithm);
+}
+
 Expected<Algorithm> loadBuiltin(const BuiltinAlgorithm& builtin, int32_t nRanks, int32_t root) {
-  const AlgorithmShape shape{nRanks, 1, root, 1};
-  return loadRescclAlgorithmFromText(std::string(builtin.fileName), std::string(builtin.text),
-                                     algorithmParameters(builtin.collective, shape, builtin.scratchRankPower));
+  return loadBuiltin(builtin, AlgorithmShape{nRanks, 1, root, 1});
 }
 
 // The roots a collective is checked at: every rank for Broadcast and Reduce, none (-1) otherwise.
@@ -64,12 +72,10 @@ TEST(BuiltinAlgorithms, HierarchicalMeshOnSeveralNodes) {
     ASSERT_NE(builtin, nullptr);
     for (auto [nRanks, nNodes] : {std::pair{4, 2}, std::pair{6, 2}, std::pair{6, 3}, std::pair{8, 4}}) {
       const AlgorithmShape shape{nRanks, nNodes, -1, 1};
-      Expected<Algorithm> algorithm = loadRescclAlgorithmFromText(
-          std::string(builtin->fileName), std::string(builtin->text),
-          algorithmParameters(collective, shape, builtin->scratchRankPower));
+      Expected<Algorithm> algorithm = loadBuiltin(*builtin, shape);
       ASSERT_TRUE(algorithm) << algorithm.status().toString();
       ASSERT_TRUE(checkAlgorithm(*algorithm).ok()) << builtin->fileName << " " << nRanks << "/" << nNodes;
-      const Plan plan = buildPlan(*algorithm, PlanRequest{});
+      const Plan plan = buildPlan(*algorithm, PlanRequest{}).value();
       for (int64_t count : {int64_t{1}, int64_t{1237}}) {
         for (bool inPlace : {true, false}) {
           VerifyOptions options;
@@ -149,7 +155,7 @@ TEST_P(BuiltinOnCpu, EveryRootCountAndLayout) {
   for (int32_t root : rootsOf(builtin.collective, nRanks)) {
     Expected<Algorithm> algorithm = loadBuiltin(builtin, nRanks, root);
     ASSERT_TRUE(algorithm) << algorithm.status().toString();
-    const Plan plan = buildPlan(*algorithm, PlanRequest{});
+    const Plan plan = buildPlan(*algorithm, PlanRequest{}).value();
     // In place always; out of place except ReduceScatter, whose in-place plans cannot take it
     // (docs/kernels.md): the communicator runs those through a temporary.
     std::vector<bool> layouts = {true};
@@ -186,7 +192,7 @@ TEST_P(BuiltinSingleTbOnCpu, EveryCountAndLayout) {
     request.tbAllocation = TbRequest{TbPolicy::Single, false};
     request.config.chunkSize = 64 << 10;
     request.config.sendAhead = sendAhead ? 1 : 0;
-    const Plan plan = buildPlan(*algorithm, request);
+    const Plan plan = buildPlan(*algorithm, request).value();
     for (const PlanRank& rank : plan.ranks) EXPECT_EQ(rank.tbs.size(), 1u) << builtin.fileName << " rank " << rank.rank;
     if (sendAhead && builtin.family == "direct") {
       EXPECT_EQ(plan.config.sendAhead, 1) << builtin.fileName;

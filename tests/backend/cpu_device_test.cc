@@ -13,6 +13,7 @@
 #include "kernelgen/codegen.h"
 #include "kernelgen/datatype.h"
 #include "kernelgen/host_build.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 
 namespace tuccl::backend {
@@ -26,7 +27,7 @@ std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks) {
   request.config.chunkSize = 1024;
   request.config.nChannels = 1;
   auto compiled = std::make_shared<CompiledPlan>();
-  compiled->plan = buildPlan(*algorithm, request);
+  compiled->plan = buildPlan(*algorithm, request).value();
   compiled->layout = layoutKernels(compiled->plan);
   compiled->kernels = generateKernels(compiled->plan);
   std::string error;

@@ -23,6 +23,7 @@
 #include "fake_cuda_driver.h"
 #include "kernelgen/nvrtc.h"
 #include "kernelgen/output_compare.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 
 namespace tuccl::backend {
@@ -58,7 +59,7 @@ std::shared_ptr<const CompiledPlan> examplePlan(const std::string& name, int32_t
   request.config.nThreads = kThreads;
   request.config.nChannels = 0;  // the algorithm's hint
   auto compiled = std::make_shared<CompiledPlan>();
-  compiled->plan = buildPlan(*algorithm, request);
+  compiled->plan = buildPlan(*algorithm, request).value();
   compiled->layout = layoutKernels(compiled->plan);
   compiled->kernels = generateKernels(compiled->plan);
   compiled->key = key;

@@ -22,6 +22,7 @@
 #include "lang/msccl_xml.h"
 #include "lang/semantic_check.h"
 #include "plan/msccl_export.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "support/source_text.h"
 
@@ -86,7 +87,7 @@ Plan planOf(const Algorithm& algorithm, const Policy& policy) {
   PlanRequest request;
   request.scheduler = policy.scheduler;
   request.tbAllocation = policy.tbs;
-  return buildPlan(algorithm, request);
+  return buildPlan(algorithm, request).value();
 }
 
 // The plan of `algorithm` runs correctly on the CPU in every call layout it allows.
@@ -137,8 +138,7 @@ class ExampleRoundTrip : public ::testing::TestWithParam<Example> {};
 TEST_P(ExampleRoundTrip, ExportThenImportRunsCorrectly) {
   const Example& example = GetParam();
   const fs::path source = fs::path(TUCCL_SOURCE_DIR) / "examples/algorithms" / (example.file + ".resccl");
-  Expected<Algorithm> algorithm =
-      loadRescclAlgorithmFromText(source.string(), readSourceFile(source.string()).text(), example.parameters);
+  Expected<Algorithm> algorithm = loadRescclAlgorithm(source.string(), example.parameters);
   ASSERT_TRUE(algorithm.ok()) << algorithm.status().toString();
   const std::string shape = example.file + " nRanks=" + std::to_string(algorithm->nRanks);
   for (const Policy& policy : kPolicies) {

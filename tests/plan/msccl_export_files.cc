@@ -17,6 +17,7 @@
 
 #include "lang/msccl_xml.h"
 #include "plan/msccl_export.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "support/source_text.h"
 
@@ -73,8 +74,7 @@ bool exportOne(const fs::path& dir, std::ofstream& manifest, const Plan& plan, c
 
 bool exportExample(const fs::path& dir, std::ofstream& manifest, const Example& example) {
   const fs::path source = fs::path(TUCCL_SOURCE_DIR) / "examples/algorithms" / (example.file + ".resccl");
-  Expected<Algorithm> algorithm =
-      loadRescclAlgorithmFromText(source.string(), readSourceFile(source.string()).text(), example.parameters);
+  Expected<Algorithm> algorithm = loadRescclAlgorithm(source.string(), example.parameters);
   if (!algorithm) {
     std::cerr << algorithm.status().toString() << "\n";
     return false;
@@ -84,7 +84,7 @@ bool exportExample(const fs::path& dir, std::ofstream& manifest, const Example& 
     PlanRequest request;
     request.scheduler = policy.scheduler;
     request.tbAllocation = policy.tbs;
-    const Plan plan = buildPlan(*algorithm, request);
+    const Plan plan = buildPlan(*algorithm, request).value();
     for (int32_t replicas : {1, 2}) {
       for (bool inPlace : {true, false}) {
         if (!inPlace && plan.collective == Collective::ReduceScatter) continue;  // refused: tested in msccl_export_test
@@ -119,7 +119,7 @@ bool exportRoundTrip(const fs::path& dir, std::ofstream& manifest, const fs::pat
     PlanRequest request;
     request.scheduler = policy.scheduler;
     request.tbAllocation = policy.tbs;
-    const Plan plan = buildPlan(algorithm, request);
+    const Plan plan = buildPlan(algorithm, request).value();
     for (bool inPlace : {true, false}) {
       if (inPlace && !algorithm.inPlace) continue;
       if (!inPlace && algorithm.inPlace && plan.collective == Collective::ReduceScatter) continue;

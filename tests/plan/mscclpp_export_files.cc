@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plan/mscclpp_export.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "support/source_text.h"
 
@@ -63,8 +64,7 @@ const std::vector<Policy> kPolicies = {
 
 bool exportExample(const fs::path& dir, std::ofstream& manifest, const Example& example) {
   const fs::path source = fs::path(TUCCL_SOURCE_DIR) / "examples/algorithms" / (example.file + ".resccl");
-  Expected<Algorithm> algorithm =
-      loadRescclAlgorithmFromText(source.string(), readSourceFile(source.string()).text(), example.parameters);
+  Expected<Algorithm> algorithm = loadRescclAlgorithm(source.string(), example.parameters);
   if (!algorithm) {
     std::cerr << algorithm.status().toString() << "\n";
     return false;
@@ -75,7 +75,7 @@ bool exportExample(const fs::path& dir, std::ofstream& manifest, const Example& 
     request.scheduler = policy.scheduler;
     request.tbAllocation = policy.tbs;
     request.fuse = policy.fuse;
-    const Plan plan = buildPlan(*algorithm, request);
+    const Plan plan = buildPlan(*algorithm, request).value();
     for (int32_t nodes : {1, 2}) {
       for (bool inPlace : {true, false}) {
         if (!inPlace && plan.collective == Collective::ReduceScatter) continue;  // refused: mscclpp_export_test

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "sample_plans.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "support/source_text.h"
 
@@ -22,13 +23,12 @@ namespace fs = std::filesystem;
 
 Plan examplePlan(const std::string& file, RescclParameters parameters, TbPolicy policy = TbPolicy::StateBased) {
   const fs::path source = fs::path(TUCCL_SOURCE_DIR) / "examples/algorithms" / (file + ".resccl");
-  Expected<Algorithm> algorithm =
-      loadRescclAlgorithmFromText(source.string(), readSourceFile(source.string()).text(), parameters);
+  Expected<Algorithm> algorithm = loadRescclAlgorithm(source.string(), parameters);
   EXPECT_TRUE(algorithm.ok()) << algorithm.status().toString();
   PlanRequest request;
   request.tbAllocation = TbRequest{policy, false};
   request.fuse = false;  // separate send and receive TBs: the TB counts and dependencies checked here
-  return buildPlan(*algorithm, request);
+  return buildPlan(*algorithm, request).value();
 }
 
 Plan ringAllReduce(int32_t ranks, TbPolicy policy = TbPolicy::StateBased) {

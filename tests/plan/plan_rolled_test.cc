@@ -14,6 +14,7 @@
 
 #include "plan/plan_json.h"
 #include "sample_plans.h"
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 
 namespace tuccl {
@@ -41,7 +42,7 @@ const std::vector<Example> kExamples = {
 
 Algorithm loadExample(const Example& example) {
   const std::string path = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + example.file + ".resccl";
-  Expected<Algorithm> algorithm = loadRescclAlgorithmFromText(path, readSourceFile(path).text(), example.parameters);
+  Expected<Algorithm> algorithm = loadRescclAlgorithm(path, example.parameters);
   EXPECT_TRUE(algorithm.ok()) << algorithm.status().toString();
   return *algorithm;
 }
@@ -83,7 +84,7 @@ TEST(RolledPlan, EveryExampleUnderEverySchedulerRoundTrips) {
           PlanRequest request;
           request.scheduler = scheduler;
           request.tbAllocation = {policy, channels};
-          const Plan plan = buildPlan(algorithm, request);
+          const Plan plan = buildPlan(algorithm, request).value();
           const std::string what = example.file + " " + std::string(schedulerName(scheduler)) + " " +
                                    std::string(tbPolicyName(policy)) + (channels ? " channels" : "");
           expectRoundTrip(plan, what);
@@ -98,8 +99,8 @@ TEST(RolledPlan, SizeGrowsWithTheDistinctWork) {
   // HM AllReduce at 8 and 32 nodes of 4: 16x the entries.
   Example small = {"hm_allreduce", {{"nRanks", 32}, {"GPUPerNode", 4}}};
   Example large = {"hm_allreduce", {{"nRanks", 128}, {"GPUPerNode", 4}}};
-  const Plan a = buildPlan(loadExample(small), PlanRequest{});
-  const Plan b = buildPlan(loadExample(large), PlanRequest{});
+  const Plan a = buildPlan(loadExample(small), PlanRequest{}).value();
+  const Plan b = buildPlan(loadExample(large), PlanRequest{}).value();
   const size_t v2a = writePlanJson(a, 2).size(), v2b = writePlanJson(b, 2).size();
   const size_t v3a = writePlanJson(a).size(), v3b = writePlanJson(b).size();
   EXPECT_LT(v3a * 5, v2a) << v3a << " vs " << v2a;
@@ -227,7 +228,7 @@ std::string withNumber(std::string text, const std::string& anchor, const std::s
 
 // A rolled HM AllReduce of 2 nodes x 4: runs, rank-affine and per-rank values.
 std::string rolledHm() {
-  return writePlanJson(buildPlan(loadExample({"hm_allreduce", {{"nRanks", 8}, {"GPUPerNode", 4}}}), PlanRequest{}));
+  return writePlanJson(buildPlan(loadExample({"hm_allreduce", {{"nRanks", 8}, {"GPUPerNode", 4}}}), PlanRequest{}).value());
 }
 
 TEST(RolledPlan, BadDocumentsAreNamedByTheirPath) {
@@ -290,7 +291,7 @@ TEST(RolledPlan, AbsurdExpansionsAreRefusedBeforeExpanding) {
 
 TEST(RolledPlan, RankAffineValuesWrapAroundThePlanSizes) {
   // A ring AllGather: each rank's chunks and peers are (rank + k) mod n.
-  const Plan plan = buildPlan(loadExample({"ring_allgather", {{"nRanks", 8}, {"GPUPerNode", 4}}}), PlanRequest{});
+  const Plan plan = buildPlan(loadExample({"ring_allgather", {{"nRanks", 8}, {"GPUPerNode", 4}}}), PlanRequest{}).value();
   const RolledPlan rolled = rollPlan(plan);
   bool wrapped = false;
   for (const RankTemplate& tmpl : rolled.templates) {

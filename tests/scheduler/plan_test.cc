@@ -129,10 +129,10 @@ size_t countKind(const Plan& plan, PrimitiveKind kind) {
 // 4) or writes the unfused form (version 3).
 TEST(Lowering, FusesEachReceiveWithTheSendOfItsResult) {
   const Algorithm ring = testing::ringAllReduce(4);
-  const Plan fused = buildPlan(ring, PlanRequest{});
+  const Plan fused = buildPlan(ring, PlanRequest{}).value();
   PlanRequest plain;
   plain.fuse = false;
-  const Plan unfused = buildPlan(ring, plain);
+  const Plan unfused = buildPlan(ring, plain).value();
   ASSERT_TRUE(validatePlan(fused).ok()) << validatePlan(fused).toString();
   ASSERT_TRUE(checkPlanRaceFree(fused).ok()) << checkPlanRaceFree(fused).toString();
   EXPECT_GT(countKind(fused, PrimitiveKind::RecvReduceSend), 0u);
@@ -264,10 +264,10 @@ TEST(Lowering, SingleTbOrdersAndSendAhead) {
   for (const Algorithm& algorithm : smallAlgorithms()) {
     PlanRequest request;
     request.tbAllocation = TbRequest{TbPolicy::Single, false};
-    const Plan pipelineOrder = buildPlan(algorithm, request);
+    const Plan pipelineOrder = buildPlan(algorithm, request).value();
     EXPECT_EQ(pipelineOrder.config.sendAhead, 0);
     request.config.sendAhead = 1;
-    const Plan plan = buildPlan(algorithm, request);
+    const Plan plan = buildPlan(algorithm, request).value();
     EXPECT_EQ(plan.tbAllocation, TbPolicy::Single);
     ASSERT_TRUE(validatePlan(plan).ok()) << validatePlan(plan).toString();
     kept.push_back(plan.config.sendAhead);
@@ -308,7 +308,7 @@ TEST(PlanJson, RoundTripAndDeterminism) {
   PlanRequest request;
   request.tbAllocation = TbRequest{TbPolicy::Single, false};
   request.config.sendAhead = 1;
-  const Plan sendAhead = buildPlan(testing::hmAllGather(2, 2), request);
+  const Plan sendAhead = buildPlan(testing::hmAllGather(2, 2), request).value();
   ASSERT_EQ(sendAhead.config.sendAhead, 1);
   const std::string single = writePlanJson(sendAhead);
   EXPECT_NE(single.find("\"sendAhead\": 1"), std::string::npos);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "sim/reference_simulator.h"
 #include "sim/simulator.h"
@@ -196,7 +197,7 @@ TEST(EngineEquivalence, ExamplesAtTwoToFourNodesGiveTheReferenceResults) {
           request.scheduler = scheduler;
           request.config.nChannels = channels;
           request.config.chunkSize = 256 << 10;
-          const Plan plan = buildPlan(algorithm, request);
+          const Plan plan = buildPlan(algorithm, request).value();
           for (const int64_t bytes : {int64_t{1} << 20, int64_t{48} << 20}) {
             SimOptions options;
             options.messageBytes = bytes;
@@ -215,7 +216,7 @@ TEST(EngineEquivalence, TracesAreTheReferences) {
   PlanRequest request;
   request.config.nChannels = 4;
   request.config.chunkSize = 512 << 10;
-  const Plan plan = buildPlan(hm, request);
+  const Plan plan = buildPlan(hm, request).value();
   SimOptions options;
   options.messageBytes = 32 << 20;
   options.recordTrace = true;

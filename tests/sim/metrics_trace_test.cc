@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "sim/trace.h"
 #include "sim_test_support.h"
@@ -21,7 +22,7 @@ TEST(Metrics, HierarchicalMeshRunIsWellFormed) {
   const Algorithm hm = loadRescclAlgorithm(testing::examplePath("hm_allreduce"), 8, 4).value();
   PlanRequest request;
   request.config.nChannels = 1;
-  const Plan plan = buildPlan(hm, request);
+  const Plan plan = buildPlan(hm, request).value();
   SimOptions options;
   options.messageBytes = 64 << 20;
   options.recordTrace = true;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "sim/lower_bound.h"
 #include "sim/metrics.h"
@@ -98,7 +99,7 @@ TEST(Simulator, PipelinedRingAllGatherMatchesItsClosedForm) {
     request.config.chunkSize = slice;
     request.config.nChannels = 1;
     request.fuse = false;  // the closed forms are of a send TB and a receive TB per rank
-    const Plan plan = buildPlan(ring, request);
+    const Plan plan = buildPlan(ring, request).value();
     SimOptions options;
     options.messageBytes = bytes;
     const SimResult result = simulatePlan(plan, box, options).value();
@@ -127,7 +128,7 @@ TEST(Simulator, NeverBelowTheLowerBound) {
         PlanRequest request;
         request.scheduler = scheduler;
         request.config.chunkSize = 256 << 10;
-        const Plan plan = buildPlan(algorithm, request);
+        const Plan plan = buildPlan(algorithm, request).value();
         for (int64_t bytes : {int64_t{1} << 10, int64_t{1} << 20, int64_t{16} << 20}) {
           SimOptions options;
           options.messageBytes = bytes;
@@ -154,7 +155,7 @@ TEST(Simulator, TaskLevelBeatsAlgorithmLevelOnHierarchicalMesh) {
   for (Scheduler scheduler : {Scheduler::Hpds, Scheduler::AlgorithmLevel}) {
     PlanRequest request;
     request.scheduler = scheduler;
-    const SimResult result = simulatePlan(buildPlan(hm, request), network, options).value();
+    const SimResult result = simulatePlan(buildPlan(hm, request).value(), network, options).value();
     (scheduler == Scheduler::Hpds ? hpds : algorithmLevel) = result.timeUs;
   }
   EXPECT_LT(hpds, algorithmLevel);
@@ -172,7 +173,7 @@ TEST(Simulator, RejectsPlansThatDoNotFit) {
 TEST(Simulator, IsDeterministic) {
   const Network network = loadNetwork("preset:resccl-a100:nodes=2,gpus=4").value();
   const Algorithm hm = loadRescclAlgorithm(examplePath("hm_allgather"), 8, 4).value();
-  const Plan plan = buildPlan(hm, PlanRequest{});
+  const Plan plan = buildPlan(hm, PlanRequest{}).value();
   SimOptions options;
   options.messageBytes = 8 << 20;
   EXPECT_EQ(simulatePlan(plan, network, options).value().timeUs, simulatePlan(plan, network, options).value().timeUs);

@@ -1,6 +1,7 @@
 // The simulator profiler; compiled to an empty test program when the simulator is not built.
 #include <gtest/gtest.h>
 
+#include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 #include "tune/searcher.h"
 #include "tune/sim_profiler.h"
