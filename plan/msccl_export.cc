@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "plan/export_calls.h"
 #include "plan/plan_pairing.h"
 #include "plan/plan_storage.h"
 #include "plan/plan_validate.h"
@@ -468,18 +469,7 @@ Status checkOptions(const Plan& plan, const MscclExportOptions& options) {
     return makeError(ErrorCode::InvalidArgument, "replicas " + std::to_string(options.replicas) + " is not in [0, " +
                                                      std::to_string(kMaxReplicas) + "] (0: the plan's nChannels)");
   }
-  if (options.maxBytes != 0 && options.minBytes > options.maxBytes) {
-    return makeError(ErrorCode::InvalidArgument, "minBytes " + std::to_string(options.minBytes) +
-                                                     " is larger than maxBytes " + std::to_string(options.maxBytes));
-  }
-  if (options.inPlace && !plan.inPlace) {
-    return makeError(ErrorCode::Unsupported, "the plan keeps input and output apart: it cannot serve in-place calls");
-  }
-  if (!options.inPlace && plan.inPlace && plan.collective == Collective::ReduceScatter) {
-    return makeError(ErrorCode::Unsupported,
-                     "an in-place ReduceScatter plan works in the input buffer: it cannot serve out-of-place calls");
-  }
-  return {};
+  return checkExportedCalls(plan, options.inPlace, options.minBytes, options.maxBytes);
 }
 
 std::string xmlName(const std::string& name) {

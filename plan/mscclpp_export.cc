@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/export_calls.h"
 #include "plan/plan_pairing.h"
 #include "plan/plan_storage.h"
 #include "plan/plan_validate.h"
@@ -439,18 +440,7 @@ Status checkOptions(const Plan& plan, const MscclppExportOptions& options) {
     return makeError(ErrorCode::InvalidArgument,
                      "bufferAlignment " + std::to_string(options.bufferAlignment) + " is not positive");
   }
-  if (options.maxBytes != 0 && options.minBytes > options.maxBytes) {
-    return makeError(ErrorCode::InvalidArgument, "minBytes " + std::to_string(options.minBytes) +
-                                                     " is larger than maxBytes " + std::to_string(options.maxBytes));
-  }
-  if (options.inPlace && !plan.inPlace) {
-    return makeError(ErrorCode::Unsupported, "the plan keeps input and output apart: it cannot serve in-place calls");
-  }
-  if (!options.inPlace && plan.inPlace && plan.collective == Collective::ReduceScatter) {
-    return makeError(ErrorCode::Unsupported,
-                     "an in-place ReduceScatter plan works in the input buffer: it cannot serve out-of-place calls");
-  }
-  return {};
+  return checkExportedCalls(plan, options.inPlace, options.minBytes, options.maxBytes);
 }
 
 // Chunks of the message: the output for AllGather, the input otherwise.
