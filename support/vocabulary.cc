@@ -21,6 +21,11 @@ std::string normalise(std::string_view text, bool dropNcclPrefix) {
   return key;
 }
 
+template <size_t N>
+std::vector<std::string> allNames(const std::array<std::string_view, N>& names) {
+  return {names.begin(), names.end()};
+}
+
 template <typename Enum, size_t N>
 std::string_view nameIn(const std::array<std::string_view, N>& names, Enum value) {
   const auto index = static_cast<size_t>(value);
@@ -54,8 +59,11 @@ constexpr std::array<int32_t, kDataTypes> kDataTypeSizes = {4, 2, 2, 8, 4, 8, 1}
 constexpr std::array<std::string_view, kReduceOps> kReduceOpNames = {"sum", "prod", "min", "max", "avg"};
 constexpr std::array<std::string_view, kSchedulers> kSchedulerNames = {"hpds", "rr", "algorithm-level", "stage-level",
                                                                                  "as-written"};
+constexpr std::array<std::string_view, kSchedulers> kSchedulerShortNames = {"hpds", "rr", "algorithm", "stage",
+                                                                            "as-written"};
 constexpr std::array<std::string_view, kExecutionLevels> kExecutionLevelNames = {"task", "stage", "algorithm"};
 constexpr std::array<std::string_view, kTbPolicies> kTbPolicyNames = {"connection-based", "state-based", "single"};
+constexpr std::array<std::string_view, kTbPolicies> kTbPolicyShortNames = {"connection", "state", "single"};
 constexpr std::array<std::string_view, kBufferKinds> kBufferNames = {"input", "output", "scratch"};
 constexpr std::array<std::string_view, kMscclStepTypes> kMscclStepTypeNames = {"s",    "r",   "rcs", "rrs", "rrc",
                                                                                "rrcs", "cpy", "re",  "nop"};
@@ -66,8 +74,7 @@ constexpr std::array<Alias, 14> kDataTypeAliases = {{{"float", 0}, {"fp32", 0}, 
                                                      {"fp16", 1},  {"f16", 1},  {"bf16", 2}, {"double", 3},
                                                      {"fp64", 3},  {"f64", 3},  {"int", 4},  {"i32", 4},
                                                      {"i64", 5},   {"u8", 6}}};
-constexpr std::array<Alias, 4> kSchedulerAliases = {{{"algorithm", 2}, {"stage", 3}, {"roundrobin", 1}, {"msccl", 4}}};
-constexpr std::array<Alias, 2> kTbPolicyAliases = {{{"connection", 0}, {"state", 1}}};
+constexpr std::array<Alias, 2> kSchedulerAliases = {{{"roundrobin", 1}, {"msccl", 4}}};
 
 }  // namespace
 
@@ -85,6 +92,7 @@ std::string_view protocolName(Protocol protocol) { return nameIn(kProtocolNames,
 std::optional<Protocol> parseProtocol(std::string_view name) {
   return lookUp<Protocol>(name, kProtocolNames, kNoAliases, true);
 }
+std::vector<std::string> protocolNames() { return allNames(kProtocolNames); }
 
 std::string_view ncclAlgorithmName(NcclAlgorithm algorithm) { return nameIn(kNcclAlgorithmNames, algorithm); }
 std::optional<NcclAlgorithm> parseNcclAlgorithm(std::string_view text) {
@@ -95,6 +103,7 @@ std::string_view dataTypeName(DataType type) { return nameIn(kDataTypeNames, typ
 std::optional<DataType> parseDataType(std::string_view name) {
   return lookUp<DataType>(name, kDataTypeNames, kDataTypeAliases, true);
 }
+std::vector<std::string> dataTypeNames() { return allNames(kDataTypeNames); }
 int32_t dataTypeSize(DataType type) {
   const auto index = static_cast<size_t>(type);
   return index < kDataTypeSizes.size() ? kDataTypeSizes[index] : 0;
@@ -104,10 +113,14 @@ std::string_view reduceOpName(ReduceOp op) { return nameIn(kReduceOpNames, op); 
 std::optional<ReduceOp> parseReduceOp(std::string_view name) {
   return lookUp<ReduceOp>(name, kReduceOpNames, kNoAliases, true);
 }
+std::vector<std::string> reduceOpNames() { return allNames(kReduceOpNames); }
 
 std::string_view schedulerName(Scheduler scheduler) { return nameIn(kSchedulerNames, scheduler); }
+std::string_view schedulerShortName(Scheduler scheduler) { return nameIn(kSchedulerShortNames, scheduler); }
+std::vector<std::string> schedulerShortNames() { return allNames(kSchedulerShortNames); }
 std::optional<Scheduler> parseScheduler(std::string_view name) {
-  return lookUp<Scheduler>(name, kSchedulerNames, kSchedulerAliases, false);
+  if (auto scheduler = lookUp<Scheduler>(name, kSchedulerNames, kSchedulerAliases, false)) return scheduler;
+  return lookUp<Scheduler>(name, kSchedulerShortNames, kNoAliases, false);
 }
 ExecutionLevel executionLevelOf(Scheduler scheduler) {
   switch (scheduler) {
@@ -129,8 +142,10 @@ std::optional<ExecutionLevel> parseExecutionLevel(std::string_view name) {
 }
 
 std::string_view tbPolicyName(TbPolicy policy) { return nameIn(kTbPolicyNames, policy); }
+std::string_view tbPolicyShortName(TbPolicy policy) { return nameIn(kTbPolicyShortNames, policy); }
 std::optional<TbPolicy> parseTbPolicy(std::string_view name) {
-  return lookUp<TbPolicy>(name, kTbPolicyNames, kTbPolicyAliases, false);
+  if (auto policy = lookUp<TbPolicy>(name, kTbPolicyNames, kNoAliases, false)) return policy;
+  return lookUp<TbPolicy>(name, kTbPolicyShortNames, kNoAliases, false);
 }
 
 std::string_view bufferName(BufferKind buffer) { return nameIn(kBufferNames, buffer); }

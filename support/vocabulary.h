@@ -1,6 +1,8 @@
 // The vocabulary every stage shares: collective, protocol, datatype, reduction op, scheduler,
 // execution level, TB policy and buffer kind, each one enum with one name function and one parse
-// function. Strings live only at the edges (JSON, CSV, CLI, logs); inside, code compares enums.
+// function. Strings live only at the edges (JSON, CSV, CLI, logs); inside, code compares enums. The
+// ...Names() functions list the spellings of an enum in enum order, for what offers a choice of them
+// (the tools' options, tools/cli.h).
 //
 // Dependency-free on purpose (only the standard library): the plan, the table, the plugins and
 // the runtime all include it.
@@ -8,7 +10,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace tuccl {
 
@@ -75,6 +79,8 @@ bool isReduction(Collective collective);
 std::string_view protocolName(Protocol protocol);
 /// Case-insensitive: "LL", "ll128", "SIMPLE", "simple", ...
 std::optional<Protocol> parseProtocol(std::string_view name);
+/// protocolName of every protocol: "LL", "LL128", "Simple".
+std::vector<std::string> protocolNames();
 
 /// "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT" (NCCL's spelling).
 std::string_view ncclAlgorithmName(NcclAlgorithm algorithm);
@@ -85,6 +91,8 @@ std::optional<NcclAlgorithm> parseNcclAlgorithm(std::string_view text);
 std::string_view dataTypeName(DataType type);
 /// The names above and NCCL's ("float", "half", "bf16", "double", "int", "ncclFloat32", ...).
 std::optional<DataType> parseDataType(std::string_view name);
+/// dataTypeName of every datatype: "float32", ..., "uint8".
+std::vector<std::string> dataTypeNames();
 /// Bytes of one element.
 int32_t dataTypeSize(DataType type);
 
@@ -92,10 +100,16 @@ int32_t dataTypeSize(DataType type);
 std::string_view reduceOpName(ReduceOp op);
 /// The names above and NCCL's ("ncclSum", ...), case-insensitively.
 std::optional<ReduceOp> parseReduceOp(std::string_view name);
+/// reduceOpName of every op: "sum", "prod", "min", "max", "avg".
+std::vector<std::string> reduceOpNames();
 
-/// "hpds", "rr", "algorithm-level", "stage-level".
+/// "hpds", "rr", "algorithm-level", "stage-level", "as-written".
 std::string_view schedulerName(Scheduler scheduler);
-/// The names above, and "algorithm", "stage", "round-robin", "msccl" (as-written).
+/// The spelling the tools' --scheduler takes: "hpds", "rr", "algorithm", "stage", "as-written".
+std::string_view schedulerShortName(Scheduler scheduler);
+/// schedulerShortName of every scheduler.
+std::vector<std::string> schedulerShortNames();
+/// Both names above, and "round-robin", "msccl" (as-written).
 std::optional<Scheduler> parseScheduler(std::string_view name);
 /// The execution level a scheduler's pipeline runs at.
 ExecutionLevel executionLevelOf(Scheduler scheduler);
@@ -106,7 +120,9 @@ std::optional<ExecutionLevel> parseExecutionLevel(std::string_view name);
 
 /// "connection-based", "state-based", "single".
 std::string_view tbPolicyName(TbPolicy policy);
-/// The names above, and "connection", "state".
+/// The spelling the tools' --tb-alloc takes: "connection", "state", "single".
+std::string_view tbPolicyShortName(TbPolicy policy);
+/// Both names above.
 std::optional<TbPolicy> parseTbPolicy(std::string_view name);
 
 /// "input", "output", "scratch".

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <new>
 #include <stdexcept>
@@ -23,6 +24,7 @@
 #include "support/source_text.h"
 #include "support/status.h"
 #include "support/text_values.h"
+#include "support/vocabulary.h"
 
 namespace tuccl::cli {
 
@@ -112,6 +114,49 @@ inline CLI::Validator distinctList() {
         return items ? std::string() : items.status().message();
       },
       "LIST", "list");
+}
+
+// Named choices. An option that takes one name of a list checks it against the spellings of its
+// concept's vocabulary (support/vocabulary.h's ...Names(), or a stage's name function through
+// namesOf), so a tool offers exactly what the stage parses; --help and the error list them in the
+// order given ("--protocol: ll not in {LL,LL128,Simple}"):
+//   app.add_option("--protocol", protocol)->check(cli::oneOf(protocolNames()));
+//   app.add_option("--variant", variant)
+//       ->check(cli::oneOf(cli::namesOf({SketchVariant::Pruned, SketchVariant::Relay}, sketchVariantName)));
+
+/// Accepts exactly one of `names`, case-sensitively (CLI11's IsMember).
+inline CLI::Validator oneOf(std::vector<std::string> names) { return CLI::IsMember(std::move(names)); }
+
+/// `name` of each of `values`, in that order.
+template <typename Enum, typename Name>
+std::vector<std::string> namesOf(std::initializer_list<Enum> values, Name name) {
+  std::vector<std::string> names;
+  for (Enum value : values) names.emplace_back(name(value));
+  return names;
+}
+
+/// `name` of every value of an enum numbered 0..count-1 (mscclRuntimeName, kMscclRuntimes).
+template <typename Enum, typename Name>
+std::vector<std::string> namesOf(int count, Name name) {
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) names.emplace_back(name(static_cast<Enum>(i)));
+  return names;
+}
+
+/// "a, b, c": the names for help text.
+inline std::string joinNames(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+/// --tb-alloc's spellings (parseTbRequest, scheduler/plan_builder.h): auto, state, connection,
+/// connection+channels (MSCCL's channel split), and single where `offerSingle`.
+inline std::vector<std::string> tbAllocationNames(bool offerSingle) {
+  std::vector<std::string> names = {"auto", std::string(tbPolicyShortName(TbPolicy::StateBased)),
+                                    std::string(tbPolicyShortName(TbPolicy::ConnectionBased)), "connection+channels"};
+  if (offerSingle) names.emplace_back(tbPolicyShortName(TbPolicy::Single));
+  return names;
 }
 
 /// Prints `file:line:col: error: ...` with the source line and a caret: from `source` when given,
@@ -322,7 +367,7 @@ inline CLI::Option* addGpuFabricOption(CLI::App& app, std::optional<GpuFabric>& 
           "--gpu-fabric", [&fabric](const std::string& name) { fabric = parseGpuFabric(name); },
           "the GPUs' fabric when the topology cannot show it (vendor files without NVLink, local): "
           "nvswitch, hybrid-cube-mesh (8 GPUs, DGX-1) or pcie")
-      ->check(CLI::IsMember(gpuFabricNames()));
+      ->check(oneOf(gpuFabricNames()));
 }
 
 /// Adds what a topology source may be composed with (topo/load.h), stored in `options`:
@@ -338,7 +383,7 @@ inline void addClusterOptions(CLI::App& app, LoadOptions& options) {
            options.cluster.fabric = name == "clos" ? Fabric::Clos : Fabric::Switch;
          },
          "network for --nodes (files, local): switch or clos")
-      ->check(CLI::IsMember({"switch", "clos"}));
+      ->check(oneOf({"switch", "clos"}));
   app.add_option("--oversub", options.cluster.oversubscription, "Clos uplink oversubscription (>= 1)");
   app.add_option("--rack", options.cluster.nodesPerTor, "Clos: nodes per ToR switch")->check(CLI::PositiveNumber);
 }

@@ -435,7 +435,7 @@ void addOutputOptions(CLI::App& app, CompileArgs& args) {
                  "write one artefact instead of -o DIR's plan and kernels: resccl (the algorithm as a ResCCLang "
                  "program), msccl (the plan as MSCCL algorithm XML, see --msccl-runtime), mscclpp (the plan as an MSCCL++ "
                  "execution plan), plan (the plan JSON)")
-      ->check(CLI::IsMember({"resccl", "msccl", "mscclpp", "plan"}));
+      ->check(tuccl::cli::oneOf({"resccl", "msccl", "mscclpp", "plan"}));
   args.perNodeOption =
       app.add_option("--mscclpp-ranks-per-node", options.mscclppRanksPerNode,
                      "--emit mscclpp: consecutive ranks of one node (memory channels inside, port channels "
@@ -445,7 +445,8 @@ void addOutputOptions(CLI::App& app, CompileArgs& args) {
       app.add_option("--msccl-runtime", args.mscclRuntime,
                      "--emit msccl: the runtime whose spelling and limits the file follows: msccl (microsoft/msccl), "
                      "executor (msccl-executor-nccl), rccl; a plan beyond its limits is an error naming each")
-          ->check(CLI::IsMember({"msccl", "executor", "rccl"}))
+          ->check(tuccl::cli::oneOf(
+              tuccl::cli::namesOf<tuccl::MscclRuntime>(tuccl::kMscclRuntimes, tuccl::mscclRuntimeName)))
           ->capture_default_str();
   app.add_option("--plan-version", options.planVersion,
                  "the plan JSON version written by -o DIR and --emit plan: 4 (runs and rank templates, its size "
@@ -463,7 +464,7 @@ void addScheduleOptions(CLI::App& app, CompileArgs& args) {
                  "hpds (ResCCL Algorithm 1), rr (round-robin over chunks), algorithm (step list replayed per "
                  "micro-batch), stage (blocks of steps), as-written (an MSCCL XML file's own thread blocks and "
                  "channels, as MSCCL runs them)")
-      ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage", "as-written"}))
+      ->check(tuccl::cli::oneOf(tuccl::schedulerShortNames()))
       ->capture_default_str();
   app.add_option("--stages", options.request.stages, "number of stages of --scheduler stage")
       ->transform(tuccl::cli::integerIn(1, 1024))
@@ -472,11 +473,12 @@ void addScheduleOptions(CLI::App& app, CompileArgs& args) {
                  "state (merge connections never active together), connection (one thread block per connection), "
                  "connection+channels (MSCCL's channel split), single (one thread block per rank, as libtuccl's CPU "
                  "device runs small calls), auto (state for hpds/rr, else connection+channels)")
-      ->check(CLI::IsMember({"auto", "state", "connection", "connection+channels", "single"}))
+      ->check(tuccl::cli::oneOf(tuccl::cli::tbAllocationNames(/*offerSingle=*/true)))
       ->capture_default_str();
   app.add_flag("--report", options.report, "print per rank the TBs before and after merging and the primitives");
-  app.add_option("--protocol", args.protocol, "protocol recorded in the plan")
-      ->check(CLI::IsMember({"Simple", "LL", "LL128"}))
+  app.add_option("--protocol", args.protocol, "protocol recorded in the plan")  // listed default first
+      ->check(tuccl::cli::oneOf(tuccl::cli::namesOf(
+          {tuccl::Protocol::Simple, tuccl::Protocol::LL, tuccl::Protocol::LL128}, tuccl::protocolName)))
       ->capture_default_str();
   app.add_option("--threads", options.request.config.nThreads, "threads per thread block recorded in the plan")
       ->transform(tuccl::cli::integerIn(32, 1024))
@@ -522,9 +524,10 @@ void addVerifyOptions(CLI::App& app, CompileArgs& args) {
   app.add_flag("--verify", options.verify,
                 "run the generated kernels on the CPU (every rank a set of threads) on random data and compare "
                 "every element with a reference");
-  app.add_option("--dtype", args.dataType, "--verify: float32, float16, bfloat16, float64, int32, int64, uint8")
+  app.add_option("--dtype", args.dataType, "--verify: " + tuccl::cli::joinNames(tuccl::dataTypeNames()))
       ->capture_default_str();
-  app.add_option("--op", args.reduceOp, "--verify: sum, prod, min, max, avg")->capture_default_str();
+  app.add_option("--op", args.reduceOp, "--verify: " + tuccl::cli::joinNames(tuccl::reduceOpNames()))
+      ->capture_default_str();
   app.add_option("--count", options.verifyOptions.count, "--verify: elements (NCCL's count)")
       ->transform(tuccl::cli::integerIn(0, tuccl::kMaxVerifyCount))
       ->capture_default_str();
@@ -559,6 +562,14 @@ int readProgramArguments(CompileArgs& args) {
   return 0;
 }
 
+// Refuses an exporter's setting given without its --emit ("--msccl-runtime applies to --emit msccl
+// only"); 0 or the exit status of the refusal.
+int checkExporterSetting(const CLI::Option& setting, Emit emit, Emit exporter, std::string_view exporterName) {
+  if (setting.count() == 0 || emit == exporter) return 0;
+  std::cerr << "tuccl-compile: error: " << setting.get_name() << " applies to --emit " << exporterName << " only\n";
+  return kExitError;
+}
+
 // Settles what the run writes (--emit, its settings, -o) and refuses a run with nothing to do; 0
 // or the exit status of the refusal.
 int resolveOutputs(CompileArgs& args) {
@@ -570,14 +581,8 @@ int resolveOutputs(CompileArgs& args) {
                                             : Emit::Plan;
     if (options.outputDir.empty()) options.outputDir = "-";
   }
-  if (args.perNodeOption->count() > 0 && options.emit != Emit::Mscclpp) {
-    std::cerr << "tuccl-compile: error: --mscclpp-ranks-per-node applies to --emit mscclpp only\n";
-    return kExitError;
-  }
-  if (args.runtimeOption->count() > 0 && options.emit != Emit::Msccl) {
-    std::cerr << "tuccl-compile: error: --msccl-runtime applies to --emit msccl only\n";
-    return kExitError;
-  }
+  if (int status = checkExporterSetting(*args.perNodeOption, options.emit, Emit::Mscclpp, "mscclpp")) return status;
+  if (int status = checkExporterSetting(*args.runtimeOption, options.emit, Emit::Msccl, "msccl")) return status;
   options.mscclRuntime = tuccl::parseMscclRuntime(args.mscclRuntime).value();  // CLI11 checked the name
   if (!args.check && options.outputDir.empty() && !options.verify) {
     std::cerr << "tuccl-compile: error: nothing to do: pass --check, -o DIR to write a plan and kernels, --emit, or "
@@ -603,7 +608,7 @@ int resolveRequest(CompileArgs& args) {
     std::cerr << "tuccl-compile: error: --op: unknown reduction '" << args.reduceOp << "'\n";
     return kExitError;
   }
-  // CLI11 checked the names (IsMember): each parses.
+  // CLI11 checked the names (cli::oneOf): each parses.
   options.request.scheduler = tuccl::parseScheduler(args.scheduler).value();
   options.request.tbAllocation = tuccl::parseTbRequest(args.tbAllocation).value();
   options.request.config.protocol = tuccl::parseProtocol(args.protocol).value();

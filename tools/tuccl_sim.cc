@@ -104,7 +104,7 @@ void addInputOptions(CLI::App& app, SimArgs& args) {
 // How an algorithm becomes plans: schedulers, TB allocation, protocol, sizes and program parameters.
 void addSchedulingOptions(CLI::App& app, SimArgs& args) {
   app.add_option("--scheduler", args.scheduler, "for an algorithm: hpds, rr, algorithm, stage, as-written (MSCCL XML)")
-      ->check(CLI::IsMember({"hpds", "rr", "algorithm", "stage", "as-written"}))
+      ->check(tuccl::cli::oneOf(tuccl::schedulerShortNames()))
       ->capture_default_str();
   app.add_option("--compare", args.compare,
                  "for an algorithm: schedulers side by side, e.g. hpds,rr,algorithm,stage (XML: also as-written)");
@@ -113,10 +113,10 @@ void addSchedulingOptions(CLI::App& app, SimArgs& args) {
       ->capture_default_str();
   app.add_option("--tb-alloc", args.tbAlloc, "auto (state for hpds/rr, MSCCL connection+channels otherwise), state, "
                                              "connection, connection+channels")
-      ->check(CLI::IsMember({"auto", "state", "connection", "connection+channels"}))
+      ->check(tuccl::cli::oneOf(tuccl::cli::tbAllocationNames(/*offerSingle=*/false)))
       ->capture_default_str();
   app.add_option("--protocol", args.protocol, "for an algorithm: LL, LL128, Simple")
-      ->check(CLI::IsMember({"LL", "LL128", "Simple"}))
+      ->check(tuccl::cli::oneOf(tuccl::protocolNames()))
       ->capture_default_str();
   app.add_option("--threads", args.threads, "for an algorithm: threads per TB")
       ->transform(tuccl::cli::integerIn(32, 1024))

@@ -223,13 +223,9 @@ int run(const Options& options) {
 int main(int argc, char** argv) {
   CLI::App app{"tuccl-synth: a proved algorithm for a topology, from a generator or a synthesiser"};
   app.set_version_flag("--version", "tuccl-synth 0.1.0");
-  std::string presets;
-  for (const std::string& name : presetNames()) presets += (presets.empty() ? "" : ", ") + name;
-  std::string generators;
-  for (const std::string& name : generatorNames()) generators += (generators.empty() ? "" : ", ") + name;
   app.footer("A TOPOLOGY is preset:NAME[:nodes=N,gpus=K,...], local, a TuCCL .json or an NCCL topology .xml file.\n"
-             "Presets: " + presets + "\n"
-             "Algorithms: sketch (the sketch-guided synthesiser, default), " + generators + "\n"
+             "Presets: " + cli::joinNames(presetNames()) + "\n"
+             "Algorithms: sketch (the sketch-guided synthesiser, default), " + cli::joinNames(generatorNames()) + "\n"
              "Examples:\n"
              "  tuccl-synth --topo preset:resccl-a100 --nodes 2 --collective allgather -o ag.resccl\n"
              "  tuccl-synth --topo topo.xml --nodes 4 --collective allreduce --algorithm hm -o ar.xml\n"
@@ -242,16 +238,17 @@ int main(int argc, char** argv) {
                  "allreduce, allgather, reducescatter, broadcast, reduce or alltoall")
       ->required();
   app.add_option("--sketch", options.sketch, "sketch variant: pruned (default), full-mesh or relay")
-      ->check(CLI::IsMember({"pruned", "full-mesh", "relay"}));
+      ->check(cli::oneOf(cli::namesOf({SketchVariant::Pruned, SketchVariant::FullMesh, SketchVariant::Relay},
+                                      sketchVariantName)));
   std::vector<std::string> algorithms = {std::string(kSketchSynthesiser)};
   for (const std::string& name : generatorNames()) algorithms.push_back(name);
   app.add_option("--algorithm", options.algorithm, "sketch (synthesise) or a generator")
-      ->check(CLI::IsMember(algorithms));
+      ->check(cli::oneOf(algorithms));
   app.add_flag("--heuristic", options.heuristic, "sketch: route with the heuristic only, without the MILP");
   app.add_option("--switch-policy", options.switchPolicy,
                  "sketch: peers per GPU over a switch: uc-min (two neighbours, bandwidth; default) or uc-max "
                  "(every peer, latency)")
-      ->check(CLI::IsMember({"uc-min", "uc-max"}));
+      ->check(cli::oneOf(cli::namesOf({HyperedgePolicy::UcMin, HyperedgePolicy::UcMax}, hyperedgePolicyName)));
   app.add_option("--chunks", options.chunks,
                  "chunks per rank (synthesisers) or parts (generators: ring's rings); default: the method's")
       ->check(CLI::Range(1, 64));
@@ -265,9 +262,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 86400.0));
   app.add_option("-o,--output", options.output, "the algorithm file (.resccl or .xml; - prints); --pareto: a folder");
   app.add_option("--format", options.format, "resccl or msccl (default: from -o's extension)")
-      ->check(CLI::IsMember({"resccl", "msccl"}));
+      ->check(cli::oneOf({"resccl", "msccl"}));
   app.add_option("--msccl-runtime", options.mscclRuntime, "MSCCL XML for msccl, executor (default) or rccl")
-      ->check(CLI::IsMember({"msccl", "executor", "rccl"}));
+      ->check(cli::oneOf(cli::namesOf<MscclRuntime>(kMscclRuntimes, mscclRuntimeName)));
   cli::addForceFlag(app, options.force);
   app.add_flag("-q,--quiet", options.quiet, "no progress lines");
   app.add_flag("--pareto", options.pareto,

@@ -18,7 +18,6 @@
 #include <nlohmann/json.hpp>
 
 #include "support/text_values.h"
-#include "table/decision.h"
 #include "table/table_index.h"
 #include "table/table_io.h"
 #include "tools/cli.h"
@@ -352,7 +351,7 @@ int main(int argc, char** argv) {
   CLI::App* convertCmd = app.add_subcommand("convert", "convert CSV to JSON or JSON to CSV");
   convertCmd->add_option("file", path, "table file (JSON or CSV)")->required();
   convertCmd->add_option("--to", to, "output format (default: the other one)")
-      ->check(CLI::IsMember({"json", "csv"}));
+      ->check(tuccl::cli::oneOf({"json", "csv"}));
   convertCmd->add_option("-o,--output", output, "output file (default: stdout)");
   bool force = false;
   tuccl::cli::addForceFlag(*convertCmd, force);

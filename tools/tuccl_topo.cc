@@ -95,11 +95,9 @@ int main(int argc, char** argv) {
   CLI::App app{"tuccl-topo: topology summaries, resource paths, sketches and format conversion"};
   app.set_version_flag("--version", "tuccl-topo 0.1.0");
   app.require_subcommand(1);
-  std::string presets;
-  for (const std::string& name : presetNames()) presets += (presets.empty() ? "" : ", ") + name;
   app.footer("A TOPOLOGY is preset:NAME[:nodes=N,gpus=K,fabric=switch|clos,oversub=R,rack=K], local, a TuCCL .json\n"
              "or an NCCL/RCCL topology .xml file (one node; --nodes N composes copies).\n"
-             "Presets: " + presets + "\n"
+             "Presets: " + tuccl::cli::joinNames(presetNames()) + "\n"
              "--gpu-fabric nvswitch|hybrid-cube-mesh|pcie states the GPUs' fabric when the file cannot show it.\n");
 
   Common showArgs;
@@ -123,8 +121,9 @@ int main(int argc, char** argv) {
   CLI::App* prune = app.add_subcommand("prune", "TuCCL §III-B sketch pruning");
   addCommon(prune, pruneArgs);
   prune->add_option("--variant", variant, "full-mesh, pruned or relay")
-      ->check(CLI::IsMember({"full-mesh", "pruned", "relay"}));
-  prune->add_option("--format", pruneFormat, "text or taccl")->check(CLI::IsMember({"text", "taccl"}));
+      ->check(tuccl::cli::oneOf(tuccl::cli::namesOf(
+          {SketchVariant::FullMesh, SketchVariant::Pruned, SketchVariant::Relay}, sketchVariantName)));
+  prune->add_option("--format", pruneFormat, "text or taccl")->check(tuccl::cli::oneOf({"text", "taccl"}));
   prune->add_option("--chunkup", chunkup, "TACCL input_chunkup")->check(CLI::PositiveNumber);
   prune->add_option("-o,--output", pruneOutput, "output file (default stdout)");
   tuccl::cli::addForceFlag(*prune, overwriteOutput);
@@ -137,7 +136,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("export", "write the topology as TuCCL JSON, a TACCL sketch or NCCL XML");
   addCommon(exporter, exportArgs);
   exporter->add_option("--format", exportFormat, "json, taccl or nccl-xml")
-      ->check(CLI::IsMember({"json", "taccl", "nccl-xml"}));
+      ->check(tuccl::cli::oneOf({"json", "taccl", "nccl-xml"}));
   exporter->add_option("--node", exportNode, "nccl-xml: which node to write");
   exporter->add_option("-o,--output", exportOutput, "output file (default stdout)");
   tuccl::cli::addForceFlag(*exporter, overwriteOutput);

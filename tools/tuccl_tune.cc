@@ -92,7 +92,7 @@ void addOptions(CLI::App& app, Options& o) {
   app.add_option("--profiler", o.profiler,
                  "sim (the simulator), command (--command), or tuccl (libtuccl runs: tuccl-run ... tuccl-bench, "
                  "one process per rank of the topology on this machine)")
-      ->check(CLI::IsMember({"sim", "command", "tuccl"}))
+      ->check(cli::oneOf({"sim", "command", "tuccl"}))
       ->capture_default_str();
   app.add_option(
       "--command", o.command,
@@ -129,7 +129,7 @@ void addOptions(CLI::App& app, Options& o) {
       ->check(CLI::Range(1, kMaxGroups))
       ->capture_default_str();
   app.add_option("--method", o.method, "mraco, grid, random, tpe, coordinate")
-      ->check(CLI::IsMember(searcherNames()))
+      ->check(cli::oneOf(searcherNames()))
       ->capture_default_str();
   app.add_option(
          "--budget", o.budget,

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace tuccl {
 namespace {
 
@@ -26,6 +29,33 @@ TEST(Vocabulary, EveryNameRoundTrips) {
   expectRoundTrip<ExecutionLevel>(kExecutionLevels, executionLevelName, parseExecutionLevel);
   expectRoundTrip<TbPolicy>(kTbPolicies, tbPolicyName, parseTbPolicy);
   expectRoundTrip<BufferKind>(kBufferKinds, bufferName, parseBufferKind);
+}
+
+TEST(Vocabulary, ShortNamesRoundTrip) {
+  expectRoundTrip<Scheduler>(kSchedulers, schedulerShortName, parseScheduler);
+  expectRoundTrip<TbPolicy>(kTbPolicies, tbPolicyShortName, parseTbPolicy);
+}
+
+// The ...Names() lists: every name in enum order, each parsing back to its enum.
+template <typename Enum, typename Parse>
+void expectNamesInEnumOrder(const std::vector<std::string>& names, int count, Parse parse) {
+  ASSERT_EQ(names.size(), static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) EXPECT_EQ(parse(names[i]), static_cast<Enum>(i)) << names[i];
+}
+
+TEST(Vocabulary, NameListsFollowTheEnums) {
+  expectNamesInEnumOrder<Protocol>(protocolNames(), kProtocols, parseProtocol);
+  expectNamesInEnumOrder<DataType>(dataTypeNames(), kDataTypes, parseDataType);
+  expectNamesInEnumOrder<ReduceOp>(reduceOpNames(), kReduceOps, parseReduceOp);
+  expectNamesInEnumOrder<Scheduler>(schedulerShortNames(), kSchedulers, parseScheduler);
+  // The spellings the tools offer and list in --help.
+  EXPECT_EQ(protocolNames(), (std::vector<std::string>{"LL", "LL128", "Simple"}));
+  EXPECT_EQ(dataTypeNames(),
+            (std::vector<std::string>{"float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8"}));
+  EXPECT_EQ(reduceOpNames(), (std::vector<std::string>{"sum", "prod", "min", "max", "avg"}));
+  EXPECT_EQ(schedulerShortNames(), (std::vector<std::string>{"hpds", "rr", "algorithm", "stage", "as-written"}));
+  EXPECT_EQ(tbPolicyShortName(TbPolicy::ConnectionBased), "connection");
+  EXPECT_EQ(tbPolicyShortName(TbPolicy::StateBased), "state");
 }
 
 TEST(Vocabulary, CollectivesKeepNcclNumberingAndSpellings) {
@@ -86,6 +116,7 @@ TEST(Vocabulary, SchedulerAliasesAndLevels) {
   EXPECT_EQ(executionLevelOf(Scheduler::AlgorithmLevel), ExecutionLevel::Algorithm);
   EXPECT_EQ(executionLevelOf(Scheduler::StageLevel), ExecutionLevel::Stage);
   EXPECT_EQ(parseTbPolicy("state"), TbPolicy::StateBased);
+  EXPECT_EQ(parseTbPolicy("Connection"), TbPolicy::ConnectionBased);  // case-insensitive, as before
   EXPECT_EQ(parseTbPolicy("connection-based"), TbPolicy::ConnectionBased);
   EXPECT_EQ(parseTbPolicy("single"), TbPolicy::Single);
   EXPECT_FALSE(parseTbPolicy("greedy"));
