@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "plugin/tuner_context.h"
-#include "table/decision.h"
+#include "plugin/cost_table.h"
 #include "tuccl/nccl_tuner.h"
 
 namespace tuccl {

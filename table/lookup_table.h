@@ -49,6 +49,10 @@ struct Choice {
   friend bool operator==(const Choice&, const Choice&) = default;
 };
 
+/// NCCL's spelling of a choice, "RING/LL128" or "any/SIMPLE", into `out` (NUL-terminated,
+/// truncated); returns `out`. Allocation-free (the tuner logs with it on NCCL's call path).
+const char* formatChoice(Choice choice, char* out, size_t size) noexcept;
+
 /// What a profiled time rests on (tuccl-tune): the 95 % interval of its median and the samples
 /// (repetitions) behind it. samples 0: not known.
 struct TimeInterval {

@@ -1,4 +1,5 @@
-// Applying a table decision to what NCCL hands a tuner.
+// The tuner plugin's edit of what NCCL hands a tuner: a table decision applied to NCCL's cost
+// table (v3+) or to v2's algorithm and protocol.
 //
 // In:  a CompiledDecision and NCCL's call arguments (cost table, or v2's support flags). Cost
 //      tables are NCCL's float[numAlgo][numProto], indexed by NcclAlgorithm and Protocol.
@@ -46,8 +47,5 @@ AppliedDecision applyToV2(const CompiledDecision& decision, int collNetSupport, 
 /// v6+ getChunkSize: the entry's chunk size, when it sets one and NCCL's (algorithm, protocol) is
 /// one the entry allows (any choice matches, or the entry has no choices); 0 otherwise.
 uint64_t chunkSizeFor(const CompiledDecision& decision, NcclAlgorithm algorithm, Protocol protocol) noexcept;
-
-/// "RING/LL128" or "any/SIMPLE" into `out` (NUL-terminated, truncated); returns `out`.
-const char* formatChoice(Choice choice, char* out, size_t size) noexcept;
 
 }  // namespace tuccl

@@ -1,5 +1,5 @@
 // Applying decisions: availability, fallbacks, "any", NCCL's scan order, v2's rules, chunk size.
-#include "table/decision.h"
+#include "plugin/cost_table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "table/decision.h"
+#include "plugin/cost_table.h"
 
 #include <cctype>
 #include <cmath>
@@ -117,22 +117,6 @@ uint64_t chunkSizeFor(const CompiledDecision& decision, NcclAlgorithm algorithm,
     }
   }
   return 0;
-}
-
-const char* formatChoice(Choice choice, char* out, size_t size) noexcept {
-  // NCCL's spelling: "RING/LL128", "any/SIMPLE".
-  std::string_view algorithm = choice.algorithm ? ncclAlgorithmName(*choice.algorithm) : "any";
-  // NCCL's protocol names are the vocabulary's in upper case (no allocation here: noexcept).
-  char protocol[8] = "any";
-  if (choice.protocol) {
-    std::string_view name = protocolName(*choice.protocol);
-    size_t n = 0;
-    for (; n < name.size() && n + 1 < sizeof protocol; ++n)
-      protocol[n] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[n])));
-    protocol[n] = '\0';
-  }
-  std::snprintf(out, size, "%.*s/%s", static_cast<int>(algorithm.size()), algorithm.data(), protocol);
-  return out;
 }
 
 }  // namespace tuccl
