@@ -31,7 +31,7 @@
 #include "plan/plan_json.h"
 #include "scheduler/plan_builder.h"
 #include "support/source_text.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 
 namespace tuccl {
 extern const char kEmbeddedHmAllReduce[];
