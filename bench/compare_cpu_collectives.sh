@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compares libtuccl's CPU collectives with Gloo's and Open MPI's on this machine, in one run:
 # AllReduce and AllGather (float, sum) over N ranks as processes, for sizes MIN..MAX, each library
-# timed and checked by the same nccl-tests loop (tools/bench_driver.h):
+# timed and checked by the same nccl-tests loop (cli/bench_driver.h):
 #
 #   tuccl   tuccl-run -n N -- tuccl-bench COLLECTIVE ...
 #   gloo    tuccl-run -n N -- bench_gloo_collectives COLLECTIVE ...   (mpirun when no tuccl-run)

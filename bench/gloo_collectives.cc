@@ -1,5 +1,5 @@
 // Gloo's AllReduce and AllGather over TCP on loopback, timed and checked as tuccl-bench does
-// (tools/bench_driver.h): the same flags, loop and nccl-tests output, for
+// (cli/bench_driver.h): the same flags, loop and nccl-tests output, for
 // bench/compare_cpu_collectives.sh.
 //
 //   tuccl-run -n 4 -- bench_gloo_collectives allreduce -b 1K -e 256M -f 2 [--algorithm NAME]
@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "support/text_values.h"
-#include "tools/bench_driver.h"
+#include "cli/bench_driver.h"
 #include "support/environment.h"
 
 namespace {
@@ -52,7 +52,7 @@ namespace {
 using namespace tuccl;
 using namespace tuccl::bench;
 
-constexpr int kExitBadInput = 2;  ///< a bad command line or environment (tools/cli.h's kExitError)
+constexpr int kExitBadInput = 2;  ///< a bad command line or environment (cli/cli.h's kExitError)
 
 int reportError(const Status& status) {
   std::cerr << "bench_gloo_collectives: error: " << status.message() << "\n";

@@ -1,4 +1,4 @@
-// Open MPI's collectives timed and checked as tuccl-bench does (tools/bench_driver.h): the same
+// Open MPI's collectives timed and checked as tuccl-bench does (cli/bench_driver.h): the same
 // flags, loop and nccl-tests output, for bench/compare_cpu_collectives.sh.
 //
 //   mpirun --oversubscribe -n 4 bench_mpi_collectives allreduce -b 1K -e 256M -f 2
@@ -15,14 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "tools/bench_driver.h"
+#include "cli/bench_driver.h"
 
 namespace {
 
 using namespace tuccl;
 using namespace tuccl::bench;
 
-constexpr int kExitBadInput = 2;  ///< a bad command line or environment (tools/cli.h's kExitError)
+constexpr int kExitBadInput = 2;  ///< a bad command line or environment (cli/cli.h's kExitError)
 
 int reportError(const Status& status) {
   std::cerr << "bench_mpi_collectives: error: " << status.message() << "\n";

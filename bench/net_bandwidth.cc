@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "support/text_values.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 #include "tuccl/nccl_net.h"
 #include "support/environment.h"
 

@@ -46,7 +46,7 @@
 #include "sim/simulator.h"
 #include "support/progress.h"
 #include "support/text_values.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 
 namespace {
 

@@ -32,7 +32,7 @@
 #include "sim/reference_simulator.h"
 #include "sim/simulator.h"
 #include "support/text_values.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 
 namespace {
 

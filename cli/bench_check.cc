@@ -1,5 +1,5 @@
 // Check data of the benchmarks (bench_check.h).
-#include "tools/bench_check.h"
+#include "cli/bench_check.h"
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
 // nccl-tests' benchmark loop (bench_driver.h).
-#include "tools/bench_driver.h"
+#include "cli/bench_driver.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "kernelgen/host_buffer.h"
-#include "tools/bench_check.h"
+#include "cli/bench_check.h"
 
 namespace tuccl::bench {
 namespace {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "kernelgen/collective_reference.h"
-#include "tools/bench_report.h"
+#include "cli/bench_report.h"
 
 namespace tuccl::bench {
 

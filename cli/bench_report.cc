@@ -1,5 +1,5 @@
 // nccl-tests' command line and output (bench_report.h).
-#include "tools/bench_report.h"
+#include "cli/bench_report.h"
 
 #include <algorithm>
 #include <array>

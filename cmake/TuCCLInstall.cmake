@@ -11,7 +11,7 @@
 #                                  fails above 40): the C API and plugin ABIs, and the few stage
 #                                  headers a C++ consumer includes, with what they include
 #   share/tuccl/examples/          the bundled algorithm programs, topologies and tables; the tools
-#                                  find them from their own path (tools/cli.h: bundledDataDir)
+#                                  find them from their own path (cli/cli.h: bundledDataDir)
 #   share/doc/TuCCL/               README.md and docs/
 # Included at the end of the top-level CMakeLists.txt, after every stage has defined its targets.
 #

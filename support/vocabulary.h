@@ -2,7 +2,7 @@
 // execution level, TB policy and buffer kind, each one enum with one name function and one parse
 // function. Strings live only at the edges (JSON, CSV, CLI, logs); inside, code compares enums. The
 // ...Names() functions list the spellings of an enum in enum order, for what offers a choice of them
-// (the tools' options, tools/cli.h).
+// (the tools' options, cli/cli.h).
 //
 // Dependency-free on purpose (only the standard library): the plan, the table, the plugins and
 // the runtime all include it.

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "adapt/rendezvous_server.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 
 namespace {
 

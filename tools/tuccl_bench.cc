@@ -1,6 +1,6 @@
 // tuccl-bench: nccl-tests for libtuccl. One rank per process, rank and size from the launcher
 // (tucclCommInitFromEnv): `tuccl-run -n 4 -- tuccl-bench allreduce -b 8 -e 128M -f 2`. Rank 0
-// prints nccl-tests' output; every rank checks its own results (tools/bench_driver.h runs the
+// prints nccl-tests' output; every rank checks its own results (cli/bench_driver.h runs the
 // loop, this file is libtuccl's side of it).
 //
 // Calls are stream-ordered: the timed calls are enqueued on one stream and waited for once. The
@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "backend/cuda_driver.h"
-#include "tools/bench_driver.h"
-#include "tools/cli.h"
+#include "cli/bench_driver.h"
+#include "cli/cli.h"
 #include "tuccl/tuccl.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/cli.h"
+#include "cli/cli.h"
 #include "tools/rank_launcher.h"
 #include "transport/socket.h"
 

@@ -28,7 +28,7 @@
 #include "sim/simulator.h"
 #include "sim/trace.h"
 #include "support/text_values.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 #include "tune/size_grid.h"
 
 namespace {

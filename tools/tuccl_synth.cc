@@ -29,7 +29,7 @@
 #include "synth/exact_synthesis.h"
 #include "synth/generators.h"
 #include "synth/sketch_synthesis.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 #include "topo/load.h"
 #include "topo/presets.h"
 #include "topo/sketch.h"

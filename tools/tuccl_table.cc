@@ -20,7 +20,7 @@
 #include "support/text_values.h"
 #include "table/table_index.h"
 #include "table/table_io.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include "topo/presets.h"
 #include "topo/sketch.h"
 #include "topo/topology_json.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 // what CSV cannot hold is left out) and a summary. The trial log (--log, default beside the JSON)
 // makes an interrupted run resumable (--resume); existing tables are replaced only with --force.
 //
-// Exit status (tools/cli.h): 0 success, 2 for an error in the inputs, on the command line or in a
+// Exit status (cli/cli.h): 0 success, 2 for an error in the inputs, on the command line or in a
 // profiling run, 3 for an internal error.
 #include <unistd.h>
 
@@ -25,7 +25,7 @@
 
 #include "support/text_values.h"
 #include "table/table_io.h"
-#include "tools/cli.h"
+#include "cli/cli.h"
 #include "tune/tuning_run.h"
 #include "support/environment.h"
 

@@ -1,9 +1,9 @@
-// The benchmark loop (tools/bench_driver.h) over an in-process library: ranks are threads and
+// The benchmark loop (cli/bench_driver.h) over an in-process library: ranks are threads and
 // every collective is computed from the ranks' buffers by the collectives' reference, so the
 // loop's buffers, in-place views, checks, bandwidths and output are tested without libtuccl. A
 // library of "device memory" (buffers of its own that the loop copies to and from, as
 // tuccl-bench's CUDA device) is one option of it.
-#include "tools/bench_driver.h"
+#include "cli/bench_driver.h"
 
 #include <gtest/gtest.h>
 

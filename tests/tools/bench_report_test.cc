@@ -1,6 +1,6 @@
-// tuccl-bench's command line, size series, nccl-tests conventions and output (tools/bench_report.h),
-// and its check data (tools/bench_check.h), without libtuccl.
-#include "tools/bench_report.h"
+// tuccl-bench's command line, size series, nccl-tests conventions and output (cli/bench_report.h),
+// and its check data (cli/bench_check.h), without libtuccl.
+#include "cli/bench_report.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 
 #include "kernelgen/collective_reference.h"
 #include "kernelgen/element_values.h"
-#include "tools/bench_check.h"
+#include "cli/bench_check.h"
 #include "tune/nccl_tests_output.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// The helpers every tool shares (tools/cli.h): output files checked before any work, never
+// The helpers every tool shares (cli/cli.h): output files checked before any work, never
 // replaced without --force, and errors that say why.
 #include <filesystem>
 #include <fstream>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tools/cli.h"
+#include "cli/cli.h"
 
 namespace {
 
