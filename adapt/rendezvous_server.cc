@@ -1,14 +1,8 @@
 // The TCP store of the tuner's runtime phase (rendezvous_server.h).
 #include "adapt/rendezvous_server.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "adapt/rendezvous_store.h"
 
@@ -17,6 +11,11 @@ namespace {
 
 /// Names a store holds at most: a job's rounds leave a few names per rank and key.
 constexpr size_t kMaxNames = 1 << 22;
+/// How often the serving loops look at stop(); the longest a started request may take to arrive.
+constexpr double kPollSeconds = 0.1;
+constexpr double kRequestSeconds = 30;
+
+transport::WaitLimits pollLimits() { return transport::WaitLimits{transport::deadlineAfter(kPollSeconds)}; }
 
 std::string replyOf(char status, const std::string& value = {}) {
   std::string reply(1, status);
@@ -27,73 +26,55 @@ std::string replyOf(char status, const std::string& value = {}) {
 }  // namespace
 
 Expected<std::unique_ptr<RendezvousServer>> RendezvousServer::listen(const std::string& host, uint16_t port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int error = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
-      error != 0) {
-    return makeError(ErrorCode::InvalidArgument, "cannot resolve " + host + ": " + ::gai_strerror(error));
+  // No host: every interface. (A host is resolved with a placeholder port: port 0 is "any".)
+  Expected<transport::SocketAddress> address =
+      host.empty() ? Expected<transport::SocketAddress>(transport::SocketAddress::wildcard(AF_INET, port))
+                   : transport::resolveHostPort(transport::joinHostPort(host, 1));
+  if (!address) {
+    return makeError(ErrorCode::InvalidArgument, "cannot resolve " + host + ": " + address.status().message());
   }
-  std::string why = "no address";
-  int fd = -1;
-  for (addrinfo* address = found; address != nullptr && fd < 0; address = address->ai_next) {
-    fd = ::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, address->ai_protocol);
-    if (fd < 0) continue;
-    const int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (::bind(fd, address->ai_addr, address->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
-      why = std::strerror(errno);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  if (fd < 0) return makeError(ErrorCode::SystemError, "cannot listen at " + host + ":" + service + ": " + why);
-  sockaddr_storage bound{};
-  socklen_t length = sizeof(bound);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
-  const uint16_t actual = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                                      : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<RendezvousServer>(new RendezvousServer(fd, actual));
+  address->setPort(port);
+  Expected<transport::Socket> listener = transport::listenOn(*address);
+  if (!listener) return makeError(ErrorCode::SystemError, listener.status().message());
+  Expected<transport::SocketAddress> bound = listener->localAddress();
+  const uint16_t actual = bound ? bound->port() : port;
+  return std::unique_ptr<RendezvousServer>(new RendezvousServer(std::move(*listener), actual));
 }
 
 RendezvousServer::~RendezvousServer() {
   stop();
-  ::close(listenFd_);
+  listener_.close();
   std::lock_guard lock(threadsMutex_);
   for (std::thread& thread : threads_) thread.join();
 }
 
 void RendezvousServer::serve() {
   while (!stopping_.load()) {
-    pollfd waiting{listenFd_, POLLIN, 0};
-    if (::poll(&waiting, 1, 100) != 1) continue;
-    const int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    Expected<transport::Socket> accepted = transport::acceptOne(listener_, pollLimits());
+    if (!accepted) continue;  // nothing within the poll interval, or a connection that failed
     std::lock_guard lock(threadsMutex_);
-    threads_.emplace_back([this, fd] { serveConnection(fd); });
+    threads_.emplace_back([this, socket = std::move(*accepted)]() mutable { serveConnection(std::move(socket)); });
   }
 }
 
-void RendezvousServer::serveConnection(int fd) {
+void RendezvousServer::serveConnection(transport::Socket socket) {
   while (!stopping_.load()) {
-    pollfd waiting{fd, POLLIN, 0};
-    const int ready = ::poll(&waiting, 1, 100);
-    if (ready == 0) continue;
-    if (ready < 0 && errno == EINTR) continue;
+    Status ready = transport::waitFor(socket.fd(), POLLIN, pollLimits());
+    if (!ready && ready.code() == ErrorCode::Timeout) continue;
+    // A request that began arrives whole within kRequestSeconds, or the client is not one of ours.
+    const transport::WaitLimits limits{transport::deadlineAfter(kRequestSeconds)};
     unsigned char head[9];
-    if (ready < 0 || !receiveAll(fd, head, sizeof(head))) break;
+    if (!ready || !transport::recvAll(socket, head, sizeof(head), limits)) break;
     const uint32_t nameLength = getUint32(head + 1), valueLength = getUint32(head + 5);
     if (nameLength > kStoreMaxName || valueLength > kStoreMaxValue) break;  // not a client of ours
     std::string name(nameLength, '\0'), value(valueLength, '\0');
-    if (!receiveAll(fd, name.data(), nameLength) || !receiveAll(fd, value.data(), valueLength)) break;
+    if (!transport::recvAll(socket, name.data(), nameLength, limits) ||
+        !transport::recvAll(socket, value.data(), valueLength, limits)) {
+      break;
+    }
     const std::string reply = apply(static_cast<char>(head[0]), name, value);
-    if (reply.empty() || !sendAll(fd, reply.data(), reply.size())) break;
+    if (reply.empty() || !transport::sendAll(socket, reply.data(), reply.size(), limits)) break;
   }
-  ::close(fd);
 }
 
 std::string RendezvousServer::apply(char op, const std::string& name, const std::string& value) {

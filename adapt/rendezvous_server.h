@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/status.h"
+#include "transport/socket.h"
 
 namespace tuccl {
 
@@ -35,12 +36,12 @@ class RendezvousServer {
   size_t size() const;
 
  private:
-  explicit RendezvousServer(int fd, uint16_t port) : listenFd_(fd), port_(port) {}
-  void serveConnection(int fd);
+  RendezvousServer(transport::Socket listener, uint16_t port) : listener_(std::move(listener)), port_(port) {}
+  void serveConnection(transport::Socket socket);
   /// The reply to one request.
   std::string apply(char op, const std::string& name, const std::string& value);
 
-  int listenFd_;
+  transport::Socket listener_;
   uint16_t port_;
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;

@@ -2,9 +2,6 @@
 #include "adapt/rendezvous_store.h"
 
 #include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +11,8 @@
 #include <filesystem>
 #include <mutex>
 #include <vector>
+
+#include "transport/socket.h"
 
 namespace tuccl {
 namespace {
@@ -129,52 +128,10 @@ Status checkDirectory(const std::string& directory) {
 
 // ---- tcp: ---------------------------------------------------------------------------------------
 
-/// A connected socket to host:port within `timeout`, with `timeout` on every send and receive.
-Expected<int> connectWithin(const std::string& host, const std::string& port, std::chrono::milliseconds timeout) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (const int error = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); error != 0) {
-    return makeError(ErrorCode::NotFound, "cannot resolve " + host + ": " + ::gai_strerror(error));
-  }
-  std::string why = "no address";
-  int fd = -1;
-  for (addrinfo* address = found; address != nullptr && fd < 0; address = address->ai_next) {
-    fd = ::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, address->ai_protocol);
-    if (fd < 0) continue;
-    int connected = ::connect(fd, address->ai_addr, address->ai_addrlen);
-    if (connected != 0 && errno == EINPROGRESS) {
-      pollfd waiting{fd, POLLOUT, 0};
-      int error = 0;
-      socklen_t length = sizeof(error);
-      if (::poll(&waiting, 1, static_cast<int>(timeout.count())) == 1 &&
-          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0) {
-        errno = error;
-        connected = error == 0 ? 0 : -1;
-      } else {
-        errno = ETIMEDOUT;
-      }
-    }
-    if (connected != 0) {
-      why = std::strerror(errno);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  if (fd < 0) return makeError(ErrorCode::IoError, "cannot connect to " + host + ":" + port + ": " + why);
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  timeval limit{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
-  return fd;
-}
-
 class TcpStore final : public RendezvousStore {
  public:
-  TcpStore(int fd, std::string address) : fd_(fd), address_(std::move(address)) {}
-  ~TcpStore() override { ::close(fd_); }
+  TcpStore(transport::Socket socket, std::string address, std::chrono::milliseconds timeout)
+      : socket_(std::move(socket)), address_(std::move(address)), timeout_(timeout) {}
 
   Expected<bool> create(const std::string& name, const std::string& bytes) override {
     Expected<Reply> reply = request('C', name, bytes);
@@ -210,49 +167,32 @@ class TcpStore final : public RendezvousStore {
     putUint32(message, static_cast<uint32_t>(value.size()));
     message += name;
     message += value;
-    if (!sendAll(fd_, message.data(), message.size())) return broken("cannot send (" + std::string(std::strerror(errno)) + ")");
+    // Every request waits at most the timeout, its send and its reply together.
+    const transport::WaitLimits limits{transport::deadlineAfter(std::chrono::duration<double>(timeout_).count())};
+    if (Status sent = transport::sendAll(socket_, message.data(), message.size(), limits); !sent) {
+      return broken("cannot send (" + sent.message() + ")");
+    }
     unsigned char head[5];
-    if (!receiveAll(fd_, head, sizeof(head))) return broken("no reply (" + std::string(std::strerror(errno)) + ")");
+    if (Status got = transport::recvAll(socket_, head, sizeof(head), limits); !got) {
+      return broken("no reply (" + got.message() + ")");
+    }
     Reply reply;
     reply.status = static_cast<char>(head[0]);
     const uint32_t length = getUint32(head + 1);
     if (length > kStoreMaxValue) return broken("a reply of " + std::to_string(length) + " bytes");
     reply.value.resize(length);
-    if (length > 0 && !receiveAll(fd_, reply.value.data(), length)) return broken("a reply cut short");
+    if (length > 0 && !transport::recvAll(socket_, reply.value.data(), length, limits)) return broken("a reply cut short");
     return reply;
   }
 
-  int fd_;
+  transport::Socket socket_;
   std::string address_;
+  std::chrono::milliseconds timeout_;
   std::mutex mutex_;
   bool dead_ = false;  ///< after a failed request the stream is out of step: no more requests
 };
 
 }  // namespace
-
-bool sendAll(int fd, const void* bytes, size_t size) {
-  const auto* at = static_cast<const char*>(bytes);
-  while (size > 0) {
-    const ssize_t sent = ::send(fd, at, size, MSG_NOSIGNAL);
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent <= 0) return false;
-    at += sent;
-    size -= static_cast<size_t>(sent);
-  }
-  return true;
-}
-
-bool receiveAll(int fd, void* bytes, size_t size) {
-  auto* at = static_cast<char*>(bytes);
-  while (size > 0) {
-    const ssize_t got = ::recv(fd, at, size, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    at += got;
-    size -= static_cast<size_t>(got);
-  }
-  return true;
-}
 
 void putUint32(std::string& out, uint32_t value) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
@@ -272,12 +212,13 @@ Expected<std::unique_ptr<RendezvousStore>> openRendezvousStore(const std::string
   }
   const size_t colon = spec.rfind(':');
   if (spec.rfind("tcp:", 0) == 0 && colon > 4 && colon + 1 < spec.size()) {
-    std::string host = spec.substr(4, colon - 4);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    const std::string port = spec.substr(colon + 1);
-    Expected<int> fd = connectWithin(host, port, timeout);
-    if (!fd) return fd.status();
-    return std::unique_ptr<RendezvousStore>(std::make_unique<TcpStore>(*fd, spec.substr(4)));
+    const std::string address = spec.substr(4);
+    Expected<transport::SocketAddress> resolved = transport::resolveHostPort(address);
+    if (!resolved) return makeError(ErrorCode::NotFound, "cannot resolve " + address + ": " + resolved.status().message());
+    Expected<transport::Socket> socket = transport::connectTo(
+        *resolved, transport::WaitLimits{transport::deadlineAfter(std::chrono::duration<double>(timeout).count())});
+    if (!socket) return makeError(ErrorCode::IoError, socket.status().message());
+    return std::unique_ptr<RendezvousStore>(std::make_unique<TcpStore>(std::move(*socket), address, timeout));
   }
   return makeError(ErrorCode::InvalidArgument,
                    "expected dir:<path of a directory every rank can write> or tcp:<host>:<port> of a "

@@ -47,10 +47,7 @@ Expected<std::unique_ptr<RendezvousStore>> openRendezvousStore(const std::string
 inline constexpr uint32_t kStoreMaxName = 4096;
 inline constexpr uint32_t kStoreMaxValue = 16u << 20;
 
-/// Sends all of `bytes` on `fd` / receives exactly `size` bytes (false: the peer is gone, or the
-/// socket's timeout expired).
-bool sendAll(int fd, const void* bytes, size_t size);
-bool receiveAll(int fd, void* bytes, size_t size);
+/// The 4-byte little-endian lengths of the wire format.
 void putUint32(std::string& out, uint32_t value);
 uint32_t getUint32(const unsigned char* in);
 
