@@ -566,9 +566,9 @@ Expected<CUfunction> CudaDevice::kernelFunction(const CompiledPlan& plan, int32_
                                                  "'s kernel and this TuCCL was built without NVRTC to compile " +
                                                  kernel.fileName + " for " + arch_);
   } else {
-    NvrtcResult result = compileWithNvrtc(kernel, arch_);
-    if (!result.ok) return makeError(ErrorCode::Internal, "CUDA device: " + result.error + "\n" + result.log);
-    compiled = std::move(result.cubin);
+    Expected<NvrtcOutput> result = compileWithNvrtc(kernel, arch_);
+    if (!result) return makeError(ErrorCode::Internal, "CUDA device: " + result.status().message());
+    compiled = std::move(result->cubin);
     cubin = &compiled;
   }
   const std::string what = kernel.fileName + " (" + std::to_string(cubin->size()) + " bytes) on GPU " +

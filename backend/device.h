@@ -21,11 +21,9 @@
 #include <vector>
 
 #include "backend/staging_layout.h"
-#include "kernelgen/codegen.h"
 #include "kernelgen/collective_reference.h"
+#include "kernelgen/compile.h"  // CompiledPlan: what the plan cache hands out
 #include "kernelgen/device/kernel_args.h"
-#include "kernelgen/host_build.h"
-#include "kernelgen/kernel_layout.h"
 #include "plan/plan.h"
 #include "support/status.h"
 #include "tuccl/tuccl.h"
@@ -33,21 +31,6 @@
 namespace tuccl::backend {
 
 enum class DeviceKind { Cpu, Cuda };
-
-/// A plan ready to run: what the plan cache hands out (compiled once per process, shared by the
-/// communicators that use it).
-struct CompiledPlan {
-  Plan plan;
-  KernelLayout layout;
-  GeneratedKernels kernels;  ///< the distinct kernels; per rank its kernel and value table
-  std::string key;                       ///< content hash of the plan (cache key)
-  std::string description;               ///< why it was chosen, for TUCCL_DEBUG=INFO
-  /// CPU device: the host build (loaded lazily by the cache).
-  std::shared_ptr<const HostKernels> host;
-  /// CUDA device: per kernel (GeneratedKernel::id) the CUBIN for the device's architecture (empty
-  /// until compiled).
-  std::vector<std::vector<char>> cubins;
-};
 
 /// One rank's part of one collective call.
 struct KernelCall {

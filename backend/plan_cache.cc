@@ -16,7 +16,7 @@
 #include "backend/plan_selection.h"
 #include "backend/plan_store.h"
 #include "kernelgen/device_headers.h"
-#include "kernelgen/nvrtc.h"
+#include "kernelgen/compile.h"
 #include "plan/plan_json.h"
 #include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
@@ -324,9 +324,6 @@ Expected<Plan> PlanCache::Impl::planFromStoreOrBuild(const PlanIdentity& identit
 
 Status PlanCache::Impl::addCubins(const PlanIdentity& identity, CompiledPlan& compiled) {
   if (options.cudaArch.empty()) return {};
-  if (!nvrtcAvailable()) {
-    return makeError(ErrorCode::Unsupported, "CUBINs for " + options.cudaArch + " need NVRTC, which this build lacks");
-  }
   const std::string name = "cubins/" + identity.key + "-" + oneLine(options.cudaArch) + ".cubins";
   if (store.enabled()) {
     const PlanStore::Lookup found = store.read(name, identity.text);
@@ -340,16 +337,11 @@ Status PlanCache::Impl::addCubins(const PlanIdentity& identity, CompiledPlan& co
       noteDamaged(name);
     }
   }
-  // Only the distinct kernels, concurrently, through kernelgen's NVRTC cache (shared with
-  // tuccl-compile: the same kernel text is compiled once per machine).
-  std::vector<const GeneratedKernel*> kernels;
-  for (const GeneratedKernel& kernel : compiled.kernels.kernels) kernels.push_back(&kernel);
-  std::vector<NvrtcResult> results = compileKernelsWithNvrtc(kernels, options.cudaArch, {}, store.hostDirectory());
-  for (NvrtcResult& result : results) {
-    ++counters.cubinsCompiled;
-    if (!result.ok) return makeError(ErrorCode::Internal, result.error + "\n" + result.log);
-    compiled.cubins.push_back(std::move(result.cubin));
-  }
+  Targets targets;
+  targets.cudaArch = options.cudaArch;
+  targets.cacheDir = store.hostDirectory();
+  if (Status status = buildTargets(compiled, targets); !status) return status;
+  counters.cubinsCompiled += static_cast<int64_t>(compiled.cubins.size());
   if (store.enabled()) {
     if (Status status = store.write(name, identity.text, serializeCubins(compiled.cubins)); !status)
       logLine(LogLevel::Warn, kLogInit, -1, "plan cache: " + status.message());
@@ -359,9 +351,10 @@ Status PlanCache::Impl::addCubins(const PlanIdentity& identity, CompiledPlan& co
 
 Status PlanCache::Impl::addHostKernels(CompiledPlan& compiled) {
   if (!options.hostKernels) return {};
-  std::string error;
-  compiled.host = buildHostKernels(compiled.kernels, error, store.hostDirectory());
-  if (compiled.host == nullptr) return makeError(ErrorCode::Internal, error);
+  Targets targets;
+  targets.hostKernels = true;
+  targets.cacheDir = store.hostDirectory();
+  if (Status status = buildTargets(compiled, targets); !status) return status;
   ++(compiled.host->fromCache ? counters.hostLoaded : counters.hostBuilds);
   return {};
 }
@@ -369,9 +362,7 @@ Status PlanCache::Impl::addHostKernels(CompiledPlan& compiled) {
 PlanResult PlanCache::Impl::compile(const PlanIdentity& identity, const Program& program,
                                     const RescclParameters& parameters, const PlanRequest& request,
                                     const PlanSelection& selection) {
-  auto compiled = std::make_shared<CompiledPlan>();
-  compiled->key = identity.key;
-  compiled->description = describeSelection(selection);
+  std::shared_ptr<CompiledPlan> compiled;
   {
     // Another process building the same entry finishes before this one looks.
     std::optional<FileLock> entryLock;
@@ -382,13 +373,13 @@ PlanResult PlanCache::Impl::compile(const PlanIdentity& identity, const Program&
     Expected<Plan> plan = planFromStoreOrBuild(identity, program, parameters, request, selection);
     if (!plan) return plan.status();
     if (Status fits = fitChannels(*plan, options.maxBlocksPerRank, program.name); !fits) return fits;
-    compiled->plan = std::move(*plan);
-    try {
-      compiled->layout = layoutKernels(compiled->plan);
-    } catch (const std::exception& error) {
-      return makeError(ErrorCode::Internal, program.name + ": " + error.what());
-    }
-    compiled->kernels = generateKernels(compiled->plan, compiled->layout);
+    // The layout and kernels here; the CUBINs may come from the store, the host build comes after
+    // the entry's lock.
+    Expected<CompiledPlan> generated = compilePlan(std::move(*plan), Targets{});
+    if (!generated) return makeError(ErrorCode::Internal, program.name + ": " + generated.status().message());
+    compiled = std::make_shared<CompiledPlan>(std::move(*generated));
+    compiled->key = identity.key;
+    compiled->description = describeSelection(selection);
     if (Status status = addCubins(identity, *compiled); !status) return status;
   }
   if (Status status = addHostKernels(*compiled); !status) return status;

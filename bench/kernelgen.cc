@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernelgen/codegen.h"
+#include "kernelgen/compile.h"
 #include "kernelgen/nvrtc.h"
 #include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
@@ -54,47 +55,58 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+[[noreturn]] void fail(const tuccl::Status& status) {
+  std::fprintf(stderr, "%s\n", status.toString().c_str());
+  _exit(2);
+}
+
+// The straight-line kernels' source bytes: one kernel per rank, one block per entry.
+long long straightBytes(const tuccl::Plan& plan) {
+  tuccl::Expected<tuccl::KernelLayout> layout = tuccl::layoutKernels(plan);
+  if (!layout) fail(layout.status());
+  long long bytes = 0;
+  for (const tuccl::GeneratedKernel& kernel : tuccl::generateKernels(plan, *layout, {false, false}).kernels) {
+    bytes += static_cast<long long>(kernel.source.size());
+  }
+  return bytes;
+}
+
+// NVRTC over every distinct kernel (compilePlan's CUBIN target) into a fresh cache directory.
+void measureNvrtc(tuccl::CompiledPlan& compiled, const Options& options, Row& row) {
+  tuccl::Targets targets;
+  targets.cudaArch = options.arch;
+  targets.cacheDir = (std::filesystem::temp_directory_path() / ("tuccl-bench-kernelgen-" + std::to_string(getpid())))
+                         .string();
+  const auto start = std::chrono::steady_clock::now();
+  if (!tuccl::buildTargets(compiled, targets)) row.nvrtcFailures = 1;
+  row.nvrtcSeconds = secondsSince(start);
+  std::error_code ignored;
+  std::filesystem::remove_all(targets.cacheDir, ignored);
+}
+
 Row measure(const std::string& name, int ranks, const Options& options) {
   Row row;
   auto start = std::chrono::steady_clock::now();
   const std::string path = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + name + ".resccl";
   tuccl::Expected<tuccl::Algorithm> algorithm =
       tuccl::loadRescclAlgorithm(path, ranks, std::min(ranks, options.gpusPerNode));
-  if (!algorithm) {
-    std::fprintf(stderr, "%s\n", algorithm.status().toString().c_str());
-    _exit(2);
-  }
-  tuccl::Plan plan = tuccl::buildPlan(*algorithm, tuccl::PlanRequest{}).value();
+  if (!algorithm) fail(algorithm.status());
+  tuccl::Expected<tuccl::Plan> plan = tuccl::buildPlan(*algorithm, tuccl::PlanRequest{});
+  if (!plan) fail(plan.status());
   row.planSeconds = secondsSince(start);
-  for (const tuccl::PlanRank& rank : plan.ranks) {
+  for (const tuccl::PlanRank& rank : plan->ranks) {
     for (const tuccl::PlanTb& tb : rank.tbs) row.entries += static_cast<long long>(tb.entries.size());
   }
-  if (ranks <= options.straightMaxRanks) {
-    row.straightBytes = 0;
-    const tuccl::GeneratedKernels straight = tuccl::generateKernels(plan, {false, false});
-    for (const tuccl::GeneratedKernel& kernel : straight.kernels) {
-      row.straightBytes += static_cast<long long>(kernel.source.size());
-    }
-  }
+  if (ranks <= options.straightMaxRanks) row.straightBytes = straightBytes(*plan);
   start = std::chrono::steady_clock::now();
-  const tuccl::GeneratedKernels generated = tuccl::generateKernels(plan);
+  tuccl::Expected<tuccl::CompiledPlan> compiled = tuccl::compilePlan(std::move(*plan), tuccl::Targets{});
+  if (!compiled) fail(compiled.status());
   row.generateSeconds = secondsSince(start);
+  const tuccl::GeneratedKernels& generated = compiled->kernels;
   row.kernels = static_cast<int>(generated.kernels.size());
   for (const tuccl::GeneratedKernel& kernel : generated.kernels) row.bytes += static_cast<long long>(kernel.source.size());
   for (const tuccl::RankKernel& rank : generated.ranks) row.tableValues += static_cast<long long>(rank.values.size());
-  if (ranks <= options.nvrtcMaxRanks && tuccl::nvrtcAvailable()) {
-    const std::filesystem::path cache = std::filesystem::temp_directory_path() /
-                                        ("tuccl-bench-kernelgen-" + std::to_string(getpid()));
-    std::vector<const tuccl::GeneratedKernel*> kernels;
-    for (const tuccl::GeneratedKernel& kernel : generated.kernels) kernels.push_back(&kernel);
-    start = std::chrono::steady_clock::now();
-    for (const tuccl::NvrtcResult& result : tuccl::compileKernelsWithNvrtc(kernels, options.arch, {}, cache.string())) {
-      if (!result.ok) ++row.nvrtcFailures;
-    }
-    row.nvrtcSeconds = secondsSince(start);
-    std::error_code ignored;
-    std::filesystem::remove_all(cache, ignored);
-  }
+  if (ranks <= options.nvrtcMaxRanks && tuccl::nvrtcAvailable()) measureNvrtc(*compiled, options, row);
   return row;
 }
 

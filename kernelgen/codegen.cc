@@ -322,10 +322,6 @@ GeneratedKernels generateKernels(const Plan& plan, const KernelLayout& layout, c
   return result;
 }
 
-GeneratedKernels generateKernels(const Plan& plan, const KernelGenOptions& options) {
-  return generateKernels(plan, layoutKernels(plan), options);
-}
-
 std::string hostTranslationUnit(const std::vector<GeneratedKernel>& kernels) {
   std::ostringstream out;
   out << "// Host build of the generated kernels (docs/kernels.md): every kernel, compiled\n"

@@ -1,6 +1,6 @@
 // Kernel generation: plan -> CUDA C++ source (ResCCL §4.5; design.md "Kernels"; docs/kernels.md).
 //
-// In:  a Plan (plan/plan.h).
+// In:  a Plan (plan/plan.h) and its KernelLayout (kernel_layout.h).
 // Out: GeneratedKernels: the distinct kernels (kernel<K>.cu defining
 //        TUCCL_KERNEL_THREADS(nThreads) tuccl_kernel<K>(tuccl::dev::KernelArgs args))
 //      and, per rank, the kernel it runs and its value table. A kernel's blockIdx.x selects a TB's
@@ -50,11 +50,8 @@ struct KernelGenOptions {
   bool shareRoles = true;  ///< ranks of one structure share a kernel; false: one kernel per rank
 };
 
-/// The kernels of `plan`. Throws std::invalid_argument for a plan whose sends and receives do not
-/// pair up (layoutKernels).
-GeneratedKernels generateKernels(const Plan& plan, const KernelGenOptions& options = {});
-
-/// The same given a precomputed layout.
+/// The kernels of `plan` with its layout (layoutKernels). compilePlan (compile.h) runs the whole
+/// pipeline: layout, kernels and what runs them.
 GeneratedKernels generateKernels(const Plan& plan, const KernelLayout& layout, const KernelGenOptions& options = {});
 
 /// The host translation unit of `kernels`: includes every kernel's file (which must sit beside

@@ -5,15 +5,12 @@
 #include <cmath>
 #include <random>
 #include <sstream>
-#include <stdexcept>
 
 #include "kernelgen/collective_reference.h"
+#include "kernelgen/compile.h"
 #include "kernelgen/element_values.h"
-#include "kernelgen/host_build.h"
 #include "kernelgen/host_executor.h"
-#include "kernelgen/kernel_layout.h"
 #include "kernelgen/output_compare.h"
-#include "plan/plan_validate.h"
 #include "support/text_values.h"
 
 #include <unistd.h>
@@ -21,7 +18,6 @@
 namespace tuccl {
 namespace {
 
-Status refuse(std::string message) { return makeError(ErrorCode::InvalidInput, std::move(message)); }
 Status unsupported(std::string message) { return makeError(ErrorCode::Unsupported, std::move(message)); }
 
 uint64_t physicalMemoryBytes() {
@@ -29,23 +25,6 @@ uint64_t physicalMemoryBytes() {
   const long pageSize = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || pageSize <= 0) return uint64_t{8} << 30;  // unknown: assume a small machine
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
-}
-
-// validatePlan, the send/recv pairing (layoutKernels) and the race check.
-Expected<KernelLayout> checkPlan(const Plan& plan, bool staticChecks) {
-  if (Status problem = staticChecks ? validatePlan(plan) : Status(); !problem) {
-    return refuse("the plan fails its static check: " + problem.message());
-  }
-  KernelLayout layout;
-  try {
-    layout = layoutKernels(plan);
-  } catch (const std::invalid_argument& error) {
-    return refuse(error.what());
-  }
-  if (Status race = staticChecks ? checkPlanRaceFree(plan) : Status(); !race) {
-    return refuse("the plan fails its race check: " + race.message());
-  }
-  return layout;
 }
 
 CollectiveCall callOf(const Plan& plan, const KernelLayout& layout, const VerifyOptions& options) {
@@ -90,15 +69,6 @@ Status checkVerifiable(const Plan& plan, const KernelLayout& layout, const Colle
                        std::to_string(elements.output) + " output units) are not NCCL's for " + std::string(collectiveName(plan.collective)));
   }
   return checkVerifyMemory(plan, layout, call);
-}
-
-Expected<std::shared_ptr<const HostKernels>> buildKernels(const Plan& plan, const KernelLayout& layout,
-                                                          const KernelGenOptions& options) {
-  const GeneratedKernels kernels = generateKernels(plan, layout, options);
-  std::string error;
-  std::shared_ptr<const HostKernels> host = buildHostKernels(kernels, error);
-  if (!host) return makeError(ErrorCode::Internal, error);
-  return host;
 }
 
 uint64_t freshSeed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
@@ -203,6 +173,22 @@ CpuVerifyReport refusedReport(Status refusal) {
   return report;
 }
 
+// The plan's layout and kernels (after the static checks when asked for), then, for a call it can
+// run, its host build.
+Expected<CompiledPlan> compileForCall(const Plan& plan, const VerifyOptions& options) {
+  Targets targets;
+  targets.staticChecks = options.staticChecks;
+  targets.kernelGen = options.kernelGen;
+  Expected<CompiledPlan> compiled = compilePlan(plan, targets);
+  if (!compiled) return compiled;
+  const CollectiveCall call = callOf(compiled->plan, compiled->layout, options);
+  if (Status status = checkVerifiable(compiled->plan, compiled->layout, call); !status) return status;
+  Targets host;
+  host.hostKernels = true;
+  if (Status status = buildTargets(*compiled, host); !status) return status;
+  return compiled;
+}
+
 }  // namespace
 
 std::string CpuVerifyReport::summary() const {
@@ -228,22 +214,19 @@ std::string CpuVerifyReport::summary() const {
 uint64_t verifyMemoryLimit() { return physicalMemoryBytes() / 2; }
 
 CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) {
-  Expected<KernelLayout> layout = checkPlan(plan, options.staticChecks);
-  if (!layout) return refusedReport(layout.status());
-  const CollectiveCall call = callOf(plan, *layout, options);
-  if (Status status = checkVerifiable(plan, *layout, call); !status) return refusedReport(status);
-  Expected<std::shared_ptr<const HostKernels>> kernels = buildKernels(plan, *layout, options.kernelGen);
-  if (!kernels) return refusedReport(kernels.status());
+  Expected<CompiledPlan> compiled = compileForCall(plan, options);
+  if (!compiled) return refusedReport(compiled.status());
+  const KernelLayout& layout = compiled->layout;
+  const CollectiveCall call = callOf(plan, layout, options);
   CpuVerifyReport report;
-  report.buildCached = (*kernels)->fromCache;
+  report.buildCached = compiled->host->fromCache;
 
   report.seed = options.seed != 0 ? options.seed : freshSeed();
   const std::vector<std::vector<double>> inputs = randomInputs(call, report.seed);
   Expected<RankOutputs> expected = referenceOutputs(call, inputs);
   if (!expected) return refusedReport(expected.status());
-  VerifyBuffers buffers = allocateBuffers(plan, *layout, call, inputs);
-  HostStaging staging(*layout,
-                      callGeometry(plan, *layout, call, options.chunkSize, options.stagingSlots, options.protocol));
+  VerifyBuffers buffers = allocateBuffers(plan, layout, call, inputs);
+  HostStaging staging(layout, callGeometry(plan, layout, call, options.chunkSize, options.stagingSlots, options.protocol));
   report.microBatches = staging.geometry().microBatches;
   report.protocol = staging.geometry().protocol;
   report.stagingSlots = staging.geometry().stagingSlots;
@@ -257,7 +240,7 @@ CpuVerifyReport verifyPlanOnCpu(const Plan& plan, const VerifyOptions& options) 
 
   HostRunOptions runOptions;
   runOptions.timeoutSeconds = options.timeoutSeconds;
-  Expected<HostRun> run = runPlanOnHost(**kernels, plan, *layout, call, buffers.pointers, staging, runOptions);
+  Expected<HostRun> run = runPlanOnHost(*compiled->host, plan, layout, call, buffers.pointers, staging, runOptions);
   if (!run) return refusedReport(run.status());
   recordRun(report, *run, staging);
   checkRanks(report, call, *expected, buffers, inputs, run->completed);

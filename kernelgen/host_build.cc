@@ -112,65 +112,49 @@ bool libraryIntact(const fs::path& dir) {
   return library && *checksum == contentChecksum(*library) + "\n";
 }
 
+Status failed(std::string message) { return makeError(ErrorCode::Internal, std::move(message)); }
+
 // Compiles the library in `work` (the caller holds the entry's lock), records its checksum and
 // moves the directory to `dir`.
-bool compileLibrary(const fs::path& work, const fs::path& dir, const std::string& unit,
-                    const std::vector<GeneratedKernel>& kernels, std::string& error) {
+Status compileLibrary(const fs::path& work, const fs::path& dir, const std::string& unit,
+                      const std::vector<GeneratedKernel>& kernels) {
   std::error_code ec;
   fs::remove_all(work, ec);  // what a build that died left behind
   fs::create_directories(work, ec);
-  if (ec) {
-    error = "cannot create " + work.string() + ": " + ec.message();
-    return false;
-  }
+  if (ec) return failed("cannot create " + work.string() + ": " + ec.message());
   bool written = writeFile(work / "all_ranks.cc", unit);
   for (const GeneratedKernel& kernel : kernels) written = written && writeFile(work / kernel.fileName, kernel.source);
-  if (!written) {
-    error = "cannot write the generated sources to " + work.string();
-    return false;
-  }
-  if (Status status = writeDeviceHeaders(work / "device"); !status) {
-    error = status.message();
-    return false;
-  }
+  if (!written) return failed("cannot write the generated sources to " + work.string());
+  if (Status status = writeDeviceHeaders(work / "device"); !status) return failed(status.message());
   const std::string command = "cd " + quote(work.string()) + " && " + hostCompiler() + " " + kFlags + " -o " +
                               kLibraryName + " all_ranks.cc";
   std::string output;
   if (runCommand(command, output) != 0) {
-    error = "host build of the generated kernels failed (sources in " + work.string() + "):\n" + command + "\n" + output;
-    return false;
+    return failed("host build of the generated kernels failed (sources in " + work.string() + "):\n" + command + "\n" +
+                  output);
   }
   Expected<std::string> library = readWholeFile(work / kLibraryName);
   if (!library || !writeFile(work / kChecksumName, contentChecksum(*library) + "\n")) {
-    error = "cannot record the checksum of " + (work / kLibraryName).string();
-    return false;
+    return failed("cannot record the checksum of " + (work / kLibraryName).string());
   }
   fs::remove_all(dir, ec);
   fs::rename(work, dir, ec);
-  if (ec) {
-    error = "cannot move " + work.string() + " to " + dir.string() + ": " + ec.message();
-    return false;
-  }
-  return true;
+  if (ec) return failed("cannot move " + work.string() + " to " + dir.string() + ": " + ec.message());
+  return {};
 }
 
+using Library = Expected<std::shared_ptr<HostKernels>>;
+
 // dlopen and the symbols of every rank.
-std::shared_ptr<HostKernels> loadLibrary(const fs::path& library, const std::vector<GeneratedKernel>& kernels,
-                                         std::string& error) {
+Library loadLibrary(const fs::path& library, const std::vector<GeneratedKernel>& kernels) {
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    error = "cannot load " + library.string() + ": " + dlerror();
-    return nullptr;
-  }
+  if (handle == nullptr) return failed("cannot load " + library.string() + ": " + dlerror());
   auto result = std::make_shared<HostKernels>();
   result->libraryPath = library.string();
   result->setBlock = reinterpret_cast<HostKernels::SetBlock>(dlsym(handle, "tuccl_host_set_block"));
   for (const GeneratedKernel& kernel : kernels) {
     auto fn = reinterpret_cast<HostKernels::Kernel>(dlsym(handle, kernel.kernelName.c_str()));
-    if (fn == nullptr || result->setBlock == nullptr) {
-      error = library.string() + " lacks " + kernel.kernelName;
-      return nullptr;
-    }
+    if (fn == nullptr || result->setBlock == nullptr) return failed(library.string() + " lacks " + kernel.kernelName);
     result->kernels.push_back(fn);
   }
   result->ranks = result->kernels;
@@ -179,19 +163,13 @@ std::shared_ptr<HostKernels> loadLibrary(const fs::path& library, const std::vec
 
 // The library of `name` under `root`, built by the first process to take the entry's lock and
 // loaded by every later one. A library whose checksum fails, or that does not load, is rebuilt.
-std::shared_ptr<HostKernels> buildOrLoad(const fs::path& root, const std::string& name, const std::string& unit,
-                                         const std::vector<GeneratedKernel>& kernels, std::string& error) {
+Library buildOrLoad(const fs::path& root, const std::string& name, const std::string& unit,
+                    const std::vector<GeneratedKernel>& kernels) {
   std::error_code ec;
   fs::create_directories(root, ec);
-  if (ec) {
-    error = "cannot create the kernel cache " + root.string() + ": " + ec.message();
-    return nullptr;
-  }
+  if (ec) return failed("cannot create the kernel cache " + root.string() + ": " + ec.message());
   Expected<FileLock> lock = FileLock::acquire(root / (name + ".lock"));
-  if (!lock) {
-    error = lock.status().message();
-    return nullptr;
-  }
+  if (!lock) return failed(lock.status().message());
   const fs::path dir = root / name;
   const fs::path work = root / (name + ".tmp");
   bool cached = fs::exists(dir, ec);
@@ -199,15 +177,17 @@ std::shared_ptr<HostKernels> buildOrLoad(const fs::path& root, const std::string
     logLine(LogLevel::Warn, kLogInit, -1, "kernelgen: " + dir.string() + ": the cached host library is damaged (checksum); rebuilding it");
     cached = false;
   }
-  if (!cached && !compileLibrary(work, dir, unit, kernels, error)) return nullptr;
-  std::shared_ptr<HostKernels> result = loadLibrary(dir / kLibraryName, kernels, error);
-  if (result == nullptr && cached) {
-    logLine(LogLevel::Warn, kLogInit, -1, "kernelgen: " + error + "; rebuilding it");
-    cached = false;
-    if (!compileLibrary(work, dir, unit, kernels, error)) return nullptr;
-    result = loadLibrary(dir / kLibraryName, kernels, error);
+  if (!cached) {
+    if (Status built = compileLibrary(work, dir, unit, kernels); !built) return built;
   }
-  if (result != nullptr) result->fromCache = cached;
+  Library result = loadLibrary(dir / kLibraryName, kernels);
+  if (!result && cached) {
+    logLine(LogLevel::Warn, kLogInit, -1, "kernelgen: " + result.status().message() + "; rebuilding it");
+    cached = false;
+    if (Status built = compileLibrary(work, dir, unit, kernels); !built) return built;
+    result = loadLibrary(dir / kLibraryName, kernels);
+  }
+  if (result) (*result)->fromCache = cached;
   return result;
 }
 
@@ -219,8 +199,8 @@ std::filesystem::path kernelCacheRoot(const std::string& cacheDir) {
   return fs::temp_directory_path() / ("tuccl-kernelgen-" + std::to_string(getuid()));
 }
 
-std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error,
-                                                    const std::string& cacheDir) {
+Expected<std::shared_ptr<const HostKernels>> buildHostKernels(const std::vector<GeneratedKernel>& kernels,
+                                                              const std::string& cacheDir) {
   static std::mutex mutex;
   static std::map<uint64_t, std::shared_ptr<const HostKernels>> loaded;
 
@@ -231,25 +211,26 @@ std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedK
     // Loaded by this process already: the same functions, and nothing was compiled for this call.
     auto again = std::make_shared<HostKernels>(*it->second);
     again->fromCache = true;
-    return again;
+    return std::shared_ptr<const HostKernels>(std::move(again));
   }
-  std::shared_ptr<HostKernels> result = buildOrLoad(kernelCacheRoot(cacheDir), hashFileName(hash), unit, kernels, error);
-  if (result != nullptr) loaded.emplace(hash, result);
-  return result;
+  Library result = buildOrLoad(kernelCacheRoot(cacheDir), hashFileName(hash), unit, kernels);
+  if (!result) return result.status();
+  loaded.emplace(hash, *result);
+  return std::shared_ptr<const HostKernels>(std::move(*result));
 }
 
-std::shared_ptr<const HostKernels> buildHostKernels(const GeneratedKernels& kernels, std::string& error,
-                                                    const std::string& cacheDir) {
-  std::shared_ptr<const HostKernels> library = buildHostKernels(kernels.kernels, error, cacheDir);
-  if (library == nullptr) return nullptr;
+Expected<std::shared_ptr<const HostKernels>> buildHostKernels(const GeneratedKernels& kernels,
+                                                              const std::string& cacheDir) {
+  Expected<std::shared_ptr<const HostKernels>> library = buildHostKernels(kernels.kernels, cacheDir);
+  if (!library) return library;
   // The library is shared by every plan of the same kernels; the tables are this plan's.
-  auto result = std::make_shared<HostKernels>(*library);
+  auto result = std::make_shared<HostKernels>(**library);
   result->ranks.clear();
   for (const RankKernel& rank : kernels.ranks) {
     result->ranks.push_back(result->kernels[rank.kernel]);
     result->rankValues.push_back(rank.values);
   }
-  return result;
+  return std::shared_ptr<const HostKernels>(std::move(result));
 }
 
 }  // namespace tuccl

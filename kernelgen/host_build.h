@@ -22,6 +22,7 @@
 
 #include "kernelgen/codegen.h"
 #include "kernelgen/device/kernel_args.h"
+#include "support/status.h"
 
 namespace tuccl {
 
@@ -47,14 +48,14 @@ struct HostKernels {
 std::filesystem::path kernelCacheRoot(const std::string& cacheDir = {});
 
 /// Compiles (or finds in the cache) and loads the host library of `kernels`; `fromCache` says
-/// that this call compiled nothing. `cacheDir`: the cache directory; empty: the default above. On
-/// failure returns null and sets `error` to the compiler's output, naming the generated files.
-/// Every rank gets its kernel's function and its value table.
-std::shared_ptr<const HostKernels> buildHostKernels(const GeneratedKernels& kernels, std::string& error,
-                                                    const std::string& cacheDir = {});
+/// that this call compiled nothing. `cacheDir`: the cache directory; empty: the default above.
+/// Every rank gets its kernel's function and its value table. Internal on failure, with the
+/// compiler's output naming the generated files.
+Expected<std::shared_ptr<const HostKernels>> buildHostKernels(const GeneratedKernels& kernels,
+                                                              const std::string& cacheDir = {});
 
 /// The same for kernels without value tables, rank i running kernels[i].
-std::shared_ptr<const HostKernels> buildHostKernels(const std::vector<GeneratedKernel>& kernels, std::string& error,
-                                                    const std::string& cacheDir = {});
+Expected<std::shared_ptr<const HostKernels>> buildHostKernels(const std::vector<GeneratedKernel>& kernels,
+                                                              const std::string& cacheDir = {});
 
 }  // namespace tuccl

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <map>
-#include <stdexcept>
 #include <tuple>
 
 #include "plan/plan_pairing.h"
@@ -11,11 +10,11 @@
 
 namespace tuccl {
 
-KernelLayout layoutKernels(const Plan& plan) {
+Expected<KernelLayout> layoutKernels(const Plan& plan) {
   KernelLayout layout;
   layout.collective = plan.collective;
   layout.chunksPerUnit = planChunkUnit(plan);
-  if (layout.chunksPerUnit <= 0) throw std::invalid_argument("the plan has no chunks: no kernel can be generated");
+  if (layout.chunksPerUnit <= 0) return makeError(ErrorCode::InvalidInput, "the plan has no chunks: no kernel can be generated");
   layout.entries.resize(plan.ranks.size());
   layout.progressCounters.assign(plan.ranks.size(), 0);
   for (const PlanRank& rank : plan.ranks) {
@@ -29,7 +28,9 @@ KernelLayout layoutKernels(const Plan& plan) {
     }
   }
   Expected<std::vector<PlanTransfer>> transfers = pairTransfers(plan);
-  if (!transfers) throw std::invalid_argument("the plan's sends and receives do not pair: " + transfers.status().message());
+  if (!transfers) {
+    return makeError(ErrorCode::InvalidInput, "the plan's sends and receives do not pair: " + transfers.status().message());
+  }
   // One ring per (src rank, src TB, dst rank, dst TB), numbered in pairing order.
   std::map<std::tuple<int32_t, int32_t, int32_t, int32_t>, int32_t> ringOf;
   for (const PlanTransfer& t : *transfers) {

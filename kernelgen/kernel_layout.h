@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "support/status.h"
 
 namespace tuccl {
 
@@ -52,8 +53,7 @@ struct KernelLayout {
 };
 
 /// Builds the layout. Sends pair with receives as docs/plan-format.md defines (pairTransfers).
-/// Throws std::invalid_argument when the plan has no chunks or its sends and receives do not
-/// pair up.
-KernelLayout layoutKernels(const Plan& plan);
+/// InvalidInput when the plan has no chunks or its sends and receives do not pair up.
+Expected<KernelLayout> layoutKernels(const Plan& plan);
 
 }  // namespace tuccl

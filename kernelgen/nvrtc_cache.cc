@@ -43,14 +43,14 @@ uint64_t entryHash(const GeneratedKernel& kernel, std::string_view arch, const N
 }
 
 // "cubin <bytes>\n<cubin><ptx>"
-std::string serializeResult(const NvrtcResult& result) {
+std::string serializeResult(const NvrtcOutput& result) {
   std::string out = "cubin " + std::to_string(result.cubin.size()) + "\n";
   out.append(result.cubin.data(), result.cubin.size());
   out += result.ptx;
   return out;
 }
 
-bool parseResult(std::string_view body, NvrtcResult& result) {
+bool parseResult(std::string_view body, NvrtcOutput& result) {
   constexpr std::string_view kPrefix = "cubin ";
   const size_t newline = body.find('\n');
   if (body.substr(0, kPrefix.size()) != kPrefix || newline == std::string_view::npos) return false;
@@ -66,44 +66,45 @@ bool parseResult(std::string_view body, NvrtcResult& result) {
 
 }  // namespace
 
-NvrtcResult compileWithNvrtcCached(const GeneratedKernel& kernel, std::string_view arch, const NvrtcOptions& options,
-                                   const std::string& cacheDir, bool* fromCache) {
+Expected<NvrtcOutput> compileWithNvrtcCached(const GeneratedKernel& kernel, std::string_view arch,
+                                             const NvrtcOptions& options, const std::string& cacheDir,
+                                             bool* fromCache) {
   if (fromCache != nullptr) *fromCache = false;
   if (!nvrtcAvailable()) return compileWithNvrtc(kernel, arch, options);
   const std::filesystem::path entry =
       kernelCacheRoot(cacheDir) / "nvrtc" / (hashFileName(entryHash(kernel, arch, options)) + ".entry");
   if (Expected<std::string> bytes = readWholeFile(entry); bytes.ok()) {
     if (std::optional<std::string_view> body = unsealCacheEntry(*bytes)) {
-      NvrtcResult cached;
+      NvrtcOutput cached;
       cached.fileName = kernel.fileName;
       cached.arch = std::string(arch);
       if (parseResult(*body, cached)) {
-        cached.ok = true;
         if (fromCache != nullptr) *fromCache = true;
         return cached;
       }
     }
   }
-  NvrtcResult result = compileWithNvrtc(kernel, arch, options);
-  if (result.ok) {
+  Expected<NvrtcOutput> result = compileWithNvrtc(kernel, arch, options);
+  if (result) {
     std::error_code ignored;
     std::filesystem::create_directories(entry.parent_path(), ignored);
-    (void)writeFileAtomically(entry, sealCacheEntry(serializeResult(result)));  // a cache: best effort
+    (void)writeFileAtomically(entry, sealCacheEntry(serializeResult(*result)));  // a cache: best effort
   }
   return result;
 }
 
-std::vector<NvrtcResult> compileKernelsWithNvrtc(const std::vector<const GeneratedKernel*>& kernels,
-                                                 std::string_view arch, const NvrtcOptions& options,
-                                                 const std::string& cacheDir, size_t workers, size_t* fromCache) {
-  std::vector<NvrtcResult> results(kernels.size());
+Expected<std::vector<NvrtcOutput>> compileKernelsWithNvrtc(const std::vector<const GeneratedKernel*>& kernels,
+                                                           std::string_view arch, const NvrtcOptions& options,
+                                                           const std::string& cacheDir, size_t workers,
+                                                           size_t* fromCache) {
+  std::vector<std::optional<Expected<NvrtcOutput>>> results(kernels.size());
   if (workers == 0) workers = std::max(1u, std::thread::hardware_concurrency());
   std::atomic<size_t> next{0};
   std::atomic<size_t> cached{0};
   auto work = [&] {
     for (size_t i = next++; i < kernels.size(); i = next++) {
       bool hit = false;
-      results[i] = compileWithNvrtcCached(*kernels[i], arch, options, cacheDir, &hit);
+      results[i].emplace(compileWithNvrtcCached(*kernels[i], arch, options, cacheDir, &hit));
       if (hit) ++cached;
     }
   };
@@ -112,7 +113,12 @@ std::vector<NvrtcResult> compileKernelsWithNvrtc(const std::vector<const Generat
   work();
   for (std::thread& thread : pool) thread.join();
   if (fromCache != nullptr) *fromCache = cached;
-  return results;
+  std::vector<NvrtcOutput> outputs;
+  for (std::optional<Expected<NvrtcOutput>>& result : results) {
+    if (!*result) return result->status();
+    outputs.push_back(std::move(**result));
+  }
+  return outputs;
 }
 
 }  // namespace tuccl

@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kernelgen/codegen.h"
+#include "kernelgen/compile.h"
 #include "kernelgen/cpu_verify.h"
 #include "kernelgen/datatype.h"
 #include "kernelgen/nvrtc.h"
@@ -182,27 +183,32 @@ std::string kernelsJson(const tuccl::GeneratedKernels& kernels, const std::vecto
   return out + "\n ]\n}\n";
 }
 
-// NVRTC over the distinct kernels, one worker per core; results come from the kernel cache when
-// the same kernel was compiled before (a second run compiles nothing).
-int writeCubins(const std::filesystem::path& dir, const std::vector<const tuccl::GeneratedKernel*>& kernels,
-                const CompileOptions& options) {
+// NVRTC over the distinct kernels written (compilePlan's CUBIN target), one worker per core, an
+// architecture at a time; results come from the kernel cache when the same kernel was compiled
+// before (a second run compiles nothing).
+int writeCubins(const std::filesystem::path& dir, tuccl::CompiledPlan& compiled,
+                const std::vector<const tuccl::GeneratedKernel*>& kernels, const CompileOptions& options) {
+  tuccl::Targets targets;
+  targets.cubinRanks = options.emitRanks;
+  targets.keepPtx = true;
   for (const std::string& arch : options.archs) {
-    size_t cached = 0;
-    const std::vector<tuccl::NvrtcResult> results = tuccl::compileKernelsWithNvrtc(kernels, arch, {}, {}, 0, &cached);
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      const tuccl::NvrtcResult& result = results[i];
-      if (!result.ok) {
-        std::cerr << "tuccl-compile: error: NVRTC failed on " << (dir / kernels[i]->fileName).string() << " for "
-                  << arch << ": " << result.error << '\n'
-                  << result.log;
-        return kExitError;
-      }
-      const std::string stem = "kernel" + std::to_string(kernels[i]->id) + "." + arch;
-      if (!writeOutputFile(dir / (stem + ".cubin"), std::string_view(result.cubin.data(), result.cubin.size())) ||
-          !writeOutputFile(dir / (stem + ".ptx"), result.ptx)) {
+    targets.cudaArch = arch;
+    if (const tuccl::Status built = tuccl::buildTargets(compiled, targets); !built) {
+      if (built.diagnostic().file.empty()) return tuccl::cli::reportError("tuccl-compile", built);
+      const std::string& message = built.message();
+      std::cerr << "tuccl-compile: error: NVRTC failed on " << (dir / built.diagnostic().file).string() << " for "
+                << arch << ": " << message << (message.empty() || message.back() != '\n' ? "\n" : "");
+      return kExitError;
+    }
+    for (const tuccl::GeneratedKernel* kernel : kernels) {
+      const std::vector<char>& cubin = compiled.cubins[kernel->id];
+      const std::string stem = "kernel" + std::to_string(kernel->id) + "." + arch;
+      if (!writeOutputFile(dir / (stem + ".cubin"), std::string_view(cubin.data(), cubin.size())) ||
+          !writeOutputFile(dir / (stem + ".ptx"), compiled.ptx[kernel->id])) {
         return kExitError;
       }
     }
+    const size_t cached = compiled.cubinsFromCache;
     std::cout << "wrote kernel<K>." << arch << ".cubin and .ptx (NVRTC"
               << (cached == kernels.size() ? ", from the kernel cache" : cached > 0 ? ", partly from the kernel cache" : "")
               << ")\n";
@@ -210,20 +216,10 @@ int writeCubins(const std::filesystem::path& dir, const std::vector<const tuccl:
   return 0;
 }
 
-// -o DIR: plan.json, kernel<K>.cu (one per distinct kernel), kernels.json (the kernel and value
-// table of every rank) and, with NVRTC, kernel<K>.<arch>.cubin / .ptx.
-int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
-  namespace fs = std::filesystem;
-  const fs::path dir(options.outputDir);
-  for (int32_t r : options.emitRanks) {
-    if (r >= plan.nRanks) {
-      std::cerr << "tuccl-compile: error: --emit-ranks: rank " << r << " is not a rank of the plan's " << plan.nRanks
-                << '\n';
-      return kExitError;
-    }
-  }
-  if (!writePlanFile(dir / "plan.json", plan, options.planVersion)) return kExitError;
-  const tuccl::GeneratedKernels kernels = tuccl::generateKernels(plan);
+// kernel<K>.cu of the kernels the emitted ranks run, kernels.json and, with NVRTC, their CUBINs.
+int writeKernels(const std::filesystem::path& dir, tuccl::CompiledPlan& compiled, const CompileOptions& options) {
+  const tuccl::Plan& plan = compiled.plan;
+  const tuccl::GeneratedKernels& kernels = compiled.kernels;
   const std::vector<bool> emitted = emittedRanks(plan, options.emitRanks);
   std::vector<bool> kernelEmitted(kernels.kernels.size(), false);
   for (size_t r = 0; r < kernels.ranks.size(); ++r) {
@@ -245,7 +241,29 @@ int writeOutputs(const tuccl::Plan& plan, const CompileOptions& options) {
     std::cout << "no CUBIN/PTX: this build has no NVRTC (configure with the CUDA toolkit)\n";
     return 0;
   }
-  return writeCubins(dir, written, options);
+  return writeCubins(dir, compiled, written, options);
+}
+
+// -o DIR: plan.json, kernel<K>.cu (one per distinct kernel), kernels.json (the kernel and value
+// table of every rank) and, with NVRTC, kernel<K>.<arch>.cubin / .ptx. The plan moves into the
+// compilation and back (a 1,024-rank plan is not copied).
+int writeOutputs(tuccl::Plan& plan, const CompileOptions& options) {
+  namespace fs = std::filesystem;
+  const fs::path dir(options.outputDir);
+  for (int32_t r : options.emitRanks) {
+    if (r >= plan.nRanks) {
+      std::cerr << "tuccl-compile: error: --emit-ranks: rank " << r << " is not a rank of the plan's " << plan.nRanks
+                << '\n';
+      return kExitError;
+    }
+  }
+  if (!writePlanFile(dir / "plan.json", plan, options.planVersion)) return kExitError;
+  // The layout and kernels first: the sources are written before NVRTC reads them.
+  tuccl::Expected<tuccl::CompiledPlan> compiled = tuccl::compilePlan(std::move(plan), tuccl::Targets{});
+  if (!compiled) return tuccl::cli::reportError("tuccl-compile", compiled.status());
+  const int status = writeKernels(dir, *compiled, options);
+  plan = std::move(compiled->plan);
+  return status;
 }
 
 // Writes an --emit artefact to -o FILE or standard output; "wrote FILE (what)" for a file.
@@ -316,6 +334,24 @@ int emitMscclpp(const tuccl::Plan& plan, const tuccl::Algorithm& algorithm, cons
                           (exportOptions.inPlace ? "in-place calls" : "out-of-place calls"));
 }
 
+// --verify: the plan's kernels run on the CPU and every element checked.
+int verifyOnCpu(const tuccl::Plan& plan, const tuccl::Algorithm& algorithm, const CompileOptions& options) {
+  tuccl::VerifyOptions verifyOptions = options.verifyOptions;
+  // An out-of-place algorithm (an MSCCL file with inplace="0") runs only as an out-of-place call.
+  if (!algorithm.inPlace) verifyOptions.inPlace = false;
+  const tuccl::CpuVerifyReport verification = tuccl::verifyPlanOnCpu(plan, verifyOptions);
+  std::cout << "cpu verify   " << tuccl::dataTypeName(verifyOptions.dataType) << " "
+            << tuccl::reduceOpName(verifyOptions.op) << ", count " << verifyOptions.count
+            << (verifyOptions.inPlace ? ", in place" : ", out of place") << '\n'
+            << verification.summary();
+  if (!verification.ok) {
+    std::cerr << "tuccl-compile: error: CPU verification of the " << tuccl::schedulerName(plan.scheduler)
+              << " plan failed\n";
+    return kExitError;
+  }
+  return 0;
+}
+
 int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclOptions, const CompileOptions& options) {
   tuccl::Expected<tuccl::LoadedAlgorithm> loaded = tuccl::loadAlgorithmText(source, rescclOptions);
   if (!loaded.ok()) {
@@ -351,7 +387,7 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
   if (loaded->msccl) request.mscclSchedule = &loaded->msccl->schedule;  // --scheduler as-written runs it
   tuccl::Expected<tuccl::Plan> built = tuccl::buildPlan(algorithm, request);
   if (!built) return reportPlanError(built.status());
-  const tuccl::Plan& plan = *built;
+  tuccl::Plan& plan = *built;
   if (options.report) {
     if (int status = printReport(algorithm, plan, request, options); status != 0) return status;
   }
@@ -364,21 +400,7 @@ int compile(const tuccl::SourceText& source, const tuccl::RescclOptions& rescclO
   } else if (!options.outputDir.empty()) {
     if (int status = writeOutputs(plan, options); status != 0) return status;
   }
-  if (!options.verify) return 0;
-  tuccl::VerifyOptions verifyOptions = options.verifyOptions;
-  // An out-of-place algorithm (an MSCCL file with inplace="0") runs only as an out-of-place call.
-  if (!algorithm.inPlace) verifyOptions.inPlace = false;
-  const tuccl::CpuVerifyReport verification = tuccl::verifyPlanOnCpu(plan, verifyOptions);
-  std::cout << "cpu verify   " << tuccl::dataTypeName(verifyOptions.dataType) << " "
-            << tuccl::reduceOpName(verifyOptions.op) << ", count " << verifyOptions.count
-            << (verifyOptions.inPlace ? ", in place" : ", out of place") << '\n'
-            << verification.summary();
-  if (!verification.ok) {
-    std::cerr << "tuccl-compile: error: CPU verification of the " << tuccl::schedulerName(plan.scheduler)
-              << " plan failed\n";
-    return kExitError;
-  }
-  return 0;
+  return options.verify ? verifyOnCpu(plan, algorithm, options) : 0;
 }
 
 // The command line as given: the options that need parsing or checking after CLI11 is done, and

@@ -10,9 +10,8 @@
 #include "backend/cpu_stream.h"
 #include "backend/kernel_call.h"
 #include "backend/staging_layout.h"
-#include "kernelgen/codegen.h"
+#include "kernelgen/compile.h"
 #include "kernelgen/datatype.h"
-#include "kernelgen/host_build.h"
 #include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
 
@@ -26,14 +25,11 @@ std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks) {
   PlanRequest request;
   request.config.chunkSize = 1024;
   request.config.nChannels = 1;
-  auto compiled = std::make_shared<CompiledPlan>();
-  compiled->plan = buildPlan(*algorithm, request).value();
-  compiled->layout = layoutKernels(compiled->plan);
-  compiled->kernels = generateKernels(compiled->plan);
-  std::string error;
-  compiled->host = buildHostKernels(compiled->kernels, error);
-  EXPECT_NE(compiled->host, nullptr) << error;
-  return compiled;
+  Targets host;
+  host.hostKernels = true;
+  Expected<CompiledPlan> compiled = compilePlan(buildPlan(*algorithm, request).value(), host);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().message();
+  return std::make_shared<CompiledPlan>(std::move(compiled).value());
 }
 
 struct Ranks {

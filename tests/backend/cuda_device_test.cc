@@ -58,16 +58,14 @@ std::shared_ptr<const CompiledPlan> examplePlan(const std::string& name, int32_t
   request.config.chunkSize = kChunkBytes;
   request.config.nThreads = kThreads;
   request.config.nChannels = 0;  // the algorithm's hint
-  auto compiled = std::make_shared<CompiledPlan>();
-  compiled->plan = buildPlan(*algorithm, request).value();
-  compiled->layout = layoutKernels(compiled->plan);
-  compiled->kernels = generateKernels(compiled->plan);
+  Targets targets;
+  targets.hostKernels = hostCubins;
+  Expected<CompiledPlan> built = compilePlan(buildPlan(*algorithm, request).value(), targets);
+  EXPECT_TRUE(built.ok()) << built.status().message();
+  if (!built) return nullptr;
+  auto compiled = std::make_shared<CompiledPlan>(std::move(built).value());
   compiled->key = key;
   if (hostCubins) {
-    std::string error;
-    compiled->host = buildHostKernels(compiled->kernels, error);
-    EXPECT_TRUE(compiled->host) << error;
-    if (!compiled->host) return nullptr;
     for (size_t k = 0; k < compiled->kernels.kernels.size(); ++k) {
       compiled->cubins.push_back(fakecuda::hostCubin(compiled->host->libraryPath));
     }
@@ -726,12 +724,12 @@ TEST(CudaDevice, CompilesTheKernelForTheGpuWhenThePlanHasNoCubin) {
   EXPECT_EQ(errors[0].code(), ErrorCode::Internal);
   EXPECT_NE(errors[0].message().find("never finished"), std::string::npos) << errors[0].message();
 
-  const NvrtcResult expected = compileWithNvrtc(plan->kernels.kernelOf(1), "sm_90");
-  ASSERT_TRUE(expected.ok) << expected.error;
+  const Expected<NvrtcOutput> expected = compileWithNvrtc(plan->kernels.kernelOf(1), "sm_90");
+  ASSERT_TRUE(expected.ok()) << expected.status().message();
   const std::vector<fakecuda::Call> modules = fakecuda::callsOf("cuModuleLoadData");
   ASSERT_EQ(modules.size(), 1u);
-  EXPECT_EQ(modules[0].bytes.size(), expected.cubin.size());
-  EXPECT_TRUE(modules[0].bytes == expected.cubin) << "the CUBIN NVRTC makes for sm_90";
+  EXPECT_EQ(modules[0].bytes.size(), expected->cubin.size());
+  EXPECT_TRUE(modules[0].bytes == expected->cubin) << "the CUBIN NVRTC makes for sm_90";
   const std::vector<fakecuda::Call> functions = fakecuda::callsOf("cuModuleGetFunction");
   ASSERT_EQ(functions.size(), 1u);
   EXPECT_EQ(functions[0].text, plan->kernels.kernelOf(1).kernelName);

@@ -16,7 +16,7 @@ using testing::compileExample;
 TEST(Codegen, StraightLineKernelsNameEveryEntry) {
   const auto& example = compileExample("ring_allreduce");
   // Without rerolling and roles: one kernel per rank, one block per entry.
-  const GeneratedKernels generated = generateKernels(example.plan, KernelGenOptions{false, false});
+  const GeneratedKernels generated = testing::kernelsOf(example.plan, KernelGenOptions{false, false});
   const std::vector<GeneratedKernel>& kernels = generated.kernels;
   ASSERT_EQ(kernels.size(), 8u);
   for (const GeneratedKernel& kernel : kernels) {
@@ -53,7 +53,7 @@ TEST(Codegen, StraightLineKernelsNameEveryEntry) {
 
 TEST(Codegen, RerolledKernelsLoopOverAffineRuns) {
   const auto& example = compileExample("ring_allreduce");
-  const GeneratedKernels generated = generateKernels(example.plan);
+  const GeneratedKernels generated = testing::kernelsOf(example.plan);
   ASSERT_EQ(generated.ranks.size(), 8u);
   // A ring is symmetric: every rank runs one kernel, its values computed from the rank.
   EXPECT_EQ(generated.kernels.size(), 1u);
@@ -62,12 +62,12 @@ TEST(Codegen, RerolledKernelsLoopOverAffineRuns) {
   EXPECT_NE(source.find(", rerolled): "), std::string::npos) << "loops name their entries";
   EXPECT_NE(source.find("//   source "), std::string::npos) << "and their source lines";
   EXPECT_NE(source.find("rank"), std::string::npos);
-  EXPECT_LT(source.size(), generateKernels(example.plan, KernelGenOptions{false, false}).kernelOf(0).source.size());
+  EXPECT_LT(source.size(), testing::kernelsOf(example.plan, KernelGenOptions{false, false}).kernelOf(0).source.size());
 }
 
 TEST(Codegen, DependenciesBecomeFlagWaits) {
   const auto& example = compileExample("hm_allreduce");
-  const GeneratedKernels kernels = generateKernels(example.plan);
+  const GeneratedKernels kernels = testing::kernelsOf(example.plan);
   bool sawDep = false;
   for (const PlanTb& tb : example.plan.ranks[0].tbs) {
     for (const PlanEntry& entry : tb.entries) sawDep = sawDep || !entry.deps.empty();
@@ -79,7 +79,7 @@ TEST(Codegen, DependenciesBecomeFlagWaits) {
 
 TEST(Codegen, ReplayLevelsLoopMicroBatchesOutsideEntries) {
   const auto& example = compileExample("ring_allgather", "algorithm");
-  const GeneratedKernels kernels = generateKernels(example.plan);
+  const GeneratedKernels kernels = testing::kernelsOf(example.plan);
   EXPECT_NE(kernels.kernelOf(0).source.find("replayed per micro-batch"), std::string::npos);
 }
 
@@ -91,7 +91,7 @@ TEST(Codegen, RankRangesAreCompact) {
 
 TEST(KernelLayout, RingsPairSendsWithReceives) {
   const auto& example = compileExample("hm_allgather");
-  KernelLayout layout = layoutKernels(example.plan);
+  KernelLayout layout = layoutKernels(example.plan).value();
   EXPECT_EQ(layout.chunksPerUnit, 1);
   int64_t sends = 0;
   for (const PlanRank& rank : example.plan.ranks) {
@@ -176,7 +176,7 @@ TEST(KernelLayout, UnpairedSendIsRefused) {
     for (size_t e = 0; e < tb.entries.size(); ++e) {
       if (tb.entries[e].kind == PrimitiveKind::Recv && tb.entries[e].deps.empty() && !tb.entries[e].hasDependents) {
         tb.entries.erase(tb.entries.begin() + static_cast<std::ptrdiff_t>(e));
-        EXPECT_THROW(layoutKernels(plan), std::invalid_argument);
+        EXPECT_EQ(layoutKernels(plan).status().code(), ErrorCode::InvalidInput);
         return;
       }
     }

@@ -73,9 +73,9 @@ TEST(HostBuild, UsesTucclHostCxxFirstAndKeepsTheDeviceHeadersInTheCache) {
   ScopedEnv cacheEnv("TUCCL_KERNELGEN_CACHE", cache.string());
   ScopedEnv hostCxx("TUCCL_HOST_CXX", "c++ -DTUCCL_TEST_MARK=1");
   ScopedEnv cxx("CXX", "/nonexistent/compiler");
-  std::string error;
-  auto kernels = buildHostKernels(markedKernel(1), error);
-  ASSERT_NE(kernels, nullptr) << error;
+  auto built = buildHostKernels(markedKernel(1));
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  const auto& kernels = *built;
   EXPECT_FALSE(kernels->fromCache);
   ASSERT_EQ(kernels->ranks.size(), 1u);
   const fs::path dir = fs::path(kernels->libraryPath).parent_path();
@@ -89,8 +89,8 @@ TEST(HostBuild, FallsBackToCxxSplitIntoWords) {
   ScopedEnv cacheEnv("TUCCL_KERNELGEN_CACHE", cache.string());
   ScopedEnv hostCxx("TUCCL_HOST_CXX", std::nullopt);
   ScopedEnv cxx("CXX", "  c++   -DTUCCL_TEST_MARK=2 ");
-  std::string error;
-  EXPECT_NE(buildHostKernels(markedKernel(2), error), nullptr) << error;
+  auto built = buildHostKernels(markedKernel(2));
+  EXPECT_TRUE(built.ok()) << built.status().message();
   fs::remove_all(cache);
 }
 
@@ -98,8 +98,9 @@ TEST(HostBuild, NamesTheCompilerThatFailed) {
   const fs::path cache = freshCache("missing");
   ScopedEnv cacheEnv("TUCCL_KERNELGEN_CACHE", cache.string());
   ScopedEnv hostCxx("TUCCL_HOST_CXX", "/nonexistent/tuccl-test-c++");
-  std::string error;
-  EXPECT_EQ(buildHostKernels(markedKernel(3), error), nullptr);
+  auto built = buildHostKernels(markedKernel(3));
+  EXPECT_FALSE(built.ok());
+  const std::string error = built.status().message();
   EXPECT_NE(error.find("/nonexistent/tuccl-test-c++"), std::string::npos) << error;
   fs::remove_all(cache);
 }
@@ -120,23 +121,23 @@ int exitStatus(pid_t pid) {
 
 // In a child: 10 when the library was found in the cache, 11 when the child compiled it, 1 on error.
 int buildInChild(int mark, const fs::path& cache) {
-  std::string error;
-  auto kernels = buildHostKernels(markedKernel(mark), error, cache.string());
-  if (kernels == nullptr || kernels->ranks.size() != 1) return 1;
-  return kernels->fromCache ? 10 : 11;
+  auto kernels = buildHostKernels(markedKernel(mark), cache.string());
+  if (!kernels || (*kernels)->ranks.size() != 1) return 1;
+  return (*kernels)->fromCache ? 10 : 11;
 }
 
 TEST(HostBuild, TakesTheCacheDirectoryOfTheCaller) {
   const fs::path cache = freshCache("caller_dir");
   ScopedEnv cacheEnv("TUCCL_KERNELGEN_CACHE", "/nonexistent/tuccl-kernel-cache");
   ScopedEnv hostCxx("TUCCL_HOST_CXX", "c++ -DTUCCL_TEST_MARK=4");
-  std::string error;
-  auto kernels = buildHostKernels(markedKernel(4), error, cache.string());
-  ASSERT_NE(kernels, nullptr) << error;
+  auto built = buildHostKernels(markedKernel(4), cache.string());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  const auto& kernels = *built;
   EXPECT_EQ(fs::path(kernels->libraryPath).parent_path().parent_path(), cache);
   // The same kernels again in this process: loaded already, nothing compiled.
-  auto again = buildHostKernels(markedKernel(4), error, cache.string());
-  ASSERT_NE(again, nullptr) << error;
+  auto builtAgain = buildHostKernels(markedKernel(4), cache.string());
+  ASSERT_TRUE(builtAgain.ok()) << builtAgain.status().message();
+  const auto& again = *builtAgain;
   EXPECT_TRUE(again->fromCache);
   EXPECT_EQ(again->ranks, kernels->ranks);
   fs::remove_all(cache);
@@ -168,9 +169,9 @@ TEST(HostBuild, RebuildsATruncatedLibrary) {
   }
   ASSERT_FALSE(library.empty());
   fs::resize_file(library, fs::file_size(library) / 2);
-  std::string error;
-  auto kernels = buildHostKernels(markedKernel(6), error, cache.string());
-  ASSERT_NE(kernels, nullptr) << error;
+  auto built = buildHostKernels(markedKernel(6), cache.string());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  const auto& kernels = *built;
   EXPECT_FALSE(kernels->fromCache);  // rebuilt
   EXPECT_EQ(kernels->libraryPath, library.string());
   EXPECT_GT(fs::file_size(library), 0u);
@@ -192,9 +193,9 @@ TEST(HostBuild, RebuildsALibraryThatDoesNotLoad) {
   const std::string garbage = "not an ELF file";
   std::ofstream(library, std::ios::binary | std::ios::trunc) << garbage;
   std::ofstream(library.string() + ".checksum", std::ios::binary | std::ios::trunc) << contentChecksum(garbage) << "\n";
-  std::string error;
-  auto kernels = buildHostKernels(markedKernel(7), error, cache.string());
-  ASSERT_NE(kernels, nullptr) << error;
+  auto built = buildHostKernels(markedKernel(7), cache.string());
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  const auto& kernels = *built;
   EXPECT_FALSE(kernels->fromCache);
   EXPECT_GT(fs::file_size(library), garbage.size());
   fs::remove_all(cache);

@@ -19,10 +19,11 @@ namespace {
 using testing::compileExample;
 
 std::shared_ptr<const HostKernels> hostKernels(const Plan& plan) {
-  std::string error;
-  std::shared_ptr<const HostKernels> kernels = buildHostKernels(generateKernels(plan), error);
-  EXPECT_TRUE(kernels) << error;
-  return kernels;
+  Targets host;
+  host.hostKernels = true;
+  Expected<CompiledPlan> compiled = compilePlan(plan, host);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().message();
+  return compiled ? compiled->host : nullptr;
 }
 
 CollectiveCall callFor(const Plan& plan, const KernelLayout& layout, DataType type, int64_t count) {
@@ -73,7 +74,7 @@ void expectReference(const CollectiveCall& call, const CallerMemory& memory) {
 
 TEST(HostExecutor, RunsAPlanOnTheCallersBuffers) {
   const auto& example = compileExample("ring_allreduce");
-  const KernelLayout layout = layoutKernels(example.plan);
+  const KernelLayout layout = layoutKernels(example.plan).value();
   auto kernels = hostKernels(example.plan);
   ASSERT_TRUE(kernels);
   const CollectiveCall call = callFor(example.plan, layout, DataType::Float32, 1000);
@@ -92,7 +93,7 @@ TEST(HostExecutor, RunsAPlanOnTheCallersBuffers) {
 TEST(HostExecutor, RanksRunByConcurrentCallsSharingTheStaging) {
   // As a runtime with one thread per rank group: two calls, ranks 0-3 and 4-7, one staging.
   const auto& example = compileExample("chain_broadcast", "hpds", true, 8, 4, 5);
-  const KernelLayout layout = layoutKernels(example.plan);
+  const KernelLayout layout = layoutKernels(example.plan).value();
   auto kernels = hostKernels(example.plan);
   ASSERT_TRUE(kernels);
   const CollectiveCall call = callFor(example.plan, layout, DataType::Float32, 777);
@@ -117,7 +118,7 @@ TEST(HostExecutor, RanksRunByConcurrentCallsSharingTheStaging) {
 
 TEST(HostExecutor, ASubsetWithoutItsPeersIsADiagnosedHang) {
   const auto& example = compileExample("ring_allreduce");
-  const KernelLayout layout = layoutKernels(example.plan);
+  const KernelLayout layout = layoutKernels(example.plan).value();
   auto kernels = hostKernels(example.plan);
   ASSERT_TRUE(kernels);
   const CollectiveCall call = callFor(example.plan, layout, DataType::Float32, 256);
@@ -155,7 +156,7 @@ TEST(HostExecutor, ADeadlockedPlanIsDiagnosedWithinTheTimeout) {
   const int32_t last = static_cast<int32_t>(rank.tbs[sendTb].entries.size()) - 1;
   rank.tbs[recvTb].entries[0].deps.push_back(EntryRef{sendTb, last});
   rank.tbs[sendTb].entries[last].hasDependents = true;
-  const KernelLayout layout = layoutKernels(plan);
+  const KernelLayout layout = layoutKernels(plan).value();
   auto kernels = hostKernels(plan);
   ASSERT_TRUE(kernels);
   const CollectiveCall call = callFor(plan, layout, DataType::Float32, 256);
@@ -179,7 +180,7 @@ TEST(HostExecutor, ADeadlockedPlanIsDiagnosedWithinTheTimeout) {
 
 TEST(HostExecutor, MalformedRequestsAreRefusedBeforeAnythingRuns) {
   const auto& example = compileExample("chain_reduce", "hpds", true, 8, 4, 2);
-  const KernelLayout layout = layoutKernels(example.plan);
+  const KernelLayout layout = layoutKernels(example.plan).value();
   auto kernels = hostKernels(example.plan);
   ASSERT_TRUE(kernels);
   const CollectiveCall call = callFor(example.plan, layout, DataType::Float32, 64);

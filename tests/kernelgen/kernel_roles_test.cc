@@ -54,9 +54,9 @@ TEST(Reroll, NonAffineOrOtherTemplatesBreakRuns) {
 
 TEST(Roles, RingIsOneRoleAndRootedTreesAreSeveral) {
   const Plan& ring = compileExample("ring_allreduce").plan;
-  EXPECT_EQ(generateKernels(ring).kernels.size(), 1u);
+  EXPECT_EQ(testing::kernelsOf(ring).kernels.size(), 1u);
   const Plan& tree = compileExample("binomial_broadcast").plan;
-  const GeneratedKernels kernels = generateKernels(tree);
+  const GeneratedKernels kernels = testing::kernelsOf(tree);
   EXPECT_GT(kernels.kernels.size(), 1u) << "the root, inner and leaf ranks of a tree differ";
   EXPECT_LT(kernels.kernels.size(), static_cast<size_t>(tree.nRanks) + 1);
   size_t ranks = 0;
@@ -68,7 +68,7 @@ TEST(Roles, RingIsOneRoleAndRootedTreesAreSeveral) {
 // text of each entry equals its straight-line rendering.
 void expectRolesReproduceRanks(const Plan& plan, const std::string& what) {
   SCOPED_TRACE(what);
-  const KernelLayout layout = layoutKernels(plan);
+  const KernelLayout layout = layoutKernels(plan).value();
   EntryTemplates templates;
   const RoleAssignment roles = assignRoles(plan, layout, templates, true, true);
   ASSERT_EQ(roles.roleOfRank.size(), static_cast<size_t>(plan.nRanks));
@@ -127,10 +127,10 @@ TEST(Roles, SharedKernelsVerifyOnTheCpuLikeOneKernelPerRank) {
 // runs come in another order, keeps a kernel of its own. The number of kernels and their size
 // stop growing with the nodes, and every rank's values give back its own constants.
 TEST(Roles, HmAllReduceKernelsDoNotGrowWithTheNodes) {
-  const GeneratedKernels fourNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 32, 8).plan);
-  const GeneratedKernels eightNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 64, 8).plan);
-  const GeneratedKernels sixteenNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 128, 8).plan);
-  const GeneratedKernels thirtyTwoNodes = generateKernels(compileExample("hm_allreduce", "hpds", true, 256, 8).plan);
+  const GeneratedKernels fourNodes = testing::kernelsOf(compileExample("hm_allreduce", "hpds", true, 32, 8).plan);
+  const GeneratedKernels eightNodes = testing::kernelsOf(compileExample("hm_allreduce", "hpds", true, 64, 8).plan);
+  const GeneratedKernels sixteenNodes = testing::kernelsOf(compileExample("hm_allreduce", "hpds", true, 128, 8).plan);
+  const GeneratedKernels thirtyTwoNodes = testing::kernelsOf(compileExample("hm_allreduce", "hpds", true, 256, 8).plan);
   EXPECT_LE(fourNodes.kernels.size(), 4u);
   EXPECT_LE(eightNodes.kernels.size(), 3u);
   EXPECT_EQ(sixteenNodes.kernels.size(), 2u);
@@ -153,7 +153,7 @@ TEST(Roles, HmAllReduceKernelsDoNotGrowWithTheNodes) {
 TEST(Roles, HmAllReduceSharedKernelsVerifyOnTheCpu) {
   for (int32_t nRanks : {32, 128}) {
     const Plan& plan = compileExample("hm_allreduce", "hpds", true, nRanks, 8).plan;
-    const GeneratedKernels kernels = generateKernels(plan);
+    const GeneratedKernels kernels = testing::kernelsOf(plan);
     EXPECT_LE(kernels.kernels.size(), nRanks == 32 ? 4u : 2u) << nRanks << " ranks";
     VerifyOptions options;
     options.count = 16 * nRanks + 5;  // a remainder: the last chunk is short

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernelgen/codegen.h"
+#include "kernelgen/compile.h"
 #include "kernelgen/cpu_verify.h"
 #include "plan/plan_json.h"
 #include "tests/plan/sample_plans.h"
@@ -34,7 +35,9 @@ VerifyOptions verifyOptions(DataType type, int64_t count, bool inPlace) {
 TEST(KernelgenFromJson, CommentsNameTheSourceLines) {
   const Plan plan = loadPlan("pair.json", writePlanJson(testing::twoRankAllGather()));
   // One kernel per rank, so each kernel's comments are its rank's.
-  const std::vector<GeneratedKernel> kernels = generateKernels(plan, KernelGenOptions{true, false}).kernels;
+  Targets oneKernelPerRank;
+  oneKernelPerRank.kernelGen = KernelGenOptions{true, false};
+  const std::vector<GeneratedKernel> kernels = compilePlan(plan, oneKernelPerRank).value().kernels.kernels;
   ASSERT_EQ(kernels.size(), 2u);
   EXPECT_NE(kernels[0].source.find("// Source: ag.resccl\n"), std::string::npos);
   EXPECT_NE(kernels[0].source.find("// Plan: AllGather \"pair\", 2 ranks, out-of-place"), std::string::npos);
@@ -49,7 +52,7 @@ TEST(KernelgenFromJson, CommentsNameTheSourceLines) {
   // Without a source name, no locations.
   Plan anonymous = plan;
   anonymous.sourceName.clear();
-  const std::string text = generateKernels(anonymous).kernelOf(0).source;
+  const std::string text = compilePlan(anonymous, Targets{}).value().kernels.kernelOf(0).source;
   EXPECT_EQ(text.find("// Source:"), std::string::npos);
   EXPECT_EQ(text.find(":3:3"), std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -22,9 +23,9 @@ TEST(Nvrtc, CompilesEveryExamplePlanForSm80AndSm90) {
   if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
   for (const std::string& name : testing::exampleAlgorithms()) {
     const auto& example = testing::compileExample(name);
-    std::vector<GeneratedKernel> kernels = generateKernels(example.plan).kernels;
+    std::vector<GeneratedKernel> kernels = testing::kernelsOf(example.plan).kernels;
     // Two compilations at a time (CI has two cores); NVRTC programs are independent.
-    std::vector<std::future<NvrtcResult>> results;
+    std::vector<std::future<Expected<NvrtcOutput>>> results;
     for (const GeneratedKernel& kernel : kernels) {
       for (const char* arch : {"sm_80", "sm_90"}) {
         results.push_back(std::async(std::launch::deferred, [&kernel, arch] {
@@ -35,15 +36,15 @@ TEST(Nvrtc, CompilesEveryExamplePlanForSm80AndSm90) {
         }));
       }
     }
-    std::vector<NvrtcResult> done(results.size());
+    std::vector<std::optional<Expected<NvrtcOutput>>> done(results.size());
     std::thread helper([&] {
-      for (size_t i = 1; i < results.size(); i += 2) done[i] = results[i].get();
+      for (size_t i = 1; i < results.size(); i += 2) done[i].emplace(results[i].get());
     });
-    for (size_t i = 0; i < results.size(); i += 2) done[i] = results[i].get();
+    for (size_t i = 0; i < results.size(); i += 2) done[i].emplace(results[i].get());
     helper.join();
-    for (const NvrtcResult& result : done) {
-      ASSERT_TRUE(result.ok) << name << " " << result.fileName << " " << result.arch << ": " << result.error << "\n"
-                             << result.log;
+    for (const std::optional<Expected<NvrtcOutput>>& compiled : done) {
+      ASSERT_TRUE(compiled->ok()) << name << ": " << compiled->status().toString();
+      const NvrtcOutput& result = **compiled;
       EXPECT_GT(result.cubin.size(), 1000u);
       ASSERT_GE(result.cubin.size(), 4u);
       EXPECT_EQ(std::string(result.cubin.data() + 1, 3), "ELF");
@@ -56,19 +57,19 @@ TEST(Nvrtc, CompilesEveryExamplePlanForSm80AndSm90) {
 TEST(Nvrtc, GenericKernelServesEveryDatatype) {
   if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
   const auto& example = testing::compileExample("hm_allreduce");
-  const GeneratedKernels kernels = generateKernels(example.plan);
+  const GeneratedKernels kernels = testing::kernelsOf(example.plan);
   const GeneratedKernel& kernel = kernels.kernelOf(5);
-  NvrtcResult generic = compileWithNvrtc(kernel, "sm_90");
-  ASSERT_TRUE(generic.ok) << generic.error << "\n" << generic.log;
+  Expected<NvrtcOutput> generic = compileWithNvrtc(kernel, "sm_90");
+  ASSERT_TRUE(generic.ok()) << generic.status().message();
   // ... and every protocol (a run-time value too): LL / LL128 line stores, LL128's warp vote.
-  EXPECT_NE(generic.ptx.find("st.volatile.global.v2.u64"), std::string::npos);
-  EXPECT_NE(generic.ptx.find("vote.sync.all"), std::string::npos);
+  EXPECT_NE(generic->ptx.find("st.volatile.global.v2.u64"), std::string::npos);
+  EXPECT_NE(generic->ptx.find("vote.sync.all"), std::string::npos);
   NvrtcOptions floatSum;
   floatSum.dataType = DataType::Float32;
   floatSum.op = ReduceOp::Sum;
-  NvrtcResult specialised = compileWithNvrtc(kernel, "sm_90", floatSum);
-  ASSERT_TRUE(specialised.ok) << specialised.error << "\n" << specialised.log;
-  EXPECT_GT(generic.ptx.size(), specialised.ptx.size() + 10000) << "the generic kernel holds every datatype";
+  Expected<NvrtcOutput> specialised = compileWithNvrtc(kernel, "sm_90", floatSum);
+  ASSERT_TRUE(specialised.ok()) << specialised.status().message();
+  EXPECT_GT(generic->ptx.size(), specialised->ptx.size() + 10000) << "the generic kernel holds every datatype";
 }
 
 // Every protocol compiles: a kernel specialised to each (-DTUCCL_ONLY_PROTOCOL, as a runtime
@@ -78,14 +79,15 @@ TEST(Nvrtc, GenericKernelServesEveryDatatype) {
 TEST(Nvrtc, CompilesEveryProtocol) {
   if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
   const auto& example = testing::compileExample("ring_allreduce");
-  const GeneratedKernel kernel = generateKernels(example.plan).kernelOf(1);
+  const GeneratedKernel kernel = testing::kernelsOf(example.plan).kernelOf(1);
   for (Protocol protocol : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     NvrtcOptions options;
     options.dataType = DataType::Float32;
     options.op = ReduceOp::Sum;
     options.extraOptions.push_back("-DTUCCL_ONLY_PROTOCOL=" + std::to_string(deviceProtocol(protocol)));
-    const NvrtcResult result = compileWithNvrtc(kernel, "sm_90", options);
-    ASSERT_TRUE(result.ok) << protocolName(protocol) << ": " << result.error << "\n" << result.log;
+    const Expected<NvrtcOutput> compiled = compileWithNvrtc(kernel, "sm_90", options);
+    ASSERT_TRUE(compiled.ok()) << protocolName(protocol) << ": " << compiled.status().message();
+    const NvrtcOutput& result = *compiled;
     EXPECT_EQ(std::string(result.cubin.data() + 1, 3), "ELF");
     const bool lines = result.ptx.find("st.volatile.global.v2.u64") != std::string::npos;
     const bool warpVote = result.ptx.find("shfl.sync") != std::string::npos && result.ptx.find("vote.sync.all") != std::string::npos;
@@ -100,11 +102,16 @@ TEST(Nvrtc, ErrorsNameTheFileAndCarryTheLog) {
   broken.fileName = "rank7.cu";
   broken.kernelName = "tuccl_rank7";
   broken.source = "#include \"primitives.h\"\nTUCCL_KERNEL tuccl_rank7(tuccl::dev::KernelArgs args) {\n  undefinedThing(args);\n}\n";
-  NvrtcResult result = compileWithNvrtc(broken, "sm_90");
-  EXPECT_FALSE(result.ok);
-  EXPECT_NE(result.error.find("rank7.cu"), std::string::npos) << result.error;
-  EXPECT_NE(result.log.find("rank7.cu"), std::string::npos) << result.log;
-  EXPECT_NE(result.log.find("undefinedThing"), std::string::npos) << result.log;
+  Expected<NvrtcOutput> result = compileWithNvrtc(broken, "sm_90");
+  EXPECT_FALSE(result.ok());
+  EXPECT_EQ(result.status().diagnostic().file, "rank7.cu");
+  // One line naming the file, then NVRTC's log (which names it too, and the error).
+  const std::string message = result.status().message();
+  const std::string error = message.substr(0, message.find('\n'));
+  const std::string log = message.find('\n') == std::string::npos ? "" : message.substr(message.find('\n') + 1);
+  EXPECT_NE(error.find("rank7.cu"), std::string::npos) << error;
+  EXPECT_NE(log.find("rank7.cu"), std::string::npos) << log;
+  EXPECT_NE(log.find("undefinedThing"), std::string::npos) << log;
 }
 
 // A second compilation of the same kernel reads the CUBIN and PTX from the cache; another
@@ -119,32 +126,32 @@ TEST(Nvrtc, CachedCompilationsAreReadBackAndDamagedEntriesRecompiled) {
   kernel.kernelName = "tuccl_rank0";
   kernel.source = "#include \"primitives.h\"\nTUCCL_KERNEL tuccl_rank0(tuccl::dev::KernelArgs args) { (void)args; }\n";
   bool fromCache = true;
-  const NvrtcResult first = compileWithNvrtcCached(kernel, "sm_90", {}, cache.string(), &fromCache);
-  ASSERT_TRUE(first.ok) << first.error << first.log;
+  const Expected<NvrtcOutput> first = compileWithNvrtcCached(kernel, "sm_90", {}, cache.string(), &fromCache);
+  ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_FALSE(fromCache);
-  const NvrtcResult second = compileWithNvrtcCached(kernel, "sm_90", {}, cache.string(), &fromCache);
-  ASSERT_TRUE(second.ok);
+  const Expected<NvrtcOutput> second = compileWithNvrtcCached(kernel, "sm_90", {}, cache.string(), &fromCache);
+  ASSERT_TRUE(second.ok());
   EXPECT_TRUE(fromCache);
-  EXPECT_EQ(second.cubin, first.cubin);
-  EXPECT_EQ(second.ptx, first.ptx);
-  EXPECT_EQ(second.fileName, "rank0.cu");
+  EXPECT_EQ(second->cubin, first->cubin);
+  EXPECT_EQ(second->ptx, first->ptx);
+  EXPECT_EQ(second->fileName, "rank0.cu");
   // Damage every entry: the next call compiles again and gives the same bytes.
   for (const auto& entry : fs::recursive_directory_iterator(cache)) {
     if (entry.is_regular_file() && entry.path().extension() == ".entry") fs::resize_file(entry.path(), 40);
   }
-  const NvrtcResult third = compileWithNvrtcCached(kernel, "sm_90", {}, cache.string(), &fromCache);
-  ASSERT_TRUE(third.ok);
+  const Expected<NvrtcOutput> third = compileWithNvrtcCached(kernel, "sm_90", {}, cache.string(), &fromCache);
+  ASSERT_TRUE(third.ok());
   EXPECT_FALSE(fromCache);
-  EXPECT_EQ(third.cubin, first.cubin);
+  EXPECT_EQ(third->cubin, first->cubin);
   fs::remove_all(cache);
 }
 
 TEST(Nvrtc, RejectsUnknownArchitecture) {
   GeneratedKernel kernel;
   kernel.fileName = "rank0.cu";
-  NvrtcResult result = compileWithNvrtc(kernel, "volta");
-  EXPECT_FALSE(result.ok);
-  EXPECT_FALSE(result.error.empty());
+  Expected<NvrtcOutput> result = compileWithNvrtc(kernel, "volta");
+  EXPECT_FALSE(result.ok());
+  EXPECT_FALSE(result.status().message().empty());
 }
 
 #if defined(TUCCL_KERNELGEN_NVCC)

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernelgen/compile.h"
 #include "lang/resccl.h"
 #include "lang/semantic_check.h"
 #include "plan/plan_validate.h"
@@ -85,6 +86,15 @@ inline const CompiledExample& compileExample(const std::string& name, const std:
   EXPECT_TRUE(validatePlan(compiled->plan).ok()) << key << ": " << validatePlan(compiled->plan).toString();
   slot = std::move(compiled);
   return *slot;
+}
+
+/// The kernels of `plan` as compilePlan generates them (no targets).
+inline GeneratedKernels kernelsOf(const Plan& plan, const KernelGenOptions& options = {}) {
+  Targets targets;
+  targets.kernelGen = options;
+  Expected<CompiledPlan> compiled = compilePlan(plan, targets);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().toString();
+  return compiled ? std::move(compiled->kernels) : GeneratedKernels{};
 }
 
 }  // namespace tuccl::testing

@@ -26,11 +26,13 @@ struct Counted {
 // Runs `plan` on every rank with random float data, checks every element against the reference
 // and returns the counters.
 Counted runCounted(const Plan& plan, int64_t count, int64_t chunkBytes, Protocol protocol) {
-  const KernelLayout layout = layoutKernels(plan);
-  std::string error;
-  std::shared_ptr<const HostKernels> kernels = buildHostKernels(generateKernels(plan), error);
-  EXPECT_TRUE(kernels) << error;
-  if (!kernels) return {};
+  Targets host;
+  host.hostKernels = true;
+  Expected<CompiledPlan> compiled = compilePlan(plan, host);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().message();
+  if (!compiled) return {};
+  const KernelLayout& layout = compiled->layout;
+  const std::shared_ptr<const HostKernels>& kernels = compiled->host;
   CollectiveCall call;
   call.collective = layout.collective;
   call.nRanks = plan.nRanks;
@@ -222,7 +224,7 @@ TEST(PrimitiveCounters, ChannelsReplicateTheTbsAndSplitTheBytes) {
     for (int32_t channels : {1, 2, 4}) {
       Plan plan = base;
       plan.config.nChannels = channels;
-      const KernelLayout layout = layoutKernels(plan);
+      const KernelLayout layout = layoutKernels(plan).value();
       EXPECT_EQ(layout.blocksOf(plan, 0), channels * static_cast<int32_t>(plan.ranks[0].tbs.size()));
       const int64_t batches = dev::microBatchCount(1000, layout.chunksPerUnit, 64, channels, 4);
       // 1,000 floats a unit: shares of 256 (16-byte multiples) and a short last one, in slices of 64.
@@ -262,7 +264,7 @@ TEST(PrimitiveCounters, TheSimulatorSimulatesTheChannelsTheKernelsRun) {
       Plan plan = base;
       plan.config.nChannels = channels;
       plan.config.chunkSize = 4096;
-      const KernelLayout layout = layoutKernels(plan);
+      const KernelLayout layout = layoutKernels(plan).value();
       // 2,048 floats a unit: every chunk, share and slice a whole number of 16-byte packs.
       const int64_t count = 2048 * layout.chunksPerUnit;
       const Counted counted = runCounted(plan, count, plan.config.chunkSize, Protocol::Simple);
