@@ -296,6 +296,9 @@ struct Communicator::Impl {
   };
   Expected<Choice> choose(CallDecision decision);
   Expected<KernelCall> settle(const CollectiveCall& call, Choice& choice);
+  KernelCall kernelFor(const CollectiveCall& call, std::shared_ptr<const CompiledPlan> plan,
+                       const PlanPlacement* placement);
+  Status stagingFull(const Status& failed) const;
   Status launch(KernelCall kernel, const Choice& choice, tucclStream_t stream);
   Status copyLocally(const CollectiveCall& call, tucclStream_t stream);
 };
@@ -333,28 +336,36 @@ Expected<KernelCall> Communicator::Impl::settle(const CollectiveCall& call, Choi
     if (plan) {
       std::lock_guard lock(mutex);
       Expected<const PlanPlacement*> placement = placementFor(**plan);
-      if (placement) {
-        KernelCall kernel{*plan, *placement, call, rank};
-        kernel.sliceElems = std::max<int64_t>(1, (*plan)->plan.config.chunkSize / dataTypeSize(call.dataType));
-        kernel.timeoutSeconds = options.timeoutSeconds;
-        kernel.sequence = nextSequence++;
-        if (logEnabled(LogLevel::Info, kLogColl) && logged.insert((*plan)->key).second) {
-          logLine(LogLevel::Info, kLogColl, rank, (*plan)->description);
-        }
-        return kernel;
-      }
-      failed = placement.status();
-      if (choice.group == 0 && adapt && proxy) {
-        return makeError(failed.code(), failed.message() +
-                                            " (across hosts the staging keeps every plan's rings, and the runtime "
-                                            "phase's other configuration groups hold staging too: raise "
-                                            "TUCCL_STAGING_BYTES, or set TUCCL_ADAPT=0)");
-      }
+      if (placement) return kernelFor(call, *plan, *placement);
+      failed = stagingFull(placement.status());
     }
     if (choice.group == 0) return failed;
     adapt->exclude(choice.key, choice.group, failed.message());
     choice.group = 0;
   }
+}
+
+// The call as the device runs it: the plan, its rings, the next call number. Under `mutex`.
+KernelCall Communicator::Impl::kernelFor(const CollectiveCall& call, std::shared_ptr<const CompiledPlan> plan,
+                                         const PlanPlacement* placement) {
+  KernelCall kernel{plan, placement, call, rank};
+  kernel.sliceElems = std::max<int64_t>(1, plan->plan.config.chunkSize / dataTypeSize(call.dataType));
+  kernel.timeoutSeconds = options.timeoutSeconds;
+  kernel.sequence = nextSequence++;
+  if (logEnabled(LogLevel::Info, kLogColl) && logged.insert(plan->key).second) {
+    logLine(LogLevel::Info, kLogColl, rank, plan->description);
+  }
+  return kernel;
+}
+
+// A plan whose rings the staging cannot hold, said with what to change where the staging cannot
+// restart (several hosts) and the runtime phase's groups hold rings too.
+Status Communicator::Impl::stagingFull(const Status& failed) const {
+  if (!adapt || !proxy) return failed;
+  return makeError(failed.code(), failed.message() +
+                                      " (across hosts the staging keeps every plan's rings, and the runtime phase's "
+                                      "other configuration groups hold staging too: raise TUCCL_STAGING_BYTES, or "
+                                      "set TUCCL_ADAPT=0)");
 }
 
 // The device runs the call; it times it (its turn to its end) for the runtime phase, on any
