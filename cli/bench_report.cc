@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <limits>
 
+#include <unistd.h>
+
 #include "support/bus_bandwidth.h"
 #include "support/text_values.h"
 
@@ -419,6 +421,35 @@ std::string_view ncclTestsTypeName(DataType type) {
 }
 
 std::string_view ncclTestsOpName(std::optional<ReduceOp> op) { return op ? reduceOpName(*op) : "none"; }
+
+uint64_t rankHostBytes(const BenchOptions& options) {
+  const uint64_t largest = std::max<uint64_t>(options.maxBytes, 1);
+  return largest > std::numeric_limits<uint64_t>::max() / 2 ? std::numeric_limits<uint64_t>::max() : 2 * largest;
+}
+
+uint64_t availableHostBytes() {
+  if (std::FILE* info = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, info) != nullptr) {
+      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    }
+    std::fclose(info);
+    if (found) return static_cast<uint64_t>(kib) * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), pageBytes = sysconf(_SC_PAGESIZE);
+  return pages > 0 && pageBytes > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageBytes) : 0;
+}
+
+Status checkHostMemory(const BenchOptions& options, uint64_t available) {
+  const uint64_t need = rankHostBytes(options);
+  if (available == 0 || need <= available) return {};
+  return makeError(ErrorCode::InvalidArgument,
+                   "-e " + formatByteSize(options.maxBytes) + ": one rank's send and receive buffers need " +
+                       formatBytesForPeople(need) + " of host memory, and this machine has " +
+                       formatBytesForPeople(available) + " available");
+}
 
 std::string formatRunHeader(const BenchOptions& options) {
   const bool factor = options.stepFactor > 1;

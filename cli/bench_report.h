@@ -62,6 +62,17 @@ Expected<BenchOptions> parseBenchOptions(std::span<const std::string> args);
 /// The --help text.
 std::string benchUsage(std::string_view program);
 
+/// What one rank allocates in host memory: its send and receive buffers, each of the largest
+/// size (-e).
+uint64_t rankHostBytes(const BenchOptions& options);
+/// This machine's memory available to new allocations (Linux: /proc/meminfo's MemAvailable,
+/// else the free physical pages); 0 when it cannot be read.
+uint64_t availableHostBytes();
+/// Whether one rank's buffers fit `available` bytes (0: not known, so any size is let through):
+/// InvalidArgument naming -e, what a rank needs and what the machine has, before anything is
+/// allocated.
+Status checkHostMemory(const BenchOptions& options, uint64_t available);
+
 /// Checks what depends on the communicator: a root (-r) inside [0, nRanks).
 Status checkRoot(const BenchOptions& options, int32_t nRanks);
 

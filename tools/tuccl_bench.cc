@@ -23,6 +23,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -367,6 +368,10 @@ int main(int argc, char** argv) {
     std::cout << benchUsage("tuccl-bench");
     return 0;
   }
+  // Sizes this machine cannot hold are refused before anything is allocated (or any peer waits).
+  if (Status fits = checkHostMemory(*options, availableHostBytes()); !fits) {
+    return cli::reportError("tuccl-bench", fits);
+  }
   tucclComm_t comm = nullptr;
   if (Status status = callStatus(tucclCommInitFromEnv(&comm), "tucclCommInitFromEnv", nullptr); !status) {
     std::cerr << "tuccl-bench: error: " << status.message() << "\n";
@@ -381,6 +386,12 @@ int main(int argc, char** argv) {
     std::cerr << "tuccl-bench: rank " << rank << ": error: " << error.status().message() << "\n";
     tucclCommAbort(comm);  // peers waiting on this rank fail instead of waiting for the timeout
     return kExitFailed;
+  } catch (const std::bad_alloc&) {
+    // Memory taken by others since the check: said, not a crash.
+    std::cerr << "tuccl-bench: error: cannot allocate the buffers of -e " << formatByteSize(options->maxBytes)
+              << " (" << formatBytesForPeople(rankHostBytes(*options)) << " per rank)\n";
+    tucclCommAbort(comm);
+    return cli::kExitError;
   }
   if (Status status = callStatus(tucclCommDestroy(comm), "tucclCommDestroy", nullptr); !status) {
     std::cerr << "tuccl-bench: error: " << status.message() << "\n";

@@ -121,6 +121,22 @@ TEST(BenchOptions, ReadsEveryFlagInEverySpelling) {
   EXPECT_EQ(o->runCycles, 7);
 }
 
+TEST(BenchOptions, SizesBeyondTheMachineAreRefusedBeforeAllocating) {
+  BenchOptions options;
+  options.maxBytes = uint64_t{64} << 30;
+  EXPECT_EQ(rankHostBytes(options), uint64_t{128} << 30);
+  const Status refused = checkHostMemory(options, uint64_t{16} << 30);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(refused.message(), "-e 64G: one rank's send and receive buffers need 128 GiB of host memory, and this "
+                               "machine has 16 GiB available");
+  EXPECT_TRUE(checkHostMemory(options, uint64_t{128} << 30).ok());
+  EXPECT_TRUE(checkHostMemory(options, 0).ok());  // not known: let through
+  options.maxBytes = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(rankHostBytes(options), std::numeric_limits<uint64_t>::max());
+  EXPECT_GT(availableHostBytes(), 0u);  // Linux: /proc/meminfo
+}
+
 TEST(BenchOptions, AllTypesAndOps) {
   Expected<BenchOptions> o = parse({"allreduce", "-d", "all", "-o", "all"});
   ASSERT_TRUE(o.ok()) << o.status().message();
