@@ -9,13 +9,12 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <system_error>
-#include <thread>
 
 #include "backend/call_buffers.h"
 #include "backend/cpu_stream.h"
 #include "backend/kernel_call.h"
 #include "kernelgen/device/datatypes.h"
+#include "kernelgen/tb_pool.h"
 #include "kernelgen/tb_report.h"
 #include "transport/staging_transport.h"
 
@@ -27,86 +26,6 @@ using Clock = std::chrono::steady_clock;
 Clock::duration seconds(double value) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::clamp(value, 0.0, 86400.0)));
 }
-
-// Threads that run the TBs of one call: TB 0 on the calling thread, the others on workers. Between
-// calls a worker yields for a while before it sleeps, and so does the caller waiting for the
-// workers: back-to-back calls (a training step's collectives) then start without a wake-up.
-class TbPool {
- public:
-  ~TbPool() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_.store(true);
-    }
-    wake_.notify_all();
-    for (std::thread& thread : threads_) thread.join();
-  }
-
-  /// Runs job(0..n-1) concurrently and returns when all finished.
-  Status run(int32_t n, const std::function<void(int32_t)>& job) {
-    if (n <= 1) {
-      if (n == 1) job(0);
-      return {};
-    }
-    try {
-      while (static_cast<int32_t>(threads_.size()) < n - 1) {
-        const auto index = static_cast<int32_t>(threads_.size());
-        threads_.emplace_back([this, index] { work(index + 1); });
-      }
-    } catch (const std::system_error& error) {
-      return makeError(ErrorCode::SystemError, std::string("cannot start a TB thread: ") + error.what());
-    }
-    {
-      std::lock_guard lock(mutex_);
-      job_ = &job;
-      width_ = n;
-      remaining_.store(n - 1);
-      generation_.fetch_add(1);
-    }
-    wake_.notify_all();
-    job(0);
-    for (int spin = 0; spin < kSpins && remaining_.load() != 0; ++spin) std::this_thread::yield();
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return remaining_.load() == 0; });
-    job_ = nullptr;
-    return {};
-  }
-
- private:
-  // Yields before sleeping: about as long as a few calls of small messages take here.
-  static constexpr int kSpins = 2000;
-
-  void work(int32_t tb) {
-    uint64_t seen = 0;
-    for (;;) {
-      for (int spin = 0; spin < kSpins && generation_.load() == seen && !stop_.load(); ++spin) {
-        std::this_thread::yield();
-      }
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
-      if (stop_.load()) return;
-      seen = generation_.load();
-      if (tb >= width_) continue;
-      const std::function<void(int32_t)>* job = job_;
-      lock.unlock();
-      (*job)(tb);
-      if (remaining_.fetch_sub(1) == 1) {
-        std::lock_guard done(mutex_);
-        done_.notify_all();
-      }
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
-  std::vector<std::thread> threads_;
-  const std::function<void(int32_t)>* job_ = nullptr;  // set under the mutex before generation_ moves
-  int32_t width_ = 0;
-  std::atomic<int32_t> remaining_{0};
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stop_{false};
-};
 
 // This rank's view of one placed plan: its rings and its private flags.
 struct RankRuntime {
@@ -135,7 +54,7 @@ struct State {
 
   std::map<const PlanPlacement*, RankRuntime> runtimes;  // touched by the call holding the turn
   std::vector<char> workspace;
-  TbPool pool;
+  TbPool pool;  // this rank's TB threads, kept between calls
 
   bool aborted() const { return abortWord != nullptr && std::atomic_ref<int32_t>(*abortWord).load() != 0; }
 
@@ -276,15 +195,10 @@ Status State::runKernel(const KernelCall& call) {
                         .count();
 
   const HostKernels& kernels = *compiled.host;
-  const auto nTbs = static_cast<int32_t>(runtime.reports.size());
-  const HostKernels::Kernel kernel = kernels.ranks[call.rank];
-  const std::function<void(int32_t)> job = [&](int32_t tb) {
-    kernels.setBlock(static_cast<unsigned>(tb));
-    kernel(args);
-  };
-  if (Status started = pool.run(nTbs, job); !started) {
+  const HostLaunch launch{kernels.ranks[call.rank], &args, static_cast<int32_t>(runtime.reports.size())};
+  if (Expected<bool> ran = pool.run(kernels, std::span(&launch, 1)); !ran) {
     std::atomic_ref<int32_t>(*abortWord).store(1);
-    return started;
+    return ran.status();
   }
 
   const Status stopped = stoppedTbsStatus(stoppedTbs(compiled.plan, compiled.layout, call.rank, runtime.reports));

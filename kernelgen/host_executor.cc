@@ -3,16 +3,12 @@
 #include "kernelgen/host_executor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <system_error>
-#include <thread>
 
 #include "kernelgen/datatype.h"
+#include "kernelgen/tb_pool.h"
 
 namespace tuccl {
 namespace {
@@ -121,44 +117,19 @@ std::vector<RankState> rankStates(const HostKernels& kernels, const Plan& plan, 
   return states;
 }
 
-void raiseAbort(int32_t* flag) { std::atomic_ref<int32_t>(*flag).store(1, std::memory_order_relaxed); }
-
-// Starts a thread per TB of `ranks`, waits for them (the watchdog raises the abort flag once the
-// deadline and its grace have passed) and joins them. Returns whether the watchdog fired.
+// A pool of its own runs every TB of `ranks` (tb_pool.h); its watchdog raises the abort flag
+// once the deadline and its grace have passed. Returns whether the watchdog fired.
 Expected<bool> runThreads(const HostKernels& kernels, const std::vector<int32_t>& ranks,
-                          std::vector<RankState>& states, int32_t* abort,
+                          const std::vector<RankState>& states, int32_t* abort,
                           std::chrono::steady_clock::time_point watchdogAt) {
-  std::mutex mutex;
-  std::condition_variable allDone;
-  size_t finished = 0;
-  std::vector<std::thread> threads;
-  Status started;
-  try {
-    for (int32_t r : ranks) {
-      for (size_t tb = 0; tb < states[r].reports.size(); ++tb) {
-        threads.emplace_back([&, r, tb] {
-          kernels.setBlock(static_cast<unsigned>(tb));
-          kernels.ranks[r](states[r].args);
-          std::lock_guard lock(mutex);
-          ++finished;
-          allDone.notify_one();
-        });
-      }
-    }
-  } catch (const std::system_error& error) {
-    raiseAbort(abort);  // the started TBs give up at their next wait
-    started = makeError(ErrorCode::SystemError, std::string("host executor: cannot start a TB thread: ") + error.what());
+  std::vector<HostLaunch> launches;
+  for (int32_t r : ranks) {
+    launches.push_back(HostLaunch{kernels.ranks[r], &states[r].args, static_cast<int32_t>(states[r].reports.size())});
   }
-  bool fired = false;
-  {
-    std::unique_lock lock(mutex);
-    if (!allDone.wait_until(lock, watchdogAt, [&] { return finished == threads.size(); })) {
-      raiseAbort(abort);
-      fired = true;
-    }
-  }
-  for (std::thread& thread : threads) thread.join();
-  if (!started) return started;
+  const TbWatchdog watchdog{abort, watchdogAt};
+  TbPool pool;
+  Expected<bool> fired = pool.run(kernels, launches, &watchdog);
+  if (!fired) return makeError(fired.status().code(), "host executor: " + fired.status().message());
   return fired;
 }
 

@@ -9,8 +9,10 @@
 //      receive that got another entry's slice: an order mismatch). Malformed requests (a missing
 //      buffer, a rank out of range, staging of another geometry) come back as a Status.
 //
-// A runtime's CPU device reuses it as it is: the caller owns the rank buffers and may run any
-// subset of the ranks per call, e.g. one call per rank thread, all sharing one HostStaging.
+// The caller owns the rank buffers and may run any subset of the ranks per call, e.g. one call per
+// rank thread, all sharing one HostStaging. The TBs run on a TbPool of the call's own
+// (tb_pool.h), the runner libtuccl's CPU device keeps per rank for its calls (its staging is
+// shared memory, its abort word the host's, its deadlines the communicator's).
 #pragma once
 
 #include <cstdint>
