@@ -1,4 +1,4 @@
-// The verbs network's handle, handshake and v12 table (ib_net.h).
+// The verbs network's handle, handshake and its side of the v12 table (ib_net.h; the shared entries: net_table.h).
 #include "net/ib_net.h"
 
 #include <netinet/in.h>
@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "net/ib_comm.h"
@@ -22,6 +23,7 @@
 #include "net/net_env.h"
 #include "net/net_log.h"
 #include "net/net_result.h"
+#include "net/net_table.h"
 #include "support/environment.h"
 
 namespace tuccl::net {
@@ -98,13 +100,6 @@ bool infoValid(const ConnectionInfo& info, uint64_t token) {
   return info.magic == kInfoMagic && info.token == token && info.nQps >= 1 &&
          info.nQps <= static_cast<uint32_t>(ib::kMaxQpsPerConnection);
 }
-
-struct NetContext {
-  uint64_t commId;
-  int trafficClass;
-};
-
-int trafficClassOf(void* ctx) { return ctx != nullptr ? static_cast<NetContext*>(ctx)->trafficClass : -1; }
 
 // ---- Sender: connect -------------------------------------------------------------------------------
 
@@ -310,98 +305,54 @@ Expected<IbComm*> progressAccept(ListenComm& listen) {
   return static_cast<IbComm*>(nullptr);
 }
 
-// ---- The table -------------------------------------------------------------------------------------
+// ---- The table (net_table.h: what both networks share) -----------------------------------------------
 
-ncclResult_t netInit(void** ctx, uint64_t commId, tucclNcclNetCommConfig_t* config, ncclDebugLogger_t logger,
-                     tucclNcclProfilerCallback_t) noexcept {
-  return guarded("IB init", [&] {
-    if (logger != nullptr) setNetLogger(logger);
-    if (ib::ibDevices().devices.empty()) return ncclSystemError;  // the reason is logged once by ibDevices
-    if (ctx != nullptr) *ctx = new NetContext{commId, config != nullptr ? config->trafficClass : -1};
-    return ncclSuccess;
-  });
-}
+struct IbTransport {
+  static constexpr std::string_view kLabelPrefix = "IB ";
+  using Comm = IbComm;
+  using Listen = ListenComm;
+  using Request = IbRequest;
 
-ncclResult_t netDevices(int* ndev) noexcept {
-  return guarded("IB devices", [&] {
-    *ndev = static_cast<int>(ib::ibDevices().devices.size());
-    return ncclSuccess;
-  });
-}
+  static int deviceCount() { return static_cast<int>(ib::ibDevices().devices.size()); }  // logs why none, once
 
-ncclResult_t netGetProperties(int dev, tucclNcclNetProperties_v12_t* props) noexcept {
-  return guarded("IB getProperties", [&] {
+  static ncclResult_t properties(int dev, tucclNcclNetProperties_v12_t* props, const char* what) {
     Expected<const ib::IbDevice*> found = deviceAt(dev);
-    if (!found) return report(found.status(), "IB getProperties");
+    if (!found) return report(found.status(), what);
     const ib::IbDevice& device = **found;
-    *props = tucclNcclNetProperties_v12_t{};
+    *props = hostDeviceProperties(dev);
     props->name = const_cast<char*>(device.displayName.c_str());
     props->pciPath = device.pciPath.empty() ? nullptr : const_cast<char*>(device.pciPath.c_str());
     props->guid = device.guid;
     props->ptrSupport = device.ptrSupport;
-    props->regIsGlobal = 0;
-    props->forceFlush = 0;
     props->speed = device.speed;
     props->port = device.port;
-    props->latency = 0;
     props->maxComms = std::max(device.maxQp, 1);
     props->maxRecvs = ib::kMaxRecvs;
-    props->netDeviceType = TUCCL_NCCL_NET_DEVICE_HOST;
-    props->vProps.ndevs = 1;
-    props->vProps.devs[0] = dev;
-    props->maxP2pBytes = TUCCL_NCCL_MAX_NET_SIZE_BYTES;
-    props->maxCollBytes = TUCCL_NCCL_MAX_COLLNET_SIZE;
-    props->maxMultiRequestSize = 1;
-    props->railId = -1;
-    props->planeId = -1;
     return ncclSuccess;
-  });
-}
+  }
 
-ncclResult_t netListen(void* ctx, int dev, void* handle, void** listenComm) noexcept {
-  return guarded("IB listen", [&] {
-    Expected<ListenComm*> comm = listenOnDevice(ctx, dev, handle);
-    if (!comm) return report(comm.status(), "IB listen");
-    *listenComm = *comm;
-    return ncclSuccess;
-  });
-}
+  static Expected<ListenComm*> listen(void* ctx, int dev, void* handle) { return listenOnDevice(ctx, dev, handle); }
+  static Expected<IbComm*> connect(void* ctx, int dev, void* handle) {
+    return progressConnect(handle, dev, trafficClassOf(ctx));
+  }
+  static Expected<IbComm*> accept(ListenComm& listen) { return progressAccept(listen); }
 
-ncclResult_t netConnect(void* ctx, int dev, void* handle, void** sendComm, tucclNcclNetDeviceHandle_t**) noexcept {
-  return guarded("IB connect", [&] {
-    Expected<IbComm*> comm = progressConnect(handle, dev, trafficClassOf(ctx));
-    if (!comm) return report(comm.status(), "IB connect");
-    *sendComm = *comm;
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netAccept(void* listenComm, void** recvComm, tucclNcclNetDeviceHandle_t**) noexcept {
-  return guarded("IB accept", [&] {
-    Expected<IbComm*> comm = progressAccept(*static_cast<ListenComm*>(listenComm));
-    if (!comm) return report(comm.status(), "IB accept");
-    *recvComm = *comm;
-    return ncclSuccess;
-  });
-}
+  static Expected<IbRequest*> postSend(IbComm& comm, void* data, size_t size, int tag, void* mhandle) {
+    return comm.postSend(data, size, tag, static_cast<MemoryRegion*>(mhandle));
+  }
+  static Expected<IbRequest*> postRecv(IbComm& comm, int n, void** data, size_t* sizes, int* tags, void** mhandles) {
+    return comm.postRecv(n, data, sizes, tags, reinterpret_cast<MemoryRegion* const*>(mhandles));
+  }
+};
 
 ncclResult_t netRegMr(void* comm, void* data, size_t size, int type, void** mhandle) noexcept {
-  return guarded("IB regMr", [&] {
-    Expected<MemoryRegion*> region = static_cast<IbComm*>(comm)->registerMemory(data, size, type);
-    if (!region) return report(region.status(), "IB regMr");
-    *mhandle = *region;
-    return ncclSuccess;
-  });
+  return handOut("IB regMr", mhandle, [&] { return static_cast<IbComm*>(comm)->registerMemory(data, size, type); });
 }
 
 ncclResult_t netRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
                             void** mhandle) noexcept {
-  return guarded("IB regMrDmaBuf", [&] {
-    Expected<MemoryRegion*> region = static_cast<IbComm*>(comm)->registerDmabuf(data, size, type, offset, fd);
-    if (!region) return report(region.status(), "IB regMrDmaBuf");
-    *mhandle = *region;
-    return ncclSuccess;
-  });
+  return handOut("IB regMrDmaBuf", mhandle,
+                 [&] { return static_cast<IbComm*>(comm)->registerDmabuf(data, size, type, offset, fd); });
 }
 
 ncclResult_t netDeregMr(void* comm, void* mhandle) noexcept {
@@ -410,74 +361,14 @@ ncclResult_t netDeregMr(void* comm, void* mhandle) noexcept {
   });
 }
 
-ncclResult_t netIsend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void*, void** request) noexcept {
-  return guarded("IB isend", [&] {
-    Expected<IbRequest*> posted =
-        static_cast<IbComm*>(sendComm)->postSend(data, size, tag, static_cast<MemoryRegion*>(mhandle));
-    if (!posted) return report(posted.status(), "IB isend");
-    *request = *posted;
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void**,
-                      void** request) noexcept {
-  return guarded("IB irecv", [&] {
-    Expected<IbRequest*> posted = static_cast<IbComm*>(recvComm)->postRecv(
-        n, data, sizes, tags, reinterpret_cast<MemoryRegion* const*>(mhandles));
-    if (!posted) return report(posted.status(), "IB irecv");
-    *request = *posted;
-    return ncclSuccess;
-  });
-}
-
 ncclResult_t netIflush(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request) noexcept {
-  return guarded("IB iflush", [&] {
-    Expected<IbRequest*> posted = static_cast<IbComm*>(recvComm)->postFlush(
-        n, data, sizes, reinterpret_cast<MemoryRegion* const*>(mhandles));
-    if (!posted) return report(posted.status(), "IB iflush");
-    *request = *posted;
-    return ncclSuccess;
+  return handOut("IB iflush", request, [&] {
+    return static_cast<IbComm*>(recvComm)->postFlush(n, data, sizes, reinterpret_cast<MemoryRegion* const*>(mhandles));
   });
 }
 
-ncclResult_t netTest(void* request, int* done, int* sizes) noexcept {
-  return guarded("IB test", [&] {
-    auto* ibRequest = static_cast<IbRequest*>(request);
-    if (ibRequest == nullptr) return ncclInternalError;
-    Expected<ib::IbTestResult> result = ibRequest->comm->test(ibRequest);
-    if (!result) return report(result.status(), "IB test");
-    *done = result->done ? 1 : 0;
-    if (result->done && sizes != nullptr)
-      for (int i = 0; i < result->n; ++i) sizes[i] = static_cast<int>(result->sizes[i]);
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netCloseComm(void* comm) noexcept {
-  return guarded("IB close", [&] {
-    delete static_cast<IbComm*>(comm);
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netCloseListen(void* listenComm) noexcept {
-  return guarded("IB closeListen", [&] {
-    delete static_cast<ListenComm*>(listenComm);
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netFinalize(void* ctx) noexcept {
-  delete static_cast<NetContext*>(ctx);
-  return ncclSuccess;
-}
-
-const tucclNcclNet_v12_t ibNet = {
-    "TuCCL-IB",     netInit,      netDevices, netGetProperties, netListen, netConnect,   netAccept, netRegMr,
-    netRegMrDmaBuf, netDeregMr,   netIsend,   netIrecv,         netIflush, netTest,      netCloseComm,
-    netCloseComm,   netCloseListen, nullptr,  nullptr,          nullptr,   netFinalize,  nullptr,
-};
+constexpr tucclNcclNet_v12_t ibNet =
+    NetEntries<IbTransport>::table("TuCCL-IB", {netRegMr, netRegMrDmaBuf, netDeregMr, netIflush});
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// The socket network's devices, handshake and v12 table (socket_net.h).
+// The socket network's devices, handshake and its side of the v12 table (socket_net.h; the shared entries: net_table.h).
 #include "net/socket_net.h"
 
 #include <fcntl.h>
@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "net/handshake.h"
@@ -28,6 +29,7 @@
 #include "net/net_env.h"
 #include "net/net_log.h"
 #include "net/net_result.h"
+#include "net/net_table.h"
 #include "net/rails.h"
 #include "net/socket_comm.h"
 #include "support/environment.h"
@@ -329,83 +331,44 @@ Expected<SocketComm*> progressAccept(ListenComm& listen) {
   return static_cast<SocketComm*>(nullptr);
 }
 
-// ---- The table -----------------------------------------------------------------------------------
+// ---- The table (net_table.h: what both networks share) -----------------------------------------
 
-struct NetContext {
-  uint64_t commId;
-  int trafficClass;
-};
+struct SocketTransport {
+  static constexpr std::string_view kLabelPrefix = "";
+  using Comm = SocketComm;
+  using Listen = ListenComm;
+  using Request = SocketRequest;
 
-ncclResult_t netInit(void** ctx, uint64_t commId, tucclNcclNetCommConfig_t* config, ncclDebugLogger_t logger,
-                     tucclNcclProfilerCallback_t) noexcept {
-  return guarded("init", [&] {
-    if (logger != nullptr) setNetLogger(logger);
-    if (discoverDevices() == 0) return ncclSystemError;
-    if (ctx != nullptr) *ctx = new NetContext{commId, config != nullptr ? config->trafficClass : -1};
-    return ncclSuccess;
-  });
-}
+  static int deviceCount() { return discoverDevices(); }  // warns when there is none
 
-ncclResult_t netDevices(int* ndev) noexcept {
-  return guarded("devices", [&] {
-    *ndev = discoverDevices();
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netGetProperties(int dev, tucclNcclNetProperties_v12_t* props) noexcept {
-  return guarded("getProperties", [&] {
+  static ncclResult_t properties(int dev, tucclNcclNetProperties_v12_t* props, const char*) {
     std::lock_guard lock(devicesMutex);
     if (dev < 0 || dev >= static_cast<int>(devices.size())) return ncclInvalidArgument;
     const Device& device = devices[static_cast<size_t>(dev)];
-    *props = tucclNcclNetProperties_v12_t{};
+    *props = hostDeviceProperties(dev);
     props->name = const_cast<char*>(device.interface.name.c_str());
     props->pciPath = device.pciPath.empty() ? nullptr : const_cast<char*>(device.pciPath.c_str());
     props->guid = static_cast<uint64_t>(dev);
     props->ptrSupport = TUCCL_NCCL_PTR_HOST;
     props->speed = device.speed;
     props->port = 0;
-    props->latency = 0;
     props->maxComms = 65536;
     props->maxRecvs = kMaxGroupedReceives;
-    props->netDeviceType = TUCCL_NCCL_NET_DEVICE_HOST;
-    props->vProps.ndevs = 1;
-    props->vProps.devs[0] = dev;
-    props->maxP2pBytes = TUCCL_NCCL_MAX_NET_SIZE_BYTES;
-    props->maxCollBytes = TUCCL_NCCL_MAX_COLLNET_SIZE;
-    props->maxMultiRequestSize = 1;
     props->railId = static_cast<int16_t>(device.rail);
-    props->planeId = -1;
     return ncclSuccess;
-  });
-}
+  }
 
-ncclResult_t netListen(void*, int dev, void* handle, void** listenComm) noexcept {
-  return guarded("listen", [&] {
-    Expected<ListenComm*> comm = listenOnDevice(dev, handle);
-    if (!comm) return report(comm.status(), "listen");
-    *listenComm = *comm;
-    return ncclSuccess;
-  });
-}
+  static Expected<ListenComm*> listen(void*, int dev, void* handle) { return listenOnDevice(dev, handle); }
+  static Expected<SocketComm*> connect(void*, int, void* handle) { return progressConnect(handle); }
+  static Expected<SocketComm*> accept(ListenComm& listen) { return progressAccept(listen); }
 
-ncclResult_t netConnect(void*, int, void* handle, void** sendComm, tucclNcclNetDeviceHandle_t**) noexcept {
-  return guarded("connect", [&] {
-    Expected<SocketComm*> comm = progressConnect(handle);
-    if (!comm) return report(comm.status(), "connect");
-    *sendComm = *comm;
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netAccept(void* listenComm, void** recvComm, tucclNcclNetDeviceHandle_t**) noexcept {
-  return guarded("accept", [&] {
-    Expected<SocketComm*> comm = progressAccept(*static_cast<ListenComm*>(listenComm));
-    if (!comm) return report(comm.status(), "accept");
-    *recvComm = *comm;
-    return ncclSuccess;
-  });
-}
+  static Expected<SocketRequest*> postSend(SocketComm& comm, void* data, size_t size, int tag, void*) {
+    return comm.postSend(data, size, tag);
+  }
+  static Expected<SocketRequest*> postRecv(SocketComm& comm, int n, void** data, size_t* sizes, int* tags, void**) {
+    return comm.postRecv(n, data, sizes, tags);
+  }
+};
 
 int hostRegistration = 0;  // the mhandle of every registration: host memory needs nothing
 
@@ -417,66 +380,12 @@ ncclResult_t netRegMr(void*, void*, size_t, int type, void** mhandle) noexcept {
 
 ncclResult_t netDeregMr(void*, void*) noexcept { return ncclSuccess; }
 
-ncclResult_t netIsend(void* sendComm, void* data, size_t size, int tag, void*, void*, void** request) noexcept {
-  return guarded("isend", [&] {
-    Expected<SocketRequest*> posted = static_cast<SocketComm*>(sendComm)->postSend(data, size, tag);
-    if (!posted) return report(posted.status(), "isend");
-    *request = *posted;
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netIrecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void**, void**,
-                      void** request) noexcept {
-  return guarded("irecv", [&] {
-    Expected<SocketRequest*> posted = static_cast<SocketComm*>(recvComm)->postRecv(n, data, sizes, tags);
-    if (!posted) return report(posted.status(), "irecv");
-    *request = *posted;
-    return ncclSuccess;
-  });
-}
-
 ncclResult_t netIflush(void*, int, void**, int*, void**, void**) noexcept {
   return ncclInternalError;  // never called: no GPU memory is registered
 }
 
-ncclResult_t netTest(void* request, int* done, int* sizes) noexcept {
-  return guarded("test", [&] {
-    auto* socketRequest = static_cast<SocketRequest*>(request);
-    if (socketRequest == nullptr) return ncclInternalError;
-    Expected<TestResult> result = socketRequest->comm->test(socketRequest);
-    if (!result) return report(result.status(), "test");
-    *done = result->done ? 1 : 0;
-    if (result->done && sizes != nullptr)
-      for (int i = 0; i < result->n; ++i) sizes[i] = static_cast<int>(result->sizes[i]);
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netCloseComm(void* comm) noexcept {
-  return guarded("close", [&] {
-    delete static_cast<SocketComm*>(comm);
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netCloseListen(void* listenComm) noexcept {
-  return guarded("closeListen", [&] {
-    delete static_cast<ListenComm*>(listenComm);
-    return ncclSuccess;
-  });
-}
-
-ncclResult_t netFinalize(void* ctx) noexcept {
-  delete static_cast<NetContext*>(ctx);
-  return ncclSuccess;
-}
-
-const tucclNcclNet_v12_t socketNet = {
-    "TuCCL-Socket", netInit, netDevices, netGetProperties, netListen, netConnect, netAccept, netRegMr,
-    nullptr,        netDeregMr, netIsend, netIrecv, netIflush, netTest, netCloseComm, netCloseComm,
-    netCloseListen, nullptr,    nullptr,  nullptr,  netFinalize, nullptr,
-};
+constexpr tucclNcclNet_v12_t socketNet =
+    NetEntries<SocketTransport>::table("TuCCL-Socket", {netRegMr, nullptr, netDeregMr, netIflush});
 
 }  // namespace
 
