@@ -6,7 +6,8 @@
 #                                  TuCCL::<stage> (tuccl_lang -> TuCCL::lang, ...), TuCCL::options,
 #                                  TuCCL::nvrtc (CUDA builds), TuCCL::nccl-tuner-tuccl: every
 #                                  library target a listed stage's CMakeLists.txt defines
-#   lib/pkgconfig/tuccl.pc         the same libraries for pkg-config
+#   lib/pkgconfig/tuccl.pc         libtuccl for a C program: -ltuccl with its run-time path
+#   lib/pkgconfig/tuccl-stages.pc  the stage libraries for a C++ program, as TuCCL::<stage>
 #   include/tuccl/                 the curated API (TUCCL_INSTALLED_HEADERS below; the install test
 #                                  fails above 40): the C API and plugin ABIs, and the few stage
 #                                  headers a C++ consumer includes, with what they include
@@ -117,8 +118,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/TuCCLConfigVersion.cmake 
 install(FILES ${PROJECT_BINARY_DIR}/TuCCLConfig.cmake ${PROJECT_BINARY_DIR}/TuCCLConfigVersion.cmake
         DESTINATION ${TUCCL_INSTALL_CMAKEDIR} COMPONENT development)
 
-# ---- pkg-config: tuccl.pc --------------------------------------------------------------------------
-# The libraries are static: their dependencies are public requirements, and the archives are
+# ---- pkg-config: tuccl.pc (libtuccl), tuccl-stages.pc (the stages) --------------------------------
+# The stage libraries are static: their dependencies are public requirements, and the archives are
 # grouped so the linker resolves references between them in any order.
 list(JOIN TUCCL_PKGCONFIG_LIBRARIES " " TUCCL_PKGCONFIG_LIBS)
 set(TUCCL_PKGCONFIG_EXTRA_LIBS "")
@@ -133,5 +134,9 @@ endforeach()
 string(APPEND TUCCL_PKGCONFIG_EXTRA_LIBS " -pthread")
 file(RELATIVE_PATH TUCCL_PKGCONFIG_PREFIX_FROM_PCDIR /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" TUCCL_PKGCONFIG_PREFIX_FROM_PCDIR "${TUCCL_PKGCONFIG_PREFIX_FROM_PCDIR}")
-configure_file(${PROJECT_SOURCE_DIR}/cmake/tuccl.pc.in ${PROJECT_BINARY_DIR}/tuccl.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/tuccl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/tuccl-stages.pc.in ${PROJECT_BINARY_DIR}/tuccl-stages.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/tuccl-stages.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+if(TARGET tuccl)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/tuccl.pc.in ${PROJECT_BINARY_DIR}/tuccl.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/tuccl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)
+endif()

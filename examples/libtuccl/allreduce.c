@@ -1,5 +1,6 @@
 /* A libtuccl program: every rank contributes its rank number, AllReduce sums them.
- * Build:  cc allreduce.c -ltuccl   (or find_package(TuCCL) and link TuCCL::tuccl)
+ * Build:  cc allreduce.c $(pkg-config --cflags --libs tuccl)   (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig;
+ *         or find_package(TuCCL) and link TuCCL::tuccl)
  * Run:    tuccl-run -n 4 -- ./allreduce   (rank, size and rendezvous come from the environment)
  * On a machine without a GPU the CPU device runs it with host buffers and the NULL stream. */
 #include <stdio.h>

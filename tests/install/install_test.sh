@@ -10,7 +10,8 @@
 #      them; where user namespaces are not allowed the trees stay, and 3. is the proof), in a
 #      scrubbed environment from a temporary directory, run_installed.sh runs the installed tools
 #      (tuccl-compile --check, --verify with a fresh host build, NVRTC, tuccl-sim, tuccl-tune on the
-#      bundled programs, ...) and builds two consumers: find_package(TuCCL) and pkg-config tuccl.
+#      bundled programs, ...) and builds two consumers of the stages: find_package(TuCCL) and pkg-config tuccl-stages; and
+#      the C example with pkg-config tuccl (libtuccl), run as two ranks.
 # Everything lives in one temporary directory, removed on exit.
 #
 # usage: install_test.sh SOURCE_DIR BUILD_DIR CMAKE CXX GENERATOR MAKE_PROGRAM HAVE_CUDA

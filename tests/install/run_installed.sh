@@ -44,8 +44,11 @@ step "tuccl-tune with its default --examples (the bundled programs beside the pr
   --budget 1000 --seed 3 -q -o tune/table.json
 "$bin/tuccl-table" validate tune/table.json
 
-step "libtuccl: the C example built against the prefix, run as two ranks by tuccl-run"
-cc "$examples/libtuccl/allreduce.c" -I"$prefix/include" -L"$prefix/lib" -ltuccl -Wl,-rpath,"$prefix/lib" -o allreduce
+step "libtuccl: the C example built with pkg-config tuccl, run as two ranks by tuccl-run"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+pkg-config --exists --print-errors tuccl
+# shellcheck disable=SC2046  # pkg-config's flags are words
+cc "$examples/libtuccl/allreduce.c" -o allreduce $(pkg-config --cflags --libs tuccl)
 TUCCL_DEVICE=cpu "$bin/tuccl-run" -n 2 --timeout 300 -- ./allreduce > allreduce.txt
 cat allreduce.txt
 grep -q "rank 1 of 2: ok" allreduce.txt
@@ -57,9 +60,8 @@ step "find_package(TuCCL) consumer"
 "$cmake" --build consumer-cmake > consumer-build.log || { cat consumer-build.log; exit 1; }
 consumer-cmake/consumer "$examples/algorithms/hm_allreduce.resccl"
 
-step "pkg-config tuccl consumer"
-export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-pkg-config --exists --print-errors tuccl
+step "pkg-config tuccl-stages consumer"
+pkg-config --exists --print-errors tuccl-stages
 # shellcheck disable=SC2046  # pkg-config's flags are words
-"$cxx" -std=c++20 ../consumer/main.cc -o consumer-pc $(pkg-config --cflags --libs tuccl)
+"$cxx" -std=c++20 ../consumer/main.cc -o consumer-pc $(pkg-config --cflags --libs tuccl-stages)
 ./consumer-pc "$examples/algorithms/ring_allreduce.resccl"

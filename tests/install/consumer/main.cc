@@ -1,4 +1,4 @@
-// A program built against an installed TuCCL (find_package(TuCCL) or pkg-config tuccl): reads a
+// A program built against an installed TuCCL (find_package(TuCCL) or pkg-config tuccl-stages): reads a
 // ResCCLang program, proves it, and counts the device headers embedded in tuccl_kernelgen.
 #include <cstdio>
 #include <exception>
