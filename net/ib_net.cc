@@ -2,22 +2,18 @@
 #include "net/ib_net.h"
 
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <string_view>
 #include <vector>
 
 #include "net/ib_comm.h"
+#include "net/handshake_socket.h"
 #include "net/ib_devices.h"
 #include "net/interface_choice.h"
 #include "net/net_env.h"
@@ -51,13 +47,6 @@ struct ListenHandle {
   ConnectState* state;
 };
 static_assert(sizeof(ListenHandle) <= TUCCL_NCCL_NET_HANDLE_MAXSIZE);
-
-uint64_t randomWord() {
-  static thread_local std::mt19937_64 engine{std::random_device{}() ^ (static_cast<uint64_t>(getpid()) << 32)};
-  return engine();
-}
-
-Status systemError(const std::string& what) { return makeError(ErrorCode::SystemError, what + ": " + std::strerror(errno)); }
 
 Expected<const ib::VerbsApi*> verbs() { return ib::loadVerbs(); }
 
@@ -128,12 +117,9 @@ Expected<ConnectState*> startConnect(const ListenHandle& handle, int dev, int tr
   if (!comm) return comm.status();
   state->comm = std::move(*comm);
   state->out = state->comm->localInfo(kInfoMagic, handle.token);
-  state->socket = Socket(::socket(state->peer.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!state->socket.valid()) return systemError("cannot create a socket");
-  const int on = 1;
-  (void)setsockopt(state->socket.fd(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-  if (::connect(state->socket.fd(), state->peer.get(), state->peer.length()) != 0 && errno != EINPROGRESS)
-    return systemError("cannot connect to " + state->peer.toString());
+  Expected<Socket> socket = startConnecting(state->peer);
+  if (!socket) return socket.status();
+  state->socket = std::move(*socket);
   return state.release();
 }
 
@@ -141,13 +127,8 @@ Expected<ConnectState*> startConnect(const ListenHandle& handle, int dev, int tr
 Expected<IbComm*> advanceConnect(ConnectState& state) {
   using Stage = ConnectState::Stage;
   if (state.stage == Stage::Connecting) {
-    pollfd fd{state.socket.fd(), POLLOUT, 0};
-    if (::poll(&fd, 1, 0) <= 0) return static_cast<IbComm*>(nullptr);
-    int error = 0;
-    socklen_t length = sizeof error;
-    (void)getsockopt(state.socket.fd(), SOL_SOCKET, SO_ERROR, &error, &length);
-    if (error != 0)
-      return makeError(ErrorCode::SystemError, "cannot connect to " + state.peer.toString() + ": " + std::strerror(error));
+    Expected<bool> connected = connectCompleted(state.socket, state.peer);
+    if (!connected || !*connected) return connected ? Expected<IbComm*>(nullptr) : Expected<IbComm*>(connected.status());
     state.stage = Stage::SendInfo;
   }
   if (state.stage == Stage::SendInfo) {
@@ -234,11 +215,6 @@ Expected<ListenComm*> listenOnDevice(void* ctx, int dev, void* handleBytes) {
   return comm.release();
 }
 
-std::string peerName(const Socket& socket) {
-  Expected<SocketAddress> peer = socket.peerAddress();
-  return peer ? peer->toString() : std::string("an unknown peer");
-}
-
 /// Advances one pending accept: the comm when through, nullptr while in progress; an error
 /// refuses this peer only (RemoteError) or fails the accept (anything else).
 Expected<IbComm*> advanceAccept(ListenComm& listen, PendingAccept& pending) {
@@ -277,18 +253,12 @@ Expected<IbComm*> advanceAccept(ListenComm& listen, PendingAccept& pending) {
 }
 
 Expected<IbComm*> progressAccept(ListenComm& listen) {
-  for (;;) {
-    const int fd = ::accept4(listen.listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) break;
-      return systemError("accept failed");
-    }
-    const int on = 1;
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  Status accepted = acceptWaiting(listen.listener, [&](Socket socket) {
     auto pending = std::make_unique<PendingAccept>();
-    pending->socket = Socket(fd);
+    pending->socket = std::move(socket);
     listen.pending.push_back(std::move(pending));
-  }
+  });
+  if (!accepted) return accepted;
   for (size_t i = 0; i < listen.pending.size();) {
     PendingAccept& pending = *listen.pending[i];
     const std::string from = pending.socket.valid() ? peerName(pending.socket) : std::string();

@@ -3,28 +3,24 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <map>
 #include <mutex>
 #include <new>
-#include <random>
 #include <set>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "net/handshake.h"
+#include "net/handshake_socket.h"
 #include "net/interface_choice.h"
 #include "net/net_env.h"
 #include "net/net_log.h"
@@ -106,16 +102,6 @@ Expected<Device> deviceAt(int dev) {
 
 // ---- Handshake (the wire formats and their checks: handshake.h) -------------------------------
 
-uint64_t randomWord() {
-  static thread_local std::mt19937_64 engine{std::random_device{}() ^ (static_cast<uint64_t>(getpid()) << 32)};
-  return engine();
-}
-
-void tuneSocket(int fd) {
-  const int on = 1;
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-}
-
 struct PendingSocket {
   Socket socket;
   Hello hello{};        ///< connect side: the hello to send
@@ -171,8 +157,6 @@ struct ListenComm {
 /// a bound on what a peer holding the token can make the listener keep.
 constexpr size_t kMaxAssemblies = 64;
 
-Status systemError(const std::string& what) { return makeError(ErrorCode::SystemError, what + ": " + std::strerror(errno)); }
-
 Expected<ListenComm*> listenOnDevice(int dev, void* handle) {
   Expected<Device> device = deviceAt(dev);
   if (!device) return device.status();
@@ -194,13 +178,11 @@ Expected<std::unique_ptr<ConnectState>> startConnect(const ParsedHandle& in) {
   state->nThreads = config.nThreads;
   const uint64_t nonce = randomWord();
   for (int i = 0; i <= nData; ++i) {
+    Expected<Socket> socket = startConnecting(state->peer);
+    if (!socket) return socket.status();
     PendingSocket pending;
-    pending.socket = Socket(::socket(state->peer.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!pending.socket.valid()) return systemError("cannot create a socket");
-    tuneSocket(pending.socket.fd());
+    pending.socket = std::move(*socket);
     pending.hello = makeHello(in.token, nonce, i, nData, config.nThreads);
-    if (::connect(pending.socket.fd(), state->peer.get(), state->peer.length()) != 0 && errno != EINPROGRESS)
-      return systemError("cannot connect to " + state->peer.toString());
     state->sockets.push_back(std::move(pending));
   }
   return state;
@@ -209,12 +191,8 @@ Expected<std::unique_ptr<ConnectState>> startConnect(const ParsedHandle& in) {
 /// Progresses one socket of a connect: connected, then its hello sent. True when done.
 Expected<bool> progressConnectSocket(PendingSocket& pending, const SocketAddress& peer) {
   if (!pending.connected) {
-    pollfd fd{pending.socket.fd(), POLLOUT, 0};
-    if (::poll(&fd, 1, 0) <= 0) return false;
-    int error = 0;
-    socklen_t length = sizeof error;
-    (void)getsockopt(pending.socket.fd(), SOL_SOCKET, SO_ERROR, &error, &length);
-    if (error != 0) return makeError(ErrorCode::SystemError, "cannot connect to " + peer.toString() + ": " + std::strerror(error));
+    Expected<bool> connected = connectCompleted(pending.socket, peer);
+    if (!connected || !*connected) return connected;
     pending.connected = true;
   }
   while (pending.sent < sizeof(Hello)) {
@@ -255,11 +233,6 @@ Expected<SocketComm*> progressConnect(void* handle) {
   auto* comm = new SocketComm(true, std::move(sockets), state->nThreads);
   endConnect(state, handle);
   return comm;
-}
-
-std::string peerName(const Socket& socket) {
-  Expected<SocketAddress> peer = socket.peerAddress();
-  return peer ? peer->toString() : std::string("an unknown peer");
 }
 
 /// Reads the hellos that are there; places the sockets whose hello is right, refuses (closes)
@@ -310,17 +283,12 @@ void readHellos(ListenComm& listen) {
 
 /// One accept() call: a SocketComm once every socket of the connection has said hello.
 Expected<SocketComm*> progressAccept(ListenComm& listen) {
-  for (;;) {
-    const int fd = ::accept4(listen.listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) break;
-      return systemError("accept failed");
-    }
-    tuneSocket(fd);
+  Status accepted = acceptWaiting(listen.listener, [&](Socket socket) {
     PendingSocket pending;
-    pending.socket = Socket(fd);
+    pending.socket = std::move(socket);
     listen.pending.push_back(std::move(pending));
-  }
+  });
+  if (!accepted) return accepted;
   readHellos(listen);
   for (auto it = listen.assemblies.begin(); it != listen.assemblies.end(); ++it) {
     if (!it->second.board.complete()) continue;
