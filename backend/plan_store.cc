@@ -24,11 +24,14 @@ PlanStore PlanStore::open(const std::string& dir, std::string& problem) {
   PlanStore store;
   if (dir.empty()) return store;
   const fs::path root = fs::absolute(dir);
+  // Host libraries and CUBINs are loaded from here: the directories are this user's alone.
+  if (Status made = ensurePrivateDirectory(root); !made) {
+    problem = made.message();
+    return store;
+  }
   for (const char* sub : kDirectories) {
-    std::error_code ec;
-    fs::create_directories(root / sub, ec);
-    if (ec) {
-      problem = "cannot create " + (root / sub).string() + ": " + ec.message();
+    if (Status made = ensurePrivateDirectory(root / sub); !made) {
+      problem = made.message();
       return store;
     }
   }

@@ -120,8 +120,7 @@ Status compileLibrary(const fs::path& work, const fs::path& dir, const std::stri
                       const std::vector<GeneratedKernel>& kernels) {
   std::error_code ec;
   fs::remove_all(work, ec);  // what a build that died left behind
-  fs::create_directories(work, ec);
-  if (ec) return failed("cannot create " + work.string() + ": " + ec.message());
+  if (Status made = ensurePrivateDirectory(work); !made) return made;
   bool written = writeFile(work / "all_ranks.cc", unit);
   for (const GeneratedKernel& kernel : kernels) written = written && writeFile(work / kernel.fileName, kernel.source);
   if (!written) return failed("cannot write the generated sources to " + work.string());
@@ -137,6 +136,9 @@ Status compileLibrary(const fs::path& work, const fs::path& dir, const std::stri
   if (!library || !writeFile(work / kChecksumName, contentChecksum(*library) + "\n")) {
     return failed("cannot record the checksum of " + (work / kLibraryName).string());
   }
+  // Whatever the umask: the library is this user's alone (loading checks it).
+  fs::permissions(work / kLibraryName, fs::perms::owner_all, ec);
+  fs::permissions(work / kChecksumName, fs::perms::owner_read | fs::perms::owner_write, ec);
   fs::remove_all(dir, ec);
   fs::rename(work, dir, ec);
   if (ec) return failed("cannot move " + work.string() + " to " + dir.string() + ": " + ec.message());
@@ -145,8 +147,10 @@ Status compileLibrary(const fs::path& work, const fs::path& dir, const std::stri
 
 using Library = Expected<std::shared_ptr<HostKernels>>;
 
-// dlopen and the symbols of every rank.
+// dlopen and the symbols of every rank; only a library in an entry no other user can write.
 Library loadLibrary(const fs::path& library, const std::vector<GeneratedKernel>& kernels) {
+  if (Status trusted = checkPrivateEntry(library.parent_path()); !trusted) return trusted;
+  if (Status trusted = checkPrivateEntry(library); !trusted) return trusted;
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return failed("cannot load " + library.string() + ": " + dlerror());
   auto result = std::make_shared<HostKernels>();
@@ -166,8 +170,9 @@ Library loadLibrary(const fs::path& library, const std::vector<GeneratedKernel>&
 Library buildOrLoad(const fs::path& root, const std::string& name, const std::string& unit,
                     const std::vector<GeneratedKernel>& kernels) {
   std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) return failed("cannot create the kernel cache " + root.string() + ": " + ec.message());
+  if (Status made = ensurePrivateDirectory(root); !made) {
+    return makeError(made.code(), "the kernel cache " + made.message());
+  }
   Expected<FileLock> lock = FileLock::acquire(root / (name + ".lock"));
   if (!lock) return failed(lock.status().message());
   const fs::path dir = root / name;
@@ -181,7 +186,7 @@ Library buildOrLoad(const fs::path& root, const std::string& name, const std::st
     if (Status built = compileLibrary(work, dir, unit, kernels); !built) return built;
   }
   Library result = loadLibrary(dir / kLibraryName, kernels);
-  if (!result && cached) {
+  if (!result && cached && result.status().code() != ErrorCode::InvalidArgument) {  // untrusted: refused, not rebuilt
     logLine(LogLevel::Warn, kLogInit, -1, "kernelgen: " + result.status().message() + "; rebuilding it");
     cached = false;
     if (Status built = compileLibrary(work, dir, unit, kernels); !built) return built;

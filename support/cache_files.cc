@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,48 @@
 #include "support/hash.h"
 
 namespace tuccl {
+
+namespace {
+
+Status untrusted(const std::filesystem::path& path, const std::string& why) {
+  return makeError(ErrorCode::InvalidArgument, path.string() + ": " + why + "; TuCCL loads code from its caches "
+                                                "only where no other user can write (set TUCCL_CACHE_DIR or "
+                                                "TUCCL_KERNELGEN_CACHE to a directory of your own)");
+}
+
+}  // namespace
+
+Status checkPrivateEntry(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) {
+    return makeError(ErrorCode::IoError, "cannot inspect " + path.string() + ": " + std::strerror(errno));
+  }
+  if (S_ISLNK(info.st_mode)) return untrusted(path, "is a symbolic link");
+  if (info.st_uid != ::geteuid()) return untrusted(path, "belongs to user " + std::to_string(info.st_uid));
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) return untrusted(path, "others may write to it");
+  return {};
+}
+
+Status ensurePrivateDirectory(const std::filesystem::path& dir) {
+  struct stat info {};
+  if (::lstat(dir.c_str(), &info) != 0) {
+    if (errno != ENOENT) return makeError(ErrorCode::IoError, "cannot inspect " + dir.string() + ": " + std::strerror(errno));
+    if (dir.has_parent_path() && dir.parent_path() != dir) {
+      std::error_code ec;
+      if (!std::filesystem::exists(dir.parent_path(), ec)) {
+        if (Status parent = ensurePrivateDirectory(dir.parent_path()); !parent) return parent;
+      }
+    }
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return makeError(ErrorCode::IoError, "cannot create " + dir.string() + ": " + std::strerror(errno));
+    }
+    if (::lstat(dir.c_str(), &info) != 0) {
+      return makeError(ErrorCode::IoError, "cannot inspect " + dir.string() + ": " + std::strerror(errno));
+    }
+  }
+  if (!S_ISLNK(info.st_mode) && !S_ISDIR(info.st_mode)) return untrusted(dir, "is not a directory");
+  return checkPrivateEntry(dir);
+}
 namespace {
 
 namespace fs = std::filesystem;

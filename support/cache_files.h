@@ -16,6 +16,15 @@
 
 namespace tuccl {
 
+/// A cache directory only this user controls: created with mode 0700 (and its missing parents
+/// likewise) when it does not exist; refused when it is a symbolic link or not a directory, when
+/// another user owns it, or when its group or others may write in it — whatever lies there could be
+/// another user's code. InvalidArgument naming the path and the reason.
+Status ensurePrivateDirectory(const std::filesystem::path& dir);
+/// Whether a cache entry (a file or a directory) may be trusted: not a symbolic link, owned by this
+/// user, writable by no one else. InvalidArgument naming the path and the reason.
+Status checkPrivateEntry(const std::filesystem::path& path);
+
 /// An exclusive advisory lock on a lock file, held until destruction (or move-from).
 class FileLock {
  public:

@@ -201,5 +201,38 @@ TEST(HostBuild, RebuildsALibraryThatDoesNotLoad) {
   fs::remove_all(cache);
 }
 
+// A cache others can write could hold their code: nothing is built or loaded there.
+TEST(HostBuild, RefusesACacheOthersCanWrite) {
+  const fs::path cache = freshCache("shared_cache");
+  fs::permissions(cache, fs::perms::all);  // 0777
+  ScopedEnv hostCxx("TUCCL_HOST_CXX", "c++ -DTUCCL_TEST_MARK=8");
+  auto built = buildHostKernels(markedKernel(8), cache.string());
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(built.status().message().find(cache.string() + ": others may write to it"), std::string::npos)
+      << built.status().message();
+  EXPECT_TRUE(fs::is_empty(cache));
+  fs::remove_all(cache);
+}
+
+// An entry someone else could have replaced is refused, not loaded (and not silently rebuilt).
+TEST(HostBuild, RefusesToLoadALibraryOthersCanWrite) {
+  const fs::path cache = freshCache("shared_entry");
+  ScopedEnv hostCxx("TUCCL_HOST_CXX", "c++ -DTUCCL_TEST_MARK=9");
+  ASSERT_EQ(exitStatus(spawn([&] { return buildInChild(9, cache); })), 11);
+  fs::path library;
+  for (const auto& entry : fs::recursive_directory_iterator(cache)) {
+    if (entry.path().filename() == "libtuccl_kernels.so") library = entry.path();
+  }
+  ASSERT_FALSE(library.empty());
+  EXPECT_EQ(fs::status(library).permissions() & (fs::perms::group_write | fs::perms::others_write), fs::perms::none);
+  fs::permissions(library, fs::perms::others_write, fs::perm_options::add);
+  auto built = buildHostKernels(markedKernel(9), cache.string());
+  ASSERT_FALSE(built.ok());
+  EXPECT_NE(built.status().message().find(library.string() + ": others may write to it"), std::string::npos)
+      << built.status().message();
+  fs::remove_all(cache);
+}
+
 }  // namespace
 }  // namespace tuccl

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -87,6 +88,37 @@ TEST(CacheFiles, AFileLockExcludesOtherProcessesUntilReleased) {
   EXPECT_EQ(probe(), 0);
   EXPECT_FALSE(FileLock::acquire(dir / "missing-dir" / "entry.lock"));
   fs::remove_all(dir);
+}
+
+TEST(CacheFiles, PrivateDirectoriesAreThisUsersAloneAndOthersAreRefused) {
+  const fs::path base = freshDirectory("private");
+  const fs::path made = base / "a" / "b";
+  ASSERT_TRUE(ensurePrivateDirectory(made).ok());
+  EXPECT_EQ(fs::status(made).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(base / "a").permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_TRUE(ensurePrivateDirectory(made).ok());  // there already, and ours
+  auto refusal = [](const fs::path& path) {
+    const Status status = ensurePrivateDirectory(path);
+    EXPECT_EQ(status.code(), ErrorCode::InvalidArgument) << path;
+    return status.message();
+  };
+  fs::permissions(made, fs::perms::group_write, fs::perm_options::add);
+  EXPECT_NE(refusal(made).find(made.string() + ": others may write to it"), std::string::npos);
+  fs::create_directory_symlink(base / "a", base / "link");
+  EXPECT_NE(refusal(base / "link").find("is a symbolic link"), std::string::npos);
+  std::ofstream(base / "file") << "x";
+  EXPECT_NE(refusal(base / "file").find("is not a directory"), std::string::npos);
+  fs::permissions(base / "file", fs::perms::others_write, fs::perm_options::add);
+  EXPECT_NE(checkPrivateEntry(base / "file").message().find("others may write to it"), std::string::npos);
+  fs::permissions(base / "file", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  EXPECT_TRUE(checkPrivateEntry(base / "file").ok());
+  if (geteuid() == 0) {  // another user's directory: only root can make one here
+    const fs::path theirs = base / "theirs";
+    ASSERT_TRUE(ensurePrivateDirectory(theirs).ok());
+    ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+    EXPECT_NE(refusal(theirs).find("belongs to user 65534"), std::string::npos);
+  }
+  fs::remove_all(base);
 }
 
 }  // namespace
