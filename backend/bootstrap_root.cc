@@ -13,6 +13,11 @@ using transport::Socket;
 /// How long the root spends answering the ranks once the rendezvous is decided; the answers are
 /// small, so this is only a bound against a rank that stopped reading.
 constexpr double kAnswerSeconds = 2;
+/// While ranks are missing the root says who, first after kFirstReportSeconds, then every
+/// kReportSeconds, or three times within a shorter timeout (a rank that never comes otherwise
+/// costs the whole timeout in silence).
+constexpr double kFirstReportSeconds = 10;
+constexpr double kReportSeconds = 30;
 
 class RendezvousRoot {
  public:
@@ -22,8 +27,13 @@ class RendezvousRoot {
   }
 
   void run() {
+    nextReport_ = transport::deadlineAfter(std::min(kFirstReportSeconds, job_.timeoutSeconds / 3));
     while (!everyoneJoined()) {
       Status step = serveOnce();
+      if (step.code() == ErrorCode::Timeout && Clock::now() < job_.deadline) {
+        reportWaiting();
+        continue;
+      }
       if (!step.ok()) {
         answerEveryone(failureOf(step));
         return;
@@ -46,7 +56,8 @@ class RendezvousRoot {
   Status serveOnce() {
     std::vector<pollfd> fds{pollfd{job_.listener.fd(), POLLIN, 0}};
     for (const PendingConnection& pending : pending_) fds.push_back(pollfd{pending.socket.fd(), POLLIN, 0});
-    Status ready = transport::pollWithLimits(fds, {job_.deadline, job_.abort ? job_.abort->fd() : -1});
+    Status ready =
+        transport::pollWithLimits(fds, {std::min(job_.deadline, nextReport_), job_.abort ? job_.abort->fd() : -1});
     if (!ready.ok()) return ready;
     for (size_t i = pending_.size(); i-- > 0;) {
       if (fds[i + 1].revents == 0) continue;
@@ -103,17 +114,41 @@ class RendezvousRoot {
     return Status();
   }
 
-  /// The message the ranks get when the wait ended without everyone.
-  Status failureOf(const Status& step) const {
-    if (step.code() != ErrorCode::Timeout) return step;
+  /// "ranks 2, 3" (at most 16 named, then how many more): the ranks that have not joined.
+  std::string missingRanks() const {
     std::vector<int32_t> missing;
     for (size_t rank = 0; rank < joined_.size(); ++rank)
       if (!joined_[rank]) missing.push_back(static_cast<int32_t>(rank));
     std::string who;
-    for (size_t i = 0; i < missing.size(); ++i) who += (i == 0 ? "" : ", ") + std::to_string(missing[i]);
-    return makeError(ErrorCode::Timeout, (missing.size() == 1 ? "rank " : "ranks ") + who + " of " +
-                                             std::to_string(nRanks_) + " never joined the rendezvous at " + job_.where +
-                                             " within " + secondsText(job_.timeoutSeconds));
+    for (size_t i = 0; i < missing.size() && i < 16; ++i) who += (i == 0 ? "" : ", ") + std::to_string(missing[i]);
+    if (missing.size() > 16) who += " and " + std::to_string(missing.size() - 16) + " more";
+    return (missing.size() == 1 ? "rank " : "ranks ") + who;
+  }
+
+  /// Says on stderr what the rendezvous still waits for, and when it gives up.
+  void reportWaiting() {
+    nextReport_ = transport::deadlineAfter(std::min(kReportSeconds, job_.timeoutSeconds / 3));
+    const double left = std::chrono::duration<double>(job_.deadline - Clock::now()).count();
+    if (nRanks_ < 0) {
+      logBootstrap("the rendezvous at " + job_.where + " waits for its first rank (giving up in " +
+                   secondsText(left) + ", TUCCL_TIMEOUT_S)");
+      return;
+    }
+    const auto joined = std::count_if(joined_.begin(), joined_.end(), [](const auto& j) { return j.has_value(); });
+    logBootstrap("the rendezvous at " + job_.where + " waits for " + missingRanks() + " of " + std::to_string(nRanks_) +
+                 " (" + std::to_string(joined) + " joined; giving up in " + secondsText(left) + ", TUCCL_TIMEOUT_S)");
+  }
+
+  /// The message the ranks get when the wait ended without everyone.
+  Status failureOf(const Status& step) const {
+    if (step.code() != ErrorCode::Timeout) return step;
+    if (nRanks_ < 0) {
+      return makeError(ErrorCode::Timeout, "no rank joined the rendezvous at " + job_.where + " within " +
+                                               secondsText(job_.timeoutSeconds));
+    }
+    return makeError(ErrorCode::Timeout, missingRanks() + " of " + std::to_string(nRanks_) +
+                                             " never joined the rendezvous at " + job_.where + " within " +
+                                             secondsText(job_.timeoutSeconds));
   }
 
   /// Sends every joined rank the table (ok) or the failure.
@@ -139,6 +174,7 @@ class RendezvousRoot {
   int32_t nRanks_ = -1;
   int32_t firstRank_ = -1;
   std::vector<PendingConnection> pending_;
+  transport::Deadline nextReport_;
   std::vector<std::optional<Joined>> joined_;
 };
 

@@ -247,6 +247,16 @@ TEST(Bootstrap, AMissingRankTimesOutNamingIt) {
   }
 }
 
+// While a rank is missing the root says, on stderr, whom it waits for and when it gives up.
+TEST(Bootstrap, TheRootSaysWhomItWaitsFor) {
+  const UniqueIdBytes id = freshId(3);
+  ::testing::internal::CaptureStderr();
+  auto results = connectRanks(4, id, withTimeout(3), {0, 1, 2});
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  for (auto& result : results) EXPECT_FALSE(result.ok());
+  EXPECT_NE(said.find("waits for rank 3 of 4 (3 joined; giving up in "), std::string::npos) << said;
+}
+
 TEST(Bootstrap, AMissingRootTimesOut) {
   // TUCCL_COMM_ID mode without rank 0: nobody runs the root.
   Expected<UniqueIdBytes> id = uniqueIdFromAddress("127.0.0.1:" + std::to_string(freePort()));
