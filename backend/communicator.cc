@@ -779,8 +779,12 @@ Status Communicator::finalize() {
   Status parted = asyncError() && drained ? s.bootstrap->barrier() : Status();
   // What the runtime phase learnt, for the next run (rank 0; a failed write is logged, not fatal).
   if (s.adapt && parted) (void)s.adapt->persist();
-  // Every rank's calls are done: peers may now close their connections without it being a failure.
-  if (s.proxy && parted) s.proxy->stop();
+  // Every rank's calls are done: each stops its proxy, and only once every proxy stopped (no thread
+  // left to take a closed connection for a failure) may a rank close its connections.
+  if (s.proxy && parted) {
+    s.proxy->stop();
+    parted = s.bootstrap->barrier();
+  }
   if (!drained) return drained;
   return parted;
 }

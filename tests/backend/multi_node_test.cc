@@ -73,6 +73,10 @@ TEST(MultiNode, EveryCollectiveOnTwoHostsOfTwoRanks) {
   expectEveryLogHas(ranks, "inter-node transfers: net plugin TuCCL (built into libtuccl, sockets), device 0 lo");
   expectEveryLogHas(ranks, "AllReduce: no tuning table -> built-in hm");
   expectEveryLogHas(ranks, "AllGather: no tuning table -> built-in hm");
+  // An orderly shutdown is silent: no rank takes a peer's closing connection for a failure.
+  for (size_t r = 0; r < ranks.logs.size(); ++r) {
+    EXPECT_EQ(readLog(ranks.logs[r]).find(" WARN "), std::string::npos) << "rank " << r << "\n" << logsOf(ranks);
+  }
 }
 
 TEST(MultiNode, HostsWhoseRanksInterleaveAndHostsOfUnequalSize) {
