@@ -1,16 +1,15 @@
 // The reference engine: the straightforward event loop over every (replica, rank, TB, entry),
-// kept beside the engine of simulator.cc so tests and bench_sim_scaling can compare them.
+// kept beside the engine of simulator.cc so tests and bench_sim_scaling can compare them. Both lay
+// the plan out the same way (sim/plan_events.h); the run over it is this file's own.
 #include "sim/reference_simulator.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <optional>
-#include <map>
 #include <queue>
 #include <stdexcept>
 
-#include "support/text_values.h"
+#include "sim/plan_events.h"
 
 namespace tuccl {
 
@@ -18,19 +17,6 @@ namespace {
 
 constexpr double kBytesPerUsPerGBps = 1e3;
 constexpr double kTimeToleranceUs = 1e-7;
-
-struct Entry {
-  PrimitiveKind kind = PrimitiveKind::Send;
-  int32_t tb = 0;      // global TB index
-  int32_t peer = 0;
-  int32_t op = 0;
-  int32_t count = 1;
-  int32_t pair = -1;   // send <-> its receive (global entry ids)
-  int32_t buffer = -1; // credit buffer of the connection (send and receive)
-  int32_t path = -1;   // send: index into paths
-  int64_t depBegin = 0;
-  int64_t depEnd = 0;
-};
 
 struct PathInfo {
   std::vector<int32_t> resources;
@@ -52,7 +38,7 @@ struct Tb {
   int32_t entry() const { return groupBegin + offset; }
 };
 
-struct Buffer {
+struct Buffer {  // a connection's credits
   int32_t inflight = 0;
   std::vector<int32_t> waiters;
 };
@@ -76,22 +62,13 @@ class Engine {
   SimResult run();
 
  private:
-  // Checks the plan against the network and the options, then builds every table the run reads.
+  // Checks the plan against the network and the options, lays it out (plan_events.h) and builds
+  // every table the run reads.
   void build();
-  // Throws when the plan's ranks disagree with the network's or the message size is negative.
-  void checkPlanFitsTopology() const;
   // Sets the protocol's costs, the chunk and micro-batch sizes and the launch latency.
   void sizeMicroBatches();
-  // Flattens (replica, rank, TB, entry) into global entries and TBs; returns each TB's first entry.
-  std::vector<std::vector<int32_t>> flattenEntries();
-  // Ends a group of entries replayed per micro-batch where the plan's execution level cuts the TB.
-  void cutGroups(const PlanRank& rank, const PlanTb& planTb, Tb& tb) const;
-  // (replica, rank, op) -> the global id of its receive.
-  using ReceiveIndex = std::map<std::tuple<int32_t, int32_t, int32_t>, int32_t>;
-  // Resolves every entry's deps (same rank, same replica) to global ids; returns the receives.
-  ReceiveIndex linkDependencies(const std::vector<std::vector<int32_t>>& tbBase);
-  // Pairs every send with its receive, giving each connection a credit buffer and a path.
-  void pairSends(const ReceiveIndex& receiveOf);
+  // Every TB at its first entry, with the ends of its groups.
+  void startTbs();
   // The resources, latency and rate cap of the path from rank to peer.
   PathInfo pathInfo(int32_t rank, int32_t peer) const;
   // Replicas of the plan, one per channel.
@@ -113,7 +90,7 @@ class Engine {
 
   // A plan with fused entries runs as its unfused form (plan.h: unfusedPlan) in which each fused
   // entry's receive and send are one group, replayed slice by slice as the fused kernel runs them.
-  std::vector<std::vector<std::vector<bool>>> split_;  // per rank, TB, entry: a fused entry's receive
+  SplitReceives split_;  // per rank, TB, entry: a fused entry's receive
   std::optional<Plan> unfused_;
   const Plan& plan_;
   const Network& topology_;
@@ -122,11 +99,10 @@ class Engine {
   double syncUs_ = 0;
   double localGBps_ = 0;
 
-  std::vector<Entry> entries_;
-  std::vector<int32_t> deps_;
+  PlanEvents layout_;  // every replica's entries, TBs and connections
   std::vector<Tb> tbs_;
-  std::vector<PathInfo> paths_;
-  std::vector<Buffer> buffers_;
+  std::vector<PathInfo> paths_;    // per route
+  std::vector<Buffer> buffers_;    // per connection
   std::vector<int32_t> completed_;
   std::vector<int32_t> arrived_;
   std::vector<std::vector<int32_t>> waitOnEntry_;
@@ -155,134 +131,32 @@ Engine::Engine(const Plan& plan, const Network& network, const SimOptions& optio
       options_(options),
       network_(capacitiesOf(network), [model = options.cost](double z) { return contentionFactor(model, z); }) {}
 
-void Engine::checkPlanFitsTopology() const {
-  if (plan_.nRanks != topology_.nRanks()) {
-    throw std::invalid_argument("the plan has " + std::to_string(plan_.nRanks) + " ranks but the topology has " +
-                                std::to_string(topology_.nRanks()) + " GPUs");
-  }
-  if (static_cast<int32_t>(plan_.ranks.size()) != plan_.nRanks)
-    throw std::invalid_argument("the plan lists " + std::to_string(plan_.ranks.size()) + " ranks, not nRanks");
-  if (options_.messageBytes < 0) throw std::invalid_argument("the message size must not be negative");
-}
-
 void Engine::sizeMicroBatches() {
   const CostModel& cost = options_.cost;
   protocol_ = plan_.config.protocol;
   syncUs_ = cost.syncOverheadUs;
   localGBps_ = cost.localGBps > 0 ? cost.localGBps : tbCapGBps(cost, protocol_, plan_.config.nThreads, false);
-  const int32_t chunks = std::max({1, plan_.bufferChunks[0], plan_.bufferChunks[1]});
-  if (plan_.config.chunkSize <= 0) throw std::invalid_argument("config.chunkSize must be positive");
-
+  const MessageCut cut = cutMessage(plan_, options_.messageBytes);
   result_.messageBytes = options_.messageBytes;
-  result_.chunkBytes = static_cast<double>(options_.messageBytes) / chunks / replicas();
-  const double chunkSize = static_cast<double>(plan_.config.chunkSize);
-  const double slices = std::max(1.0, std::ceil(result_.chunkBytes / chunkSize - 1e-9));
-  if (slices > static_cast<double>(kMaxSimulatedSlices)) {
-    // Every micro-batch is an event per entry: beyond this a run takes hours, not seconds.
-    const auto smallest = static_cast<uint64_t>(std::ceil(result_.chunkBytes / static_cast<double>(kMaxSimulatedSlices)));
-    throw std::invalid_argument("a chunk of " + formatBytesForPeople(static_cast<uint64_t>(result_.chunkBytes)) +
-                                " in micro-batches of " + formatBytesForPeople(static_cast<uint64_t>(chunkSize)) +
-                                " makes " + formatNumberForPeople(slices) + " micro-batches; the simulator takes at most " +
-                                formatNumberForPeople(kMaxSimulatedSlices) + ": use a chunk size of at least " +
-                                formatBytesForPeople(smallest) + " for a message of " +
-                                formatBytesForPeople(static_cast<uint64_t>(options_.messageBytes)));
-  }
-  result_.slices = static_cast<int32_t>(slices);
-  result_.sliceBytes = std::min(chunkSize, result_.chunkBytes);
+  result_.chunkBytes = cut.chunkBytes;
+  result_.slices = cut.slices;
+  result_.sliceBytes = cut.sliceBytes;
   result_.stagingSlots = stagingSlots(cost, result_.sliceBytes);
   result_.launchUs = cost.protocol(protocol_).baseLatencyUs;
 }
 
-std::vector<std::vector<int32_t>> Engine::flattenEntries() {
-  std::vector<std::vector<int32_t>> tbBase(replicas() * plan_.nRanks);  // first global entry of each TB
-  for (int32_t c = 0; c < replicas(); ++c) {
-    for (const PlanRank& rank : plan_.ranks) {
-      auto& bases = tbBase[c * plan_.nRanks + rank.rank];
-      for (const PlanTb& planTb : rank.tbs) {
-        bases.push_back(static_cast<int32_t>(entries_.size()));
-        Tb tb;
-        tb.entryBegin = static_cast<int32_t>(entries_.size());
-        result_.tbs.push_back(SimTb{c, rank.rank, planTb.id});
-        for (const PlanEntry& planEntry : planTb.entries) {
-          Entry entry;
-          entry.kind = planEntry.kind;
-          entry.tb = static_cast<int32_t>(tbs_.size());
-          entry.peer = planEntry.peer;
-          entry.op = planEntry.op;
-          entry.count = planEntry.count;
-          entries_.push_back(entry);
-        }
-        tb.entryEnd = static_cast<int32_t>(entries_.size());
-        cutGroups(rank, planTb, tb);
-        tb.groupBegin = tb.entryBegin;
-        if (tb.entryBegin == tb.entryEnd) tb.done = true;
-        tbs_.push_back(std::move(tb));
-      }
+void Engine::startTbs() {
+  for (const EventTb& layout : layout_.tbs) {
+    Tb tb;
+    tb.entryBegin = layout.entryBegin;
+    tb.entryEnd = layout.entryEnd;
+    for (int32_t id = tb.entryBegin; id < tb.entryEnd; ++id) {
+      if (layout_.entries[id].groupEnd == id + 1) tb.groupEnd.push_back(id + 1);  // a group ends after it
     }
-  }
-  return tbBase;
-}
-
-void Engine::cutGroups(const PlanRank& rank, const PlanTb& planTb, Tb& tb) const {
-  for (size_t e = 0; e < planTb.entries.size(); ++e) {
-    const bool last = e + 1 == planTb.entries.size();
-    bool cut = true;
-    if (!last && plan_.executionLevel == ExecutionLevel::Algorithm) cut = false;
-    if (!last && plan_.executionLevel == ExecutionLevel::Stage)
-      cut = planTb.entries[e].subPipeline != planTb.entries[e + 1].subPipeline;
-    if (!split_.empty() && split_[rank.rank][&planTb - rank.tbs.data()][e]) cut = false;
-    if (cut) tb.groupEnd.push_back(tb.entryBegin + static_cast<int32_t>(e) + 1);
-  }
-}
-
-Engine::ReceiveIndex Engine::linkDependencies(const std::vector<std::vector<int32_t>>& tbBase) {
-  ReceiveIndex receiveOf;
-  for (int32_t c = 0; c < replicas(); ++c) {
-    for (const PlanRank& rank : plan_.ranks) {
-      const auto& bases = tbBase[c * plan_.nRanks + rank.rank];
-      for (size_t t = 0; t < rank.tbs.size(); ++t) {
-        for (size_t e = 0; e < rank.tbs[t].entries.size(); ++e) {
-          const PlanEntry& planEntry = rank.tbs[t].entries[e];
-          Entry& entry = entries_[bases[t] + e];
-          entry.depBegin = static_cast<int64_t>(deps_.size());
-          for (const EntryRef& dep : planEntry.deps) {
-            if (dep.tb < 0 || dep.tb >= static_cast<int32_t>(rank.tbs.size()) || dep.entry < 0 ||
-                dep.entry >= static_cast<int32_t>(rank.tbs[dep.tb].entries.size()))
-              throw std::invalid_argument("rank " + std::to_string(rank.rank) + " has a dependency out of range");
-            deps_.push_back(bases[dep.tb] + dep.entry);
-          }
-          entry.depEnd = static_cast<int64_t>(deps_.size());
-          if (isReceive(planEntry.kind)) receiveOf[{c, rank.rank, planEntry.op}] = bases[t] + static_cast<int32_t>(e);
-        }
-      }
-    }
-  }
-  return receiveOf;
-}
-
-void Engine::pairSends(const ReceiveIndex& receiveOf) {
-  std::map<std::pair<int32_t, int32_t>, int32_t> pathOf;
-  std::map<std::pair<int32_t, int32_t>, int32_t> bufferOf;  // (send TB, recv TB) -> buffer
-  for (int32_t id = 0; id < static_cast<int32_t>(entries_.size()); ++id) {
-    Entry& entry = entries_[id];
-    if (entry.kind != PrimitiveKind::Send) continue;
-    const SimTb& tb = result_.tbs[entry.tb];
-    auto it = receiveOf.find({tb.replica, entry.peer, entry.op});
-    if (it == receiveOf.end())
-      throw std::invalid_argument("rank " + std::to_string(tb.rank) + " sends op " + std::to_string(entry.op) +
-                                  " to rank " + std::to_string(entry.peer) + ", which has no matching receive");
-    entry.pair = it->second;
-    entries_[entry.pair].pair = id;
-    auto [bufferIt, added] = bufferOf.try_emplace({entry.tb, entries_[entry.pair].tb}, static_cast<int32_t>(buffers_.size()));
-    if (added) buffers_.emplace_back();
-    entry.buffer = entries_[entry.pair].buffer = bufferIt->second;
-    auto [pathIt, newPath] = pathOf.try_emplace({tb.rank, entry.peer}, static_cast<int32_t>(paths_.size()));
-    if (newPath) paths_.push_back(pathInfo(tb.rank, entry.peer));
-    entry.path = pathIt->second;
-  }
-  for (const Entry& entry : entries_) {
-    if (isReceive(entry.kind) && entry.pair < 0)
-      throw std::invalid_argument("a receive of op " + std::to_string(entry.op) + " has no matching send");
+    tb.groupBegin = tb.entryBegin;
+    if (tb.entryBegin == tb.entryEnd) tb.done = true;
+    tbs_.push_back(std::move(tb));
+    result_.tbs.push_back(SimTb{layout.replica, layout.rank, layout.plan->id});
   }
 }
 
@@ -299,14 +173,17 @@ PathInfo Engine::pathInfo(int32_t rank, int32_t peer) const {
 }
 
 void Engine::build() {
-  checkPlanFitsTopology();
+  checkPlanFits(plan_, topology_.nRanks(), options_);
   sizeMicroBatches();
-  const std::vector<std::vector<int32_t>> tbBase = flattenEntries();
-  pairSends(linkDependencies(tbBase));
-  completed_.assign(entries_.size(), 0);
-  arrived_.assign(entries_.size(), 0);
-  waitOnEntry_.resize(entries_.size());
-  waitOnArrival_.resize(entries_.size());
+  layout_ = buildPlanEvents(plan_, split_, replicas());
+  startTbs();
+  for (const EventRoute& route : layout_.routes) paths_.push_back(pathInfo(route.rank, route.peer));
+  buffers_.resize(layout_.connections.size());
+  const size_t entries = layout_.entries.size();
+  completed_.assign(entries, 0);
+  arrived_.assign(entries, 0);
+  waitOnEntry_.resize(entries);
+  waitOnArrival_.resize(entries);
   result_.rankEndUs.assign(plan_.nRanks, result_.launchUs);
 }
 
@@ -314,11 +191,12 @@ void Engine::tryRun(int32_t tbIndex) {
   Tb& tb = tbs_[tbIndex];
   if (tb.busy || tb.done) return;
   const int32_t id = tb.entry();
-  const Entry& entry = entries_[id];
+  const EventEntry& entry = layout_.entries[id];
   const int32_t slice = tb.slice;
-  for (int64_t d = entry.depBegin; d < entry.depEnd; ++d) {
-    if (completed_[deps_[d]] <= slice) {
-      waitOnEntry_[deps_[d]].push_back(tbIndex);
+  for (int64_t d = entry.depBegin; d < entry.depBegin + entry.depCount; ++d) {
+    const int32_t waited = layout_.deps[d];
+    if (completed_[waited] <= slice) {
+      waitOnEntry_[waited].push_back(tbIndex);
       return;
     }
   }
@@ -327,7 +205,7 @@ void Engine::tryRun(int32_t tbIndex) {
     return;
   }
   if (entry.kind == PrimitiveKind::Send) {
-    Buffer& buffer = buffers_[entry.buffer];
+    Buffer& buffer = buffers_[entry.connection];
     if (buffer.inflight >= result_.stagingSlots) {
       buffer.waiters.push_back(tbIndex);
       return;
@@ -353,8 +231,8 @@ void Engine::tryRun(int32_t tbIndex) {
 }
 
 void Engine::startFlow(int32_t tbIndex) {
-  const Entry& entry = entries_[tbs_[tbIndex].entry()];
-  const PathInfo& path = paths_[entry.path];
+  const EventEntry& entry = layout_.entries[tbs_[tbIndex].entry()];
+  const PathInfo& path = paths_[layout_.connections[entry.connection].route];
   const double wireBytes = entry.count * sliceBytes(tbs_[tbIndex].slice) / options_.cost.protocol(protocol_).efficiency;
   const int32_t flow = network_.start(nowUs_, path.resources, wireBytes, path.capGBps);
   if (flow >= static_cast<int32_t>(flowOwner_.size())) {
@@ -369,14 +247,15 @@ void Engine::startFlow(int32_t tbIndex) {
 void Engine::finishActivity(int32_t tbIndex) {
   Tb& tb = tbs_[tbIndex];
   const int32_t id = tb.entry();
-  const Entry& entry = entries_[id];
+  const EventEntry& entry = layout_.entries[id];
   SimTb& stats = result_.tbs[tbIndex];
   stats.busyUs += nowUs_ - tb.activityStartUs;
   stats.lastUs = nowUs_;
   if (options_.recordTrace) {
     if (static_cast<int64_t>(result_.trace.size()) < options_.maxTraceSpans) {
+      const PlanEntry& planned = layout_.planEntry(id);
       result_.trace.push_back(
-          TraceSpan{tbIndex, -1, tb.activityStartUs, nowUs_, entry.kind, entry.peer, entry.op, tb.slice});
+          TraceSpan{tbIndex, -1, tb.activityStartUs, nowUs_, entry.kind, planned.peer, planned.op, tb.slice});
     } else {
       result_.traceTruncated = true;
     }
@@ -384,9 +263,9 @@ void Engine::finishActivity(int32_t tbIndex) {
   ++completed_[id];
   wake(waitOnEntry_[id]);
   if (entry.kind == PrimitiveKind::Send) {
-    push(nowUs_ + paths_[entry.path].latencyUs, EventKind::Arrival, entry.pair);
+    push(nowUs_ + paths_[layout_.connections[entry.connection].route].latencyUs, EventKind::Arrival, entry.pair);
   } else if (isReceive(entry.kind)) {
-    Buffer& buffer = buffers_[entry.buffer];
+    Buffer& buffer = buffers_[entry.connection];
     --buffer.inflight;
     wake(buffer.waiters);
   }
@@ -415,7 +294,7 @@ void Engine::reportDeadlock() const {
   for (size_t t = 0; t < tbs_.size(); ++t) {
     const Tb& tb = tbs_[t];
     if (tb.done) continue;
-    const Entry& entry = entries_[tb.entry()];
+    const PlanEntry& entry = layout_.planEntry(tb.entry());
     const SimTb& stats = result_.tbs[t];
     throw std::runtime_error("simulation deadlock at " + std::to_string(nowUs_) + " us: rank " +
                              std::to_string(stats.rank) + " TB " + std::to_string(stats.tb) + " (replica " +
