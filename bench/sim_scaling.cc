@@ -91,7 +91,10 @@ int measure(int out, tuccl::Collective collective, int32_t ranks, int32_t perNod
           .value();
   const std::string path = std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/" + programs().at(collective) + ".resccl";
   auto start = std::chrono::steady_clock::now();
-  const tuccl::Algorithm algorithm = tuccl::loadRescclAlgorithm(path, ranks, perNode).value();
+  tuccl::RescclParameters parameters{{"nRanks", ranks}, {"GPUPerNode", perNode}};
+  // The direct AllToAll keeps one block per rank in scratch: nScratch follows the rank count.
+  if (collective == tuccl::Collective::AllToAll) parameters.emplace_back("nScratch", ranks);
+  const tuccl::Algorithm algorithm = tuccl::loadRescclAlgorithm(path, parameters).value();
   tuccl::PlanRequest request;
   request.config.nChannels = 0;  // the program's hint, as tuccl-sim
   const tuccl::Plan plan = tuccl::buildPlan(algorithm, request).value();

@@ -39,6 +39,8 @@ Status statusFromDiagnostic(const DiagnosticError& error, ErrorCode code) { retu
 
 StatusError::StatusError(Status status) : DiagnosticError(status.diagnostic()), status_(std::move(status)) {}
 
+void throwStatusError(const Status& status) { throw StatusError(status); }
+
 void throwIfError(const Status& status) {
   if (!status.ok()) throw StatusError(status);
 }

@@ -59,7 +59,11 @@ Status makeError(ErrorCode code, std::string file, SourceLoc loc, std::string me
 /// The Status of a caught DiagnosticError.
 Status statusFromDiagnostic(const DiagnosticError& error, ErrorCode code = ErrorCode::InvalidInput);
 
-/// A value, or the Status saying why there is none (std::expected's shape, in C++20).
+/// Throws StatusError carrying `status`: what reading the value of an error Expected does.
+[[noreturn]] void throwStatusError(const Status& status);
+
+/// A value, or the Status saying why there is none (std::expected's shape, in C++20). Reading the
+/// value of an error throws StatusError with the error's message.
 template <typename T>
 class [[nodiscard]] Expected {
  public:
@@ -68,9 +72,18 @@ class [[nodiscard]] Expected {
 
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }
-  T& value() & { return std::get<0>(state_); }
-  const T& value() const& { return std::get<0>(state_); }
-  T&& value() && { return std::get<0>(std::move(state_)); }
+  T& value() & {
+    if (!ok()) throwStatusError(std::get<1>(state_));
+    return std::get<0>(state_);
+  }
+  const T& value() const& {
+    if (!ok()) throwStatusError(std::get<1>(state_));
+    return std::get<0>(state_);
+  }
+  T&& value() && {
+    if (!ok()) throwStatusError(std::get<1>(state_));
+    return std::get<0>(std::move(state_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }

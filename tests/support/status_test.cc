@@ -51,5 +51,22 @@ TEST(Expected, ThrowIfErrorBridgesToDiagnosticError) {
   }
 }
 
+// Reading the value of an error says the error, not the library's variant internals.
+TEST(Expected, TheValueOfAnErrorThrowsItsStatus) {
+  Expected<int> missing = makeError(ErrorCode::NotFound, "no such preset");
+  try {
+    (void)missing.value();
+    FAIL() << "no exception";
+  } catch (const StatusError& error) {
+    EXPECT_EQ(error.status().code(), ErrorCode::NotFound);
+    EXPECT_EQ(error.status().message(), "no such preset");
+  }
+  const Expected<int>& constant = missing;
+  EXPECT_THROW((void)*constant, StatusError);
+  EXPECT_THROW((void)std::move(missing).value(), StatusError);
+  Expected<int> present = 7;
+  EXPECT_EQ(*present, 7);
+}
+
 }  // namespace
 }  // namespace tuccl
