@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -126,6 +127,32 @@ Status checkDirectory(const std::string& directory) {
   return {};
 }
 
+// ---- the secret of a tcp: store ----------------------------------------------------------------
+
+/// Whether the file `info` describes may hold a secret: a regular file only its owner can use.
+Status secretFileUsable(const struct stat& info, const std::string& file) {
+  if (!S_ISREG(info.st_mode)) return makeError(ErrorCode::InvalidArgument, "the secret file " + file + " is not a regular file");
+  if ((info.st_mode & 077) == 0) return {};
+  char mode[8];
+  std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(info.st_mode & 07777));
+  return makeError(ErrorCode::InvalidArgument, "the secret file " + file + " is open to other users (mode " + mode +
+                                                   "): a secret must be its owner's alone (chmod 600 " + file + ")");
+}
+
+/// Appends what `fd` holds to `bytes`, stopping once more than `limit` bytes are there; false on
+/// a read error (errno says which).
+bool readUpTo(int fd, size_t limit, std::string& bytes) {
+  char buffer[4096];
+  while (bytes.size() <= limit) {
+    const ssize_t got = ::read(fd, buffer, sizeof(buffer));
+    if (got == 0) return true;
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return false;
+    bytes.append(buffer, static_cast<size_t>(got));
+  }
+  return true;
+}
+
 // ---- tcp: ---------------------------------------------------------------------------------------
 
 class TcpStore final : public RendezvousStore {
@@ -192,6 +219,47 @@ class TcpStore final : public RendezvousStore {
   bool dead_ = false;  ///< after a failed request the stream is out of step: no more requests
 };
 
+/// Says hello with `secret` on a new connection to the store at `address`: ok once admitted.
+Status sayHello(const transport::Socket& socket, const std::string& address, const std::string& secret,
+                const transport::WaitLimits& limits) {
+  std::string hello(kStoreHelloMagic, sizeof(kStoreHelloMagic));
+  putUint32(hello, static_cast<uint32_t>(secret.size()));
+  hello += secret;
+  unsigned char reply[5];
+  Status said = transport::sendAll(socket, hello.data(), hello.size(), limits);
+  if (said) said = transport::recvAll(socket, reply, sizeof(reply), limits);
+  if (!said) {
+    return makeError(ErrorCode::IoError,
+                     "the rendezvous store at " + address + " did not admit this rank (" + said.message() + ")");
+  }
+  if (reply[0] == 'H' && getUint32(reply + 1) == 0) return {};
+  if (reply[0] == 'X') {
+    return makeError(ErrorCode::IoError, "the rendezvous store at " + address +
+                                             " refused this rank's secret (not the file the store was given)");
+  }
+  return makeError(ErrorCode::IoError, "the rendezvous store at " + address + " answered the hello unexpectedly");
+}
+
+/// A connection to the TCP store at `address` ("host:port"), admitted with the secret in `secretFile`.
+Expected<std::unique_ptr<RendezvousStore>> openTcpStore(const std::string& address, std::chrono::milliseconds timeout,
+                                                        const std::string& secretFile) {
+  Expected<transport::SocketAddress> resolved = transport::resolveHostPort(address);
+  if (!resolved) return makeError(ErrorCode::NotFound, "cannot resolve " + address + ": " + resolved.status().message());
+  if (secretFile.empty()) {
+    return makeError(ErrorCode::InvalidArgument,
+                     "a tuccl-adapt-store admits only ranks that hold its secret, and no secret file was given "
+                     "(TUCCL_ADAPT_SECRET_FILE)");
+  }
+  Expected<std::string> secret = readRendezvousSecret(secretFile);
+  if (!secret) return makeError(secret.status().code(), secret.status().message() + " (TUCCL_ADAPT_SECRET_FILE)");
+  // The connection and the hello together wait at most the timeout.
+  const transport::WaitLimits limits{transport::deadlineAfter(std::chrono::duration<double>(timeout).count())};
+  Expected<transport::Socket> socket = transport::connectTo(*resolved, limits);
+  if (!socket) return makeError(ErrorCode::IoError, socket.status().message());
+  if (Status admitted = sayHello(*socket, address, *secret, limits); !admitted) return admitted;
+  return std::unique_ptr<RendezvousStore>(std::make_unique<TcpStore>(std::move(*socket), address, timeout));
+}
+
 }  // namespace
 
 void putUint32(std::string& out, uint32_t value) {
@@ -203,8 +271,29 @@ uint32_t getUint32(const unsigned char* in) {
          static_cast<uint32_t>(in[3]) << 24;
 }
 
+Expected<std::string> readRendezvousSecret(const std::string& file) {
+  const std::string what = "the secret file " + file;
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return ioError("cannot read", what, errno);
+  struct stat info {};
+  Status usable = ::fstat(fd, &info) == 0 ? secretFileUsable(info, file) : ioError("cannot read", what, errno);
+  std::string bytes;
+  // Whitespace may follow the longest secret, but not more than a page of it.
+  if (usable && !readUpTo(fd, kStoreMaxSecret + 4096, bytes)) usable = ioError("cannot read", what, errno);
+  ::close(fd);
+  if (!usable) return usable;
+  bytes.erase(bytes.find_last_not_of(" \t\r\n") + 1);  // all whitespace: npos + 1 == 0
+  if (bytes.empty()) return makeError(ErrorCode::InvalidArgument, what + " is empty");
+  if (bytes.size() > kStoreMaxSecret) {
+    return makeError(ErrorCode::InvalidArgument,
+                     what + " holds more than " + std::to_string(kStoreMaxSecret) + " bytes, the longest secret");
+  }
+  return bytes;
+}
+
 Expected<std::unique_ptr<RendezvousStore>> openRendezvousStore(const std::string& spec,
-                                                                std::chrono::milliseconds timeout) {
+                                                                std::chrono::milliseconds timeout,
+                                                                const std::string& secretFile) {
   if (spec.rfind("dir:", 0) == 0 && spec.size() > 4) {
     const std::string directory = spec.substr(4);
     if (Status usable = checkDirectory(directory); !usable) return usable;
@@ -212,13 +301,7 @@ Expected<std::unique_ptr<RendezvousStore>> openRendezvousStore(const std::string
   }
   const size_t colon = spec.rfind(':');
   if (spec.rfind("tcp:", 0) == 0 && colon > 4 && colon + 1 < spec.size()) {
-    const std::string address = spec.substr(4);
-    Expected<transport::SocketAddress> resolved = transport::resolveHostPort(address);
-    if (!resolved) return makeError(ErrorCode::NotFound, "cannot resolve " + address + ": " + resolved.status().message());
-    Expected<transport::Socket> socket = transport::connectTo(
-        *resolved, transport::WaitLimits{transport::deadlineAfter(std::chrono::duration<double>(timeout).count())});
-    if (!socket) return makeError(ErrorCode::IoError, socket.status().message());
-    return std::unique_ptr<RendezvousStore>(std::make_unique<TcpStore>(std::move(*socket), address, timeout));
+    return openTcpStore(spec.substr(4), timeout, secretFile);
   }
   return makeError(ErrorCode::InvalidArgument,
                    "expected dir:<path of a directory every rank can write> or tcp:<host>:<port> of a "

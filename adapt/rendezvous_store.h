@@ -5,10 +5,12 @@
 //                     nodes): a name appears complete (written under a temporary name, then
 //                     link()ed, which fails when the name exists)
 //   tcp:<host>:<port> a tuccl-adapt-store process the job starts (rendezvous_server.h); one
-//                     connection per communicator; every request waits at most the timeout
+//                     connection per communicator, admitted by the store's secret (the hello
+//                     below); every request waits at most the timeout
 //
-// In:  a TUCCL_ADAPT_RENDEZVOUS value. Out: a store, or an error naming the value and why (a
-// directory that does not exist, a store nobody answers at).
+// In:  a TUCCL_ADAPT_RENDEZVOUS value and, for tcp:, the file holding the store's secret
+//      (TUCCL_ADAPT_SECRET_FILE). Out: a store, or an error naming the value and why (a directory
+//      that does not exist, a store nobody answers at, a secret the store refused).
 #pragma once
 
 #include <chrono>
@@ -36,14 +38,29 @@ class RendezvousStore {
 };
 
 /// The store a TUCCL_ADAPT_RENDEZVOUS value names, checked usable now (the directory exists and
-/// is writable; the TCP store answers within `timeout`). InvalidArgument for a malformed value.
+/// is writable; the TCP store admitted this rank's secret, read from `secretFile`, within
+/// `timeout`). InvalidArgument for a malformed value; a tcp: store without a secret file is an
+/// error before any connection.
 Expected<std::unique_ptr<RendezvousStore>> openRendezvousStore(const std::string& spec,
-                                                                std::chrono::milliseconds timeout);
+                                                                std::chrono::milliseconds timeout,
+                                                                const std::string& secretFile = {});
+
+/// The secret of a TCP store kept in `file`: its bytes without trailing whitespace (so a final
+/// newline does not count), 1 to kStoreMaxSecret of them. Refused, naming the file and why, when
+/// it cannot be read, is not a regular file, is empty, or grants any permission to its group or to
+/// other users (mode & 077: only its owner may read it, e.g. 0600 or 0400).
+Expected<std::string> readRendezvousSecret(const std::string& file);
 
 // ---- the TCP store's wire format (shared with rendezvous_server.h) ------------------------------
-// A request: op (1 byte: 'C' create, 'R' read, 'D' remove, 'P' remove prefix), name length and
+// A connection opens with the client's hello: the 8 bytes kStoreHelloMagic, the secret's length
+// (4 bytes, little-endian) and the secret. The store answers 'H' (admitted) in the reply format
+// below, or 'X' (wrong secret) and closes; it closes without a word a connection whose first bytes
+// are no hello, or whose hello is not complete within its hello time.
+// Then requests: op (1 byte: 'C' create, 'R' read, 'D' remove, 'P' remove prefix), name length and
 // value length (4 bytes each, little-endian), name, value. A reply: status (1 byte: 'Y' created,
 // 'N' existed, 'V' value follows, 'F' not found, 'K' done), value length (4 bytes), value.
+inline constexpr char kStoreHelloMagic[8] = {'T', 'u', 'C', 'C', 'L', 'a', 's', '1'};
+inline constexpr uint32_t kStoreMaxSecret = 1024;
 inline constexpr uint32_t kStoreMaxName = 4096;
 inline constexpr uint32_t kStoreMaxValue = 16u << 20;
 

@@ -91,6 +91,7 @@ std::optional<TunerAdaptSettings> tunerAdaptSettings(ncclDebugLogger_t logger) n
       return std::nullopt;
     }
     settings.rendezvous = std::move(*rendezvous);
+    settings.secretFile = env::text("TUCCL_ADAPT_SECRET_FILE").value_or("");
     return settings;
   } catch (...) {
     return std::nullopt;  // out of memory: no adaptation
@@ -100,7 +101,8 @@ std::optional<TunerAdaptSettings> tunerAdaptSettings(ncclDebugLogger_t logger) n
 std::unique_ptr<RendezvousStore> openTunerRendezvous(const TunerAdaptSettings& settings,
                                                      ncclDebugLogger_t logger) noexcept {
   try {
-    Expected<std::unique_ptr<RendezvousStore>> store = openRendezvousStore(settings.rendezvous, settings.timeout);
+    Expected<std::unique_ptr<RendezvousStore>> store =
+        openRendezvousStore(settings.rendezvous, settings.timeout, settings.secretFile);
     if (store) return std::move(*store);
     logOnce(logger, NCCL_LOG_WARN,
             "TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=" + settings.rendezvous + ": " + store.status().message() +

@@ -20,8 +20,8 @@
 // read nor create an outcome (rendezvous.h's residual case) does the same and warns.
 //
 // On when TUCCL_ADAPT_RENDEZVOUS names a usable store (a directory, or a tuccl-adapt-store that
-// answers) and TUCCL_ADAPT=1; a bad setting or an unusable store is one WARN per process
-// and setting, and the static table is served.
+// admits the secret in TUCCL_ADAPT_SECRET_FILE) and TUCCL_ADAPT=1; a bad setting or an unusable
+// store is one WARN per process and setting, and the static table is served.
 #pragma once
 
 #include <atomic>
@@ -44,6 +44,7 @@ namespace tuccl {
 struct TunerAdaptSettings {
   AdaptationOptions rule;                            ///< TUCCL_ADAPT_SYNC, TUCCL_ADAPT_PROBE
   std::string rendezvous;                            ///< TUCCL_ADAPT_RENDEZVOUS: dir:<path>, tcp:<host>:<port>
+  std::string secretFile;                            ///< TUCCL_ADAPT_SECRET_FILE: a tcp: store's secret
   std::chrono::milliseconds timeout{5000};           ///< TUCCL_ADAPT_TIMEOUT_MS (1..600000)
 };
 
@@ -52,7 +53,8 @@ struct TunerAdaptSettings {
 std::optional<TunerAdaptSettings> tunerAdaptSettings(ncclDebugLogger_t logger) noexcept;
 
 /// The store of the settings' rendezvous, usable now; null (a WARN once per process and value)
-/// when it is not — a directory that does not exist, a store nobody answers at.
+/// when it is not — a directory that does not exist, a store nobody answers at, a tcp: store
+/// without TUCCL_ADAPT_SECRET_FILE or refusing its secret.
 std::unique_ptr<RendezvousStore> openTunerRendezvous(const TunerAdaptSettings& settings,
                                                      ncclDebugLogger_t logger) noexcept;
 

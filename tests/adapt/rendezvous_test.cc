@@ -1,16 +1,21 @@
 // The rendezvous of the tuner's runtime phase (adapt/rendezvous.h) over both stores, a directory
 // and the TCP store (adapt/rendezvous_server.h), with the ranks of a communicator as threads:
 // every rank that gets an outcome of a round gets the same one — also when some ranks time out
-// while others see every summary — and the names go at finish.
+// while others see every summary — and the names go at finish. The TCP store admits only clients
+// that hold its secret, closes anything else within its hello time, and stops by itself once its
+// ranks are done or it was idle for its idle time.
 #include "adapt/rendezvous.h"
 
 #include "adapt/rendezvous_server.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <future>
 #include <optional>
 #include <random>
 #include <thread>
@@ -22,6 +27,29 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
+constexpr const char* kSecret = "the job's secret";
+
+/// Writes `bytes` to `file` with `mode`; the file's path.
+std::string writeFile(const fs::path& file, const std::string& bytes, mode_t mode = 0600) {
+  fs::remove(file);
+  std::ofstream(file) << bytes;
+  ::chmod(file.c_str(), mode);
+  return file.string();
+}
+
+/// A store on a free loopback port with `secret`; the caller serves it.
+std::unique_ptr<RendezvousServer> listenWith(RendezvousServerOptions options) {
+  Expected<std::unique_ptr<RendezvousServer>> server = RendezvousServer::listen(std::move(options));
+  EXPECT_TRUE(server) << server.status().message();
+  return server ? std::move(*server) : nullptr;
+}
+
+std::unique_ptr<RendezvousServer> listenWith(const std::string& secret) {
+  RendezvousServerOptions options;
+  options.secret = secret;
+  return listenWith(std::move(options));
+}
+
 /// Each test runs over a directory ("dir") and over a TCP store served by a thread ("tcp").
 class RendezvousTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -32,9 +60,9 @@ class RendezvousTest : public ::testing::TestWithParam<std::string> {
     fs::remove_all(directory_);
     fs::create_directories(directory_);
     if (GetParam() == "tcp") {
-      Expected<std::unique_ptr<RendezvousServer>> server = RendezvousServer::listen("127.0.0.1", 0);
-      ASSERT_TRUE(server) << server.status().message();
-      server_ = std::move(*server);
+      secretFile_ = writeFile(directory_.string() + ".secret", std::string(kSecret) + "\n");
+      server_ = listenWith(kSecret);
+      ASSERT_TRUE(server_);
       serving_ = std::thread([this] { server_->serve(); });
     }
   }
@@ -45,13 +73,14 @@ class RendezvousTest : public ::testing::TestWithParam<std::string> {
       server_.reset();
     }
     fs::remove_all(directory_);
+    if (!secretFile_.empty()) fs::remove(secretFile_);
   }
   std::string spec() const {
     return GetParam() == "tcp" ? "tcp:127.0.0.1:" + std::to_string(server_->port()) : "dir:" + directory_.string();
   }
   /// A rank's rendezvous: its own store (connection) like every plugin instance.
   std::unique_ptr<Rendezvous> open(uint64_t commId, int32_t nRanks, milliseconds timeout) const {
-    Expected<std::unique_ptr<RendezvousStore>> store = openRendezvousStore(spec(), milliseconds(5000));
+    Expected<std::unique_ptr<RendezvousStore>> store = openRendezvousStore(spec(), milliseconds(5000), secretFile_);
     EXPECT_TRUE(store) << store.status().message();
     return store ? std::make_unique<Rendezvous>(std::move(*store), commId, nRanks, timeout) : nullptr;
   }
@@ -59,6 +88,7 @@ class RendezvousTest : public ::testing::TestWithParam<std::string> {
   bool empty() const { return GetParam() == "tcp" ? server_->size() == 0 : fs::is_empty(directory_); }
 
   fs::path directory_;
+  std::string secretFile_;  ///< tcp: the store's secret, as the ranks read it
   std::unique_ptr<RendezvousServer> server_;
   std::thread serving_;
 };
@@ -220,12 +250,14 @@ TEST(RendezvousStore, AMissingDirectoryOrADeadStoreOrABadValueIsAnErrorAtOpen) {
   // A port nobody listens at: the server's own, once it is gone.
   uint16_t port = 0;
   {
-    Expected<std::unique_ptr<RendezvousServer>> server = RendezvousServer::listen("127.0.0.1", 0);
+    std::unique_ptr<RendezvousServer> server = listenWith(kSecret);
     ASSERT_TRUE(server);
-    port = (*server)->port();
+    port = server->port();
   }
+  const std::string secret = writeFile(gone.string() + ".secret", kSecret);
   Expected<std::unique_ptr<RendezvousStore>> dead =
-      openRendezvousStore("tcp:127.0.0.1:" + std::to_string(port), milliseconds(500));
+      openRendezvousStore("tcp:127.0.0.1:" + std::to_string(port), milliseconds(500), secret);
+  fs::remove(secret);
   ASSERT_FALSE(dead);
   EXPECT_NE(dead.status().message().find("cannot connect"), std::string::npos) << dead.status().message();
   for (const char* bad : {"", "dir:", "tcp:", "tcp:host", "file:/tmp", "/tmp"}) {
@@ -233,6 +265,234 @@ TEST(RendezvousStore, AMissingDirectoryOrADeadStoreOrABadValueIsAnErrorAtOpen) {
     ASSERT_FALSE(store) << bad;
     EXPECT_EQ(store.status().code(), ErrorCode::InvalidArgument) << bad;
   }
+}
+
+/// A scratch directory of the test, removed with it.
+class Scratch {
+ public:
+  explicit Scratch(const std::string& name)
+      : path_(fs::temp_directory_path() / ("tuccl-rendezvous-" + std::to_string(::getpid()) + "-" + name)) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~Scratch() { fs::remove_all(path_); }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+/// What `value` holds, or `otherwise` when it is an error.
+template <typename T>
+T valueOr(Expected<T> value, T otherwise) {
+  return value ? std::move(*value) : std::move(otherwise);
+}
+
+/// The message of `secret`'s error, or "" when it is a secret.
+std::string refusal(const Expected<std::string>& secret) { return secret ? std::string() : secret.status().message(); }
+
+TEST(RendezvousSecret, IsReadOnlyFromANonEmptyFileOnlyItsOwnerCanUse) {
+  Scratch scratch("secret-read");
+  EXPECT_EQ(valueOr(readRendezvousSecret(writeFile(scratch / "ok", "s3cret\n")), std::string()), "s3cret");
+  EXPECT_EQ(valueOr(readRendezvousSecret(writeFile(scratch / "read-only", "s3cret", 0400)), std::string()), "s3cret");
+  const std::string missing = (scratch / "missing").string();
+  EXPECT_NE(refusal(readRendezvousSecret(missing)).find("cannot read the secret file " + missing + ": No such file"),
+            std::string::npos)
+      << refusal(readRendezvousSecret(missing));
+  EXPECT_NE(refusal(readRendezvousSecret(writeFile(scratch / "empty", " \n\n"))).find("is empty"), std::string::npos);
+  for (mode_t open : {0644, 0640, 0604, 0620, 0700 | 0001}) {
+    const std::string file = writeFile(scratch / "open", "s3cret", open);
+    const std::string why = refusal(readRendezvousSecret(file));
+    EXPECT_NE(why.find("the secret file " + file + " is open to other users (mode 0"), std::string::npos) << why;
+  }
+  fs::create_directory(scratch / "directory");
+  ::chmod((scratch / "directory").c_str(), 0700);
+  EXPECT_NE(refusal(readRendezvousSecret((scratch / "directory").string())).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(refusal(readRendezvousSecret(writeFile(scratch / "long", std::string(kStoreMaxSecret + 1, 'x'))))
+                .find("more than 1024 bytes"),
+            std::string::npos);
+}
+
+TEST(RendezvousSecret, IsMadeRandomAndWrittenToANewFileOnlyItsOwnerCanRead) {
+  Scratch scratch("secret-write");
+  const Expected<std::string> first = makeRendezvousSecret(), second = makeRendezvousSecret();
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->size(), 64u);
+  EXPECT_EQ(first->find_first_not_of("0123456789abcdef"), std::string::npos) << *first;
+  EXPECT_NE(*first, *second);
+  const std::string file = (scratch / "secret").string();
+  const mode_t umask = ::umask(0777);  // even a umask that takes everything away leaves 0600
+  const Status written = writeRendezvousSecret(file, *first);
+  ::umask(umask);
+  ASSERT_TRUE(written) << written.message();
+  struct stat info {};
+  ASSERT_EQ(::stat(file.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 07777, 0600u);
+  EXPECT_EQ(valueOr(readRendezvousSecret(file), std::string()), *first);
+  // Never over an existing file.
+  const Status again = writeRendezvousSecret(file, *second);
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.message().find(file + " exists already"), std::string::npos) << again.message();
+  EXPECT_EQ(valueOr(readRendezvousSecret(file), std::string()), *first);
+}
+
+/// What a raw connection to the store got: the bytes the store sent before it closed the
+/// connection, and how long after connecting it closed it.
+struct Closed {
+  std::string reply;
+  double seconds = 0;
+};
+
+/// Connects to the store at `port`, sends `bytes` and waits (20 s at most) for the store to close
+/// the connection; nullopt when it did not.
+std::optional<Closed> closedAfterSending(uint16_t port, const std::string& bytes) {
+  const auto started = std::chrono::steady_clock::now();
+  const transport::WaitLimits limits{transport::deadlineAfter(20)};
+  Expected<transport::SocketAddress> address = transport::resolveHostPort("127.0.0.1:" + std::to_string(port));
+  Expected<transport::Socket> socket = address ? transport::connectTo(*address, limits) : address.status();
+  if (!socket) return std::nullopt;
+  if (!bytes.empty() && !transport::sendAll(*socket, bytes.data(), bytes.size(), limits)) return std::nullopt;
+  Closed closed;
+  for (char byte = 0;;) {
+    const Status got = transport::recvAll(*socket, &byte, 1, limits);
+    if (!got && got.code() != ErrorCode::RemoteError) return std::nullopt;
+    if (!got) break;
+    closed.reply += byte;
+  }
+  closed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return closed;
+}
+
+/// A hello carrying `secret` (rendezvous_store.h's wire format).
+std::string helloWith(const std::string& secret) {
+  std::string hello(kStoreHelloMagic, sizeof(kStoreHelloMagic));
+  putUint32(hello, static_cast<uint32_t>(secret.size()));
+  return hello + secret;
+}
+
+/// A store that tells its refusals, serving on a thread.
+struct ServedStore {
+  explicit ServedStore(RendezvousServerOptions options) {
+    options.report = [this](const std::string& line) {
+      std::lock_guard lock(mutex);
+      reported.push_back(line);
+    };
+    server = listenWith(std::move(options));
+    if (server) ending = std::async(std::launch::async, [this] { return server->serve(); });
+  }
+  ~ServedStore() {
+    if (!server) return;
+    server->stop();
+    if (ending.valid()) ending.wait();
+  }
+  std::string spec() const { return "tcp:127.0.0.1:" + std::to_string(server->port()); }
+  std::vector<std::string> lines() {
+    std::lock_guard lock(mutex);
+    return reported;
+  }
+  /// Whether serve() returned within `seconds`.
+  bool endsWithin(double seconds) {
+    return ending.wait_for(std::chrono::duration<double>(seconds)) == std::future_status::ready;
+  }
+
+  std::unique_ptr<RendezvousServer> server;
+  std::future<ServeEnd> ending;
+  std::mutex mutex;
+  std::vector<std::string> reported;
+};
+
+RendezvousServerOptions optionsWith(const std::string& secret) {
+  RendezvousServerOptions options;
+  options.secret = secret;
+  return options;
+}
+
+TEST(RendezvousServer, AdmitsOnlyClientsThatHoldItsSecret) {
+  Scratch scratch("admit");
+  RendezvousServerOptions options = optionsWith(kSecret);
+  options.helloSeconds = 0.5;
+  ServedStore store(std::move(options));
+  ASSERT_TRUE(store.server);
+  // Without a secret the client does not even connect; with a wrong one the store refuses it.
+  Expected<std::unique_ptr<RendezvousStore>> none = openRendezvousStore(store.spec(), milliseconds(5000));
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.status().message().find("no secret file was given (TUCCL_ADAPT_SECRET_FILE)"), std::string::npos)
+      << none.status().message();
+  Expected<std::unique_ptr<RendezvousStore>> wrong =
+      openRendezvousStore(store.spec(), milliseconds(5000), writeFile(scratch / "wrong", "another job's secret"));
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.status().message().find("refused this rank's secret"), std::string::npos)
+      << wrong.status().message();
+  Expected<std::unique_ptr<RendezvousStore>> right =
+      openRendezvousStore(store.spec(), milliseconds(5000), writeFile(scratch / "right", std::string(kSecret) + "\n"));
+  ASSERT_TRUE(right) << right.status().message();
+  ASSERT_TRUE(valueOr((*right)->create("name", "bytes"), false));
+  EXPECT_EQ(valueOr((*right)->read("name"), std::string()), "bytes");
+  // Whatever else connects is closed, within the hello time (plus scheduling).
+  const std::string secret = kSecret;
+  for (const std::string& bytes : {std::string(), std::string("R\1\0\0\0\0\0\0\0n", 10), helloWith(""),
+                                   helloWith(secret.substr(0, secret.size() - 1)), helloWith(secret + "!"),
+                                   helloWith(secret).substr(0, 14), std::string(64, 'x')}) {
+    const std::optional<Closed> closed = closedAfterSending(store.server->port(), bytes);
+    ASSERT_TRUE(closed) << "sent " << bytes.size() << " bytes";
+    EXPECT_LT(closed->seconds, 5.0);
+    // A hello with a wrong secret hears so; anything else hears nothing.
+    const bool wrongSecret = bytes.size() >= 12 && bytes.size() == 12 + getUint32(
+        reinterpret_cast<const unsigned char*>(bytes.data()) + 8) && bytes.compare(0, 8, kStoreHelloMagic, 8) == 0;
+    EXPECT_EQ(closed->reply, wrongSecret ? std::string("X\0\0\0\0", 5) : std::string()) << bytes.size();
+  }
+  EXPECT_EQ(store.server->refused(), 8u);
+  // One line for the one peer host, however many of its connections were refused.
+  const std::vector<std::string> lines = store.lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("refused a connection from 127.0.0.1:", 0), 0u) << lines[0];
+  // The admitted client was served all along.
+  EXPECT_EQ(valueOr((*right)->read("name"), std::string()), "bytes");
+}
+
+TEST(RendezvousServer, NeedsASecret) {
+  Expected<std::unique_ptr<RendezvousServer>> server = RendezvousServer::listen(RendezvousServerOptions{});
+  ASSERT_FALSE(server);
+  EXPECT_EQ(server.status().code(), ErrorCode::InvalidArgument);
+}
+
+TEST(RendezvousServer, StopsOnceItsRanksSaidHelloAndAllClosed) {
+  Scratch scratch("ranks");
+  RendezvousServerOptions options = optionsWith(kSecret);
+  options.ranks = 2;
+  ServedStore store(std::move(options));
+  ASSERT_TRUE(store.server);
+  const std::string right = writeFile(scratch / "right", kSecret), wrong = writeFile(scratch / "wrong", "guess");
+  EXPECT_FALSE(store.endsWithin(0.3)) << "stopped before any rank came";
+  Expected<std::unique_ptr<RendezvousStore>> first = openRendezvousStore(store.spec(), milliseconds(5000), right);
+  ASSERT_TRUE(first) << first.status().message();
+  ASSERT_FALSE(openRendezvousStore(store.spec(), milliseconds(5000), wrong));  // counts for nothing
+  first->reset();
+  EXPECT_FALSE(store.endsWithin(0.5)) << "stopped after one of its two ranks";
+  Expected<std::unique_ptr<RendezvousStore>> second = openRendezvousStore(store.spec(), milliseconds(5000), right);
+  ASSERT_TRUE(second) << second.status().message();
+  EXPECT_TRUE(valueOr((*second)->create("name", "bytes"), false));
+  EXPECT_FALSE(store.endsWithin(0.3)) << "stopped while a rank was connected";
+  second->reset();
+  ASSERT_TRUE(store.endsWithin(10));
+  EXPECT_EQ(store.ending.get(), ServeEnd::RanksDone);
+  EXPECT_EQ(store.server->size(), 1u);
+}
+
+TEST(RendezvousServer, StopsAfterItsIdleTimeWithNoConnection) {
+  Scratch scratch("idle");
+  RendezvousServerOptions options = optionsWith(kSecret);
+  options.idleSeconds = 1.0;
+  ServedStore store(std::move(options));
+  ASSERT_TRUE(store.server);
+  Expected<std::unique_ptr<RendezvousStore>> rank =
+      openRendezvousStore(store.spec(), milliseconds(5000), writeFile(scratch / "secret", kSecret));
+  ASSERT_TRUE(rank) << rank.status().message();
+  EXPECT_FALSE(store.endsWithin(2.0)) << "stopped while a rank was connected";
+  rank->reset();
+  ASSERT_TRUE(store.endsWithin(10));
+  EXPECT_EQ(store.ending.get(), ServeEnd::Idle);
 }
 
 TEST(RendezvousOutcome, RoundTripsAndReadsAnythingMalformedAsAbandoned) {

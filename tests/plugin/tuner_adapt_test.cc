@@ -3,8 +3,9 @@
 // duration intake, the ranks agreeing through a shared directory or a tuccl-adapt-store process.
 // Group 0 (the table's static choice) is slow and group 1 fast: every rank must switch to group 1
 // at the same call and run the same group at every call; without a rendezvous (unset, a directory
-// that does not exist, a dead store) every call keeps group 0; when a rank stops publishing,
-// nobody switches after that. Each test bounds its processes' time and ends only them.
+// that does not exist, a dead store, a store that refuses the ranks' secret) every call keeps
+// group 0; when a rank stops publishing, nobody switches after that. A store told the rank count
+// ends by itself after them. Each test bounds its processes' time and ends only them.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -101,14 +102,19 @@ class TunerAdaptTest : public ::testing::Test {
   fs::path work_;
 };
 
-/// A tuccl-adapt-store process on a free loopback port, ended (by its pid) with the test.
+/// A tuccl-adapt-store process on a free loopback port, with a secret it writes to a new file
+/// (--write-secret) for the ranks, ended (by its pid) with the test.
 class StoreProcess {
  public:
-  explicit StoreProcess(const fs::path& work) {
+  explicit StoreProcess(const fs::path& work, const std::vector<std::string>& options = {})
+      : secretFile_((work / "store.secret").string()) {
     const std::string portFile = (work / "store.port").string();
     fs::remove(portFile);
+    fs::remove(secretFile_);
     fs::create_directories(work / "logs" / "store");
-    std::vector<std::string> argv = {TUCCL_ADAPT_STORE, "--host", "127.0.0.1", "--port", "0", "--port-file", portFile};
+    std::vector<std::string> argv = {TUCCL_ADAPT_STORE, "--host",         "127.0.0.1",  "--port", "0",
+                                     "--port-file",     portFile,         "--write-secret", secretFile_};
+    argv.insert(argv.end(), options.begin(), options.end());
     tuccl::testing::RankProcesses started = startRanks(1, argv, {}, (work / "logs").string() + "/store");
     pid_ = started.pids[0];
     for (int waited = 0; waited < 3000 && !fs::exists(portFile); ++waited) ::usleep(10'000);  // 30 s at most
@@ -117,21 +123,48 @@ class StoreProcess {
   ~StoreProcess() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGTERM);
-    for (int waited = 0; waited < 1000; ++waited) {  // 10 s, then SIGKILL
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-      ::usleep(10'000);
-    }
+    if (endsWithin(10)) return;
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
   StoreProcess(const StoreProcess&) = delete;
   StoreProcess& operator=(const StoreProcess&) = delete;
   int port() const { return port_; }
+  /// The variables that give the ranks this store.
+  std::vector<std::string> rendezvous() const {
+    return {"TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:" + std::to_string(port_), "TUCCL_ADAPT_SECRET_FILE=" + secretFile_};
+  }
+  /// Whether the store ended within `seconds` (by itself, unless signalled).
+  bool endsWithin(double seconds) {
+    for (int waited = 0; waited < seconds * 100; ++waited) {
+      if (pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        return true;
+      }
+      ::usleep(10'000);
+    }
+    return pid_ <= 0;
+  }
 
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  std::string secretFile_;
 };
+
+/// `environment` plus `more`.
+std::vector<std::string> with(std::vector<std::string> environment, const std::vector<std::string>& more) {
+  environment.insert(environment.end(), more.begin(), more.end());
+  return environment;
+}
+
+/// The lines of `log` that start with `prefix`.
+int linesStartingWith(const std::string& log, const std::string& prefix) {
+  std::istringstream lines(log);
+  int count = 0;
+  for (std::string line; std::getline(lines, line);) count += line.rfind(prefix, 0) == 0;
+  return count;
+}
 
 /// Rank `rank` ends after `calls` calls without finalizing (TUNER_ADAPT_RANK_STOP_AFTER).
 std::function<std::vector<std::string>(int)> stopping(int rank, int calls) {
@@ -183,8 +216,7 @@ TEST_F(TunerAdaptTest, EveryRankSwitchesTogetherThroughATcpStore) {
   {
     StoreProcess store(work_);
     ASSERT_GT(store.port(), 0) << readLog((work_ / "logs" / "store" / "rank0.log").string());
-    runs = run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:" + std::to_string(store.port()),
-                        "TUCCL_ADAPT_TIMEOUT_MS=30000", kQuickBudget});
+    runs = run(kCalls, with({"TUCCL_ADAPT=1", "TUCCL_ADAPT_TIMEOUT_MS=30000", kQuickBudget}, store.rendezvous()));
   }
   for (int r = 0; r < kRanks; ++r) {
     ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
@@ -262,18 +294,64 @@ TEST_F(TunerAdaptTest, WhenOneRanksSettingsDifferNoRankLeavesTheStaticChoice) {
 
 TEST_F(TunerAdaptTest, ADeadStoreKeepsTheStaticChoice) {
   int port = 0;
+  std::vector<std::string> rendezvous;
   {
     StoreProcess store(work_);  // started and ended: nobody listens at its port any more
     port = store.port();
+    rendezvous = store.rendezvous();
   }
   ASSERT_GT(port, 0);
-  const std::vector<RankRun> runs =
-      run(40, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:" + std::to_string(port)});
+  const std::vector<RankRun> runs = run(40, with({"TUCCL_ADAPT=1"}, rendezvous));
   expectStaticChoice(runs, 40);
   for (const RankRun& run : runs) {
     EXPECT_NE(run.log.find("[WARN] TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:"), std::string::npos)
         << run.log;
   }
+}
+
+// Ranks without the store's secret, or with another, are refused: one warning each, the static
+// choice for every call; the store names the refused peer host once and counts every refusal.
+TEST_F(TunerAdaptTest, RanksWithoutTheStoresSecretKeepTheStaticChoiceWithOneWarning) {
+  const std::string wrong = (work_ / "wrong.secret").string();
+  std::ofstream(wrong) << "another job's secret\n";
+  fs::permissions(wrong, fs::perms::owner_read | fs::perms::owner_write);
+  for (const std::string& secret : {"TUCCL_ADAPT_SECRET_FILE=" + wrong, std::string("TUCCL_ADAPT_SECRET_FILE=")}) {
+    std::string storeLog;
+    {
+      StoreProcess store(work_);
+      ASSERT_GT(store.port(), 0);
+      std::vector<std::string> environment = with({"TUCCL_ADAPT=1"}, store.rendezvous());
+      environment.back() = secret;  // instead of the store's
+      const std::vector<RankRun> runs = run(40, environment);
+      expectStaticChoice(runs, 40);
+      const std::string why = secret == "TUCCL_ADAPT_SECRET_FILE=" ? "no secret file was given" : "refused this rank's secret";
+      for (const RankRun& run : runs) {
+        EXPECT_EQ(linesStartingWith(run.log, "[WARN] "), 1) << run.log;
+        EXPECT_NE(run.log.find("[WARN] TuCCL adapt: TUCCL_ADAPT_RENDEZVOUS=tcp:127.0.0.1:"), std::string::npos) << run.log;
+        EXPECT_NE(run.log.find(why), std::string::npos) << run.log;
+      }
+    }
+    storeLog = readLog((work_ / "logs" / "store" / "rank0.log").string());
+    const bool wrongSecret = secret != "TUCCL_ADAPT_SECRET_FILE=";
+    // Without a secret file no rank connects at all.
+    EXPECT_EQ(linesStartingWith(storeLog, "tuccl-adapt-store: refused a connection from 127.0.0.1:"), wrongSecret ? 1 : 0)
+        << storeLog;
+    EXPECT_EQ(storeLog.find("refused 4 connections") != std::string::npos, wrongSecret) << storeLog;
+  }
+}
+
+// With --ranks the store ends by itself once the job's ranks said hello and closed.
+TEST_F(TunerAdaptTest, AStoreToldTheRankCountStopsAfterTheRanks) {
+  StoreProcess store(work_, {"--ranks", std::to_string(kRanks)});
+  ASSERT_GT(store.port(), 0);
+  const std::vector<RankRun> runs =
+      run(40, with({"TUCCL_ADAPT=1", "TUCCL_ADAPT_TIMEOUT_MS=30000", kQuickBudget}, store.rendezvous()));
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r;
+  EXPECT_TRUE(store.endsWithin(10)) << "the store still runs after its ranks";
+  EXPECT_NE(readLog((work_ / "logs" / "store" / "rank0.log").string())
+                .find("stopped (0 names left): the 4 connections of --ranks said hello and closed"),
+            std::string::npos)
+      << readLog((work_ / "logs" / "store" / "rank0.log").string());
 }
 
 TEST_F(TunerAdaptTest, BadSettingsAreOneWarningAndTheStaticChoice) {
