@@ -19,14 +19,10 @@ namespace {
 
 /// NCCL's logger signature, writing into libtuccl's log (net/ messages carry their own prefix).
 void netLogger(ncclDebugLogLevel level, unsigned long, const char*, int, const char* format, ...) {
-  const LogLevel ours = logLevelOfNccl(level);
-  if (!logEnabled(ours, kLogNet)) return;
-  char text[1024];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(text, sizeof(text), format, args);
+  logFormatV(logLevelOfNccl(level), kLogNet, format, args);
   va_end(args);
-  logLine(ours, kLogNet, -1, text);
 }
 
 const char* resultName(ncclResult_t result) {

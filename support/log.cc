@@ -157,12 +157,16 @@ void logLine(LogLevel level, uint64_t subsystem, int32_t rank, const std::string
 }
 
 void logFormat(LogLevel level, uint64_t subsystem, const char* format, ...) noexcept {
-  if (!logEnabled(level, subsystem)) return;
-  char text[1024];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(text, sizeof(text), format, args);
+  logFormatV(level, subsystem, format, args);
   va_end(args);
+}
+
+void logFormatV(LogLevel level, uint64_t subsystem, const char* format, std::va_list args) noexcept {
+  if (!logEnabled(level, subsystem)) return;
+  char text[1024];
+  std::vsnprintf(text, sizeof(text), format, args);
   try {
     logLine(level, subsystem, -1, text);
   } catch (...) {

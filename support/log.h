@@ -19,6 +19,7 @@
 // Standard library only (the plugins link it into their shared objects).
 #pragma once
 
+#include <cstdarg>
 #include <cstdint>
 #include <string>
 
@@ -51,8 +52,11 @@ bool logEnabled(LogLevel level, uint64_t subsystem = kLogAll);
 /// Writes one line at `level` (when enabled); `rank` < 0 omits the rank.
 void logLine(LogLevel level, int32_t rank, const std::string& message);
 void logLine(LogLevel level, uint64_t subsystem, int32_t rank, const std::string& message);
-/// printf-style logLine without a rank.
+/// printf-style logLine without a rank; logFormatV takes the arguments as a va_list (for
+/// variadic loggers of other ABIs that write into this log).
 [[gnu::format(printf, 3, 4)]] void logFormat(LogLevel level, uint64_t subsystem, const char* format, ...) noexcept;
+[[gnu::format(printf, 3, 0)]] void logFormatV(LogLevel level, uint64_t subsystem, const char* format,
+                                              std::va_list args) noexcept;
 
 /// Writes a warning once per `key` for the process (e.g. "cache-dir-unwritable").
 void warnOnce(const std::string& key, const std::string& message);
