@@ -444,6 +444,9 @@ Expected<Socket> connectTo(const SocketAddress& address, const WaitLimits& limit
       if (attempt.status().code() != ErrorCode::Timeout) return attempt.status();
       return makeError(ErrorCode::Timeout, "cannot connect to " + address.toString() + ": no answer");
     }
+    // A connect to a local port nobody listens on yet can meet itself (the kernel may pick that
+    // port as the source): that is no peer, so it counts as refused and is tried again.
+    if (attempt->error == 0 && connectedToItself(attempt->socket)) attempt->error = ECONNREFUSED;
     if (attempt->error == 0) {
       setNoDelay(attempt->socket.fd());
       return std::move(attempt->socket);
@@ -457,6 +460,12 @@ Expected<Socket> connectTo(const SocketAddress& address, const WaitLimits& limit
     if (!slept.ok()) return slept;
     backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
   }
+}
+
+bool connectedToItself(const Socket& socket) {
+  Expected<SocketAddress> local = socket.localAddress();
+  Expected<SocketAddress> peer = socket.peerAddress();
+  return local && peer && local->toString() == peer->toString();
 }
 
 Status sendAll(const Socket& socket, const void* data, size_t bytes, const WaitLimits& limits) {

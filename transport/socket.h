@@ -153,6 +153,10 @@ Status sendRecvAll(const Socket& to, const void* out, size_t outBytes, const Soc
 Expected<size_t> recvAvailable(const Socket& socket, void* data, size_t bytes);
 /// Non-blocking: whether the peer closed the connection (or it failed).
 bool connectionClosed(const Socket& socket);
+/// Whether a connected socket met itself: its local and peer addresses are one (TCP's
+/// simultaneous open, when a connect to a local port nobody listens on is given that port as its
+/// source). connectTo never returns such a socket.
+bool connectedToItself(const Socket& socket);
 
 /// Waits until `fd` has one of `events` (poll(2) flags); Timeout, Aborted, or ok.
 Status waitFor(int fd, short events, const WaitLimits& limits);

@@ -2,6 +2,7 @@
 #include "transport/socket.h"
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <random>
@@ -39,6 +40,27 @@ Connection connectPair(int family = AF_INET) {
   Expected<Socket> server = acceptOne(*listener, within(10));
   EXPECT_TRUE(server.ok()) << server.status().message();
   return {std::move(client).value(), std::move(server).value()};
+}
+
+// A socket bound to a loopback port and connected to that same port meets itself (TCP's
+// simultaneous open): what a connect to a port nobody listens on can become when the kernel picks
+// that port as the source. connectTo takes it for a refusal, never for the peer.
+TEST(Connect, ASocketThatMetItselfIsNoPeer) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  Socket self(fd);
+  const SocketAddress any = SocketAddress::loopback(AF_INET, 0);
+  ASSERT_EQ(::bind(fd, any.get(), any.length()), 0);
+  Expected<SocketAddress> bound = self.localAddress();
+  ASSERT_TRUE(bound.ok());
+  ASSERT_EQ(::connect(fd, bound->get(), bound->length()), 0) << "no simultaneous open on this kernel";
+  EXPECT_TRUE(connectedToItself(self));
+
+  Expected<Socket> listener = listenOn(SocketAddress::loopback(AF_INET, 0));
+  ASSERT_TRUE(listener.ok());
+  Expected<Socket> client = connectTo(*listener->localAddress(), {deadlineAfter(5), -1});
+  ASSERT_TRUE(client.ok()) << client.status().message();
+  EXPECT_FALSE(connectedToItself(*client));
 }
 
 TEST(HostPort, SplitsIpv4NamesAndBracketedIpv6) {
