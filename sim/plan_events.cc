@@ -264,4 +264,22 @@ PlanEvents buildPlanEvents(const Plan& plan, const SplitReceives& split, int32_t
   return events;
 }
 
+std::vector<PathInfo> routePaths(const PlanEvents& events, const Network& network, const CostModel& cost,
+                                 const Plan& plan) {
+  const Protocol protocol = plan.config.protocol;
+  std::vector<PathInfo> paths;
+  paths.reserve(events.routes.size());
+  for (const EventRoute& route : events.routes) {
+    const NetworkPath& path = network.path(route.rank, route.peer);
+    PathInfo info;
+    info.resources = path.resources;
+    info.latencyUs = path.alphaUs + cost.protocol(protocol).hopLatencyUs[static_cast<int>(path.hop)];
+    double narrowest = std::numeric_limits<double>::infinity();
+    for (int32_t r : path.resources) narrowest = std::min(narrowest, network.resources()[r].capacityGBps);
+    info.capGBps = std::min(tbCapGBps(cost, protocol, plan.config.nThreads, path.network), narrowest);
+    paths.push_back(std::move(info));
+  }
+  return paths;
+}
+
 }  // namespace tuccl

@@ -92,6 +92,18 @@ struct PlanEvents {
   }
 };
 
+/// A route's path as both engines cost it: its resources, its latency (alpha plus the plan
+/// protocol's per-hop latency) and the rate one flow can reach (the TB's cap for the protocol and
+/// threads, never above the narrowest resource, which keeps Eq. 1's z finite).
+struct PathInfo {
+  std::vector<int32_t> resources;
+  double latencyUs = 0;
+  double capGBps = 0;
+};
+/// The path of every route of `events`, in route order.
+std::vector<PathInfo> routePaths(const PlanEvents& events, const Network& network, const CostModel& cost,
+                                 const Plan& plan);
+
 /// Lays out `replicas` replicas of `plan` (checked with checkPlanFits). Throws
 /// std::invalid_argument for too many entries, a dependency out of range, or a send or receive
 /// without its match; a send meets the last receive of its op on its peer in the same replica.

@@ -18,12 +18,6 @@ namespace {
 constexpr double kBytesPerUsPerGBps = 1e3;
 constexpr double kTimeToleranceUs = 1e-7;
 
-struct PathInfo {
-  std::vector<int32_t> resources;
-  double latencyUs = 0;
-  double capGBps = 0;
-};
-
 struct Tb {
   int32_t entryBegin = 0;
   int32_t entryEnd = 0;
@@ -70,7 +64,6 @@ class Engine {
   // Every TB at its first entry, with the ends of its groups.
   void startTbs();
   // The resources, latency and rate cap of the path from rank to peer.
-  PathInfo pathInfo(int32_t rank, int32_t peer) const;
   // Replicas of the plan, one per channel.
   int32_t replicas() const { return std::max(1, plan_.config.nChannels); }
   double sliceBytes(int32_t slice) const {
@@ -160,24 +153,12 @@ void Engine::startTbs() {
   }
 }
 
-PathInfo Engine::pathInfo(int32_t rank, int32_t peer) const {
-  const NetworkPath& path = topology_.path(rank, peer);
-  PathInfo info;
-  info.resources = path.resources;
-  info.latencyUs = path.alphaUs + options_.cost.protocol(protocol_).hopLatencyUs[static_cast<int>(path.hop)];
-  // A flow never outruns its narrowest resource; keeping caps finite keeps Eq. 1's z finite.
-  double narrowest = std::numeric_limits<double>::infinity();
-  for (int32_t r : path.resources) narrowest = std::min(narrowest, topology_.resources()[r].capacityGBps);
-  info.capGBps = std::min(tbCapGBps(options_.cost, protocol_, plan_.config.nThreads, path.network), narrowest);
-  return info;
-}
-
 void Engine::build() {
   checkPlanFits(plan_, topology_.nRanks(), options_);
   sizeMicroBatches();
   layout_ = buildPlanEvents(plan_, split_, replicas());
   startTbs();
-  for (const EventRoute& route : layout_.routes) paths_.push_back(pathInfo(route.rank, route.peer));
+  paths_ = routePaths(layout_, topology_, options_.cost, plan_);
   buffers_.resize(layout_.connections.size());
   const size_t entries = layout_.entries.size();
   completed_.assign(entries, 0);

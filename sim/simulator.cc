@@ -43,12 +43,6 @@ struct EntryState {
   WaitList arrivalWaiters;
 };
 
-struct PathInfo {
-  std::vector<int32_t> resources;
-  double latencyUs = 0;
-  double capGBps = 0;
-};
-
 struct Connection {  // (send TB, receive TB): its staging credits and its route
   int32_t inflight = 0;
   int32_t path = -1;
@@ -89,7 +83,6 @@ class Engine {
   void sizeMicroBatches();
   void startTbs();
   void routeConnections();
-  PathInfo pathInfo(int32_t rank, int32_t peer) const;
   double sliceBytes(int32_t slice) const {
     return std::min(result_.sliceBytes, std::max(0.0, result_.chunkBytes - slice * result_.sliceBytes));
   }
@@ -202,25 +195,13 @@ void Engine::startTbs() {
 
 // Every connection's credits and its route's path.
 void Engine::routeConnections() {
-  for (const EventRoute& route : layout_.routes) paths_.push_back(pathInfo(route.rank, route.peer));
+  paths_ = routePaths(layout_, topology_, options_.cost, plan_);
   for (const EventConnection& layout : layout_.connections) {
     Connection connection;
     connection.path = layout.route;
     connection.latencyUs = paths_[layout.route].latencyUs;
     connections_.push_back(connection);
   }
-}
-
-PathInfo Engine::pathInfo(int32_t rank, int32_t peer) const {
-  const NetworkPath& path = topology_.path(rank, peer);
-  PathInfo info;
-  info.resources = path.resources;
-  info.latencyUs = path.alphaUs + options_.cost.protocol(protocol_).hopLatencyUs[static_cast<int>(path.hop)];
-  // A flow never outruns its narrowest resource; keeping caps finite keeps Eq. 1's z finite.
-  double narrowest = std::numeric_limits<double>::infinity();
-  for (int32_t r : path.resources) narrowest = std::min(narrowest, topology_.resources()[r].capacityGBps);
-  info.capGBps = std::min(tbCapGBps(options_.cost, protocol_, plan_.config.nThreads, path.network), narrowest);
-  return info;
 }
 
 void Engine::tryRun(int32_t tbIndex) {

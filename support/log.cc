@@ -70,7 +70,6 @@ struct LogSink {
   std::string host;
   std::string tool;  ///< set by useToolLogging
   std::set<std::string> warned;
-  std::atomic<LogForward> forward{nullptr};
   std::atomic<bool> ready{false};  ///< configure() has run: the fields above are read without the lock
 
   // Reads the variables once (under `mutex`).
@@ -125,8 +124,6 @@ LogLevel logLevel() { return configuredSink().level; }
 bool logEnabled(LogLevel level, uint64_t subsystem) {
   if (level == LogLevel::None) return false;
   LogSink& s = configuredSink();
-  // A host's logger decides for itself (NCCL_DEBUG).
-  if (s.forward.load(std::memory_order_acquire) != nullptr) return true;
   if (static_cast<int>(s.level) < static_cast<int>(level)) return false;
   return level <= LogLevel::Warn || (s.subsystems & subsystem) != 0;
 }
@@ -136,10 +133,6 @@ void logLine(LogLevel level, int32_t rank, const std::string& message) { logLine
 void logLine(LogLevel level, uint64_t subsystem, int32_t rank, const std::string& message) {
   if (!logEnabled(level, subsystem)) return;
   LogSink& s = sink();
-  if (LogForward forward = s.forward.load(std::memory_order_acquire)) {
-    forward(level, subsystem, message.c_str());
-    return;
-  }
   const auto tid = static_cast<long>(syscall(SYS_gettid));
   std::lock_guard lock(s.mutex);
   if (!s.tool.empty()) {
@@ -192,6 +185,5 @@ void useToolLogging(const std::string& tool) {
   s.ready.store(true, std::memory_order_release);
 }
 
-void setLogForward(LogForward forward) noexcept { sink().forward.store(forward, std::memory_order_release); }
 
 }  // namespace tuccl

@@ -12,8 +12,8 @@
 // a tool calls useToolLogging() and prints warnings. Lines look like
 //   host:pid:tid [rank] TUCCL INFO AllReduce 4 MiB: ...      (libtuccl, the plugins without NCCL)
 //   tuccl-compile: warning: topo: ...                        (a tool)
-// A plugin whose host gives a logger (NCCL's) sets it with setLogForward: every line then goes to
-// that logger, which applies NCCL_DEBUG / NCCL_DEBUG_SUBSYS, and nothing is printed here.
+// The plugins hand their lines to NCCL's logger when NCCL gives one (plugin/tuner_log.h,
+// net/net_log.h), with the subsystem flags below, and write here only without it.
 // Logging never fails the caller: an unwritable file falls back to stderr.
 //
 // Standard library only (the plugins link it into their shared objects).
@@ -27,7 +27,7 @@ namespace tuccl {
 
 enum class LogLevel : int { None = 0, Version = 1, Warn = 2, Info = 3, Trace = 4 };
 
-/// NCCL's subsystem flags (ncclDebugLogSubSys), so a forwarded line keeps its subsystem.
+/// NCCL's subsystem flags (ncclDebugLogSubSys), so a line keeps its subsystem in either log.
 enum LogSubsystem : uint64_t {
   kLogInit = 0x1,
   kLogColl = 0x2,
@@ -77,10 +77,5 @@ inline LogLevel logLevelOfNccl(int ncclLevel) {
     default: return LogLevel::None;
   }
 }
-
-/// Where every line goes instead of the file: a host's logger (the plugins give NCCL's). Null:
-/// back to the file. `file` and `line` are where the message was written, when known.
-using LogForward = void (*)(LogLevel level, uint64_t subsystem, const char* message);
-void setLogForward(LogForward forward) noexcept;
 
 }  // namespace tuccl

@@ -1,5 +1,5 @@
 // TuCCL's one log: the level from TUCCL_DEBUG (TUCCL_LOG_LEVEL the older name), NCCL's subsystem
-// mask, the tool and library line shapes, a host's logger taking every line. The log reads its
+// mask, the tool and library line shapes. The log reads its
 // variables once per process, so each case runs in a child process writing to TUCCL_DEBUG_FILE.
 #include "support/log.h"
 
@@ -107,29 +107,6 @@ TEST(Log, AToolPrintsWarningsByDefaultInItsOwnShape) {
                     oneOfEach();
                   }),
                   "tuccl-demo: info: i-net"));
-}
-
-std::string* forwarded = nullptr;
-void forwardTo(LogLevel level, uint64_t subsystem, const char* message) {
-  *forwarded += std::to_string(static_cast<int>(level)) + "/" + std::to_string(subsystem) + " " + message + "\n";
-}
-
-TEST(Log, AHostLoggerTakesEveryLine) {
-  const std::string log = logOf({}, [] {
-    std::string lines;
-    forwarded = &lines;
-    setLogForward(forwardTo);
-    logLine(LogLevel::Info, kLogNet, -1, "to the host");
-    logFormat(LogLevel::Warn, kLogTuning, "%d %s", 7, "formatted");
-    setLogForward(nullptr);
-    logLine(LogLevel::Warn, kLogNet, -1, "dropped: nothing asked");
-    // Tell the parent what the host logger saw, through the log file itself.
-    ::setenv("TUCCL_DEBUG", "WARN", 1);
-    std::ofstream(std::getenv("TUCCL_DEBUG_FILE"), std::ios::app) << lines;
-  });
-  EXPECT_TRUE(has(log, "3/16 to the host\n")) << log;
-  EXPECT_TRUE(has(log, "2/64 7 formatted\n")) << log;
-  EXPECT_FALSE(has(log, "dropped")) << log;
 }
 
 TEST(Log, NcclLevelsMapToOurs) {
