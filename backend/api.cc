@@ -1,5 +1,6 @@
 // The C API of libtuccl (include/tuccl/tuccl.h): argument checks, errors as result codes and a
-// per-thread last-error text, groups, and the lifetime of communicators. No exception crosses it.
+// per-thread last-error text, streams, collectives, point-to-point and groups (communicators are
+// made and ended in api_comm.cc). No exception crosses it.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
@@ -10,10 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "backend/bootstrap.h"
+#include "backend/api_internal.h"
 #include "backend/communicator.h"
 #include "backend/cpu_stream.h"
-#include "backend/cuda_driver.h"
 #include "support/log.h"
 #include "support/environment.h"
 #include "support/text_values.h"
@@ -23,17 +23,12 @@ using tuccl::ErrorCode;
 using tuccl::Status;
 using tuccl::backend::Communicator;
 
-struct tucclComm {
-  std::unique_ptr<Communicator> impl;
-  // Calls inside the communicator; abort and destroy wait for them to leave.
-  std::mutex mutex;
-  std::condition_variable idle;
-  int active = 0;
-};
+namespace tuccl::api {
 
-namespace {
-
-thread_local std::string lastError;
+std::string& lastError() {
+  thread_local std::string text;
+  return text;
+}
 
 tucclResult_t resultOf(ErrorCode code) {
   switch (code) {
@@ -53,21 +48,10 @@ tucclResult_t resultOf(ErrorCode code) {
   return tucclInternalError;
 }
 
-// The value a caller passed for an enum parameter, read as the int it is: a C caller may pass any
-// int, and loading it as the enum would be undefined where it names no enumerator.
-template <typename Enum>
-int rawValue(const Enum& value) {
-  static_assert(sizeof(Enum) == sizeof(int));
-  int raw = 0;
-  std::memcpy(&raw, &value, sizeof raw);
-  return raw;
-}
-
-// Records the status as the thread's last error (logged at WARN) and returns its code.
-tucclResult_t finish(const char* function, const Status& status, int rank = -1) {
+tucclResult_t finish(const char* function, const Status& status, int rank) {
   if (status) return tucclSuccess;
-  lastError = std::string(function) + ": " + status.message();
-  tuccl::logLine(tuccl::LogLevel::Warn, rank, lastError);
+  lastError() = std::string(function) + ": " + status.message();
+  tuccl::logLine(tuccl::LogLevel::Warn, rank, lastError());
   return resultOf(status.code());
 }
 
@@ -75,8 +59,7 @@ tucclResult_t invalid(const char* function, const std::string& why) {
   return finish(function, tuccl::makeError(ErrorCode::InvalidArgument, why));
 }
 
-template <typename Body>
-tucclResult_t guarded(const char* function, Body&& body) {
+tucclResult_t guardedCall(const char* function, const std::function<tucclResult_t()>& body) {
   try {
     return body();
   } catch (const std::exception& error) {
@@ -86,66 +69,114 @@ tucclResult_t guarded(const char* function, Body&& body) {
   }
 }
 
-// A use of a communicator by one call: abort/destroy wait until every use ended.
-class Use {
- public:
-  explicit Use(tucclComm* comm) : comm_(comm) {
-    std::lock_guard lock(comm_->mutex);
-    ++comm_->active;
-  }
-  ~Use() {
-    std::lock_guard lock(comm_->mutex);
-    if (--comm_->active == 0) comm_->idle.notify_all();
-  }
-  Use(const Use&) = delete;
-  Use& operator=(const Use&) = delete;
+Use::Use(tucclComm* comm) : comm_(comm) {
+  std::lock_guard lock(comm_->mutex);
+  ++comm_->active;
+}
 
- private:
-  tucclComm* comm_;
-};
+Use::~Use() {
+  std::lock_guard lock(comm_->mutex);
+  if (--comm_->active == 0) comm_->idle.notify_all();
+}
 
 void waitIdle(tucclComm* comm) {
   std::unique_lock lock(comm->mutex);
   comm->idle.wait(lock, [&] { return comm->active == 0; });
 }
 
+GroupWork& threadGroup() {
+  thread_local GroupWork group;
+  return group;
+}
+
+}  // namespace tuccl::api
+
+namespace {
+
+using namespace tuccl::api;
+
 // ---- Groups ----------------------------------------------------------------------------------
 
+// A call kept for the end of the group: a collective, or one send or receive.
 struct PendingCall {
   tucclComm* comm;
+  bool isPeer;
   tuccl::CollectiveCall call;
+  tuccl::backend::PeerCall peer;
   tucclStream_t stream;
 };
-thread_local int groupDepth = 0;
 thread_local std::vector<PendingCall> groupCalls;
+
+// One communicator's part of a group: its collectives in the order issued, then its sends and
+// receives, stream by stream, each stream's as one batch that runs all of them at once (so their
+// order inside the group never matters).
+Status launchOnComm(tucclComm* comm, const std::vector<PendingCall>& calls) {
+  Use use(comm);
+  Status first;
+  auto keep = [&](const Status& status) {
+    if (!status && first) first = status;
+  };
+  for (const PendingCall& call : calls) {
+    if (call.comm == comm && !call.isPeer) keep(comm->impl->enqueue(call.call, call.stream));
+  }
+  std::vector<tucclStream_t> streams;
+  for (const PendingCall& call : calls) {
+    if (call.comm == comm && call.isPeer && std::find(streams.begin(), streams.end(), call.stream) == streams.end()) {
+      streams.push_back(call.stream);
+    }
+  }
+  for (tucclStream_t stream : streams) {
+    std::vector<tuccl::backend::PeerCall> batch;
+    for (const PendingCall& call : calls) {
+      if (call.comm == comm && call.isPeer && call.stream == stream) batch.push_back(call.peer);
+    }
+    keep(comm->impl->enqueuePeers(batch, stream));
+  }
+  return first;
+}
 
 // Launches the calls of a group: on the CPU device, NULL-stream calls of different communicators
 // must run together (each waits for its peers), so every communicator's calls get a thread.
-Status launchGroup(std::vector<PendingCall> calls) {
+Status launchGroup(const std::vector<PendingCall>& calls) {
   std::vector<tucclComm*> comms;
   for (const PendingCall& call : calls) {
     if (std::find(comms.begin(), comms.end(), call.comm) == comms.end()) comms.push_back(call.comm);
   }
   std::vector<Status> results(comms.size());
-  auto runComm = [&](size_t index) {
-    for (const PendingCall& call : calls) {
-      if (call.comm != comms[index]) continue;
-      Use use(call.comm);
-      Status status = call.comm->impl->enqueue(call.call, call.stream);
-      if (!status && results[index]) results[index] = status;
-    }
-  };
   if (comms.size() == 1) {
-    runComm(0);
+    results[0] = launchOnComm(comms[0], calls);
   } else {
     std::vector<std::thread> threads;
-    for (size_t i = 0; i < comms.size(); ++i) threads.emplace_back(runComm, i);
+    for (size_t i = 0; i < comms.size(); ++i) threads.emplace_back([&, i] { results[i] = launchOnComm(comms[i], calls); });
     for (std::thread& thread : threads) thread.join();
   }
   for (Status& status : results) {
     if (!status) return status;
   }
   return {};
+}
+
+// Makes the communicators initialised inside the group, all at once (they may be ranks of one
+// communicator, which meet each other): the first failure is answered.
+tucclResult_t runDeferredInits(std::vector<std::function<tucclResult_t()>> inits) {
+  if (inits.empty()) return tucclSuccess;
+  std::vector<tucclResult_t> results(inits.size(), tucclSuccess);
+  std::vector<std::string> errors(inits.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < inits.size(); ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = inits[i]();
+      errors[i] = lastError();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (size_t i = 0; i < inits.size(); ++i) {
+    if (results[i] != tucclSuccess && results[i] != tucclInProgress) {
+      lastError() = errors[i];
+      return results[i];
+    }
+  }
+  return tucclSuccess;
 }
 
 tucclResult_t collective(const char* function, tuccl::Collective kind, const void* sendbuff, void* recvbuff,
@@ -155,8 +186,8 @@ tucclResult_t collective(const char* function, tuccl::Collective kind, const voi
     if (comm == nullptr) return invalid(function, "comm is NULL");
     tuccl::Expected<tuccl::CollectiveCall> call = comm->impl->callOf(kind, sendbuff, recvbuff, count, datatype, op, root);
     if (!call) return finish(function, call.status(), comm->impl->rank());
-    if (groupDepth > 0) {
-      groupCalls.push_back(PendingCall{comm, *call, stream});
+    if (threadGroup().depth > 0) {
+      groupCalls.push_back(PendingCall{comm, false, *call, {}, stream});
       return tucclSuccess;
     }
     Use use(comm);
@@ -164,27 +195,58 @@ tucclResult_t collective(const char* function, tuccl::Collective kind, const voi
   });
 }
 
-tucclResult_t initRank(tucclComm_t* comm, int nranks, const tuccl::backend::UniqueIdBytes& id, int rank,
-                       int cudaDevice) {
-  tuccl::Expected<tuccl::backend::CommOptions> options = tuccl::backend::commOptionsFromEnvironment();
-  if (!options) return finish("tucclCommInitRank", options.status());
-  tuccl::Expected<std::unique_ptr<Communicator>> created =
-      Communicator::create(id, rank, nranks, *options, cudaDevice);
-  if (!created) return finish("tucclCommInitRank", created.status(), rank);
-  auto* handle = new tucclComm();
-  handle->impl = std::move(*created);
-  *comm = handle;
-  return tucclSuccess;
+// Sends and receives of one call (a send, Gather, AllToAllv...): kept when a group is open, else
+// launched as one batch.
+tucclResult_t peerCalls(const char* function, tucclComm_t comm, const std::vector<tuccl::backend::PeerCall>& calls,
+                        tucclStream_t stream) {
+  if (threadGroup().depth > 0) {
+    for (const tuccl::backend::PeerCall& call : calls) groupCalls.push_back(PendingCall{comm, true, {}, call, stream});
+    return tucclSuccess;
+  }
+  Use use(comm);
+  return finish(function, comm->impl->enqueuePeers(calls, stream), comm->impl->rank());
 }
 
-// The GPU of a rank a launcher started: its local rank modulo the GPUs the driver sees, so the
-// ranks of a node spread over its GPUs and several share one when there are fewer GPUs than ranks
-// (nccl-tests' choice). 0 where no driver loads or TUCCL_DEVICE=cpu.
-int launchedRankDevice(int localRank) {
-  if (tuccl::equalsIgnoreCase(tuccl::env::text("TUCCL_DEVICE").value_or(""), "cpu")) return 0;
-  tuccl::Expected<const tuccl::backend::CudaDriver*> driver = tuccl::backend::loadCudaDriver();
-  if (!driver || (*driver)->deviceCount < 1) return 0;
-  return std::max(localRank, 0) % (*driver)->deviceCount;
+tucclResult_t peerCall(const char* function, bool send, const void* buffer, size_t count, int datatype, int peer,
+                       tucclComm_t comm, tucclStream_t stream) {
+  return guarded(function, [&] {
+    if (comm == nullptr) return invalid(function, "comm is NULL");
+    tuccl::Expected<tuccl::backend::PeerCall> call = comm->impl->peerCallOf(send, buffer, count, datatype, peer);
+    if (!call) return finish(function, call.status(), comm->impl->rank());
+    return peerCalls(function, comm, {*call}, stream);
+  });
+}
+
+// Gather (toRoot) or Scatter: the root sends or receives rank r's block at r * count, every rank
+// its own block; the root's own block is a send to itself.
+tucclResult_t rooted(const char* function, bool toRoot, const void* sendbuff, void* recvbuff, size_t count,
+                     int datatype, int root, tucclComm_t comm, tucclStream_t stream) {
+  return guarded(function, [&] {
+    if (comm == nullptr) return invalid(function, "comm is NULL");
+    Communicator& c = *comm->impl;
+    if (root < 0 || root >= c.nRanks()) {
+      return invalid(function, "root " + std::to_string(root) + " is outside [0, " + std::to_string(c.nRanks()) + ")");
+    }
+    std::vector<tuccl::backend::PeerCall> calls;
+    auto add = [&](bool send, const void* buffer, int peer) {
+      tuccl::Expected<tuccl::backend::PeerCall> call = c.peerCallOf(send, buffer, count, datatype, peer);
+      if (!call) return call.status();
+      calls.push_back(*call);
+      return Status();
+    };
+    Status made = add(toRoot, toRoot ? sendbuff : recvbuff, root);
+    if (made && c.rank() == root) {
+      const tuccl::Expected<size_t> block = c.blockBytes(count, datatype);
+      for (int r = 0; made && r < c.nRanks() && block; ++r) {
+        const size_t at = static_cast<size_t>(r) * *block;
+        made = toRoot ? add(false, static_cast<char*>(recvbuff) + at, r)
+                      : add(true, static_cast<const char*>(sendbuff) + at, r);
+      }
+      if (!block) made = block.status();
+    }
+    if (!made) return finish(function, made, c.rank());
+    return peerCalls(function, comm, calls, stream);
+  });
 }
 
 }  // namespace
@@ -212,144 +274,7 @@ const char* tucclGetErrorString(tucclResult_t result) {
   }
 }
 
-const char* tucclGetLastError(tucclComm_t /*comm*/) { return lastError.c_str(); }
-
-tucclResult_t tucclGetUniqueId(tucclUniqueId* uniqueId) {
-  return guarded("tucclGetUniqueId", [&] {
-    if (uniqueId == nullptr) return invalid("tucclGetUniqueId", "uniqueId is NULL");
-    tuccl::Expected<tuccl::backend::CommOptions> options = tuccl::backend::commOptionsFromEnvironment();
-    if (!options) return finish("tucclGetUniqueId", options.status());
-    const std::optional<std::string> address = tuccl::env::text("TUCCL_COMM_ID");
-    tuccl::backend::BootstrapOptions bootstrapOptions;
-    bootstrapOptions.timeoutSeconds = options->timeoutSeconds;
-    bootstrapOptions.interfaceName = options->interfaceName;
-    tuccl::Expected<tuccl::backend::UniqueIdBytes> id = address ? tuccl::backend::uniqueIdFromAddress(*address)
-                                                                : tuccl::backend::makeUniqueId(bootstrapOptions);
-    if (!id) return finish("tucclGetUniqueId", id.status());
-    std::memcpy(uniqueId->internal, id->bytes, TUCCL_UNIQUE_ID_BYTES);
-    return tucclSuccess;
-  });
-}
-
-tucclResult_t tucclCommInitRank(tucclComm_t* comm, int nranks, tucclUniqueId commId, int rank) {
-  return guarded("tucclCommInitRank", [&] {
-    if (comm == nullptr) return invalid("tucclCommInitRank", "comm is NULL");
-    *comm = nullptr;
-    tuccl::backend::UniqueIdBytes id;
-    std::memcpy(id.bytes, commId.internal, TUCCL_UNIQUE_ID_BYTES);
-    return initRank(comm, nranks, id, rank, -1);  // the caller's current CUDA device, like NCCL
-  });
-}
-
-tucclResult_t tucclCommInitFromEnv(tucclComm_t* comm) {
-  return guarded("tucclCommInitFromEnv", [&] {
-    if (comm == nullptr) return invalid("tucclCommInitFromEnv", "comm is NULL");
-    *comm = nullptr;
-    tuccl::Expected<tuccl::backend::LaunchEnvironment> launch = tuccl::backend::readLaunchEnvironment();
-    if (!launch) return finish("tucclCommInitFromEnv", launch.status());
-    tuccl::Expected<tuccl::backend::UniqueIdBytes> id = tuccl::backend::uniqueIdFromAddress(launch->commId);
-    if (!id) return finish("tucclCommInitFromEnv", id.status());
-    return initRank(comm, launch->nRanks, *id, launch->rank, launchedRankDevice(launch->localRank));
-  });
-}
-
-tucclResult_t tucclCommInitAll(tucclComm_t* comms, int ndev, const int* devlist) {
-  return guarded("tucclCommInitAll", [&] {
-    if (comms == nullptr) return invalid("tucclCommInitAll", "comms is NULL");
-    if (ndev < 1) return invalid("tucclCommInitAll", "ndev " + std::to_string(ndev) + " is not positive");
-    tucclUniqueId unique;
-    if (tucclResult_t made = tucclGetUniqueId(&unique); made != tucclSuccess) return made;
-    tuccl::backend::UniqueIdBytes id;
-    std::memcpy(id.bytes, unique.internal, TUCCL_UNIQUE_ID_BYTES);
-    std::vector<tucclResult_t> results(static_cast<size_t>(ndev), tucclSuccess);
-    std::vector<std::string> errors(static_cast<size_t>(ndev));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ndev; ++r) {
-      threads.emplace_back([&, r] {
-        comms[r] = nullptr;
-        results[r] = guarded("tucclCommInitAll", [&] { return initRank(&comms[r], ndev, id, r, devlist != nullptr ? devlist[r] : r); });
-        errors[r] = lastError;
-      });
-    }
-    for (std::thread& thread : threads) thread.join();
-    for (int r = 0; r < ndev; ++r) {
-      if (results[r] == tucclSuccess) continue;
-      for (int other = 0; other < ndev; ++other) {
-        if (comms[other] != nullptr) tucclCommAbort(comms[other]);
-        comms[other] = nullptr;
-      }
-      lastError = errors[r];
-      return results[r];
-    }
-    return tucclSuccess;
-  });
-}
-
-tucclResult_t tucclCommDestroy(tucclComm_t comm) {
-  return guarded("tucclCommDestroy", [&] {
-    if (comm == nullptr) return invalid("tucclCommDestroy", "comm is NULL");
-    waitIdle(comm);
-    const int rank = comm->impl->rank();
-    Status status = comm->impl->finalize();
-    delete comm;
-    return finish("tucclCommDestroy", status, rank);
-  });
-}
-
-tucclResult_t tucclCommAbort(tucclComm_t comm) {
-  return guarded("tucclCommAbort", [&] {
-    if (comm == nullptr) return tucclSuccess;  // like NCCL: aborting nothing is fine
-    comm->impl->abort("tucclCommAbort was called");
-    waitIdle(comm);  // blocked calls return at their next wait
-    delete comm;
-    return tucclSuccess;
-  });
-}
-
-tucclResult_t tucclCommGetAsyncError(tucclComm_t comm, tucclResult_t* asyncError) {
-  if (comm == nullptr || asyncError == nullptr) return invalid("tucclCommGetAsyncError", "comm or asyncError is NULL");
-  const Status status = comm->impl->asyncError();
-  *asyncError = resultOf(status.code());
-  // The reason, for tucclGetLastError on this thread: the failure happened on another one.
-  if (!status) lastError = "asynchronous error: " + status.message();
-  return tucclSuccess;
-}
-
-tucclResult_t tucclCommCount(const tucclComm_t comm, int* count) {
-  if (comm == nullptr || count == nullptr) return invalid("tucclCommCount", "comm or count is NULL");
-  *count = comm->impl->nRanks();
-  return tucclSuccess;
-}
-
-tucclResult_t tucclCommUserRank(const tucclComm_t comm, int* rank) {
-  if (comm == nullptr || rank == nullptr) return invalid("tucclCommUserRank", "comm or rank is NULL");
-  *rank = comm->impl->rank();
-  return tucclSuccess;
-}
-
-tucclResult_t tucclCommCuDevice(const tucclComm_t comm, int* device) {
-  if (comm == nullptr || device == nullptr) return invalid("tucclCommCuDevice", "comm or device is NULL");
-  *device = comm->impl->deviceOrdinal();
-  return tucclSuccess;
-}
-
-tucclResult_t tucclCommDeviceKind(const tucclComm_t comm, tucclDeviceKind_t* kind) {
-  if (comm == nullptr || kind == nullptr) return invalid("tucclCommDeviceKind", "comm or kind is NULL");
-  *kind = comm->impl->deviceKind() == tuccl::backend::DeviceKind::Cuda ? tucclDeviceCuda : tucclDeviceCpu;
-  return tucclSuccess;
-}
-
-tucclResult_t tucclCommHostAllGather(tucclComm_t comm, const void* sendbuff, void* recvbuff, size_t bytes) {
-  return guarded("tucclCommHostAllGather", [&] {
-    if (comm == nullptr) return invalid("tucclCommHostAllGather", "comm is NULL");
-    if (bytes > 0 && (sendbuff == nullptr || recvbuff == nullptr)) {
-      return invalid("tucclCommHostAllGather", "sendbuff or recvbuff is NULL");
-    }
-    if (bytes > (64u << 20)) return invalid("tucclCommHostAllGather", "more than 64 MiB of control data");
-    Use use(comm);
-    return finish("tucclCommHostAllGather", comm->impl->hostAllGather(sendbuff, recvbuff, bytes), comm->impl->rank());
-  });
-}
+const char* tucclGetLastError(tucclComm_t /*comm*/) { return lastError().c_str(); }
 
 tucclResult_t tucclStreamCreate(tucclStream_t* stream) {
   return guarded("tucclStreamCreate", [&] {
@@ -413,20 +338,72 @@ tucclResult_t tucclAllToAll(const void* sendbuff, void* recvbuff, size_t count, 
                     comm, stream);
 }
 
+tucclResult_t tucclSend(const void* sendbuff, size_t count, tucclDataType_t datatype, int peer, tucclComm_t comm,
+                        tucclStream_t stream) {
+  return peerCall("tucclSend", true, sendbuff, count, rawValue(datatype), peer, comm, stream);
+}
+
+tucclResult_t tucclRecv(void* recvbuff, size_t count, tucclDataType_t datatype, int peer, tucclComm_t comm,
+                        tucclStream_t stream) {
+  return peerCall("tucclRecv", false, recvbuff, count, rawValue(datatype), peer, comm, stream);
+}
+
+tucclResult_t tucclGather(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype, int root,
+                          tucclComm_t comm, tucclStream_t stream) {
+  return rooted("tucclGather", true, sendbuff, recvbuff, count, rawValue(datatype), root, comm, stream);
+}
+
+tucclResult_t tucclScatter(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype, int root,
+                           tucclComm_t comm, tucclStream_t stream) {
+  return rooted("tucclScatter", false, sendbuff, recvbuff, count, rawValue(datatype), root, comm, stream);
+}
+
+tucclResult_t tucclAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,
+                             const size_t recvcounts[], const size_t rdispls[], tucclDataType_t datatype,
+                             tucclComm_t comm, tucclStream_t stream) {
+  return guarded("tucclAllToAllv", [&] {
+    if (comm == nullptr) return invalid("tucclAllToAllv", "comm is NULL");
+    if (sendcounts == nullptr || sdispls == nullptr || recvcounts == nullptr || rdispls == nullptr) {
+      return invalid("tucclAllToAllv", "a count or displacement array is NULL");
+    }
+    Communicator& c = *comm->impl;
+    const tuccl::Expected<size_t> unit = c.blockBytes(1, rawValue(datatype));
+    if (!unit) return finish("tucclAllToAllv", unit.status(), c.rank());
+    std::vector<tuccl::backend::PeerCall> calls;
+    for (int r = 0; r < c.nRanks(); ++r) {
+      for (bool send : {true, false}) {
+        const size_t count = send ? sendcounts[r] : recvcounts[r];
+        const size_t displ = send ? sdispls[r] : rdispls[r];
+        if (count > 0 && displ > SIZE_MAX / *unit) return invalid("tucclAllToAllv", "a displacement overflows");
+        const void* base = send ? sendbuff : static_cast<const void*>(recvbuff);
+        const void* at = count == 0 ? nullptr : static_cast<const char*>(base) + displ * *unit;
+        tuccl::Expected<tuccl::backend::PeerCall> call = c.peerCallOf(send, at, count, rawValue(datatype), r);
+        if (!call) return finish("tucclAllToAllv", call.status(), c.rank());
+        calls.push_back(*call);
+      }
+    }
+    return peerCalls("tucclAllToAllv", comm, calls, stream);
+  });
+}
+
 tucclResult_t tucclGroupStart(void) {
-  ++groupDepth;
+  ++threadGroup().depth;
   return tucclSuccess;
 }
 
 tucclResult_t tucclGroupEnd(void) {
   return guarded("tucclGroupEnd", [&] {
-    if (groupDepth == 0) {
+    GroupWork& group = threadGroup();
+    if (group.depth == 0) {
       return finish("tucclGroupEnd", tuccl::makeError(ErrorCode::Unsupported, "tucclGroupEnd without tucclGroupStart"));
     }
-    if (--groupDepth > 0) return tucclSuccess;
+    if (--group.depth > 0) return tucclSuccess;
+    std::vector<std::function<tucclResult_t()>> inits = std::move(group.inits);
+    group.inits.clear();
     std::vector<PendingCall> calls = std::move(groupCalls);
     groupCalls.clear();
-    return finish("tucclGroupEnd", launchGroup(std::move(calls)));
+    if (const tucclResult_t made = runDeferredInits(std::move(inits)); made != tucclSuccess) return made;
+    return finish("tucclGroupEnd", launchGroup(calls));
   });
 }
 

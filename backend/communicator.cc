@@ -60,6 +60,14 @@ std::optional<ReduceOp> reduceOpOf(int op) {
   }
 }
 
+// Bytes of an element of every NCCL datatype (nccl.h ncclDataType_t, 2.28: int8, uint8, int32,
+// uint32, int64, uint64, float16, float32, float64, bfloat16, float8 e4m3, float8 e5m2), for
+// point-to-point, which moves bytes whatever they hold. 0: not a datatype.
+int64_t anyTypeSize(int type) {
+  static constexpr int64_t kSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return type >= 0 && type < static_cast<int>(std::size(kSizes)) ? kSizes[type] : 0;
+}
+
 bool usesOp(Collective collective) {
   return collective == Collective::AllReduce || collective == Collective::ReduceScatter ||
          collective == Collective::Reduce;
@@ -228,6 +236,12 @@ struct Communicator::Impl {
 
   std::mutex mutex;  // placement, sequence
   std::unique_ptr<StagingAllocator> allocator;
+  /// The point-to-point rings (StagingAllocator::placePeerRings), placed first on every fresh
+  /// allocator; null when the staging cannot hold them (peerRefusal says why).
+  std::unique_ptr<PlanPlacement> peerRings;
+  std::string peerRefusal;
+  int64_t peerSlot = 0;  ///< their slot (payload) bytes
+  std::vector<uint32_t> sentTo, receivedFrom;  ///< by peer: transfers issued so far (slices carry the number)
   std::map<std::string, std::unique_ptr<PlanPlacement>> placements;
   int64_t stagingRestarts = 0;  ///< restartStaging calls so far
   std::set<std::string> logged;
@@ -282,6 +296,8 @@ struct Communicator::Impl {
   Expected<std::unique_ptr<Device>> chooseDevice(PlanCacheOptions& planOptions, int cudaDevice);
   Expected<const PlanPlacement*> placementFor(const CompiledPlan& compiled);
   Status restartStaging(const std::string& algorithm);
+  void placePeerRings();
+  Status launchPeers(const std::vector<PeerCall>& calls, tucclStream_t stream);
 
   // ---- One call: decide -> choose -> settle (plan and place) -> launch
 
@@ -391,6 +407,58 @@ Status Communicator::Impl::copyLocally(const CollectiveCall& call, tucclStream_t
   if (call.collective != Collective::Reduce && call.collective != Collective::Broadcast && call.inPlace) return {};
   return device->copy(call.recvbuff, call.sendbuff, static_cast<size_t>(call.count) * dataTypeSize(call.dataType),
                       stream);
+}
+
+// A batch of sends and receives. Those with this rank itself pair up in order (the k-th send to
+// itself with the k-th receive) and are copies, done first on the stream; the others get the next
+// transfer number of their pair and direction and run as one batch.
+Status Communicator::Impl::launchPeers(const std::vector<PeerCall>& calls, tucclStream_t stream) {
+  std::vector<const PeerCall*> selfSends, selfReceives;
+  PeerBatch batch;
+  batch.rank = rank;
+  batch.timeoutSeconds = options.timeoutSeconds;
+  for (const PeerCall& call : calls) {
+    if (call.bytes == 0) continue;  // both sides skip it alike: nothing travels
+    if (call.peer == rank) {
+      (call.send ? selfSends : selfReceives).push_back(&call);
+      continue;
+    }
+    batch.transfers.push_back(PeerTransfer{call.send, call.peer, call.buffer, call.bytes, 0, 0});
+  }
+  if (selfSends.size() != selfReceives.size()) {
+    return makeError(ErrorCode::InvalidArgument, "send/receive: " + std::to_string(selfSends.size()) +
+                                                     " send(s) to this rank itself but " +
+                                                     std::to_string(selfReceives.size()) + " receive(s) from it");
+  }
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    if (selfSends[i]->bytes != selfReceives[i]->bytes) {
+      return makeError(ErrorCode::InvalidArgument, "send/receive: a send of " + std::to_string(selfSends[i]->bytes) +
+                                                       " bytes to this rank itself meets a receive of " +
+                                                       std::to_string(selfReceives[i]->bytes));
+    }
+    if (Status copied = device->copy(selfReceives[i]->buffer, selfSends[i]->buffer,
+                                     static_cast<size_t>(selfSends[i]->bytes), stream);
+        !copied) {
+      return copied;
+    }
+  }
+  if (batch.transfers.empty()) return {};
+  {
+    std::lock_guard lock(mutex);
+    if (!peerRings) return makeError(ErrorCode::ResourceExhausted, "send/receive: " + peerRefusal);
+    for (PeerTransfer& transfer : batch.transfers) {
+      transfer.number = (transfer.send ? sentTo : receivedFrom)[transfer.peer]++;
+      transfer.ring = transfer.send ? peerRingIndex(rank, transfer.peer, nRanks)
+                                    : peerRingIndex(transfer.peer, rank, nRanks);
+    }
+    batch.placement = peerRings.get();
+    batch.sliceBytes = peerSlot;
+    batch.sequence = nextSequence++;
+  }
+  Status launched = device->launchPeers(batch, stream);
+  if (!launched) fail(launched);
+  if (!launched && launched.code() != ErrorCode::Timeout && launched.code() != ErrorCode::Aborted) device->abort();
+  return launched;
 }
 
 // TUCCL_DEVICE: cuda needs the driver and a GPU; auto takes the GPU when the driver loads and
@@ -562,7 +630,28 @@ Status Communicator::Impl::openStaging(int32_t nHosts) {
     }
   }
   allocator = std::make_unique<StagingAllocator>(nRanks, options.stagingBytes);
+  placePeerRings();
   return {};
+}
+
+// The point-to-point rings on a fresh allocator (before any plan's), their transfer numbers from
+// zero: the same on every rank. Under `mutex` or before the communicator is shared.
+void Communicator::Impl::placePeerRings() {
+  peerRings.reset();
+  sentTo.assign(static_cast<size_t>(nRanks), 0);
+  receivedFrom.assign(static_cast<size_t>(nRanks), 0);
+  if (nRanks < 2) return;
+  peerSlot = peerSlotBytes(options.stagingBytes, nRanks, options.stagingSlots, options.chunkSize);
+  Expected<PlanPlacement> placed = peerSlot > 0
+                                       ? allocator->placePeerRings(peerSlot, options.stagingSlots)
+                                       : Expected<PlanPlacement>(makeError(ErrorCode::ResourceExhausted, ""));
+  if (placed) {
+    peerRings = std::make_unique<PlanPlacement>(std::move(*placed));
+    return;
+  }
+  peerRefusal = "the staging of " + formatByteSize(static_cast<uint64_t>(options.stagingBytes)) +
+                " per rank cannot hold a point-to-point ring for each of the " + std::to_string(nRanks - 1) +
+                " peers (raise TUCCL_STAGING_BYTES)";
 }
 
 // The services of a running communicator: the device's error sink, the inter-node proxy (several
@@ -619,6 +708,7 @@ Status Communicator::Impl::startProxy(const UniqueIdBytes& id) {
       });
   if (!started) return started.status();
   proxy = std::move(*started);
+  if (peerRings) proxy->addRings(*peerRings);
   logLine(LogLevel::Info, rank, "inter-node transfers: " + proxy->description());
   return {};
 }
@@ -655,6 +745,7 @@ Status Communicator::Impl::restartStaging(const std::string& algorithm) {
   const size_t dropped = placements.size();
   placements.clear();
   allocator = std::make_unique<StagingAllocator>(nRanks, options.stagingBytes);
+  placePeerRings();
   if (Status met = bootstrap->barrier(); !met) return met;
   ++stagingRestarts;
   logLine(LogLevel::Info, rank,
@@ -750,6 +841,35 @@ Status Communicator::enqueue(const CollectiveCall& call, tucclStream_t stream) {
   Expected<KernelCall> kernel = s.settle(call, *choice);
   if (!kernel) return kernel.status();
   return s.launch(std::move(*kernel), *choice, stream);
+}
+
+Expected<size_t> Communicator::blockBytes(size_t count, int dataType) const {
+  const int64_t size = anyTypeSize(dataType);
+  if (size == 0) return makeError(ErrorCode::InvalidArgument, "datatype " + std::to_string(dataType) + " is not one NCCL defines");
+  if (count > static_cast<size_t>(INT64_MAX / 2) / static_cast<size_t>(size)) {
+    return makeError(ErrorCode::InvalidArgument, "count " + std::to_string(count) + " overflows the buffer size");
+  }
+  return count * static_cast<size_t>(size);
+}
+
+Expected<PeerCall> Communicator::peerCallOf(bool send, const void* buffer, size_t count, int dataType, int peer) const {
+  const std::string name = send ? "send" : "receive";
+  Expected<size_t> bytes = blockBytes(count, dataType);
+  if (!bytes) return makeError(ErrorCode::InvalidArgument, name + ": " + bytes.status().message());
+  if (peer < 0 || peer >= impl_->nRanks) {
+    return makeError(ErrorCode::InvalidArgument, name + ": peer " + std::to_string(peer) + " is outside [0, " +
+                                                     std::to_string(impl_->nRanks) + ")");
+  }
+  if (*bytes > 0 && buffer == nullptr) return makeError(ErrorCode::InvalidArgument, name + ": the buffer is NULL");
+  return PeerCall{send, peer, const_cast<void*>(buffer), static_cast<int64_t>(*bytes)};
+}
+
+Status Communicator::enqueuePeers(const std::vector<PeerCall>& calls, tucclStream_t stream) {
+  if (Status status = impl_->device->checkStream(stream); !status) {
+    return makeError(ErrorCode::InvalidArgument, "send/receive: " + status.message());
+  }
+  if (Status status = asyncError(); !status) return status;
+  return impl_->launchPeers(calls, stream);
 }
 
 Status Communicator::hostAllGather(const void* send, void* recv, size_t bytes) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "adapt/runtime.h"
 #include "backend/bootstrap.h"
@@ -43,6 +44,15 @@ struct CommOptions {
 };
 Expected<CommOptions> commOptionsFromEnvironment();
 
+/// One send or receive of point-to-point (tucclSend / tucclRecv), checked: the bytes travel as
+/// they are, whatever their datatype.
+struct PeerCall {
+  bool send = true;
+  int32_t peer = 0;
+  void* buffer = nullptr;  ///< the send buffer (read only) or the receive buffer
+  int64_t bytes = 0;
+};
+
 class Communicator {
  public:
   static Expected<std::unique_ptr<Communicator>> create(const UniqueIdBytes& id, int32_t rank, int32_t nRanks,
@@ -62,6 +72,15 @@ class Communicator {
   /// InvalidArgument with the reason when they are bad.
   Expected<CollectiveCall> callOf(Collective collective, const void* sendbuff, void* recvbuff, size_t count,
                                   int dataType, int op, int root) const;
+  /// A send (`send`) or receive of `count` elements of `dataType` (any NCCL datatype, fp8
+  /// included) with `peer`, checked: InvalidArgument with the reason.
+  Expected<PeerCall> peerCallOf(bool send, const void* buffer, size_t count, int dataType, int peer) const;
+  /// Bytes of `count` elements of `dataType` (InvalidArgument: an unknown type, or an overflow).
+  Expected<size_t> blockBytes(size_t count, int dataType) const;
+  /// Enqueues sends and receives to run together, one TB each (a group's, or one call's): every
+  /// one moves through the staging ring of its pair of ranks, so their order does not matter.
+  /// Those with this rank itself pair up in order and are copies.
+  Status enqueuePeers(const std::vector<PeerCall>& calls, tucclStream_t stream);
   /// Enqueues a call callOf made (the NULL stream on the CPU device: runs): the plan cache decides
   /// it (one table lookup), the runtime phase chooses its configuration group, its plan is placed,
   /// and the device launches it.

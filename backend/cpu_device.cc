@@ -6,7 +6,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <array>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -14,6 +16,7 @@
 #include "backend/cpu_stream.h"
 #include "backend/kernel_call.h"
 #include "kernelgen/device/datatypes.h"
+#include "kernelgen/device/peer.h"
 #include "kernelgen/tb_pool.h"
 #include "kernelgen/tb_report.h"
 #include "transport/staging_transport.h"
@@ -25,6 +28,20 @@ using Clock = std::chrono::steady_clock;
 
 Clock::duration seconds(double value) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::clamp(value, 0.0, 86400.0)));
+}
+
+// Point-to-point on the host: one TB thread per transfer, in libtuccl itself (peer.h needs no
+// generated code).
+void hostPeerTransfer(dev::KernelArgs args) { dev::peerTransfer(args); }
+void setHostBlock(unsigned block) { dev::host::blockIdx.x = block; }
+
+const HostKernels& hostPeerKernels() {
+  static const HostKernels kernels = [] {
+    HostKernels built;
+    built.setBlock = setHostBlock;
+    return built;
+  }();
+  return kernels;
 }
 
 // This rank's view of one placed plan: its rings and its private flags.
@@ -63,23 +80,28 @@ struct State {
     if (sink) sink(status);
   }
 
+  // The ring `p` in the segments as this rank maps them.
+  dev::RingDevice ringOf(const RingPlacement& p) const {
+    dev::RingDevice ring;
+    char* dst = bases[p.dstRank];
+    char* src = bases[p.srcRank];
+    ring.staging = dst + p.stagingInDst;
+    ring.tags = reinterpret_cast<uint64_t*>(dst + p.tagsInDst);
+    ring.posted = reinterpret_cast<uint64_t*>(dst + p.postedInDst);
+    ring.recvCount = reinterpret_cast<uint64_t*>(dst + p.recvCountInDst);
+    ring.consumed = reinterpret_cast<uint64_t*>(src + p.consumedInSrc);
+    ring.sendCount = reinterpret_cast<uint64_t*>(src + p.sendCountInSrc);
+    ring.slotBytes = p.slotBytes;
+    ring.nSlots = p.nSlots;
+    return ring;
+  }
+
   RankRuntime& runtimeFor(const KernelCall& call) {
     auto [it, fresh] = runtimes.try_emplace(call.placement);
     RankRuntime& runtime = it->second;
     if (fresh) {
       for (const RingPlacement& p : call.placement->rings) {
-        dev::RingDevice ring;
-        char* dst = bases[p.dstRank];
-        char* src = bases[p.srcRank];
-        ring.staging = dst + p.stagingInDst;
-        ring.tags = reinterpret_cast<uint64_t*>(dst + p.tagsInDst);
-        ring.posted = reinterpret_cast<uint64_t*>(dst + p.postedInDst);
-        ring.recvCount = reinterpret_cast<uint64_t*>(dst + p.recvCountInDst);
-        ring.consumed = reinterpret_cast<uint64_t*>(src + p.consumedInSrc);
-        ring.sendCount = reinterpret_cast<uint64_t*>(src + p.sendCountInSrc);
-        ring.slotBytes = p.slotBytes;
-        ring.nSlots = p.nSlots;
-        runtime.rings.push_back(ring);
+        runtime.rings.push_back(ringOf(p));
         runtime.minSlots = std::min(runtime.minSlots, p.nSlots);
       }
       const KernelLayout& layout = call.plan->layout;
@@ -89,16 +111,16 @@ struct State {
     return runtime;
   }
 
-  // Waits for the call's turn; false (with `error`) on timeout or abort.
-  bool awaitTurn(const KernelCall& call, Status& error) {
+  // Waits for the turn of call `sequence`; false (with `error`) on timeout or abort.
+  bool awaitTurn(uint64_t sequence, double timeoutSeconds, Status& error) {
     std::unique_lock lock(orderMutex);
-    const auto deadline = Clock::now() + seconds(call.timeoutSeconds);
-    while (nextSequence != call.sequence) {
+    const auto deadline = Clock::now() + seconds(timeoutSeconds);
+    while (nextSequence != sequence) {
       if (aborted()) break;
       if (turn.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50))) ==
               std::cv_status::timeout &&
           Clock::now() >= deadline) {
-        error = makeError(ErrorCode::Timeout, "call " + std::to_string(call.sequence) +
+        error = makeError(ErrorCode::Timeout, "call " + std::to_string(sequence) +
                                                   " waited longer than the timeout for the calls issued before it");
         return false;
       }
@@ -116,11 +138,17 @@ struct State {
 
   Status execute(const KernelCall& call);
   Status runKernel(const KernelCall& call);
+  Status executePeers(const PeerBatch& batch);
+  Status runPeers(const PeerBatch& batch);
+  Status abortedError() const {
+    return makeError(ErrorCode::Aborted,
+                     "the communicator was aborted (tucclCommAbort, or a rank that failed); destroy or abort it");
+  }
 };
 
 Status State::execute(const KernelCall& call) {
   Status turnError;
-  if (!awaitTurn(call, turnError)) {
+  if (!awaitTurn(call.sequence, call.timeoutSeconds, turnError)) {
     endTurn();
     return turnError;
   }
@@ -161,10 +189,7 @@ Status checkSendAhead(const CompiledPlan& compiled, const dev::KernelArgs& args,
 }
 
 Status State::runKernel(const KernelCall& call) {
-  if (aborted()) {
-    return makeError(ErrorCode::Aborted,
-                     "the communicator was aborted (tucclCommAbort, or a rank that failed); destroy or abort it");
-  }
+  if (aborted()) return abortedError();
   const CompiledPlan& compiled = *call.plan;
   if (!compiled.host || compiled.host->ranks.size() <= static_cast<size_t>(call.rank)) {
     return makeError(ErrorCode::Internal, "CPU device: the plan has no host build for rank " + std::to_string(call.rank));
@@ -209,6 +234,54 @@ Status State::runKernel(const KernelCall& call) {
   }
   if (buffers.after.bytes > 0) std::memmove(buffers.after.dst, buffers.after.src, buffers.after.bytes);
   return {};
+}
+
+Status State::executePeers(const PeerBatch& batch) {
+  Status status;
+  if (awaitTurn(batch.sequence, batch.timeoutSeconds, status)) {
+    try {
+      status = runPeers(batch);
+    } catch (const std::exception& error) {
+      status = makeError(ErrorCode::Internal, std::string("CPU device: ") + error.what());
+    }
+  }
+  endTurn();
+  return status;
+}
+
+// Every transfer on its own TB thread, all at once: a batch never waits on the order of its
+// transfers. The rings' running counts live in the segments, so consecutive batches continue them.
+Status State::runPeers(const PeerBatch& batch) {
+  if (aborted()) return abortedError();
+  const size_t n = batch.transfers.size();
+  if (n == 0) return {};
+  std::vector<dev::RingDevice> rings(n);
+  std::vector<std::array<int32_t, 2>> values(n);
+  std::vector<dev::TbReport> reports(n);
+  std::vector<dev::KernelArgs> args(n);
+  std::vector<HostLaunch> launches(n);
+  const int64_t deadline = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               (Clock::now() + seconds(batch.timeoutSeconds)).time_since_epoch())
+                               .count();
+  for (size_t i = 0; i < n; ++i) {
+    const PeerTransfer& transfer = batch.transfers[i];
+    rings[i] = ringOf(batch.placement->rings[transfer.ring]);
+    values[i] = peerValues(transfer);
+    args[i] = peerKernelArgs(transfer, batch.sliceBytes, rank);
+    args[i].rings = &rings[i];
+    args[i].reports = &reports[i];
+    args[i].roleValues = values[i].data();
+    args[i].abort = abortWord;
+    args[i].deadlineNs = deadline;
+    launches[i] = HostLaunch{hostPeerTransfer, &args[i], 1};
+  }
+  if (Expected<bool> ran = pool.run(hostPeerKernels(), launches); !ran) {
+    std::atomic_ref<int32_t>(*abortWord).store(1);
+    return ran.status();
+  }
+  Status stopped = peerBatchStatus(batch, reports);
+  if (!stopped) std::atomic_ref<int32_t>(*abortWord).store(1);  // the peers stop too
+  return stopped;
 }
 
 class CpuDevice final : public Device {
@@ -271,23 +344,13 @@ class CpuDevice final : public Device {
   Status launch(const KernelCall& call, tucclStream_t stream) override {
     if (state_->bases.empty()) return makeError(ErrorCode::Internal, "CPU device: launch before the staging was opened");
     if (stream == nullptr) return state_->execute(call);
-    std::shared_ptr<CpuStream> cpuStream = CpuStream::find(stream);
-    if (!cpuStream) {
-      return makeError(ErrorCode::InvalidArgument,
-                       "the stream is not a TuCCL CPU stream (communicators on the CPU device take NULL or a stream "
-                       "from tucclStreamCreate)");
-    }
-    state_->outstanding.fetch_add(1);
-    cpuStream->enqueue([state = state_, call] {
-      Status status = state->execute(call);
-      if (!status) state->report(status);
-      if (state->outstanding.fetch_sub(1) == 1) {
-        std::lock_guard lock(state->orderMutex);
-        state->turn.notify_all();
-      }
-      return status;
-    });
-    return {};
+    return enqueueOn(stream, [call](State& state) { return state.execute(call); });
+  }
+
+  Status launchPeers(const PeerBatch& batch, tucclStream_t stream) override {
+    if (state_->bases.empty()) return makeError(ErrorCode::Internal, "CPU device: launch before the staging was opened");
+    if (stream == nullptr) return state_->executePeers(batch);
+    return enqueueOn(stream, [batch](State& state) { return state.executePeers(batch); });
   }
 
   Status copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) override {
@@ -296,18 +359,10 @@ class CpuDevice final : public Device {
       std::memmove(dst, src, bytes);
       return {};
     }
-    std::shared_ptr<CpuStream> cpuStream = CpuStream::find(stream);
-    if (!cpuStream) return makeError(ErrorCode::InvalidArgument, "the stream is not a TuCCL CPU stream");
-    state_->outstanding.fetch_add(1);
-    cpuStream->enqueue([state = state_, dst, src, bytes] {
+    return enqueueOn(stream, [dst, src, bytes](State&) {
       std::memmove(dst, src, bytes);
-      if (state->outstanding.fetch_sub(1) == 1) {
-        std::lock_guard lock(state->orderMutex);
-        state->turn.notify_all();
-      }
       return Status();
     });
-    return {};
   }
 
   Status drain(double timeoutSeconds) override {
@@ -334,6 +389,28 @@ class CpuDevice final : public Device {
   }
 
  private:
+  // Queues `work` on the CPU stream behind what it holds; its error goes to the sink too (the
+  // caller returned long ago), and drain() counts it as outstanding until it ran.
+  Status enqueueOn(tucclStream_t stream, std::function<Status(State&)> work) {
+    std::shared_ptr<CpuStream> cpuStream = CpuStream::find(stream);
+    if (!cpuStream) {
+      return makeError(ErrorCode::InvalidArgument,
+                       "the stream is not a TuCCL CPU stream (communicators on the CPU device take NULL or a stream "
+                       "from tucclStreamCreate)");
+    }
+    state_->outstanding.fetch_add(1);
+    cpuStream->enqueue([state = state_, work = std::move(work)] {
+      Status status = work(*state);
+      if (!status) state->report(status);
+      if (state->outstanding.fetch_sub(1) == 1) {
+        std::lock_guard lock(state->orderMutex);
+        state->turn.notify_all();
+      }
+      return status;
+    });
+    return {};
+  }
+
   std::shared_ptr<State> state_;
   std::vector<bool> remote_;  // by rank: on another host
 };

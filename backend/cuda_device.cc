@@ -245,6 +245,7 @@ class CudaDevice final : public Device {
   Status checkStream(tucclStream_t) const override { return {}; }  // any CUDA stream of the context
   Status copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) override;
   Status launch(const KernelCall& call, tucclStream_t stream) override;
+  Status launchPeers(const PeerBatch& batch, tucclStream_t stream) override;
   Status drain(double timeoutSeconds) override;
   void abort() override;
   void setErrorSink(ErrorSink sink) override {
@@ -904,6 +905,10 @@ Status CudaDevice::launch(const KernelCall& call, tucclStream_t stream) {
     releaseSlot(*tracker_, **slot);
   }
   return status;
+}
+
+Status CudaDevice::launchPeers(const PeerBatch& batch, tucclStream_t) {
+  return makeError(ErrorCode::Unsupported, "CUDA device: point-to-point of " + std::to_string(batch.transfers.size()));
 }
 
 Status CudaDevice::drain(double timeoutSeconds) {

@@ -10,7 +10,8 @@
 //   4. after a bootstrap barrier, stagingShared() (the CPU device unlinks the shm name).
 // With ranks on several hosts (setRemoteRanks before 1.), a remote rank's segment is a local
 // shadow the proxy carries across the network, and the abort word is the host's first rank's.
-// Per call: launch(call, stream) enqueues the kernel of call.rank on the stream; errors found
+// Per call: launch(call, stream) enqueues the kernel of call.rank on the stream (launchPeers a
+// batch of point-to-point transfers); errors found
 // while it runs (a TB that timed out or was aborted) are reported through the error sink, and
 // make the communicator's async error.
 #pragma once
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/peer_batch.h"
 #include "backend/staging_layout.h"
 #include "kernelgen/collective_reference.h"
 #include "kernelgen/compile.h"  // CompiledPlan: what the plan cache hands out
@@ -90,6 +92,10 @@ class Device {
   /// Enqueues `call` on `stream` (nullptr: the NULL stream). A CPU call on the NULL stream runs
   /// before this returns and its error comes back here; other errors go to the error sink.
   virtual Status launch(const KernelCall& call, tucclStream_t stream) = 0;
+  /// Enqueues a batch of sends and receives on `stream`, all running at once (one TB each); like
+  /// launch, in sequence order with the calls, and on the CPU device's NULL stream done (or
+  /// failed) when this returns.
+  virtual Status launchPeers(const PeerBatch& batch, tucclStream_t stream) = 0;
   /// Copies `bytes` of device memory on `stream`, ordered with the calls enqueued there (a
   /// one-rank communicator's collectives are copies). On the CPU device's NULL stream it is done
   /// when this returns.

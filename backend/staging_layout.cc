@@ -1,6 +1,7 @@
 // Deterministic placement of staging rings in the ranks' segments (staging_layout.h).
 #include "backend/staging_layout.h"
 
+#include <algorithm>
 #include <string>
 
 namespace tuccl::backend {
@@ -56,6 +57,29 @@ Expected<PlanPlacement> StagingAllocator::place(const KernelLayout& layout, int6
   }
   used_ = std::move(used);
   return placement;
+}
+
+int64_t peerSlotBytes(int64_t capacity, int32_t nRanks, int32_t nSlots, int64_t chunkBytes) {
+  if (nRanks < 2 || nSlots < 1) return 0;
+  // Per incoming ring besides its slots: the tags and four flag lines (place() above).
+  const int64_t perRing = capacity / 4 / (nRanks - 1) - 16 * nSlots - 4 * kFlagBytes;
+  const int64_t slot = std::min(chunkBytes, perRing / nSlots) / 16 * 16;
+  return slot >= 1024 ? slot : 0;
+}
+
+Expected<PlanPlacement> StagingAllocator::placePeerRings(int64_t slotBytes, int32_t nSlots) {
+  KernelLayout pairs;
+  const auto nRanks = static_cast<int32_t>(used_.size());
+  for (int32_t src = 0; src < nRanks; ++src) {
+    for (int32_t dst = 0; dst < nRanks; ++dst) {
+      if (src == dst) continue;
+      RingInfo ring;
+      ring.srcRank = src;
+      ring.dstRank = dst;
+      pairs.rings.push_back(ring);
+    }
+  }
+  return place(pairs, slotBytes, nSlots);
 }
 
 }  // namespace tuccl::backend

@@ -44,6 +44,18 @@ struct PlanPlacement {
 /// Bytes every segment starts with: the communicator's abort word (rank 0's is the one used).
 inline constexpr int64_t kSegmentHeaderBytes = kFlagBytes;
 
+/// The point-to-point ring of the ordered pair (src, dst), src != dst, among the rings of
+/// StagingAllocator::placePeerRings.
+inline int32_t peerRingIndex(int32_t src, int32_t dst, int32_t nRanks) {
+  return src * (nRanks - 1) + (dst < src ? dst : dst - 1);
+}
+
+/// The slot size of the point-to-point rings: the chunk size, but at most what keeps every
+/// segment's incoming rings (nRanks - 1 of `nSlots` slots) within a quarter of `capacity`, so the
+/// plans keep the rest; a multiple of 16. 0 when a slot would be under 1 KiB (too many ranks for
+/// the staging: point-to-point is then refused, naming TUCCL_STAGING_BYTES).
+int64_t peerSlotBytes(int64_t capacity, int32_t nRanks, int32_t nSlots, int64_t chunkBytes);
+
 class StagingAllocator {
  public:
   /// nRanks segments of `capacity` bytes each.
@@ -52,6 +64,10 @@ class StagingAllocator {
   /// slots each. ResourceExhausted (naming the segment, the bytes needed and TUCCL_STAGING_BYTES)
   /// when a segment is full; nothing is placed then.
   Expected<PlanPlacement> place(const KernelLayout& layout, int64_t slotBytes, int32_t nSlots);
+  /// Places one ring for every ordered pair of distinct ranks (index peerRingIndex), the
+  /// point-to-point rings. Called first on a fresh allocator, so every rank finds them at the same
+  /// offsets whatever collectives it ran.
+  Expected<PlanPlacement> placePeerRings(int64_t slotBytes, int32_t nSlots);
   int64_t used(int32_t rank) const { return used_[rank]; }
   int64_t capacity() const { return capacity_; }
 

@@ -84,6 +84,23 @@ typedef enum { tucclSum = 0, tucclProd = 1, tucclMax = 2, tucclMin = 3, tucclAvg
 /* Where a communicator runs its kernels. */
 typedef enum { tucclDeviceCpu = 0, tucclDeviceCuda = 1 } tucclDeviceKind_t;
 
+/* How a communicator is made (tucclCommInitRankConfig, tucclCommSplit, ...). Start from
+ * TUCCL_CONFIG_INITIALIZER and set what you need. */
+typedef struct {
+  /* 1: init returns when the communicator is ready. 0 (non-blocking): init, split and shrink may
+   * return tucclInProgress and finish in the background; tucclCommGetAsyncError reports
+   * tucclInProgress until then, and any other call on the communicator waits for it. */
+  int blocking;
+  /* A name shown in the log lines of the communicator; NULL: none. Copied. */
+  const char* commName;
+  /* Accepted for NCCL's splitShare; a child never shares the staging of its parent. */
+  int splitShare;
+} tucclConfig_t;
+#define TUCCL_CONFIG_INITIALIZER {1, NULL, 0}
+
+/* tucclCommSplit's colour of a rank that joins no new communicator (its *newcomm is NULL). */
+#define TUCCL_SPLIT_NOCOLOR (-1)
+
 /* ---- Version and errors ----------------------------------------------------------------------- */
 
 tucclResult_t tucclGetVersion(int* version);
@@ -106,6 +123,25 @@ tucclResult_t tucclCommInitFromEnv(tucclComm_t* comm);
 /* One process, ndev ranks (threads); devlist may be NULL (devices 0..ndev-1; ignored on the CPU
  * device). comms[i] is rank i. */
 tucclResult_t tucclCommInitAll(tucclComm_t* comms, int ndev, const int* devlist);
+/* tucclCommInitRank with a configuration (config may be NULL: the defaults). Inside a group, the
+ * communicators of the group are made together at the outermost tucclGroupEnd, so one thread may
+ * initialise several ranks. */
+tucclResult_t tucclCommInitRankConfig(tucclComm_t* comm, int nranks, tucclUniqueId commId, int rank,
+                                      tucclConfig_t* config);
+/* tucclCommInitRankConfig from nId unique ids (NCCL's scalable init: every rank passes the same
+ * ids); the first one is the rendezvous. */
+tucclResult_t tucclCommInitRankScalable(tucclComm_t* newcomm, int nranks, int myrank, int nId,
+                                        tucclUniqueId* commIds, tucclConfig_t* config);
+/* Collective over comm: the ranks of equal colour form a new communicator, ranked by key (ties by
+ * their rank in comm). color TUCCL_SPLIT_NOCOLOR: the rank joins none and gets NULL. */
+tucclResult_t tucclCommSplit(tucclComm_t comm, int color, int key, tucclComm_t* newcomm, tucclConfig_t* config);
+/* Collective over the ranks of comm not listed in excludeRanks: they form a new communicator,
+ * keeping their order. flags: 0 (the excluded ranks still take part) or 1 (abort: they are gone;
+ * the remaining ranks do not wait for them). An excluded rank gets NULL. */
+tucclResult_t tucclCommShrink(tucclComm_t comm, int* excludeRanks, int excludeCount, tucclComm_t* newcomm,
+                              tucclConfig_t* config, int flags);
+/* Waits for the communicator's outstanding work; it may then only be destroyed. */
+tucclResult_t tucclCommFinalize(tucclComm_t comm);
 /* Waits for the communicator's outstanding work, then frees it. Collective: the ranks meet before
  * any of them lets go of the staging memory the others may still be reading (bounded by
  * TUCCL_TIMEOUT_S); a rank that must leave alone calls tucclCommAbort. */
@@ -155,6 +191,30 @@ tucclResult_t tucclReduce(const void* sendbuff, void* recvbuff, size_t count, tu
 /* count elements per pair: block j of sendbuff goes to rank j; block i of recvbuff comes from rank i. */
 tucclResult_t tucclAllToAll(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype,
                             tucclComm_t comm, tucclStream_t stream);
+
+/* ---- Point-to-point ------------------------------------------------------------------------- */
+
+/* count elements of sendbuff to rank peer, which posts a tucclRecv of the same count and
+ * datatype (every datatype; the bytes travel unchanged). Sends and receives between a pair of
+ * ranks match in the order they were issued. Like NCCL, a send may wait for its receive: to
+ * exchange with several peers at once, or to send and receive from one thread, put the calls in a
+ * group; a group's sends and receives complete together, in any order of the calls inside it. */
+tucclResult_t tucclSend(const void* sendbuff, size_t count, tucclDataType_t datatype, int peer, tucclComm_t comm,
+                        tucclStream_t stream);
+tucclResult_t tucclRecv(void* recvbuff, size_t count, tucclDataType_t datatype, int peer, tucclComm_t comm,
+                        tucclStream_t stream);
+/* Every rank sends count elements to root, which receives rank r's at recvbuff + r * count. */
+tucclResult_t tucclGather(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype, int root,
+                          tucclComm_t comm, tucclStream_t stream);
+/* root sends block r of sendbuff (count elements at sendbuff + r * count) to rank r. */
+tucclResult_t tucclScatter(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype, int root,
+                           tucclComm_t comm, tucclStream_t stream);
+/* All-to-all of varying sizes: sendcounts[j] elements at sendbuff + sdispls[j] go to rank j, which
+ * receives them at its recvbuff + rdispls[i] (recvcounts[i] elements, equal to what rank i sends it).
+ * Counts and displacements in elements. */
+tucclResult_t tucclAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,
+                             const size_t recvcounts[], const size_t rdispls[], tucclDataType_t datatype,
+                             tucclComm_t comm, tucclStream_t stream);
 
 /* ---- Groups ----------------------------------------------------------------------------------- */
 

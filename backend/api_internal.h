@@ -1,0 +1,77 @@
+// What the files of libtuccl's C API share (api.cc: calls, groups, streams; api_comm.cc: making and
+// ending communicators): the handle, the per-thread last error, results, guards against
+// exceptions, the use count that abort and destroy wait on, and the calling thread's group.
+#pragma once
+
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/communicator.h"
+#include "support/status.h"
+#include "tuccl/tuccl.h"
+
+struct tucclComm {
+  std::unique_ptr<tuccl::backend::Communicator> impl;
+  // Calls inside the communicator; abort and destroy wait for them to leave.
+  std::mutex mutex;
+  std::condition_variable idle;
+  int active = 0;
+};
+
+namespace tuccl::api {
+
+/// The calling thread's last failure (tucclGetLastError).
+std::string& lastError();
+
+tucclResult_t resultOf(ErrorCode code);
+
+/// The value a caller passed for an enum parameter, read as the int it is: a C caller may pass any
+/// int, and loading it as the enum would be undefined where it names no enumerator.
+template <typename Enum>
+int rawValue(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int raw = 0;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
+/// Records the status as the thread's last error (logged at WARN) and returns its code.
+tucclResult_t finish(const char* function, const Status& status, int rank = -1);
+tucclResult_t invalid(const char* function, const std::string& why);
+
+/// Runs `body`, turning an escaping exception into tucclInternalError.
+tucclResult_t guardedCall(const char* function, const std::function<tucclResult_t()>& body);
+template <typename Body>
+tucclResult_t guarded(const char* function, Body&& body) {
+  return guardedCall(function, std::function<tucclResult_t()>(std::forward<Body>(body)));
+}
+
+/// A use of a communicator by one call: abort/destroy wait until every use ended.
+class Use {
+ public:
+  explicit Use(tucclComm* comm);
+  ~Use();
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+
+ private:
+  tucclComm* comm_;
+};
+void waitIdle(tucclComm* comm);
+
+/// The calling thread's group (tucclGroupStart .. tucclGroupEnd): its depth, and the work kept
+/// for the outermost end. Communicators initialised inside the group are made first, together
+/// (each on its own thread: they rendezvous with one another), then the calls are launched.
+struct GroupWork {
+  int depth = 0;
+  /// Deferred inits: each makes one communicator, and answers its result.
+  std::vector<std::function<tucclResult_t()>> inits;
+};
+GroupWork& threadGroup();
+
+}  // namespace tuccl::api

@@ -1,0 +1,79 @@
+// Point-to-point in libtuccl across processes on the CPU device (peer_rank_main.cc): rings of
+// int8, float32 and float64 data over one and many slices, on the NULL stream and a CPU stream;
+// every rank sending to and receiving from every rank in one group in an order of its own;
+// all-to-all-v with zero counts; Gather and Scatter at every root; a group mixing a collective
+// with sends and receives; and a send and a receive of different sizes, which fail instead of
+// delivering. Every received byte is checked on every rank.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "rank_processes.h"
+
+namespace tuccl::testing {
+namespace {
+
+const std::string kRank = TUCCL_PEER_RANK;
+
+std::string scratchDir(const std::string& name) {
+  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/runs/peer/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string logsOf(const RankProcesses& ranks) {
+  std::string text;
+  for (size_t r = 0; r < ranks.logs.size(); ++r) text += "---- rank " + std::to_string(r) + "\n" + readLog(ranks.logs[r]);
+  return text;
+}
+
+// Runs `n` ranks of peer_rank with `args`; every rank must exit 0.
+void runRanks(const std::string& name, int n, const std::vector<std::string>& args,
+              const std::vector<std::string>& env = {}) {
+  const std::string dir = scratchDir(name);
+  std::vector<std::string> argv = {kRank};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> common = {"TUCCL_CACHE_DIR=" + std::string(TUCCL_BINARY_DIR) + "/tests/tuccl-cache",
+                                     "TUCCL_TIMEOUT_S=60", "TUCCL_DEVICE=cpu",
+                                     "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"};
+  common.insert(common.end(), env.begin(), env.end());
+  RankProcesses ranks = startRanks(n, argv, common, dir);
+  ASSERT_TRUE(waitRanks(ranks, 240)) << "the ranks did not finish\n" << logsOf(ranks);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0)
+        << "rank " << r << " failed\n" << logsOf(ranks);
+  }
+}
+
+TEST(PeerToPeer, ARingOfOneSliceOfFloats) { runRanks("ring-small", 4, {"ring", "4096", "float32", "3"}); }
+
+// 1 MiB + 3 bytes of int8 over slots of 64 KiB: many slices, the last one short, more slices than
+// the ring holds.
+TEST(PeerToPeer, ARingOfManySlicesOfInt8WithAShortLastSlice) {
+  runRanks("ring-int8", 3, {"ring", "1048579", "int8", "2"}, {"TUCCL_CHUNK_SIZE=64K"});
+}
+
+TEST(PeerToPeer, ARingOfDoublesOnACpuStream) {
+  runRanks("ring-stream", 4, {"ring", "300000", "float64", "4", "stream"}, {"TUCCL_CHUNK_SIZE=32K"});
+}
+
+TEST(PeerToPeer, TwoRanksExchangeInBothDirections) { runRanks("ring-two", 2, {"ring", "200000", "float32", "2"}); }
+
+TEST(PeerToPeer, EveryPairInOneGroupInAnyOrderOfCalls) {
+  runRanks("shuffled", 4, {"shuffled", "100000"}, {"TUCCL_CHUNK_SIZE=16K", "TUCCL_STAGING_SLOTS=2"});
+}
+
+TEST(PeerToPeer, AllToAllvWithZeroCounts) { runRanks("alltoallv", 4, {"alltoallv", "50000"}); }
+
+TEST(PeerToPeer, GatherAndScatterAtEveryRoot) { runRanks("gather-scatter", 3, {"gather-scatter", "70001"}); }
+
+TEST(PeerToPeer, AGroupMixesACollectiveWithSendsAndReceives) { runRanks("mixed", 4, {"mixed", "65536"}); }
+
+TEST(PeerToPeer, ASendAndAReceiveOfDifferentSizesFailInsteadOfDelivering) {
+  const std::string dir = scratchDir("mismatch-done");
+  runRanks("mismatch", 2, {"mismatch", dir + "/done"});
+}
+
+}  // namespace
+}  // namespace tuccl::testing
