@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "backend/kernel_call.h"
+#include "kernelgen/device/peer.h"
 #include "support/log.h"
 #include "kernelgen/nvrtc.h"
 #include "kernelgen/tb_report.h"
@@ -94,6 +96,12 @@ struct CallSlot {
   std::shared_ptr<const CompiledPlan> plan;  ///< the call it serves (for the TB descriptions)
   int32_t rank = 0;
   int32_t nTbs = 0;
+  /// A point-to-point batch instead of a plan: its transfers (for the reports), and their kernel
+  /// arguments, rings and values in host-mapped memory (each TB reads its own once).
+  std::optional<PeerBatch> peers;
+  char* peerHost = nullptr;
+  CUdeviceptr peerDevice = 0;
+  size_t peerCapacity = 0;
 };
 
 // A timed call (the runtime phase): events around its work in stream order, read once the call
@@ -137,8 +145,8 @@ void releaseSlot(CallTracker& tracker, CallSlot& slot) {
 void callFinished(CallTracker& tracker, PendingCall& pending) {
   CallSlot& slot = *pending.slot;
   const std::vector<dev::TbReport> reports(slot.reports, slot.reports + slot.nTbs);
-  const Status status =
-      stoppedTbsStatus(stoppedTbs(slot.plan->plan, slot.plan->layout, slot.rank, reports));
+  const Status status = slot.peers ? peerBatchStatus(*slot.peers, reports)
+                                   : stoppedTbsStatus(stoppedTbs(slot.plan->plan, slot.plan->layout, slot.rank, reports));
   ErrorSink sink;
   {
     std::lock_guard lock(tracker.mutex);
@@ -275,7 +283,12 @@ class CudaDevice final : public Device {
   Expected<CUfunction> kernelFunction(const CompiledPlan& plan, int32_t rank);
   Expected<CUdeviceptr> ringTable(const CompiledPlan& plan, const PlanPlacement& placement);
   Expected<CUdeviceptr> valueTable(const CompiledPlan& plan, int32_t rank);
+  Expected<std::shared_ptr<CallSlot>> takeSlot(double timeoutSeconds);
   Expected<std::shared_ptr<CallSlot>> acquireSlot(const KernelCall& call);
+  Expected<CUfunction> peerFunction();
+  Status reservePeers(CallSlot& slot, size_t bytes);
+  Status enqueuePeers(const PeerBatch& batch, CUstream stream, CUfunction function,
+                      const std::shared_ptr<CallSlot>& slot);
   Status reserve(CallSlot& slot, size_t counterBytes, size_t nTbs, size_t scratchBytes);
   Status enqueue(const KernelCall& call, CUstream stream, CUfunction function, CUdeviceptr rings, CUdeviceptr values,
                  const std::shared_ptr<CallSlot>& slot);
@@ -320,6 +333,10 @@ class CudaDevice final : public Device {
   std::vector<CUevent> events_;       ///< every event created (destroyed with the device)
   std::vector<CUevent> freeEvents_;   ///< those no call holds
   std::atomic<bool> timingFailureLogged_{false};  ///< a failed read is logged once
+
+ public:
+  /// setCudaPeerKernelImage: the image loaded for point-to-point instead of NVRTC's.
+  std::vector<char> peerImage_;
 };
 
 CudaDevice::~CudaDevice() {
@@ -358,6 +375,7 @@ void CudaDevice::freeSlot(CallSlot& slot) {
   if (slot.counters != 0) cu_.cuMemFree(slot.counters);
   if (slot.reports != nullptr) cu_.cuMemFreeHost(slot.reports);
   if (slot.scratch != 0) cu_.cuMemFree(slot.scratch);
+  if (slot.peerHost != nullptr) cu_.cuMemFreeHost(slot.peerHost);
   slot = CallSlot{};
 }
 
@@ -702,7 +720,9 @@ Status CudaDevice::reserve(CallSlot& slot, size_t counterBytes, size_t nTbs, siz
   return {};
 }
 
-Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& call) {
+// A free slot, marked in flight: a new one while there are fewer than kMaxCallSlots, else the
+// first whose call ended.
+Expected<std::shared_ptr<CallSlot>> CudaDevice::takeSlot(double timeoutSeconds) {
   std::shared_ptr<CallSlot> slot;
   // Every slot in flight: the oldest call ends within its kernels' bounded waits; a launch waits
   // for it (polling its event, no sleep) rather than allocating a slot per call.
@@ -727,15 +747,23 @@ Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& ca
     const auto now = std::chrono::steady_clock::now();
     if (!deadline) {
       deadline = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                           std::chrono::duration<double>(2 * std::clamp(call.timeoutSeconds, 1.0, 86400.0)));
+                           std::chrono::duration<double>(2 * std::clamp(timeoutSeconds, 1.0, 86400.0)));
     }
     if (now >= *deadline) {
       return makeError(ErrorCode::Timeout, "CUDA device: " + std::to_string(kMaxCallSlots) + " calls on GPU " +
                                                std::to_string(ordinal_) + " still in flight after " +
-                                               std::to_string(2 * call.timeoutSeconds) + " s; no slot for the next");
+                                               std::to_string(2 * timeoutSeconds) + " s; no slot for the next");
     }
     std::this_thread::yield();
   }
+  slot->peers.reset();
+  return slot;
+}
+
+Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& call) {
+  Expected<std::shared_ptr<CallSlot>> taken = takeSlot(call.timeoutSeconds);
+  if (!taken) return taken.status();
+  std::shared_ptr<CallSlot> slot = std::move(*taken);
   const CompiledPlan& plan = *call.plan;
   const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));
   const int32_t nTbs = plan.layout.blocksOf(plan.plan, call.rank);
@@ -907,8 +935,150 @@ Status CudaDevice::launch(const KernelCall& call, tucclStream_t stream) {
   return status;
 }
 
-Status CudaDevice::launchPeers(const PeerBatch& batch, tucclStream_t) {
-  return makeError(ErrorCode::Unsupported, "CUDA device: point-to-point of " + std::to_string(batch.transfers.size()));
+// The point-to-point kernel (kernelgen/device/peer.h), compiled once per device by NVRTC (through
+// kernelgen's cache), unless an image was given (setCudaPeerKernelImage).
+Expected<CUfunction> CudaDevice::peerFunction() {
+  static constexpr const char* kName = "tuccl_peer_transfers";
+  std::lock_guard lock(cacheMutex_);
+  if (auto it = modules_.find(kName); it != modules_.end()) return it->second.function;
+  std::vector<char> image = peerImage_;
+  if (image.empty()) {
+    if (!nvrtcAvailable()) {
+      return makeError(ErrorCode::Unsupported, "CUDA device: point-to-point needs NVRTC to compile its kernel for " +
+                                                   arch_ + ", and this TuCCL was built without it");
+    }
+    GeneratedKernel kernel;
+    kernel.fileName = "tuccl_peer_transfers.cu";
+    kernel.kernelName = kName;
+    kernel.source = "#include \"peer.h\"\n";
+    Expected<NvrtcOutput> compiled = compileWithNvrtcCached(kernel, arch_);
+    if (!compiled) return makeError(ErrorCode::Internal, "CUDA device: " + compiled.status().message());
+    image = std::move(compiled->cubin);
+  }
+  const std::string what = std::string(kName) + " (" + std::to_string(image.size()) + " bytes) on GPU " +
+                           std::to_string(ordinal_);
+  Module module;
+  if (Status status = check(cu_.cuModuleLoadData(&module.module, image.data()), "cuModuleLoadData", what); !status) {
+    return status;
+  }
+  if (Status status = check(cu_.cuModuleGetFunction(&module.function, module.module, kName), "cuModuleGetFunction",
+                            what);
+      !status) {
+    cu_.cuModuleUnload(module.module);
+    return status;
+  }
+  modules_.emplace(kName, module);
+  return module.function;
+}
+
+// Host-mapped memory for a batch's kernel arguments, rings and values.
+Status CudaDevice::reservePeers(CallSlot& slot, size_t bytes) {
+  if (slot.peerCapacity >= bytes) return {};
+  if (slot.peerHost != nullptr) cu_.cuMemFreeHost(slot.peerHost);
+  slot.peerHost = nullptr;
+  slot.peerCapacity = 0;
+  const size_t capacity = std::max<size_t>(bytes, 16 << 10);
+  void* host = nullptr;
+  if (Status status = check(cu_.cuMemHostAlloc(&host, capacity, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                            "cuMemHostAlloc", "point-to-point arguments");
+      !status) {
+    return status;
+  }
+  slot.peerHost = static_cast<char*>(host);
+  if (Status status = check(cu_.cuMemHostGetDevicePointer(&slot.peerDevice, host, 0), "cuMemHostGetDevicePointer",
+                            "point-to-point arguments");
+      !status) {
+    return status;
+  }
+  slot.peerCapacity = capacity;
+  return {};
+}
+
+// One launch of the batch: block i runs transfer i, reading transfers[i] (KernelArgs::scratch of
+// the launch's arguments) with its ring and values, all in the slot's host-mapped memory.
+Status CudaDevice::enqueuePeers(const PeerBatch& batch, CUstream stream, CUfunction function,
+                                const std::shared_ptr<CallSlot>& slot) {
+  const size_t n = batch.transfers.size();
+  const size_t argsBytes = n * sizeof(dev::KernelArgs), ringsBytes = n * sizeof(dev::RingDevice);
+  auto* args = reinterpret_cast<dev::KernelArgs*>(slot->peerHost);
+  auto* rings = reinterpret_cast<dev::RingDevice*>(slot->peerHost + argsBytes);
+  auto* values = reinterpret_cast<int32_t*>(slot->peerHost + argsBytes + ringsBytes);
+  const CUdeviceptr ringsDevice = slot->peerDevice + argsBytes;
+  const CUdeviceptr valuesDevice = ringsDevice + ringsBytes;
+  std::fill(slot->reports, slot->reports + n, dev::TbReport{});
+  for (size_t i = 0; i < n; ++i) {
+    const PeerTransfer& transfer = batch.transfers[i];
+    const RingPlacement& r = batch.placement->rings[transfer.ring];
+    const CUdeviceptr dst = segments_[r.dstRank], src = segments_[r.srcRank];
+    rings[i] = dev::RingDevice{devicePointer<char>(dst, r.stagingInDst), devicePointer<uint64_t>(dst, r.tagsInDst),
+                               devicePointer<uint64_t>(dst, r.postedInDst), devicePointer<uint64_t>(src, r.consumedInSrc),
+                               devicePointer<uint64_t>(src, r.sendCountInSrc), devicePointer<uint64_t>(dst, r.recvCountInDst),
+                               r.slotBytes, r.nSlots, 0};
+    const std::array<int32_t, 2> own = peerValues(transfer);
+    std::copy(own.begin(), own.end(), values + 2 * i);
+    args[i] = peerKernelArgs(transfer, batch.sliceBytes, batch.rank);
+    args[i].rings = devicePointer<dev::RingDevice>(ringsDevice, static_cast<int64_t>(i * sizeof(dev::RingDevice)));
+    args[i].roleValues = devicePointer<int32_t>(valuesDevice, static_cast<int64_t>(2 * i * sizeof(int32_t)));
+    args[i].reports = devicePointer<dev::TbReport>(slot->reportsDevice, static_cast<int64_t>(i * sizeof(dev::TbReport)));
+    args[i].abort = devicePointer<int32_t>(abortDevice_, 0);
+    args[i].spinLimit = spinLimitCycles(batch.timeoutSeconds, clockKhz_);
+  }
+  dev::KernelArgs launch;
+  launch.scratch = devicePointer<char>(slot->peerDevice, 0);
+  launch.count = static_cast<int64_t>(n);
+  launch.abort = devicePointer<int32_t>(abortDevice_, 0);
+  launch.spinLimit = spinLimitCycles(batch.timeoutSeconds, clockKhz_);
+  void* params[] = {&launch};
+  const std::string what = "tuccl_peer_transfers <<<" + std::to_string(n) + ", " + std::to_string(dev::kPeerThreads) + ">>>";
+  if (Status status = check(cu_.cuLaunchKernel(function, static_cast<unsigned>(n), 1, 1, dev::kPeerThreads, 1, 1, 0,
+                                               stream, params, nullptr),
+                            "cuLaunchKernel", what);
+      !status) {
+    return status;
+  }
+  if (Status status = check(cu_.cuEventRecord(slot->done, stream), "cuEventRecord", "the end of " + what); !status) {
+    return status;
+  }
+  std::lock_guard lock(pendingMutex_);
+  pending_.push_back(PendingCall{slot, std::nullopt});
+  return {};
+}
+
+Status CudaDevice::launchPeers(const PeerBatch& batch, tucclStream_t stream) {
+  if (batch.transfers.empty()) return {};
+  if (batch.placement == nullptr) return makeError(ErrorCode::Internal, "CUDA device: a batch without its rings");
+  if (multiprocessors_ > 0 && batch.transfers.size() > static_cast<size_t>(multiprocessors_)) {
+    // Every transfer's TB must be resident at once (each waits on its peer's), one per SM.
+    return makeError(ErrorCode::InvalidArgument,
+                     "CUDA device: a group of " + std::to_string(batch.transfers.size()) +
+                         " sends and receives on one communicator is more than GPU " + std::to_string(ordinal_) +
+                         " runs at once; split the group");
+  }
+  if (Status status = checkRingsOfRank(*batch.placement, batch.rank); !status) return status;
+  ScopedContext scope(cu_, context_);
+  if (Status status = scope.status(); !status) return status;
+  static_cast<void>(finishCalls());
+  readTimings();
+  Expected<CUfunction> function = peerFunction();
+  if (!function) return function.status();
+  Expected<std::shared_ptr<CallSlot>> taken = takeSlot(batch.timeoutSeconds);
+  if (!taken) return taken.status();
+  std::shared_ptr<CallSlot> slot = std::move(*taken);
+  const size_t n = batch.transfers.size();
+  Status status = reserve(*slot, 2 * sizeof(uint64_t), n, 0);
+  if (status) status = reservePeers(*slot, n * (sizeof(dev::KernelArgs) + sizeof(dev::RingDevice) + 2 * sizeof(int32_t)));
+  if (status) {
+    slot->peers = batch;
+    slot->plan = nullptr;
+    slot->rank = batch.rank;
+    slot->nTbs = static_cast<int32_t>(n);
+    status = enqueuePeers(batch, reinterpret_cast<CUstream>(stream), *function, slot);
+  }
+  if (!status) {
+    cu_.cuStreamSynchronize(reinterpret_cast<CUstream>(stream));
+    releaseSlot(*tracker_, *slot);
+  }
+  return status;
 }
 
 Status CudaDevice::drain(double timeoutSeconds) {
@@ -979,6 +1149,10 @@ void CudaDevice::readTimings() {
 }
 
 }  // namespace
+
+void setCudaPeerKernelImage(Device& device, std::vector<char> image) {
+  if (auto* cuda = dynamic_cast<CudaDevice*>(&device)) cuda->peerImage_ = std::move(image);
+}
 
 Expected<std::unique_ptr<Device>> createCudaDevice(const CudaDriver& driver, int ordinal) {
   if (ordinal < 0 || ordinal >= driver.deviceCount) {

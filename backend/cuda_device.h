@@ -24,6 +24,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "backend/cuda_driver.h"
 #include "backend/device.h"
@@ -34,6 +35,11 @@ namespace tuccl::backend {
 /// The device of GPU `ordinal` (its primary context, shared with the CUDA runtime). InvalidArgument
 /// for an ordinal out of range; a driver error as its Status.
 Expected<std::unique_ptr<Device>> createCudaDevice(const CudaDriver& driver, int ordinal);
+
+/// The image a CUDA device loads for point-to-point (kernelgen/device/peer.h's
+/// tuccl_peer_transfers) instead of compiling it with NVRTC at its first batch: a CUBIN built ahead,
+/// or in tests an image the fake driver runs. No effect on another device.
+void setCudaPeerKernelImage(Device& device, std::vector<char> image);
 
 /// The GPU of the calling thread's current context (what cudaSetDevice chose), 0 when it has none.
 Expected<int> currentCudaOrdinal(const CudaDriver& driver);

@@ -6,9 +6,10 @@
 // A transfer's KernelArgs: `count` bytes (dtype kUint8: the bytes travel whatever their type) of
 // `input` (a send) or into `output` (a receive), one chunk, one channel, slices of `sliceElems`
 // bytes; `rings` points at the pair's ring; `reports` at the TB's own report; `roleValues` holds
-// {direction (1: send), the transfer's number on its pair}. Slice mb is tagged (number, mb): a
-// send and a receive that do not match (other sizes, or a receive posted for another send) stop
-// with a tag mismatch instead of mixing data.
+// {direction (1: send), the transfer's tag operation (backend/peer_batch.h peerTagOp: its number
+// on the pair and its size)}. Slice mb is tagged (operation, mb): a send and a receive that do
+// not match (other sizes, or a receive posted for another send) stop with a tag mismatch instead
+// of mixing data.
 #pragma once
 
 #include "primitives.h"
@@ -16,6 +17,10 @@
 namespace tuccl::dev {
 
 enum PeerValue : int32_t { kPeerSending = 0, kPeerNumber = 1, kPeerValues = 2 };
+
+/// Threads of a transfer's TB on a GPU: like the collectives' kernels, enough loads in flight to
+/// stream a slice at the SM's copy rate.
+constexpr int32_t kPeerThreads = 512;
 
 /// Runs one transfer to its end, or until a wait gave up (the report says why).
 TUCCL_DEVICE_INLINE void peerTransfer(const KernelArgs& args) {
@@ -37,9 +42,39 @@ TUCCL_DEVICE_INLINE void peerTransfer(const KernelArgs& args) {
 
 }  // namespace tuccl::dev
 
-#if defined(TUCCL_CUDA_COMPILER)
-/// A batch of transfers: block b runs transfers[b].
-TUCCL_KERNEL_THREADS(512) tuccl_peer_transfers(const tuccl::dev::KernelArgs* transfers) {
-  tuccl::dev::peerTransfer(transfers[blockIdx.x]);
+#if defined(TUCCL_CUDA_COMPILER) || defined(TUCCL_PEER_HOST_KERNEL)
+/// A batch of transfers as one launch (backend/cuda_device.cc): block b runs transfer b, whose
+/// KernelArgs, ring and values sit in host-mapped memory (`batch.scratch` points at the
+/// transfers' KernelArgs); the launch's abort word and wait bound (spinLimit, or deadlineNs on the
+/// host) hold for all. Thread 0 reads them once into shared memory; the slices then read
+/// only that copy. The host build (TUCCL_PEER_HOST_KERNEL) is what the fake driver of the tests
+/// runs.
+TUCCL_KERNEL_THREADS(tuccl::dev::kPeerThreads) tuccl_peer_transfers(tuccl::dev::KernelArgs batch) {
+  using namespace tuccl::dev;
+#if defined(TUCCL_DEVICE_COMPILE)
+  // Raw storage: a __shared__ variable may not have a constructor.
+  __shared__ alignas(16) unsigned char argsBytes[sizeof(KernelArgs)];
+  __shared__ alignas(16) unsigned char ringBytes[sizeof(RingDevice)];
+  __shared__ int32_t values[kPeerValues];
+  KernelArgs& args = *reinterpret_cast<KernelArgs*>(argsBytes);
+  RingDevice& ring = *reinterpret_cast<RingDevice*>(ringBytes);
+#else
+  KernelArgs args;
+  RingDevice ring;
+  int32_t values[kPeerValues];
+#endif
+  if (threadIdx.x == 0) {
+    args = static_cast<const KernelArgs*>(batch.scratch)[blockIdx.x];
+    ring = *args.rings;
+    for (int32_t i = 0; i < kPeerValues; ++i) values[i] = args.roleValues[i];
+    args.rings = &ring;
+    args.roleValues = values;
+    // The launch's own wait bound and abort word hold for every transfer.
+    args.abort = batch.abort;
+    args.spinLimit = batch.spinLimit;
+    args.deadlineNs = batch.deadlineNs;
+  }
+  tbSync();
+  peerTransfer(args);
 }
 #endif

@@ -21,6 +21,7 @@
 
 #include "backend/staging_layout.h"
 #include "fake_cuda_driver.h"
+#include "kernelgen/device/peer.h"
 #include "kernelgen/nvrtc.h"
 #include "kernelgen/output_compare.h"
 #include "lang/load_algorithm.h"
@@ -734,6 +735,128 @@ TEST(CudaDevice, CompilesTheKernelForTheGpuWhenThePlanHasNoCubin) {
   ASSERT_EQ(functions.size(), 1u);
   EXPECT_EQ(functions[0].text, plan->kernels.kernelOf(1).kernelName);
   EXPECT_EQ(functions[0].result, CUDA_SUCCESS) << "the CUBIN defines the kernel";
+}
+
+// ---- Point-to-point -----------------------------------------------------------------------------
+
+// Byte i of what rank `from` sends in batch `batch`.
+uint8_t peerByte(int32_t from, int32_t batch, size_t i) {
+  return static_cast<uint8_t>((static_cast<uint64_t>(from + 1) * 2654435761u + static_cast<uint64_t>(batch) * 977 +
+                               i * 40503u) >> 5);
+}
+
+// The ranks' devices with the point-to-point rings placed and the host build of the peer kernel
+// as the image the fake runs.
+PlanPlacement setUpPeers(Ranks& ranks, int32_t nRanks, int64_t slotBytes) {
+  setUpRanks(ranks, *ringAllReduce(nRanks));
+  for (auto& device : ranks.devices) setCudaPeerKernelImage(*device, fakecuda::hostCubin(TUCCL_HOST_PEER_LIBRARY));
+  StagingAllocator allocator(nRanks, static_cast<int64_t>(kStagingBytes));
+  Expected<PlanPlacement> placed = allocator.placePeerRings(slotBytes, kStagingSlots);
+  EXPECT_TRUE(placed) << placed.status().toString();
+  return placed ? *placed : PlanPlacement{};
+}
+
+// Every rank sends to the next and receives from the previous one in one batch, twice (the rings'
+// counts and the transfer numbers continue), from a thread per rank; every byte checked; the
+// launch is one grid of a TB per transfer.
+TEST(CudaDevice, RunsPointToPointBatchesAsThreadsOfOneProcess) {
+  constexpr int32_t kRanks = 3;
+  constexpr int64_t kSlot = 4096;
+  Ranks ranks;
+  const PlanPlacement peers = setUpPeers(ranks, kRanks, kSlot);
+  if (HasFatalFailure()) return;
+  fakecuda::clearCalls();
+  for (int32_t round = 0; round < 2; ++round) {
+    const size_t bytes = round == 0 ? 1000 : 5 * kSlot + 3;  // one slice; more slices than slots
+    std::vector<std::vector<uint8_t>> sent(kRanks), received(kRanks);
+    std::vector<Status> launched(kRanks);
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < kRanks; ++r) {
+      sent[r].resize(bytes);
+      for (size_t i = 0; i < bytes; ++i) sent[r][i] = peerByte(r, round, i);
+      received[r].assign(bytes, 0);
+    }
+    for (int32_t r = 0; r < kRanks; ++r) {
+      threads.emplace_back([&, r] {
+        const int32_t next = (r + 1) % kRanks, prev = (r + kRanks - 1) % kRanks;
+        PeerBatch batch;
+        batch.rank = r;
+        batch.placement = &peers;
+        batch.sliceBytes = kSlot;
+        batch.timeoutSeconds = kTimeoutSeconds;
+        batch.transfers.push_back(PeerTransfer{false, prev, received[r].data(), static_cast<int64_t>(bytes),
+                                               static_cast<uint32_t>(round), peerRingIndex(prev, r, kRanks)});
+        batch.transfers.push_back(PeerTransfer{true, next, sent[r].data(), static_cast<int64_t>(bytes),
+                                               static_cast<uint32_t>(round), peerRingIndex(r, next, kRanks)});
+        launched[r] = ranks.devices[r]->launchPeers(batch, nullptr);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (int32_t r = 0; r < kRanks; ++r) ASSERT_TRUE(launched[r]) << launched[r].toString();
+    for (auto& device : ranks.devices) ASSERT_TRUE(device->drain(kTimeoutSeconds));
+    for (const Status& error : ranks.takeErrors()) ADD_FAILURE() << error.toString();
+    for (int32_t r = 0; r < kRanks; ++r) {
+      const int32_t prev = (r + kRanks - 1) % kRanks;
+      for (size_t i = 0; i < bytes; ++i) {
+        ASSERT_EQ(received[r][i], peerByte(prev, round, i)) << "rank " << r << " byte " << i << " round " << round;
+      }
+    }
+  }
+  const std::vector<fakecuda::Call> launches = fakecuda::callsOf("cuLaunchKernel");
+  ASSERT_EQ(launches.size(), static_cast<size_t>(2 * kRanks));
+  for (const fakecuda::Call& launch : launches) {
+    EXPECT_EQ(launch.text, "tuccl_peer_transfers");
+    EXPECT_EQ(launch.values[0], 2u) << "a TB per transfer";
+    EXPECT_EQ(launch.values[3], static_cast<uint64_t>(dev::kPeerThreads));
+  }
+  EXPECT_EQ(fakecuda::callsOf("cuModuleLoadData").size(), static_cast<size_t>(kRanks)) << "one module per device";
+}
+
+// A receive that meets a send of another size stops, and the sink names the disagreement.
+TEST(CudaDevice, APointToPointMismatchIsReportedToTheErrorSink) {
+  constexpr int64_t kSlot = 4096;
+  Ranks ranks;
+  const PlanPlacement peers = setUpPeers(ranks, 2, kSlot);
+  if (HasFatalFailure()) return;
+  std::vector<uint8_t> sent(3000, 7), received(2000, 0);
+  PeerBatch send{{PeerTransfer{true, 1, sent.data(), 3000, 0, peerRingIndex(0, 1, 2)}}, &peers, kSlot, 0, 10, 0};
+  PeerBatch receive{{PeerTransfer{false, 0, received.data(), 2000, 0, peerRingIndex(0, 1, 2)}}, &peers, kSlot, 1, 10, 0};
+  ASSERT_TRUE(ranks.devices[0]->launchPeers(send, nullptr));
+  ASSERT_TRUE(ranks.devices[1]->launchPeers(receive, nullptr));
+  for (auto& device : ranks.devices) ASSERT_TRUE(device->drain(kTimeoutSeconds));
+  const std::vector<Status> errors = ranks.takeErrors();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(errors[0].message().find("disagree on the size"), std::string::npos) << errors[0].message();
+}
+
+// Without an image, the device compiles the point-to-point kernel with NVRTC for the GPU's
+// architecture: the CUBIN it loads is NVRTC's for sm_90 (the fake's GPUs) and defines the kernel.
+TEST(CudaDevice, CompilesThePointToPointKernelForTheGpu) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << "built without NVRTC";
+  Ranks ranks;
+  setUpRanks(ranks, *ringAllReduce(2));
+  if (HasFatalFailure()) return;
+  StagingAllocator allocator(2, static_cast<int64_t>(kStagingBytes));
+  const PlanPlacement peers = allocator.placePeerRings(4096, kStagingSlots).value();
+  std::vector<uint8_t> sent(100, 1);
+  fakecuda::clearCalls();
+  PeerBatch send{{PeerTransfer{true, 1, sent.data(), 100, 0, peerRingIndex(0, 1, 2)}}, &peers, 4096, 0, 2, 0};
+  ASSERT_TRUE(ranks.devices[0]->launchPeers(send, nullptr));
+  ASSERT_TRUE(ranks.devices[0]->drain(kTimeoutSeconds));
+  ranks.takeErrors();  // the fake cannot run a real CUBIN: the TB never reports
+  const std::vector<fakecuda::Call> modules = fakecuda::callsOf("cuModuleLoadData");
+  ASSERT_EQ(modules.size(), 1u);
+  GeneratedKernel kernel;
+  kernel.fileName = "tuccl_peer_transfers.cu";
+  kernel.kernelName = "tuccl_peer_transfers";
+  kernel.source = "#include \"peer.h\"\n";
+  const Expected<NvrtcOutput> expected = compileWithNvrtc(kernel, "sm_90");
+  ASSERT_TRUE(expected.ok()) << expected.status().message();
+  EXPECT_TRUE(modules[0].bytes == expected->cubin) << "the CUBIN NVRTC makes for sm_90";
+  const std::vector<fakecuda::Call> functions = fakecuda::callsOf("cuModuleGetFunction");
+  ASSERT_EQ(functions.size(), 1u);
+  EXPECT_EQ(functions[0].result, CUDA_SUCCESS) << "the CUBIN defines tuccl_peer_transfers";
 }
 
 TEST(CudaDevice, CurrentOrdinalIsTheCallingThreadsContext) {
