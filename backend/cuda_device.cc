@@ -276,6 +276,7 @@ class CudaDevice final : public Device {
   Status check(CUresult result, std::string_view call, std::string_view what = {}) const {
     return cudaStatus(cu_, result, call, what);
   }
+  Status refuseCapture(tucclStream_t stream) const;
   Status mapSegment(size_t rank, const StagingBlob& blob);
   Status enablePeerAccess(int peerOrdinal);
   Status mapAbortWord(const std::vector<StagingBlob>& blobs);
@@ -895,10 +896,28 @@ Status CudaDevice::finishCalls() {
   return check(failure, "cuEventQuery", "a call's end on GPU " + std::to_string(ordinal_));
 }
 
+// A call may not be captured into a CUDA graph: a replay would run it again with the rings'
+// counts, the slot's epoch and the completion event of the capture, which the calls after it have
+// moved on from. Refused before anything is enqueued, so the capture itself stays valid. Called
+// with the device's context current.
+Status CudaDevice::refuseCapture(tucclStream_t stream) const {
+  int capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (Status status = check(cu_.cuStreamIsCapturing(reinterpret_cast<CUstream>(stream), &capture),
+                            "cuStreamIsCapturing", "the call's stream");
+      !status) {
+    return status;
+  }
+  if (capture == CU_STREAM_CAPTURE_STATUS_NONE) return {};
+  return makeError(ErrorCode::Unsupported,
+                   "CUDA device: the stream is being captured into a CUDA graph, and TuCCL's calls cannot be replayed "
+                   "from one (each call advances the rings' counters); make the call outside the capture");
+}
+
 Status CudaDevice::copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) {
   if (bytes == 0 || dst == src) return {};
   ScopedContext scope(cu_, context_);
   if (Status status = scope.status(); !status) return status;
+  if (Status status = refuseCapture(stream); !status) return status;
   return check(cu_.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes,
                                      reinterpret_cast<CUstream>(stream)),
                "cuMemcpyDtoDAsync", "a one-rank collective");
@@ -915,6 +934,7 @@ Status CudaDevice::launch(const KernelCall& call, tucclStream_t stream) {
   if (Status status = checkRingsOfRank(*call.placement, call.rank); !status) return status;
   ScopedContext scope(cu_, context_);
   if (Status status = scope.status(); !status) return status;
+  if (Status status = refuseCapture(stream); !status) return status;
   static_cast<void>(finishCalls());  // the calls that finished since the last launch free their slots
   readTimings();
   Expected<CUfunction> function = kernelFunction(*call.plan, call.rank);
@@ -1057,6 +1077,7 @@ Status CudaDevice::launchPeers(const PeerBatch& batch, tucclStream_t stream) {
   if (Status status = checkRingsOfRank(*batch.placement, batch.rank); !status) return status;
   ScopedContext scope(cu_, context_);
   if (Status status = scope.status(); !status) return status;
+  if (Status status = refuseCapture(stream); !status) return status;
   static_cast<void>(finishCalls());
   readTimings();
   Expected<CUfunction> function = peerFunction();

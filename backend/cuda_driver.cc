@@ -50,6 +50,7 @@ std::string bindAll(void* handle, CudaDriver& d) {
   bind(handle, "cuStreamCreate", d.cuStreamCreate, missing);
   bind(handle, "cuStreamDestroy_v2", d.cuStreamDestroy, missing);
   bind(handle, "cuStreamQuery", d.cuStreamQuery, missing);
+  bind(handle, "cuStreamIsCapturing", d.cuStreamIsCapturing, missing);
   bind(handle, "cuStreamSynchronize", d.cuStreamSynchronize, missing);
   bind(handle, "cuEventCreate", d.cuEventCreate, missing);
   bind(handle, "cuEventRecord", d.cuEventRecord, missing);

@@ -63,6 +63,8 @@ inline constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
 inline constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x01;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
+/// CUstreamCaptureStatus: a stream not being captured into a CUDA graph (cuda.h).
+inline constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
 
 /// The entry points the CUDA device calls; each field is named after the API function and bound
 /// to its current ABI symbol (the comment says which where it is versioned).
@@ -97,6 +99,7 @@ struct CudaDriver {
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;  // _v2
   CUresult (*cuStreamQuery)(CUstream stream) = nullptr;
+  CUresult (*cuStreamIsCapturing)(CUstream stream, int* captureStatus) = nullptr;  // CUstreamCaptureStatus*
   CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
   CUresult (*cuEventCreate)(CUevent* event, unsigned flags) = nullptr;
   CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;

@@ -859,6 +859,33 @@ TEST(CudaDevice, CompilesThePointToPointKernelForTheGpu) {
   EXPECT_EQ(functions[0].result, CUDA_SUCCESS) << "the CUBIN defines tuccl_peer_transfers";
 }
 
+// A call on a stream being captured into a CUDA graph is refused, saying why, before anything is
+// enqueued (the capture stays valid); once the capture ended the same call runs.
+TEST(CudaDevice, RefusesCallsOnAStreamBeingCapturedIntoAGraph) {
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(2);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  const PlanPlacement peers = setUpPeers(ranks, 2, 4096);
+  if (HasFatalFailure()) return;
+  std::vector<tucclStream_t> streams = {fakecuda::createStream(), fakecuda::createStream()};
+  fakecuda::setCapturing(streams[0], true);
+  fakecuda::clearCalls();
+  CallData data = allReduceData(2, 1000, 5);
+  std::vector<uint8_t> bytes(100, 3), copy(100, 0);
+  PeerBatch send{{PeerTransfer{true, 1, bytes.data(), 100, 0, peerRingIndex(0, 1, 2)}}, &peers, 4096, 0, 10, 0};
+  for (const Status& refused : {ranks.devices[0]->launch(kernelCall(plan, ranks.placement, data, 0), streams[0]),
+                                ranks.devices[0]->launchPeers(send, streams[0]),
+                                ranks.devices[0]->copy(copy.data(), bytes.data(), 100, streams[0])}) {
+    EXPECT_EQ(refused.code(), ErrorCode::Unsupported);
+    EXPECT_NE(refused.message().find("captured into a CUDA graph"), std::string::npos) << refused.message();
+  }
+  EXPECT_TRUE(fakecuda::callsOf("cuLaunchKernel").empty());
+  EXPECT_TRUE(fakecuda::callsOf("cuMemcpyDtoDAsync_v2").empty());
+  fakecuda::setCapturing(streams[0], false);
+  runCall(ranks, plan, data, streams, false);
+  for (tucclStream_t stream : streams) fakecuda::destroyStream(stream);
+}
+
 TEST(CudaDevice, CurrentOrdinalIsTheCallingThreadsContext) {
   const CudaDriver& cu = fakeDriver();
   std::thread([&] {

@@ -50,6 +50,9 @@ TEST(CudaDriver, DeclarationsMatchCudaH) {
   static_assert(backend::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS == ::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
   static_assert(backend::kCuIpcHandleBytes == CU_IPC_HANDLE_SIZE);
   static_assert(backend::CU_EVENT_DEFAULT == ::CU_EVENT_DEFAULT);
+  static_assert(backend::CU_STREAM_CAPTURE_STATUS_NONE == ::CU_STREAM_CAPTURE_STATUS_NONE);
+  static_assert(sizeof(::CUstreamCaptureStatus) == sizeof(int));
+  static_assert(std::is_same_v<decltype(&::cuStreamIsCapturing), ::CUresult (*)(::CUstream, ::CUstreamCaptureStatus*)>);
   // The function types, with CUresult as the int it is passed as.
   static_assert(std::is_same_v<decltype(CudaDriver::cuLaunchKernel),
                                backend::CUresult (*)(backend::CUfunction, unsigned, unsigned, unsigned, unsigned,

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -65,6 +66,8 @@ class Stream {
     std::lock_guard lock(mutex_);
     return queue_.empty() && !busy_;
   }
+  /// Whether the stream is being captured into a graph (setCapturing).
+  std::atomic<bool> capturing{false};
 
  private:
   void run() {
@@ -308,6 +311,10 @@ void failNext(const std::string& symbol, int result, int skip) {
 void clearFailures() {
   std::lock_guard lock(state().mutex);
   state().failures.clear();
+}
+
+void setCapturing(tucclStream_t stream, bool capturing) {
+  if (Stream* queue = streamOf(reinterpret_cast<CUstream>(stream))) queue->capturing.store(capturing);
 }
 
 Resources resources() {
@@ -661,6 +668,15 @@ CUresult cuStreamQuery(CUstream stream) {
   Stream* queue = streamOf(stream);
   if (queue == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   return queue->idle() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+// Not recorded (polled). The status is CUstreamCaptureStatus: 1 (active) while setCapturing holds.
+CUresult cuStreamIsCapturing(CUstream stream, int* captureStatus) {
+  if (std::optional<CUresult> failure = injected("cuStreamIsCapturing")) return *failure;
+  Stream* queue = streamOf(stream);
+  if (queue == nullptr || captureStatus == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *captureStatus = queue->capturing.load() ? 1 : 0;
+  return CUDA_SUCCESS;
 }
 
 // values: {stream}

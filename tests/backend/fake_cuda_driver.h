@@ -41,6 +41,10 @@ std::vector<Call> callsOf(const std::string& name);
 void failNext(const std::string& symbol, int result, int skip = 0);
 void clearFailures();
 
+/// Makes cuStreamIsCapturing say that `stream` (NULL: the current context's NULL stream) is being
+/// captured into a CUDA graph, or no longer.
+void setCapturing(tucclStream_t stream, bool capturing);
+
 inline constexpr std::string_view kHostCubinMagic = "TUCCL-FAKE-CUBIN\n";
 /// A module image that makes the fake run the host build at `hostLibrary`.
 inline std::vector<char> hostCubin(const std::string& hostLibrary) {
