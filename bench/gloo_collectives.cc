@@ -103,7 +103,7 @@ Expected<GlooFlags> takeGlooFlags(const std::vector<std::string>& args) {
 Status checkSupported(const BenchOptions& options) {
   if (options.collective != Collective::AllReduce && options.collective != Collective::AllGather) {
     return makeError(ErrorCode::Unsupported, "bench_gloo_collectives runs allreduce and allgather, not " +
-                                                 toLowerCase(collectiveName(options.collective)));
+                                                 benchCollectiveName(options.collective));
   }
   for (DataType type : options.types) {
     if (type == DataType::Float16 || type == DataType::BFloat16) {

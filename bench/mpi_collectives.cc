@@ -8,10 +8,16 @@
 // (nccl-tests' layout) inside the call. Out of place, a Broadcast root copies its input into its
 // output first (MPI_Bcast works in one buffer). Types: float, double, int32, int64, uint8; ops:
 // sum, prod, max, min (MPI has no half, bfloat16 or avg).
+//
+// sendrecv is MPI_Sendrecv to rank r+1 from rank r-1 (in place MPI_Sendrecv_replace), alltoallv
+// MPI_Alltoallv with the benchmark's per-pair counts (cli/bench_report.h; its matrix is symmetric,
+// so in place is MPI_IN_PLACE). Their bytes travel unchanged, so they take every type (as the
+// unsigned integer of its size).
 #include <mpi.h>
 
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,17 +70,31 @@ MPI_Op mpiOp(ReduceOp op) {
   return MPI_OP_NULL;
 }
 
+/// The type a point-to-point pattern moves: its bytes, as the unsigned MPI integer of the size.
+MPI_Datatype mpiBytesType(DataType type) {
+  switch (dataTypeSize(type)) {
+    case 1:
+      return MPI_UINT8_T;
+    case 2:
+      return MPI_UINT16_T;
+    case 4:
+      return MPI_UINT32_T;
+    default:
+      return MPI_UINT64_T;
+  }
+}
+
 /// What this benchmark cannot run, named by the flag that asked for it.
 Status checkSupported(const BenchOptions& options) {
   for (DataType type : options.types) {
-    if (mpiType(type) == MPI_DATATYPE_NULL) {
+    if (!options.collective.pattern() && mpiType(type) == MPI_DATATYPE_NULL) {
       return makeError(ErrorCode::Unsupported, "option -d (--datatype): MPI has no " +
                                                    std::string(ncclTestsTypeName(type)) +
                                                    " type; give float, double, int32, int64 or uint8");
     }
   }
   for (ReduceOp op : options.ops) {
-    if (isReduction(options.collective) && mpiOp(op) == MPI_OP_NULL) {
+    if (benchIsReduction(options.collective) && mpiOp(op) == MPI_OP_NULL) {
       return makeError(ErrorCode::Unsupported,
                        "option -o (--op): MPI has no avg; give sum, prod, max or min");
     }
@@ -106,7 +126,11 @@ class MpiBackend final : public BenchBackend {
     const MPI_Datatype type = mpiType(c.dataType);
     const MPI_Op op = mpiOp(c.op);
     const int count = countOf(b.counts.param);
-    switch (c.collective) {
+    if (std::optional<PeerPattern> pattern = b.collective.pattern()) {
+      startPeers(*pattern, b, count, mpiBytesType(c.dataType));
+      return;
+    }
+    switch (*b.collective.collective()) {
       case Collective::AllReduce:
         MPI_Allreduce(c.inPlace ? MPI_IN_PLACE : b.send, b.recv, count, type, op, MPI_COMM_WORLD);
         break;
@@ -137,6 +161,30 @@ class MpiBackend final : public BenchBackend {
     }
   }
 
+  void startPeers(PeerPattern pattern, const BenchCall& b, int count, MPI_Datatype type) {
+    const bool inPlace = b.call.inPlace;
+    switch (pattern) {
+      case PeerPattern::SendRecv: {
+        const int next = (rank_ + 1) % nRanks_;
+        const int previous = (rank_ - 1 + nRanks_) % nRanks_;
+        if (inPlace) {
+          MPI_Sendrecv_replace(b.recv, count, type, next, 0, previous, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+          MPI_Sendrecv(b.send, count, type, next, 0, b.recv, count, type, previous, 0, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE);
+        }
+        break;
+      }
+      case PeerPattern::AllToAllv:
+        // The layout's counts, as MPI's ints (converted on every call; no allocation after the first).
+        counts_.assign(b.peers.sendCounts.begin(), b.peers.sendCounts.end());
+        displs_.assign(b.peers.sendDispls.begin(), b.peers.sendDispls.end());
+        MPI_Alltoallv(inPlace ? MPI_IN_PLACE : b.send, counts_.data(), displs_.data(), type, b.recv,
+                      counts_.data(), displs_.data(), type, MPI_COMM_WORLD);
+        break;
+    }
+  }
+
   void complete() override {}
   void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
 
@@ -160,6 +208,7 @@ class MpiBackend final : public BenchBackend {
  private:
   int rank_ = 0;
   int nRanks_ = 0;
+  std::vector<int> counts_, displs_;  ///< AllToAllv's, sent and received alike (symmetric)
 };
 
 /// The options, or the exit status of a bad command line (reported by rank 0).

@@ -11,10 +11,16 @@
 // ranks, in bfloat16 up to 32); for prod, values whose product is a power of two or, for integers,
 // wraps as the kernels compute it: ±½, ±1, ±2 for floats (±1 beyond 14 ranks, where half's range
 // ends), -2..3 without 0 for signed integers, 1..3 for uint8.
+//
+// The point-to-point patterns (bench_report.h's PeerPattern) move bytes unchanged: a rank's input
+// is the same kind of small integers, and each element it receives must equal, exactly, the
+// element of the sender's input it came from (SendRecv: element i of rank (r-1+n) % n's input;
+// AllToAllv: element i of the block rank q sends it, at q's displacement for it).
 #pragma once
 
 #include <cstdint>
 
+#include "cli/bench_report.h"
 #include "kernelgen/collective_reference.h"
 
 namespace tuccl::bench {
@@ -28,5 +34,15 @@ void fillBenchInput(const CollectiveCall& call, int32_t rank, uint64_t seed, voi
 /// How many of rank `rank`'s outputElements(call) elements at `output` differ from the reference
 /// beyond the comparison's tolerance; 0 where the output is unspecified (a non-root of Reduce).
 int64_t countWrongElements(const CollectiveCall& call, int32_t rank, uint64_t seed, const void* output);
+
+/// The same for any benchmark: `what` is the collective of `call` or a point-to-point pattern,
+/// which takes the ranks, datatype, count (nccl-tests' param count) and in place of `call`
+/// (call.collective is not read for a pattern).
+void fillBenchInput(BenchCollective what, const CollectiveCall& call, int32_t rank, uint64_t seed,
+                    void* input);
+int64_t countWrongElements(BenchCollective what, const CollectiveCall& call, int32_t rank, uint64_t seed,
+                           const void* output);
+/// A pattern's elements of one rank's input and output: SendRecv count, AllToAllv n × count.
+int64_t peerElements(PeerPattern pattern, const CollectiveCall& call);
 
 }  // namespace tuccl::bench

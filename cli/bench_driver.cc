@@ -124,8 +124,9 @@ class Driver {
   BenchCall makeCall(DataType type, std::optional<ReduceOp> op, int32_t root, uint64_t bytes, bool inPlace) {
     BenchCall b;
     const int32_t typeSize = dataTypeSize(type);
+    b.collective = options_.collective;
     b.counts = collectiveCounts(options_.collective, bytes, typeSize, nRanks_);
-    b.call = {options_.collective,
+    b.call = {options_.collective.collective().value_or(Collective::AllReduce),
               nRanks_,
               root,
               type,
@@ -137,6 +138,8 @@ class Driver {
     b.hostRecv = inPlace ? recv_.data() + b.counts.recvInPlaceOffset * rankBytes : recv_.data();
     b.send = onDevice(b.hostSend);
     b.recv = onDevice(b.hostRecv);
+    if (options_.collective.pattern() == PeerPattern::AllToAllv)
+      b.peers = allToAllvLayout(b.counts.param, nRanks_, rank_);
     return b;
   }
 
@@ -166,10 +169,11 @@ class Driver {
     backend_.barrier();
     const double seconds = timedSeconds(b);
     const Bandwidths bw =
-        bandwidths(b.call.collective, b.counts.param, dataTypeSize(b.call.dataType), nRanks_, seconds);
+        bandwidths(b.collective, b.counts.param, dataTypeSize(b.call.dataType), nRanks_, seconds);
     backend_.barrier();
     std::optional<int64_t> wrong;
-    for (int32_t c = 0; c < options_.checkIters; ++c) {
+    const int32_t checks = b.call.inPlace && !checksInPlace(b.collective) ? 0 : options_.checkIters;
+    for (int32_t c = 0; c < checks; ++c) {
       wrong = checkedWrongElements(b);
       if (*wrong != 0) break;
     }
@@ -197,7 +201,7 @@ class Driver {
     const uint64_t recvBytes = std::max(b.counts.send, b.counts.recv) * typeSize;
     std::memset(recv_.data(), HostBuffer::kPoison, recvBytes);
     if (!b.call.inPlace) std::memset(send_.data(), HostBuffer::kPoison, b.counts.send * typeSize);
-    fillBenchInput(b.call, rank_, seed, b.hostSend);
+    fillBenchInput(b.collective, b.call, rank_, seed, b.hostSend);
     if (deviceSend_ == nullptr) return;
     if (recvBytes > 0) backend_.copyToDevice(deviceRecv_, recv_.data(), recvBytes);
     if (!b.call.inPlace && b.counts.send > 0) backend_.copyToDevice(deviceSend_, send_.data(), b.counts.send * typeSize);
@@ -211,7 +215,7 @@ class Driver {
     backend_.complete();
     const uint64_t recvBytes = std::max(b.counts.send, b.counts.recv) * static_cast<uint64_t>(dataTypeSize(b.call.dataType));
     if (deviceRecv_ != nullptr && recvBytes > 0) backend_.copyToHost(recv_.data(), deviceRecv_, recvBytes);
-    return backend_.sumOverRanks(countWrongElements(b.call, rank_, seed, b.hostRecv));
+    return backend_.sumOverRanks(countWrongElements(b.collective, b.call, rank_, seed, b.hostRecv));
   }
 
   const BenchOptions& options_;

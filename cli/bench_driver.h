@@ -11,6 +11,8 @@
 // back and one complete() (time per call, combined over ranks per -a), a barrier, then `-c`
 // checked calls, each on fresh input (bench_check.h) with a poisoned output. In place, the send
 // and receive buffers are views of one buffer, at the rank's block where nccl-tests puts them.
+// The point-to-point patterns (SendRecv, AllToAllv: bench_report.h) run the same loop; their
+// in-place half is timed but not checked (checksInPlace), and prints "N/A".
 //
 // Failures of the library are thrown as StatusError by the backend and leave runBenchmark.
 #pragma once
@@ -24,10 +26,15 @@
 
 namespace tuccl::bench {
 
-/// One collective call of the benchmark: what it is and where its buffers are.
+/// One call of the benchmark: what it is and where its buffers are. A backend switches on
+/// `collective`: for a point-to-point pattern, call.collective means nothing (it is AllReduce)
+/// and `call` gives the ranks, datatype, count and in place only.
 struct BenchCall {
+  BenchCollective collective = Collective::AllReduce;
   CollectiveCall call;  ///< count: nccl-tests' param count (collectiveCounts)
   CollectiveCounts counts;
+  /// AllToAllv: this rank's counts and displacements by peer (allToAllvLayout); empty otherwise.
+  PeerLayout peers;
   void* send = nullptr;  ///< the buffers the library gets (device memory on a device backend)
   void* recv = nullptr;
   void* hostSend = nullptr;  ///< their host copies, which the driver fills and checks (== send, recv

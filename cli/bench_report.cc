@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +24,10 @@ constexpr std::array<DataType, 7> kAllTypes = {DataType::Uint8,   DataType::Int3
 /// nccl-tests' order of -o all.
 constexpr std::array<ReduceOp, 5> kAllOps = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min,
                                              ReduceOp::Avg};
+
+/// What COLLECTIVE may be, for the errors.
+constexpr std::string_view kCollectiveChoices =
+    "allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv or alltoallv";
 
 /// A flag of nccl-tests' command line (its getopt_long table).
 struct Flag {
@@ -272,11 +277,10 @@ Expected<BenchOptions> parseBenchOptions(std::span<const std::string> args) {
     const std::string& arg = args[i];
     if (arg.size() < 2 || arg[0] != '-') {
       if (haveCollective) return makeError(ErrorCode::InvalidArgument, "unexpected argument '" + arg + "'");
-      std::optional<Collective> collective = parseCollective(arg);
+      std::optional<BenchCollective> collective = parseBenchCollective(arg);
       if (!collective) {
         return makeError(ErrorCode::InvalidArgument,
-                         "unknown collective '" + arg +
-                             "': give allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
+                         "unknown collective '" + arg + "': give " + std::string(kCollectiveChoices));
       }
       options.collective = *collective;
       haveCollective = true;
@@ -295,9 +299,7 @@ Expected<BenchOptions> parseBenchOptions(std::span<const std::string> args) {
   }
   if (options.help) return options;
   if (!haveCollective) {
-    return makeError(
-        ErrorCode::InvalidArgument,
-        "missing COLLECTIVE: allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
+    return makeError(ErrorCode::InvalidArgument, "missing COLLECTIVE: " + std::string(kCollectiveChoices));
   }
   if (Status status = checkOptions(options); !status) return status;
   return options;
@@ -307,7 +309,17 @@ std::string benchUsage(std::string_view program) {
   const std::string p(program);
   return "Usage: " + p +
          " COLLECTIVE [flags]\n"
-         "  COLLECTIVE: allreduce | allgather | reducescatter | broadcast | reduce | alltoall\n"
+         "  COLLECTIVE: allreduce | allgather | reducescatter | broadcast | reduce | alltoall |\n"
+         "              sendrecv | alltoallv\n"
+         "    sendrecv   nccl-tests' sendrecv_perf: in one group each rank r sends count = SIZE / type size\n"
+         "               elements to rank (r+1) % n and receives as many from (r-1+n) % n;\n"
+         "               algbw = SIZE / time, busbw = algbw\n"
+         "    alltoallv  alltoall's sizes (n x count/n elements sent and received per rank, count/n\n"
+         "               printed) with counts that vary by pair: ranks i and j exchange part\n"
+         "               (i + j) % n of the n x count/n elements split in proportion 1 : 2 : ... : n,\n"
+         "               so every rank still sends and receives n x count/n; busbw = algbw x (n-1)/n\n"
+         "    In place, sendrecv and alltoallv send from and receive into the one receive buffer; that\n"
+         "    half is timed but not checked (#wrong N/A, as nccl-tests' sendrecv). Both ignore -o and -r.\n"
          "Flags (nccl-tests'; sizes accept K, M, G suffixes):\n"
          "  -b, --minbytes SIZE      smallest size (default 32M)\n"
          "  -e, --maxbytes SIZE      largest size (default 32M)\n"
@@ -330,7 +342,7 @@ std::string benchUsage(std::string_view program) {
 }
 
 Status checkRoot(const BenchOptions& options, int32_t nRanks) {
-  if (!hasRoot(options.collective) || options.root < nRanks) return {};
+  if (!benchHasRoot(options.collective) || options.root < nRanks) return {};
   return makeError(ErrorCode::InvalidArgument, "option -r (--root): root " + std::to_string(options.root) +
                                                    " is not a rank of the " + std::to_string(nRanks) +
                                                    "-rank communicator");
@@ -349,7 +361,7 @@ std::vector<uint64_t> benchSizes(const BenchOptions& options) {
 }
 
 std::vector<int32_t> benchRoots(const BenchOptions& options, int32_t nRanks) {
-  if (!hasRoot(options.collective)) return {-1};
+  if (!benchHasRoot(options.collective)) return {-1};
   if (options.root >= 0) return {options.root};
   std::vector<int32_t> roots;
   for (int32_t r = 0; r < nRanks; ++r) roots.push_back(r);
@@ -357,15 +369,27 @@ std::vector<int32_t> benchRoots(const BenchOptions& options, int32_t nRanks) {
 }
 
 std::vector<std::optional<ReduceOp>> benchOps(const BenchOptions& options) {
-  if (!isReduction(options.collective)) return {std::nullopt};
+  if (!benchIsReduction(options.collective)) return {std::nullopt};
   return std::vector<std::optional<ReduceOp>>(options.ops.begin(), options.ops.end());
 }
 
-CollectiveCounts collectiveCounts(Collective collective, uint64_t bytes, int32_t typeSize, int32_t nRanks) {
+CollectiveCounts collectiveCounts(BenchCollective what, uint64_t bytes, int32_t typeSize, int32_t nRanks) {
   const uint64_t count = bytes / static_cast<uint64_t>(typeSize);
   const auto n = static_cast<uint64_t>(nRanks);
   CollectiveCounts c;
-  switch (collective) {
+  if (std::optional<PeerPattern> pattern = what.pattern()) {
+    switch (*pattern) {
+      case PeerPattern::SendRecv:
+        c.send = c.recv = c.param = count;
+        break;
+      case PeerPattern::AllToAllv:
+        c.send = c.recv = count / n * n;
+        c.param = count / n;
+        break;
+    }
+    return c;
+  }
+  switch (*what.collective()) {
     case Collective::AllGather:
       c.send = c.param = c.sendInPlaceOffset = count / n;
       c.recv = count / n * n;
@@ -387,18 +411,71 @@ CollectiveCounts collectiveCounts(Collective collective, uint64_t bytes, int32_t
   return c;
 }
 
-Bandwidths bandwidths(Collective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks,
+Bandwidths bandwidths(BenchCollective what, uint64_t paramCount, int32_t typeSize, int32_t nRanks,
                       double seconds) {
   double bytes = static_cast<double>(paramCount) * typeSize;
+  // SendRecv moves its count at factor 1 (nccl-tests' SendRecvGetBw); AllToAllv is counted as
+  // AllToAll, whose sizes it has.
+  const std::optional<Collective> collective = what.pattern() == PeerPattern::AllToAllv
+                                                   ? std::optional<Collective>(Collective::AllToAll)
+                                                   : what.collective();
   if (collective == Collective::AllGather || collective == Collective::ReduceScatter ||
       collective == Collective::AllToAll) {
     bytes *= nRanks;
   }
   Bandwidths bw;
   if (seconds > 0) bw.algGBps = bytes / 1.0e9 / seconds;
-  bw.busGBps = bw.algGBps * busBandwidthFactor(collective, nRanks);
+  bw.busGBps = bw.algGBps * (collective ? busBandwidthFactor(*collective, nRanks) : 1.0);
   return bw;
 }
+
+uint64_t allToAllvPairCount(uint64_t block, int32_t nRanks, int32_t from, int32_t to) {
+  const auto n = static_cast<uint64_t>(nRanks);
+  const uint64_t total = block * n;
+  const uint64_t s = (static_cast<uint64_t>(from) + static_cast<uint64_t>(to)) % n;
+  // F(k) = floor(total × k(k+1) / (n(n+1))), exactly: 128-bit products (k(k+1) < n(n+1) < 2^64).
+  __extension__ using Wide = unsigned __int128;
+  const Wide whole = static_cast<Wide>(n) * (n + 1);
+  auto cumulative = [&](uint64_t k) {
+    return static_cast<uint64_t>(static_cast<Wide>(total) * (static_cast<Wide>(k) * (k + 1)) / whole);
+  };
+  return cumulative(s + 1) - cumulative(s);
+}
+
+PeerLayout allToAllvLayout(uint64_t block, int32_t nRanks, int32_t rank) {
+  PeerLayout layout;
+  size_t at = 0;
+  for (int32_t peer = 0; peer < nRanks; ++peer) {
+    const auto count = static_cast<size_t>(allToAllvPairCount(block, nRanks, rank, peer));
+    layout.sendCounts.push_back(count);
+    layout.sendDispls.push_back(at);
+    at += count;
+  }
+  // Symmetric: what a rank receives from a peer is what it sends it, at the same place.
+  layout.recvCounts = layout.sendCounts;
+  layout.recvDispls = layout.sendDispls;
+  return layout;
+}
+
+std::string benchCollectiveName(BenchCollective what) {
+  if (std::optional<PeerPattern> pattern = what.pattern())
+    return *pattern == PeerPattern::SendRecv ? "sendrecv" : "alltoallv";
+  return toLowerCase(collectiveName(*what.collective()));
+}
+
+std::optional<BenchCollective> parseBenchCollective(std::string_view name) {
+  std::string plain;
+  for (char c : name)
+    if (c != '_') plain += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (plain == "sendrecv") return PeerPattern::SendRecv;
+  if (plain == "alltoallv") return PeerPattern::AllToAllv;
+  if (std::optional<Collective> collective = parseCollective(name)) return *collective;
+  return std::nullopt;
+}
+
+bool benchHasRoot(BenchCollective what) { return what.collective() && hasRoot(*what.collective()); }
+bool benchIsReduction(BenchCollective what) { return what.collective() && isReduction(*what.collective()); }
+bool checksInPlace(BenchCollective what) { return what.collective().has_value(); }
 
 std::string_view ncclTestsTypeName(DataType type) {
   switch (type) {

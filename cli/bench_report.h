@@ -16,6 +16,32 @@
 //   ReduceScatter                  send n × recvcount, recvcount = count / n
 //   AllToAll                       n × (count / n) on both sides, count / n per pair
 //   busbw factors: support/bus_bandwidth.h.
+//
+// Besides the collectives (support/vocabulary.h's Collective, which the compiler, plans and tuner
+// share), the benchmark runs two point-to-point patterns of its own (PeerPattern; nothing else of
+// the project knows them, so they are no Collective):
+//   SendRecv    nccl-tests' sendrecv_perf (src/sendrecv.cu): in one group every rank r sends
+//               count = bytes / typeSize elements to (r+1) % n and receives count from
+//               (r-1+n) % n. send = recv = param = count, no in-place offset; algbw = count ×
+//               typeSize / time, busbw factor 1. In place, the send and the receive buffer are one
+//               buffer (the receive buffer), as nccl-tests has it; the receive may then overwrite
+//               what is still being sent, so, as nccl-tests (SendRecvInitData: reportErrors = 0
+//               in place), the in-place half is timed but not checked: its #wrong is "N/A".
+//               nccl-tests' sendrecv_perf prints its -o op in the redop column although nothing is
+//               reduced; we print "none" (as for AllGather and AllToAll) and ignore -o.
+//   AllToAllv   ours (nccl-tests 2.19 has no alltoallv_perf): alltoall_perf's sizes — count =
+//               bytes / typeSize, b = count / n, every rank sends and receives T = n × b elements,
+//               param = b (printed), the size printed is T × typeSize — but the pairs' counts
+//               vary: ranks i and j exchange part s = (i + j) % n of T split in proportion
+//               1 : 2 : ... : n, c(s) = F(s + 1) - F(s) with F(s) = floor(T × s(s+1) / (n(n+1))),
+//               in both directions (the matrix is symmetric). As s runs over every part once for
+//               a fixed i (or j), every rank sends and receives exactly T, like alltoall, so the
+//               bandwidths compare: algbw = T × typeSize / time, busbw factor (n-1)/n (alltoall's,
+//               although a rank's share to itself is not exactly 1/n here). Blocks are packed by
+//               peer: the block to (and from) rank j starts at the sum of the counts of the ranks
+//               below j. In place, both are the receive buffer (sendcounts = recvcounts, so each block is
+//               exchanged in its place, as MPI_IN_PLACE defines it); as for SendRecv the in-place
+//               half is timed, not checked.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +49,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "support/status.h"
@@ -33,9 +60,46 @@ namespace tuccl::bench {
 /// -a: which rank's time a row reports (nccl-tests: 0 = rank 0, 1 = mean, 2 = min, 3 = max).
 enum class TimeAverage : uint8_t { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
 
+/// The point-to-point patterns the benchmark runs beside the collectives (see above).
+enum class PeerPattern : uint8_t { SendRecv, AllToAllv };
+
+/// What a benchmark runs: a Collective or a PeerPattern. Converts implicitly from either, and
+/// compares equal to the one it holds.
+class BenchCollective {
+ public:
+  constexpr BenchCollective(Collective collective) : value_(collective) {}  // NOLINT: implicit by design
+  constexpr BenchCollective(PeerPattern pattern) : value_(pattern) {}       // NOLINT: implicit by design
+  /// The collective, or nullopt for a point-to-point pattern.
+  constexpr std::optional<Collective> collective() const {
+    if (const Collective* c = std::get_if<Collective>(&value_)) return *c;
+    return std::nullopt;
+  }
+  /// The point-to-point pattern, or nullopt for a collective.
+  constexpr std::optional<PeerPattern> pattern() const {
+    if (const PeerPattern* p = std::get_if<PeerPattern>(&value_)) return *p;
+    return std::nullopt;
+  }
+  constexpr bool operator==(const BenchCollective&) const = default;
+
+ private:
+  std::variant<Collective, PeerPattern> value_;
+};
+
+/// The command-line name: "allreduce", ..., "alltoall", "sendrecv", "alltoallv".
+std::string benchCollectiveName(BenchCollective collective);
+/// Reads a command-line name: the collectives as parseCollective does (NCCL's and MSCCL's
+/// spellings), "sendrecv" and "alltoallv" in any case, with or without '_'.
+std::optional<BenchCollective> parseBenchCollective(std::string_view name);
+/// Whether the collective takes a root (-r) / a reduction (-o): never for a point-to-point pattern.
+bool benchHasRoot(BenchCollective collective);
+bool benchIsReduction(BenchCollective collective);
+/// Whether the in-place half is checked: not for the point-to-point patterns, whose in-place
+/// receives may overwrite what is still being sent (nccl-tests' sendrecv reports "N/A" there).
+bool checksInPlace(BenchCollective collective);
+
 /// The command line, with nccl-tests' defaults.
 struct BenchOptions {
-  Collective collective = Collective::AllReduce;
+  BenchCollective collective = Collective::AllReduce;
   uint64_t minBytes = 32ull << 20;                 ///< -b
   uint64_t maxBytes = 32ull << 20;                 ///< -e
   uint64_t stepBytes = 1ull << 20;                 ///< -i: increment when stepFactor is 1
@@ -96,14 +160,28 @@ struct CollectiveCounts {
     return (send > recv ? send : recv) * static_cast<uint64_t>(typeSize);
   }
 };
-CollectiveCounts collectiveCounts(Collective collective, uint64_t bytes, int32_t typeSize, int32_t nRanks);
+CollectiveCounts collectiveCounts(BenchCollective collective, uint64_t bytes, int32_t typeSize,
+                                  int32_t nRanks);
+
+/// AllToAllv's elements between ranks `from` and `to` (either direction: the matrix is
+/// symmetric) when alltoall would move `block` elements per pair: part (from + to) % n of
+/// n × block split in proportion 1 : 2 : ... : n (see above).
+uint64_t allToAllvPairCount(uint64_t block, int32_t nRanks, int32_t from, int32_t to);
+/// One rank's counts and displacements (elements) of a point-to-point call, by peer: it sends
+/// sendCounts[j] elements at sendDispls[j] to rank j and receives recvCounts[i] at recvDispls[i]
+/// from rank i.
+struct PeerLayout {
+  std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+};
+/// AllToAllv's layout of `rank`: blocks packed by peer, sends and receives alike.
+PeerLayout allToAllvLayout(uint64_t block, int32_t nRanks, int32_t rank);
 
 struct Bandwidths {
   double algGBps = 0;
   double busGBps = 0;
 };
 /// nccl-tests' algbw (bytes of the call / time, 1e9 B/s) and busbw for `paramCount` elements.
-Bandwidths bandwidths(Collective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks,
+Bandwidths bandwidths(BenchCollective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks,
                       double seconds);
 
 /// nccl-tests' type column: "uint8", "int32", "int64", "half", "float", "double", "bfloat16".

@@ -3,6 +3,11 @@
 // prints nccl-tests' output; every rank checks its own results (cli/bench_driver.h runs the
 // loop, this file is libtuccl's side of it).
 //
+// sendrecv is a tucclSend to rank r+1 and a tucclRecv from rank r-1 in one group (nccl-tests'
+// sendrecv_perf), alltoallv one tucclAllToAllv (cli/bench_report.h defines both). libtuccl runs a
+// group's transfers all at once and not yet two between the same pair of ranks, so -m > 1 fails
+// with these two (libtuccl's error names the transfers).
+//
 // Calls are stream-ordered: the timed calls are enqueued on one stream and waited for once. The
 // barrier is an AllReduce of one integer; times are combined over ranks with an AllReduce (sum,
 // min or max) or a Broadcast of rank 0's, the wrong-element counts with an AllReduce of an int64.
@@ -24,6 +29,7 @@
 #include <iostream>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -214,7 +220,11 @@ class TucclBackend final : public BenchBackend {
     const auto count = static_cast<size_t>(c.count);
     const tucclDataType_t type = toTuccl(c.dataType);
     const tucclRedOp_t op = toTuccl(c.op);
-    switch (c.collective) {
+    if (std::optional<PeerPattern> pattern = b.collective.pattern()) {
+      startPeers(*pattern, b, count, type);
+      return;
+    }
+    switch (*b.collective.collective()) {
       case Collective::AllReduce:
         check(tucclAllReduce(b.send, b.recv, count, type, op, comm_, stream_), "tucclAllReduce", comm_);
         break;
@@ -233,6 +243,32 @@ class TucclBackend final : public BenchBackend {
         break;
       case Collective::AllToAll:
         check(tucclAllToAll(b.send, b.recv, count, type, comm_, stream_), "tucclAllToAll", comm_);
+        break;
+    }
+  }
+
+  /// nccl-tests' sendrecv (a send to the next rank and a receive from the previous one, in one
+  /// group) or tucclAllToAllv with the call's per-peer layout.
+  void startPeers(PeerPattern pattern, const BenchCall& b, size_t count, tucclDataType_t type) {
+    switch (pattern) {
+      case PeerPattern::SendRecv: {
+        const int next = (rank_ + 1) % nRanks_;
+        const int previous = (rank_ - 1 + nRanks_) % nRanks_;
+        check(tucclGroupStart(), "tucclGroupStart", comm_);
+        const tucclResult_t sent = tucclSend(b.send, count, type, next, comm_, stream_);
+        const tucclResult_t received =
+            sent == tucclSuccess ? tucclRecv(b.recv, count, type, previous, comm_, stream_) : tucclSuccess;
+        // The group is closed even when a call was refused, so this thread's group depth stays right.
+        const tucclResult_t ended = tucclGroupEnd();
+        check(sent, "tucclSend", comm_);
+        check(received, "tucclRecv", comm_);
+        check(ended, "tucclGroupEnd", comm_);
+        break;
+      }
+      case PeerPattern::AllToAllv:
+        check(tucclAllToAllv(b.send, b.peers.sendCounts.data(), b.peers.sendDispls.data(), b.recv,
+                             b.peers.recvCounts.data(), b.peers.recvDispls.data(), type, comm_, stream_),
+              "tucclAllToAllv", comm_);
         break;
     }
   }

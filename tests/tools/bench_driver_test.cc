@@ -7,11 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <barrier>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,20 +28,22 @@ using namespace tuccl::bench;
 
 /// What the ranks of one run share.
 struct World {
-  explicit World(int32_t n) : nRanks(n), sync(n), inputs(n), doubles(n), ints(n), bytes(n) {}
+  explicit World(int32_t n) : nRanks(n), sync(n), inputs(n), doubles(n), ints(n), bytes(n), sent(n) {}
   int32_t nRanks;
   std::barrier<> sync;
   std::vector<std::vector<double>> inputs;  ///< each rank's input of the current call
   std::vector<double> doubles;
   std::vector<int64_t> ints;
   std::vector<const void*> bytes;
+  std::vector<std::vector<unsigned char>> sent;  ///< each rank's send buffer of the current call
   /// Rank and flat element index of a deliberately wrong output element (-1: none).
   int32_t corruptRank = -1;
   int64_t corruptIndex = 0;
 };
 
 /// A blocking library whose collectives are the reference: every rank publishes its input, then
-/// writes its output from all of them.
+/// writes its output from all of them. Point-to-point patterns copy the bytes of the blocks each
+/// rank sends it (a copy of every send buffer is taken first, so in place works too).
 class ThreadBackend final : public BenchBackend {
  public:
   ThreadBackend(World& world, int32_t rank, bool deviceMemory = false)
@@ -60,6 +64,7 @@ class ThreadBackend final : public BenchBackend {
     if (deviceMemory_ && (!onDevice(b.send) || !onDevice(b.recv))) ++hostPointers;
     const CollectiveCall& c = b.call;
     const int64_t size = dataTypeSize(c.dataType);
+    if (std::optional<PeerPattern> pattern = b.collective.pattern()) return exchange(*pattern, b, size);
     std::vector<double>& mine = world_.inputs[rank_];
     mine.resize(static_cast<size_t>(inputElements(c)));
     // Broadcast reads only the root's input (others' in-place buffers hold anything).
@@ -74,6 +79,34 @@ class ThreadBackend final : public BenchBackend {
         writeElement(c.dataType, static_cast<char*>(b.recv) + i * size, value);
       }
     }
+    world_.sync.arrive_and_wait();
+  }
+
+  /// SendRecv: count elements from rank r-1; AllToAllv: b.peers' blocks, where the sender's
+  /// layout places them.
+  void exchange(PeerPattern pattern, const BenchCall& b, int64_t size) {
+    const int32_t n = world_.nRanks;
+    const auto elements =
+        static_cast<size_t>(pattern == PeerPattern::SendRecv ? b.call.count : b.call.count * n);
+    const auto* send = static_cast<const unsigned char*>(b.send);
+    world_.sent[rank_].assign(send, send + elements * size);
+    world_.sync.arrive_and_wait();
+    auto* recv = static_cast<unsigned char*>(b.recv);
+    if (pattern == PeerPattern::SendRecv) {
+      const std::vector<unsigned char>& from = world_.sent[(rank_ - 1 + n) % n];
+      std::copy(from.begin(), from.end(), recv);
+    } else {
+      for (int32_t q = 0; q < n; ++q) {
+        const PeerLayout theirs = allToAllvLayout(b.call.count, n, q);
+        const size_t count = b.peers.recvCounts[q];
+        EXPECT_EQ(count, theirs.sendCounts[rank_])
+            << "rank " << q << " sends what rank " << rank_ << " receives";
+        std::memcpy(recv + b.peers.recvDispls[q] * size,
+                    world_.sent[q].data() + theirs.sendDispls[rank_] * size, count * size);
+      }
+    }
+    if (rank_ == world_.corruptRank)
+      writeElement(b.call.dataType, recv + world_.corruptIndex * size, 100);  // beyond the inputs
     world_.sync.arrive_and_wait();
   }
 
@@ -232,6 +265,61 @@ TEST(BenchDriver, DeviceMemoryIsCopiedInAndOutAroundTheCheckedCalls) {
   // A wrong element on the device is found through the copy back.
   RunResult r = runRanks({"allreduce", "-b", "64", "-e", "64", "-c", "1"}, 2, 1, 3, true);
   EXPECT_NE(r.output.find("# Out of bounds values : 2 FAILED"), std::string::npos) << r.output;
+}
+
+// sendrecv and alltoallv: every element of every rank checked out of place, in any type; the
+// in-place half is timed but not checked ("N/A", as nccl-tests' sendrecv); no op, no root.
+TEST(BenchDriver, PeerPatternsCheckOutOfPlaceAndSayNotCheckedInPlace) {
+  for (const char* pattern : {"sendrecv", "alltoallv"}) {
+    for (int32_t nRanks : {1, 3, 4}) {
+      RunResult r = runRanks({pattern, "-b", "4", "-e", "4K", "-f", "4", "-n", "2", "-w", "1", "-c", "2",
+                              "-d", "all", "-o", "all", "-r", "all"},
+                             nRanks);
+      NcclTestsOutput parsed = parseNcclTestsOutput(r.output);
+      ASSERT_TRUE(parsed.ok()) << parsed.error;
+      // 6 sizes × every type, one op, one root.
+      EXPECT_EQ(parsed.rows.size(),
+                6 * parseBenchOptions(std::vector<std::string>{"sendrecv", "-d", "all"})->types.size())
+          << pattern;
+      for (const NcclTestsRow& row : parsed.rows) {
+        EXPECT_EQ(row.outOfPlace.wrong, 0) << pattern << " line " << row.line;
+        EXPECT_FALSE(row.inPlace.wrong.has_value()) << pattern << " line " << row.line;
+      }
+      EXPECT_NE(r.output.find("    none      -1"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
+      for (int64_t wrong : r.wrong) EXPECT_EQ(wrong, 0) << pattern;
+    }
+  }
+}
+
+// The check reads what arrived: one element off on one rank is one wrong element per checked
+// half, and device memory is copied in and out as for the collectives.
+TEST(BenchDriver, PeerPatternsFindAWrongElementAndRunOnDeviceMemory) {
+  for (const char* pattern : {"sendrecv", "alltoallv"}) {
+    RunResult r = runRanks({pattern, "-b", "1K", "-e", "4K", "-f", "2", "-c", "1", "-d", "int32"}, 4, 2, 37);
+    EXPECT_NE(r.output.find("# Out of bounds values : 3 FAILED"), std::string::npos) << r.output;
+    for (int64_t wrong : r.wrong) EXPECT_EQ(wrong, 3) << pattern;
+    r = runRanks({pattern, "-b", "4", "-e", "1237", "-f", "7", "-n", "2", "-c", "2", "-d", "all"}, 3, -1, 0,
+                 true);
+    EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
+    for (int32_t q = 0; q < 3; ++q) {
+      EXPECT_EQ(r.hostPointers[q], 0) << pattern << " rank " << q;
+      EXPECT_GT(r.copies[q], 0) << pattern << " rank " << q;
+    }
+  }
+  // The sizes and bandwidths: sendrecv's count is the size / type size at factor 1, alltoallv's
+  // alltoall's count per pair, n × that the size.
+  RunResult r = runRanks({"sendrecv", "-b", "1K", "-e", "1K", "-d", "int32"}, 4);
+  NcclTestsOutput parsed = parseNcclTestsOutput(r.output);
+  ASSERT_TRUE(parsed.ok() && parsed.rows.size() == 1u) << r.output;
+  EXPECT_EQ(parsed.rows[0].bytes, 1024u);
+  EXPECT_EQ(parsed.rows[0].count, 256u);
+  EXPECT_DOUBLE_EQ(parsed.rows[0].outOfPlace.algBwGBps, parsed.rows[0].outOfPlace.busBwGBps);
+  r = runRanks({"alltoallv", "-b", "1000", "-e", "1000", "-d", "int32"}, 3);
+  parsed = parseNcclTestsOutput(r.output);
+  ASSERT_TRUE(parsed.ok() && parsed.rows.size() == 1u) << r.output;
+  EXPECT_EQ(parsed.rows[0].bytes, 996u);  // 3 × 83 int32
+  EXPECT_EQ(parsed.rows[0].count, 83u);
 }
 
 TEST(BenchDriver, RowsFollowNcclTestsConventions) {

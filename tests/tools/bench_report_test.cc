@@ -4,15 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cli/bench_check.h"
 #include "kernelgen/collective_reference.h"
 #include "kernelgen/element_values.h"
-#include "cli/bench_check.h"
 #include "tune/nccl_tests_output.h"
 
 namespace {
@@ -278,6 +279,105 @@ TEST(CollectiveCounts, NcclTestsConventions) {
   EXPECT_EQ(collectiveCounts(Collective::Broadcast, 10, 8, 4).param, 1u);
 }
 
+TEST(BenchOptions, PeerPatternsAreNamedAndHaveNoOpOrRoot) {
+  for (const char* name : {"sendrecv", "SendRecv", "send_recv"}) {
+    Expected<BenchOptions> o = parse({name, "-o", "all", "-r", "all"});
+    ASSERT_TRUE(o.ok()) << name << ": " << o.status().message();
+    EXPECT_EQ(o->collective, PeerPattern::SendRecv);
+    EXPECT_FALSE(o->collective.collective().has_value());
+    EXPECT_EQ(benchCollectiveName(o->collective), "sendrecv");
+    EXPECT_EQ(benchOps(*o), std::vector<std::optional<ReduceOp>>{std::nullopt});
+    EXPECT_EQ(benchRoots(*o, 4), std::vector<int32_t>{-1});
+    EXPECT_TRUE(checkRoot(*o, 2).ok());
+  }
+  for (const char* name : {"alltoallv", "AllToAllv", "all_to_all_v"}) {
+    Expected<BenchOptions> o = parse({name});
+    ASSERT_TRUE(o.ok()) << name << ": " << o.status().message();
+    EXPECT_EQ(o->collective, PeerPattern::AllToAllv);
+    EXPECT_EQ(benchCollectiveName(o->collective), "alltoallv");
+  }
+  // The collectives keep their names; a Collective and the BenchCollective holding it compare equal.
+  EXPECT_EQ(parse({"all_to_all"})->collective, Collective::AllToAll);
+  EXPECT_EQ(benchCollectiveName(Collective::ReduceScatter), "reducescatter");
+  EXPECT_NE(BenchCollective(Collective::AllToAll), BenchCollective(PeerPattern::AllToAllv));
+  EXPECT_TRUE(checksInPlace(Collective::AllToAll));
+  EXPECT_FALSE(checksInPlace(PeerPattern::SendRecv));
+  EXPECT_FALSE(checksInPlace(PeerPattern::AllToAllv));
+  EXPECT_NE(errorOf({"alltoallw"}).find("sendrecv or alltoallv"), std::string::npos);
+  // --help defines both.
+  const std::string usage = benchUsage("tuccl-bench");
+  EXPECT_NE(usage.find("sendrecv   nccl-tests' sendrecv_perf"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("(i + j) % n"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("#wrong N/A"), std::string::npos) << usage;
+}
+
+TEST(CollectiveCounts, PeerPatterns) {
+  // sendrecv (nccl-tests' SendRecvGetCollByteCount): count = bytes / size on both sides, no offsets.
+  CollectiveCounts sr = collectiveCounts(PeerPattern::SendRecv, 1 << 20, 4, 4);
+  EXPECT_EQ(sr.send, 262144u);
+  EXPECT_EQ(sr.recv, 262144u);
+  EXPECT_EQ(sr.param, 262144u);
+  EXPECT_EQ(sr.sendInPlaceOffset, 0u);
+  EXPECT_EQ(sr.recvInPlaceOffset, 0u);
+  EXPECT_EQ(sr.rowBytes(4), 1u << 20);
+  // alltoallv: alltoall's.
+  for (auto [bytes, n] : {std::pair{1 << 20, 4}, std::pair{100, 3}, std::pair{4, 8}}) {
+    CollectiveCounts v = collectiveCounts(PeerPattern::AllToAllv, bytes, 4, n);
+    CollectiveCounts a = collectiveCounts(Collective::AllToAll, bytes, 4, n);
+    EXPECT_EQ(v.send, a.send);
+    EXPECT_EQ(v.recv, a.recv);
+    EXPECT_EQ(v.param, a.param);
+    EXPECT_EQ(v.sendInPlaceOffset, 0u);
+    EXPECT_EQ(v.recvInPlaceOffset, 0u);
+  }
+}
+
+// Every rank sends and receives n × block, like alltoall; what ranks i and j exchange is the same
+// both ways and differs from pair to pair.
+TEST(AllToAllvLayout, RowsAndColumnsSumToAllToAllsAndPairsDiffer) {
+  for (int32_t n : {1, 2, 3, 4, 7, 8, 64}) {
+    for (uint64_t block : {uint64_t{0}, uint64_t{1}, uint64_t{5}, uint64_t{1000}, uint64_t{1} << 38}) {
+      for (int32_t i = 0; i < n; ++i) {
+        uint64_t row = 0, column = 0;
+        for (int32_t j = 0; j < n; ++j) {
+          row += allToAllvPairCount(block, n, i, j);
+          column += allToAllvPairCount(block, n, j, i);
+          EXPECT_EQ(allToAllvPairCount(block, n, i, j), allToAllvPairCount(block, n, j, i));
+          EXPECT_LE(allToAllvPairCount(block, n, i, j), 2 * block);
+        }
+        EXPECT_EQ(row, block * n) << "n " << n << " block " << block << " rank " << i;
+        EXPECT_EQ(column, block * n) << "n " << n << " block " << block << " rank " << i;
+        const PeerLayout layout = allToAllvLayout(block, n, i);
+        ASSERT_EQ(layout.sendCounts.size(), static_cast<size_t>(n));
+        size_t at = 0;
+        for (int32_t j = 0; j < n; ++j) {
+          EXPECT_EQ(layout.sendCounts[j], allToAllvPairCount(block, n, i, j));
+          EXPECT_EQ(layout.sendDispls[j], at);
+          at += layout.sendCounts[j];
+        }
+        EXPECT_EQ(layout.recvCounts, layout.sendCounts);
+        EXPECT_EQ(layout.recvDispls, layout.sendDispls);
+      }
+    }
+  }
+  // 4 ranks, 1000 per pair in alltoall: 400, 800, 1200, 1600 by (i + j) % 4.
+  EXPECT_EQ(allToAllvPairCount(1000, 4, 0, 0), 400u);
+  EXPECT_EQ(allToAllvPairCount(1000, 4, 0, 1), 800u);
+  EXPECT_EQ(allToAllvPairCount(1000, 4, 1, 1), 1200u);
+  EXPECT_EQ(allToAllvPairCount(1000, 4, 3, 0), 1600u);
+  EXPECT_EQ(allToAllvPairCount(1000, 4, 2, 2), 400u);
+}
+
+TEST(Bandwidths, PeerPatterns) {
+  const uint64_t floats = 250000000;  // 1e9 bytes in 1 s
+  const Bandwidths sr = bandwidths(PeerPattern::SendRecv, floats, 4, 4, 1.0);
+  EXPECT_DOUBLE_EQ(sr.algGBps, 1.0);
+  EXPECT_DOUBLE_EQ(sr.busGBps, 1.0);  // factor 1 (nccl-tests' SendRecvGetBw)
+  const Bandwidths v = bandwidths(PeerPattern::AllToAllv, floats / 4, 4, 4, 1.0);
+  EXPECT_DOUBLE_EQ(v.algGBps, 1.0);
+  EXPECT_DOUBLE_EQ(v.busGBps, 0.75);  // alltoall's (n-1)/n
+}
+
 TEST(Bandwidths, BusFactors) {
   // 1e9 bytes in 1 s = 1 GB/s of algbw; busbw by nccl-tests' factors, 4 ranks.
   const uint64_t floats = 250000000;
@@ -420,6 +520,54 @@ TEST(BenchCheck, CorrectOutputsHaveNoWrongElementForEveryCollectiveTypeAndOp) {
       }
     }
   }
+}
+
+// The patterns' references, from the sender's input: what arrives from the right sender at the
+// right place checks clean in every type, anything else is counted element by element.
+TEST(BenchCheck, PeerPatternsCompareWhatArrivedWithTheSendersInput) {
+  const DataType types[] = {DataType::Uint8,   DataType::Int32,   DataType::Int64,   DataType::Float16,
+                            DataType::Float32, DataType::Float64, DataType::BFloat16};
+  for (PeerPattern pattern : {PeerPattern::SendRecv, PeerPattern::AllToAllv}) {
+    for (DataType type : types) {
+      for (int32_t n : {1, 3, 4}) {
+        CollectiveCall call{Collective::AllReduce, n, -1, type, ReduceOp::Prod, 333, false};
+        const int64_t size = dataTypeSize(type);
+        const auto elements = static_cast<size_t>(peerElements(pattern, call));
+        std::vector<std::vector<unsigned char>> inputs(n, std::vector<unsigned char>(elements * size));
+        for (int32_t q = 0; q < n; ++q) fillBenchInput(pattern, call, q, 9, inputs[q].data());
+        for (int32_t r = 0; r < n; ++r) {
+          std::vector<unsigned char> out(elements * size, 0xA5);
+          if (pattern == PeerPattern::SendRecv) {
+            out = inputs[(r - 1 + n) % n];
+          } else {
+            const PeerLayout mine = allToAllvLayout(333, n, r);
+            for (int32_t q = 0; q < n; ++q) {
+              const PeerLayout theirs = allToAllvLayout(333, n, q);
+              std::memcpy(&out[mine.recvDispls[q] * size], &inputs[q][theirs.sendDispls[r] * size],
+                          mine.recvCounts[q] * size);
+            }
+          }
+          ASSERT_EQ(countWrongElements(pattern, call, r, 9, out.data()), 0)
+              << benchCollectiveName(pattern) << " " << dataTypeName(type) << " n " << n << " rank " << r;
+          // Another iteration's data, or this rank's own input (but its block to itself), is wrong
+          // almost everywhere.
+          EXPECT_GT(countWrongElements(pattern, call, r, 10, out.data()), static_cast<int64_t>(elements / 2));
+          if (n > 1) {
+            EXPECT_GT(countWrongElements(pattern, call, r, 9, inputs[r].data()),
+                      static_cast<int64_t>(elements / 4))
+                << benchCollectiveName(pattern) << " " << dataTypeName(type) << " n " << n;
+          }
+          writeElement(type, &out[(elements - 1) * size], 100);
+          EXPECT_EQ(countWrongElements(pattern, call, r, 9, out.data()), 1);
+        }
+      }
+    }
+  }
+  // A pattern's inputs are the plain values even with -o prod given: bytes, not reductions.
+  CollectiveCall call{Collective::AllReduce, 4, -1, DataType::Float32, ReduceOp::Prod, 1000, false};
+  std::vector<float> input(1000);
+  fillBenchInput(PeerPattern::SendRecv, call, 1, 3, input.data());
+  EXPECT_GT(std::count_if(input.begin(), input.end(), [](float x) { return x > 3 || x < -3; }), 300);
 }
 
 TEST(BenchCheck, WrongElementsAreCounted) {
