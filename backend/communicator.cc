@@ -411,7 +411,8 @@ Status Communicator::Impl::copyLocally(const CollectiveCall& call, tucclStream_t
 
 // A batch of sends and receives. Those with this rank itself pair up in order (the k-th send to
 // itself with the k-th receive) and are copies, done first on the stream; the others get the next
-// transfer number of their pair and direction and run as one batch.
+// transfer number of their pair and direction and run as one batch, those of one pair and
+// direction one after the other.
 Status Communicator::Impl::launchPeers(const std::vector<PeerCall>& calls, tucclStream_t stream) {
   std::vector<const PeerCall*> selfSends, selfReceives;
   PeerBatch batch;
@@ -451,6 +452,10 @@ Status Communicator::Impl::launchPeers(const std::vector<PeerCall>& calls, tuccl
       transfer.ring = transfer.send ? peerRingIndex(rank, transfer.peer, nRanks)
                                     : peerRingIndex(transfer.peer, rank, nRanks);
     }
+    // The transfers of one ring and direction run as one chain, in issue order (peerChains).
+    std::stable_sort(batch.transfers.begin(), batch.transfers.end(), [](const PeerTransfer& a, const PeerTransfer& b) {
+      return std::make_pair(a.send, a.ring) < std::make_pair(b.send, b.ring);
+    });
     batch.placement = peerRings.get();
     batch.sliceBytes = peerSlot;
     batch.sequence = nextSequence++;

@@ -32,7 +32,7 @@ Clock::duration seconds(double value) {
 
 // Point-to-point on the host: one TB thread per transfer, in libtuccl itself (peer.h needs no
 // generated code).
-void hostPeerTransfer(dev::KernelArgs args) { dev::peerTransfer(args); }
+void hostPeerChain(dev::KernelArgs launch) { dev::peerChain(launch, 0); }
 void setHostBlock(unsigned block) { dev::host::blockIdx.x = block; }
 
 const HostKernels& hostPeerKernels() {
@@ -249,8 +249,9 @@ Status State::executePeers(const PeerBatch& batch) {
   return status;
 }
 
-// Every transfer on its own TB thread, all at once: a batch never waits on the order of its
-// transfers. The rings' running counts live in the segments, so consecutive batches continue them.
+// Every chain (the transfers of one ring and direction) on its own TB thread, all at once: a batch
+// never waits on the order of its transfers. The rings' running counts live in the segments, so
+// consecutive batches continue them.
 Status State::runPeers(const PeerBatch& batch) {
   if (aborted()) return abortedError();
   const size_t n = batch.transfers.size();
@@ -259,10 +260,6 @@ Status State::runPeers(const PeerBatch& batch) {
   std::vector<std::array<int32_t, 2>> values(n);
   std::vector<dev::TbReport> reports(n);
   std::vector<dev::KernelArgs> args(n);
-  std::vector<HostLaunch> launches(n);
-  const int64_t deadline = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               (Clock::now() + seconds(batch.timeoutSeconds)).time_since_epoch())
-                               .count();
   for (size_t i = 0; i < n; ++i) {
     const PeerTransfer& transfer = batch.transfers[i];
     rings[i] = ringOf(batch.placement->rings[transfer.ring]);
@@ -271,9 +268,21 @@ Status State::runPeers(const PeerBatch& batch) {
     args[i].rings = &rings[i];
     args[i].reports = &reports[i];
     args[i].roleValues = values[i].data();
-    args[i].abort = abortWord;
-    args[i].deadlineNs = deadline;
-    launches[i] = HostLaunch{hostPeerTransfer, &args[i], 1};
+  }
+  // One launch of one block per chain: its values are the chain's {first, count}.
+  const std::vector<int32_t> chains = peerChains(batch);
+  const size_t nChains = chains.size() / 2;
+  std::vector<dev::KernelArgs> chainArgs(nChains);
+  std::vector<HostLaunch> launches(nChains);
+  const int64_t deadline = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               (Clock::now() + seconds(batch.timeoutSeconds)).time_since_epoch())
+                               .count();
+  for (size_t c = 0; c < nChains; ++c) {
+    chainArgs[c].scratch = args.data();
+    chainArgs[c].roleValues = &chains[2 * c];
+    chainArgs[c].abort = abortWord;
+    chainArgs[c].deadlineNs = deadline;
+    launches[c] = HostLaunch{hostPeerChain, &chainArgs[c], 1};
   }
   if (Expected<bool> ran = pool.run(hostPeerKernels(), launches); !ran) {
     std::atomic_ref<int32_t>(*abortWord).store(1);

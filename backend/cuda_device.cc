@@ -1014,8 +1014,9 @@ Status CudaDevice::reservePeers(CallSlot& slot, size_t bytes) {
   return {};
 }
 
-// One launch of the batch: block i runs transfer i, reading transfers[i] (KernelArgs::scratch of
-// the launch's arguments) with its ring and values, all in the slot's host-mapped memory.
+// One launch of the batch: block b runs chain b (peer_batch.h peerChains), reading its transfers'
+// KernelArgs (KernelArgs::scratch of the launch's arguments), rings and values, and the chains
+// (its roleValues), all in the slot's host-mapped memory.
 Status CudaDevice::enqueuePeers(const PeerBatch& batch, CUstream stream, CUfunction function,
                                 const std::shared_ptr<CallSlot>& slot) {
   const size_t n = batch.transfers.size();
@@ -1025,6 +1026,9 @@ Status CudaDevice::enqueuePeers(const PeerBatch& batch, CUstream stream, CUfunct
   auto* values = reinterpret_cast<int32_t*>(slot->peerHost + argsBytes + ringsBytes);
   const CUdeviceptr ringsDevice = slot->peerDevice + argsBytes;
   const CUdeviceptr valuesDevice = ringsDevice + ringsBytes;
+  const std::vector<int32_t> chains = peerChains(batch);
+  std::copy(chains.begin(), chains.end(), values + 2 * n);
+  const auto blocks = static_cast<unsigned>(chains.size() / 2);
   std::fill(slot->reports, slot->reports + n, dev::TbReport{});
   for (size_t i = 0; i < n; ++i) {
     const PeerTransfer& transfer = batch.transfers[i];
@@ -1045,12 +1049,14 @@ Status CudaDevice::enqueuePeers(const PeerBatch& batch, CUstream stream, CUfunct
   }
   dev::KernelArgs launch;
   launch.scratch = devicePointer<char>(slot->peerDevice, 0);
+  launch.roleValues = devicePointer<int32_t>(valuesDevice, static_cast<int64_t>(2 * n * sizeof(int32_t)));
   launch.count = static_cast<int64_t>(n);
   launch.abort = devicePointer<int32_t>(abortDevice_, 0);
   launch.spinLimit = spinLimitCycles(batch.timeoutSeconds, clockKhz_);
   void* params[] = {&launch};
-  const std::string what = "tuccl_peer_transfers <<<" + std::to_string(n) + ", " + std::to_string(dev::kPeerThreads) + ">>>";
-  if (Status status = check(cu_.cuLaunchKernel(function, static_cast<unsigned>(n), 1, 1, dev::kPeerThreads, 1, 1, 0,
+  const std::string what =
+      "tuccl_peer_transfers <<<" + std::to_string(blocks) + ", " + std::to_string(dev::kPeerThreads) + ">>>";
+  if (Status status = check(cu_.cuLaunchKernel(function, blocks, 1, 1, dev::kPeerThreads, 1, 1, 0,
                                                stream, params, nullptr),
                             "cuLaunchKernel", what);
       !status) {
@@ -1067,12 +1073,13 @@ Status CudaDevice::enqueuePeers(const PeerBatch& batch, CUstream stream, CUfunct
 Status CudaDevice::launchPeers(const PeerBatch& batch, tucclStream_t stream) {
   if (batch.transfers.empty()) return {};
   if (batch.placement == nullptr) return makeError(ErrorCode::Internal, "CUDA device: a batch without its rings");
-  if (multiprocessors_ > 0 && batch.transfers.size() > static_cast<size_t>(multiprocessors_)) {
-    // Every transfer's TB must be resident at once (each waits on its peer's), one per SM.
+  const size_t chains = peerChains(batch).size() / 2;
+  if (multiprocessors_ > 0 && chains > static_cast<size_t>(multiprocessors_)) {
+    // Every chain's TB must be resident at once (each waits on its peer's), one per SM.
     return makeError(ErrorCode::InvalidArgument,
-                     "CUDA device: a group of " + std::to_string(batch.transfers.size()) +
-                         " sends and receives on one communicator is more than GPU " + std::to_string(ordinal_) +
-                         " runs at once; split the group");
+                     "CUDA device: a group sending to or receiving from " + std::to_string(chains) +
+                         " ranks on one communicator needs more TBs than GPU " + std::to_string(ordinal_) +
+                         " runs at once (" + std::to_string(multiprocessors_) + " SMs); split the group");
   }
   if (Status status = checkRingsOfRank(*batch.placement, batch.rank); !status) return status;
   ScopedContext scope(cu_, context_);
@@ -1087,7 +1094,10 @@ Status CudaDevice::launchPeers(const PeerBatch& batch, tucclStream_t stream) {
   std::shared_ptr<CallSlot> slot = std::move(*taken);
   const size_t n = batch.transfers.size();
   Status status = reserve(*slot, 2 * sizeof(uint64_t), n, 0);
-  if (status) status = reservePeers(*slot, n * (sizeof(dev::KernelArgs) + sizeof(dev::RingDevice) + 2 * sizeof(int32_t)));
+  if (status) {
+    // The transfers' arguments, rings and values, then the chains (two values each, at most n).
+    status = reservePeers(*slot, n * (sizeof(dev::KernelArgs) + sizeof(dev::RingDevice) + 4 * sizeof(int32_t)));
+  }
   if (status) {
     slot->peers = batch;
     slot->plan = nullptr;

@@ -41,6 +41,21 @@ uint32_t peerTagOp(uint32_t number, int64_t bytes) {
   return ((number & 0xffffu) << 16) | static_cast<uint32_t>(folded & 0xffffu);
 }
 
+std::vector<int32_t> peerChains(const PeerBatch& batch) {
+  std::vector<int32_t> chains;
+  for (size_t i = 0; i < batch.transfers.size(); ++i) {
+    const PeerTransfer& t = batch.transfers[i];
+    const bool continues = i > 0 && batch.transfers[i - 1].ring == t.ring && batch.transfers[i - 1].send == t.send;
+    if (continues) {
+      ++chains.back();
+    } else {
+      chains.push_back(static_cast<int32_t>(i));
+      chains.push_back(1);
+    }
+  }
+  return chains;
+}
+
 std::array<int32_t, 2> peerValues(const PeerTransfer& transfer) {
   return {transfer.send ? 1 : 0, static_cast<int32_t>(peerTagOp(transfer.number, transfer.bytes))};
 }

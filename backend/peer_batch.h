@@ -26,7 +26,9 @@ struct PeerTransfer {
 };
 
 struct PeerBatch {
-  std::vector<PeerTransfer> transfers;  ///< none with this rank itself (those are copies)
+  /// None with this rank itself (those are copies); those of one ring and direction next to each
+  /// other, in issue order (they run as one chain: peerChains).
+  std::vector<PeerTransfer> transfers;
   const PlanPlacement* placement = nullptr;  ///< the point-to-point rings (StagingAllocator::placePeerRings)
   int64_t sliceBytes = 0;  ///< payload bytes of a slice (the rings' slot size)
   int32_t rank = 0;
@@ -38,6 +40,11 @@ struct PeerBatch {
 /// bits of its number on the pair, then 16 bits folded from its size, so a receive that meets a
 /// send of another size or another send stops with a tag mismatch (but for one size in 65536).
 uint32_t peerTagOp(uint32_t number, int64_t bytes);
+
+/// The chains of a batch, one TB each (kernelgen/device/peer.h peerChain): per chain its first
+/// transfer and how many, flattened ({first, count, first, count, ...}). A chain is a run of
+/// transfers of one ring and direction.
+std::vector<int32_t> peerChains(const PeerBatch& batch);
 
 /// The values transfer `t`'s TB reads (kernelgen/device/peer.h: PeerValue).
 std::array<int32_t, 2> peerValues(const PeerTransfer& transfer);

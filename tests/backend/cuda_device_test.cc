@@ -812,6 +812,32 @@ TEST(CudaDevice, RunsPointToPointBatchesAsThreadsOfOneProcess) {
   EXPECT_EQ(fakecuda::callsOf("cuModuleLoadData").size(), static_cast<size_t>(kRanks)) << "one module per device";
 }
 
+// Two sends to one peer in one batch share its ring: they run as one chain (one TB), in order, and
+// so do the two receives.
+TEST(CudaDevice, TransfersOfOneRingInOneBatchRunAsAChain) {
+  constexpr int64_t kSlot = 4096;
+  Ranks ranks;
+  const PlanPlacement peers = setUpPeers(ranks, 2, kSlot);
+  if (HasFatalFailure()) return;
+  std::vector<uint8_t> first(9000), second(5000), gotFirst(9000, 0), gotSecond(5000, 0);
+  for (size_t i = 0; i < first.size(); ++i) first[i] = peerByte(0, 7, i);
+  for (size_t i = 0; i < second.size(); ++i) second[i] = peerByte(0, 8, i);
+  const int32_t ring = peerRingIndex(0, 1, 2);
+  PeerBatch sends{{PeerTransfer{true, 1, first.data(), 9000, 0, ring}, PeerTransfer{true, 1, second.data(), 5000, 1, ring}},
+                  &peers, kSlot, 0, kTimeoutSeconds, 0};
+  PeerBatch receives{{PeerTransfer{false, 0, gotFirst.data(), 9000, 0, ring},
+                      PeerTransfer{false, 0, gotSecond.data(), 5000, 1, ring}},
+                     &peers, kSlot, 1, kTimeoutSeconds, 0};
+  fakecuda::clearCalls();
+  ASSERT_TRUE(ranks.devices[0]->launchPeers(sends, nullptr));
+  ASSERT_TRUE(ranks.devices[1]->launchPeers(receives, nullptr));
+  for (auto& device : ranks.devices) ASSERT_TRUE(device->drain(kTimeoutSeconds));
+  for (const Status& error : ranks.takeErrors()) ADD_FAILURE() << error.toString();
+  EXPECT_EQ(gotFirst, first);
+  EXPECT_EQ(gotSecond, second);
+  for (const fakecuda::Call& launch : fakecuda::callsOf("cuLaunchKernel")) EXPECT_EQ(launch.values[0], 1u) << "one TB";
+}
+
 // A receive that meets a send of another size stops, and the sink names the disagreement.
 TEST(CudaDevice, APointToPointMismatchIsReportedToTheErrorSink) {
   constexpr int64_t kSlot = 4096;

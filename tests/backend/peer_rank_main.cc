@@ -5,6 +5,9 @@
 //   peer_rank ring BYTES TYPE ROUNDS [stream]
 //       each round, in one group: send BYTES (in elements of TYPE: int8, float32, float64) to
 //       rank r+1 and receive from rank r-1; with `stream`, on a CPU stream.
+//   peer_rank ring-grouped BYTES ROUNDS
+//       ROUNDS rounds of the ring in one group (nccl-tests -m): several transfers between the same
+//       pair in one group, matched in issue order (sizes BYTES + round, uint8).
 //   peer_rank shuffled BYTES
 //       one group in which every rank sends to and receives from every rank (itself included),
 //       the calls in an order of the rank's own (seeded by the rank): a group never deadlocks
@@ -98,6 +101,26 @@ Comm init() {
   CHECK_OK(tucclCommUserRank(c.comm, &c.rank));
   CHECK_OK(tucclCommCount(c.comm, &c.n));
   return c;
+}
+
+// `rounds` rounds of the ring in ONE group (nccl-tests -m): several sends to the same peer, and
+// receives from the same peer, inside one group, matched in issue order.
+void runRingInOneGroup(const Comm& c, size_t bytes, int rounds) {
+  const int next = (c.rank + 1) % c.n, prev = (c.rank + c.n - 1) % c.n;
+  std::vector<std::vector<uint8_t>> sends, receives;
+  for (int round = 0; round < rounds; ++round) {
+    sends.push_back(payload(c.rank, next, round, bytes + static_cast<size_t>(round)));
+    receives.emplace_back(bytes + static_cast<size_t>(round), 0);
+  }
+  CHECK_OK(tucclGroupStart());
+  for (int round = 0; round < rounds; ++round) {
+    CHECK_OK(tucclRecv(receives[round].data(), receives[round].size(), tucclUint8, prev, c.comm, nullptr));
+    CHECK_OK(tucclSend(sends[round].data(), sends[round].size(), tucclUint8, next, c.comm, nullptr));
+  }
+  CHECK_OK(tucclGroupEnd());
+  for (int round = 0; round < rounds; ++round) {
+    expectFrom(receives[round], prev, c.rank, round, "grouped ring round " + std::to_string(round));
+  }
 }
 
 void runRing(const Comm& c, size_t bytes, const TypeInfo& type, int rounds, bool onStream) {
@@ -258,6 +281,8 @@ int main(int argc, char** argv) {
   if (mode == "ring" && argc >= 5) {
     runRing(c, std::strtoull(argv[2], nullptr, 10), typeNamed(argv[3]), std::atoi(argv[4]),
             argc > 5 && std::string(argv[5]) == "stream");
+  } else if (mode == "ring-grouped" && argc == 4) {
+    runRingInOneGroup(c, std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]));
   } else if (mode == "shuffled" && argc == 3) {
     runShuffled(c, std::strtoull(argv[2], nullptr, 10));
   } else if (mode == "alltoallv" && argc == 3) {

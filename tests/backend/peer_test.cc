@@ -60,6 +60,11 @@ TEST(PeerToPeer, ARingOfDoublesOnACpuStream) {
   runRanks("ring-stream", 4, {"ring", "300000", "float64", "4", "stream"}, {"TUCCL_CHUNK_SIZE=32K"});
 }
 
+TEST(PeerToPeer, SeveralTransfersBetweenOnePairInOneGroupMatchInIssueOrder) {
+  runRanks("ring-grouped", 3, {"ring-grouped", "150000", "4"}, {"TUCCL_CHUNK_SIZE=16K"});
+  runRanks("ring-grouped-two", 2, {"ring-grouped", "3", "5"});
+}
+
 TEST(PeerToPeer, TwoRanksExchangeInBothDirections) { runRanks("ring-two", 2, {"ring", "200000", "float32", "2"}); }
 
 TEST(PeerToPeer, EveryPairInOneGroupInAnyOrderOfCalls) {
