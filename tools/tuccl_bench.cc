@@ -4,9 +4,7 @@
 // loop, this file is libtuccl's side of it).
 //
 // sendrecv is a tucclSend to rank r+1 and a tucclRecv from rank r-1 in one group (nccl-tests'
-// sendrecv_perf), alltoallv one tucclAllToAllv (cli/bench_report.h defines both). libtuccl runs a
-// group's transfers all at once and not yet two between the same pair of ranks, so -m > 1 fails
-// with these two (libtuccl's error names the transfers).
+// sendrecv_perf), alltoallv one tucclAllToAllv (cli/bench_report.h defines both).
 //
 // Calls are stream-ordered: the timed calls are enqueued on one stream and waited for once. The
 // barrier is an AllReduce of one integer; times are combined over ranks with an AllReduce (sum,
