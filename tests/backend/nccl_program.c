@@ -1,21 +1,22 @@
 /* An NCCL program, written against nccl.h alone, passing host buffers and the NULL stream: the
  * test of libtuccl-nccl.so runs it unchanged, once linked to the real libnccl with the drop-in
  * preloaded, once linked to the drop-in. Rank and size come from the launcher's environment, the
- * id from ncclGetUniqueId on every rank (TUCCL_COMM_ID makes them all the same). With
- * NCCL_PROGRAM_FORWARDED set it expects point-to-point and a uint64 AllReduce to succeed (a real
- * NCCL serves them), else to be refused. Prints "OK". */
+ * id from ncclGetUniqueId on every rank (TUCCL_COMM_ID makes them all the same). It makes only calls
+ * TuCCL serves, unless NCCL_PROGRAM_FORWARD says: "yes" makes calls only a real NCCL serves (an fp8
+ * AllReduce inside a group, a PreMulSum operator) and expects them to succeed; "refused" makes them
+ * and expects ncclInvalidUsage, printing each reason as "REFUSED: <ncclGetLastError>". Prints "OK". */
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                                    \
-  do {                                                                                                 \
-    ncclResult_t r_ = (call);                                                                          \
-    if (r_ != ncclSuccess) {                                                                           \
+#define CHECK(call)                                                                                   \
+  do {                                                                                                \
+    ncclResult_t r_ = (call);                                                                         \
+    if (r_ != ncclSuccess) {                                                                          \
       fprintf(stderr, "%s failed: %s (%s)\n", #call, ncclGetErrorString(r_), ncclGetLastError(NULL)); \
-      return 1;                                                                                        \
-    }                                                                                                  \
+      return 1;                                                                                       \
+    }                                                                                                 \
   } while (0)
 
 int main(void) {
@@ -60,17 +61,36 @@ int main(void) {
       if (recv[i] != (float)size * (float)(i % 5)) return 7;
     }
   }
-  if (getenv("NCCL_PROGRAM_FORWARDED") != NULL) {
-    /* A real NCCL beside TuCCL: what TuCCL does not serve goes there. */
+  /* Point-to-point around the ring. */
+  CHECK(ncclGroupStart());
+  CHECK(ncclSend(send, kCount, ncclFloat, (rank + 1) % size, comm, 0));
+  CHECK(ncclRecv(recv, kCount, ncclFloat, (rank + size - 1) % size, comm, 0));
+  CHECK(ncclGroupEnd());
+  for (int i = 0; i < kCount; ++i) {
+    if (recv[i] != (float)((rank + size - 1) % size + 1) * (float)(i % 5)) return 8;
+  }
+  const char* forward = getenv("NCCL_PROGRAM_FORWARD");
+  if (forward != NULL && strcmp(forward, "yes") == 0) {
+    /* A real NCCL beside TuCCL: what TuCCL does not serve goes there, with the twin. */
     CHECK(ncclGroupStart());
-    CHECK(ncclSend(send, 1, ncclFloat, (rank + 1) % size, comm, 0));
-    CHECK(ncclRecv(recv, 1, ncclFloat, (rank + size - 1) % size, comm, 0));
+    CHECK(ncclAllReduce(send, recv, 4, ncclFloat8e4m3, ncclSum, comm, 0));
     CHECK(ncclGroupEnd());
-    CHECK(ncclAllReduce(send, recv, 4, ncclUint64, ncclSum, comm, 0));
-  } else {
-    /* No real NCCL: what TuCCL does not serve is refused with a reason, never a crash. */
-    if (ncclSend(send, 1, ncclFloat, (rank + 1) % size, comm, 0) == ncclSuccess) return 8;
-    if (strlen(ncclGetLastError(comm)) == 0) return 9;
+    ncclRedOp_t premul;
+    float scalar = 0.5f;
+    CHECK(ncclRedOpCreatePreMulSum(&premul, &scalar, ncclFloat, ncclScalarHostImmediate, comm));
+    CHECK(ncclAllReduce(send, recv, 5, ncclFloat, premul, comm, 0));
+    CHECK(ncclRedOpDestroy(premul, comm));
+  } else if (forward != NULL && strcmp(forward, "refused") == 0) {
+    /* No real NCCL to reach: refused with a reason, never a crash. */
+    if (ncclAllReduce(send, recv, 4, ncclFloat8e4m3, ncclSum, comm, 0) != ncclInvalidUsage) return 9;
+    printf("REFUSED: %s\n", ncclGetLastError(comm));
+    ncclRedOp_t premul;
+    float scalar = 0.5f;
+    if (ncclRedOpCreatePreMulSum(&premul, &scalar, ncclFloat, ncclScalarHostImmediate, comm) !=
+        ncclInvalidUsage) {
+      return 10;
+    }
+    printf("REFUSED: %s\n", ncclGetLastError(comm));
   }
   CHECK(ncclCommFinalize(comm));
   CHECK(ncclCommDestroy(comm));
