@@ -135,10 +135,18 @@ const std::string& forwardingOff() {
   return why;
 }
 
-// A libtuccl result as NCCL's (same numbering); on a failure ncclGetLastError shows libtuccl's reason.
+// A libtuccl result as NCCL's: the same numbering, but tucclTimeout, which the nccl.h of this
+// build may lack (NCCL 2.28 ends at ncclInProgress), becomes ncclSystemError, NCCL's own result
+// for a wait that gave up; libtuccl's reason still says "timed out".
+ncclResult_t ncclResultOf(tucclResult_t result) {
+  return static_cast<int>(result) < static_cast<int>(ncclNumResults) ? static_cast<ncclResult_t>(result)
+                                                                      : ncclSystemError;
+}
+
+// A libtuccl result as NCCL's; on a failure ncclGetLastError shows libtuccl's reason.
 ncclResult_t fromTuccl(tucclResult_t result) {
   if (result != tucclSuccess && result != tucclInProgress) shimError.clear();
-  return static_cast<ncclResult_t>(result);
+  return ncclResultOf(result);
 }
 
 ncclResult_t failure(const char* function, ncclResult_t result, const std::string& why) {
@@ -746,7 +754,7 @@ TUCCL_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_
   if (const ncclResult_t r = usable(comm, "ncclCommGetAsyncError"); r != ncclSuccess) return r;
   tucclResult_t error = tucclSuccess;
   const tucclResult_t result = tucclCommGetAsyncError(comm->tuccl, &error);
-  *asyncError = static_cast<ncclResult_t>(error);
+  *asyncError = ncclResultOf(error);
   return fromTuccl(result);
 }
 
