@@ -157,7 +157,8 @@ Status launchGroup(const std::vector<PendingCall>& calls) {
 }
 
 // Makes the communicators initialised inside the group, all at once (they may be ranks of one
-// communicator, which meet each other): the first failure is answered.
+// communicator, which meet each other): the first failure is answered, else tucclInProgress when
+// a non-blocking one is still being made (NCCL's group end answers it then), else tucclSuccess.
 tucclResult_t runDeferredInits(std::vector<std::function<tucclResult_t()>> inits) {
   if (inits.empty()) return tucclSuccess;
   std::vector<tucclResult_t> results(inits.size(), tucclSuccess);
@@ -176,7 +177,7 @@ tucclResult_t runDeferredInits(std::vector<std::function<tucclResult_t()>> inits
       return results[i];
     }
   }
-  return tucclSuccess;
+  return std::find(results.begin(), results.end(), tucclInProgress) != results.end() ? tucclInProgress : tucclSuccess;
 }
 
 tucclResult_t collective(const char* function, tuccl::Collective kind, const void* sendbuff, void* recvbuff,
@@ -402,8 +403,10 @@ tucclResult_t tucclGroupEnd(void) {
     group.inits.clear();
     std::vector<PendingCall> calls = std::move(groupCalls);
     groupCalls.clear();
-    if (const tucclResult_t made = runDeferredInits(std::move(inits)); made != tucclSuccess) return made;
-    return finish("tucclGroupEnd", launchGroup(calls));
+    const tucclResult_t made = runDeferredInits(std::move(inits));
+    if (made != tucclSuccess && made != tucclInProgress) return made;
+    const tucclResult_t launched = finish("tucclGroupEnd", launchGroup(calls));
+    return launched != tucclSuccess ? launched : made;
   });
 }
 

@@ -2,6 +2,7 @@
 // point-to-point exchanges over TCP.
 #include "backend/bootstrap.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <system_error>
 #include <thread>
 
@@ -31,6 +33,18 @@ namespace {
 /// The root's answer may come this much after a rank's own timeout: the root (whose clock
 /// started no later, see connect) then names the ranks that never joined.
 constexpr double kAnswerGraceSeconds = 0.5;
+
+/// The goodbye of a rank that leaves (leave()): a message header of its own operation, no payload.
+constexpr auto kGoodbye = static_cast<wire::Operation>(0x6279);
+/// leave() gives each neighbour this long to take the goodbye (its buffer is empty between calls).
+constexpr double kGoodbyeSeconds = 1;
+/// peerLost() reads this much of what a closed neighbour left unread, looking for its goodbye.
+constexpr size_t kPeekBytes = 64 << 10;
+/// awaitNotes looks for closed connections this often while it waits.
+constexpr auto kNoteSlice = std::chrono::milliseconds(20);
+/// A peer whose connection closed may have sent its note just before, on another connection that
+/// has not shown it yet: awaitNotes gives up on it only after this.
+constexpr auto kClosedGrace = std::chrono::milliseconds(250);
 
 uint64_t fnv1a(std::string_view text, uint64_t hash = 0xcbf29ce484222325ull) {
   for (const char c : text) {
@@ -134,6 +148,10 @@ Expected<UniqueIdBytes> makeUniqueId(const BootstrapOptions& options) {
     if (!id) return makeError(ErrorCode::InvalidArgument, "TUCCL_COMM_ID: " + id.status().message());
     return id;
   }
+  return makeFreshUniqueId(options);
+}
+
+Expected<UniqueIdBytes> makeFreshUniqueId(const BootstrapOptions& options) {
   Expected<SocketAddress> advertised = rootAdvertisedAddress(options);
   if (!advertised) return advertised.status();
   Expected<Socket> listener = transport::listenOn(SocketAddress::wildcard(advertised->family(), 0));
@@ -173,10 +191,13 @@ struct Bootstrap::Impl {
   SocketAddress root;
   std::string rootText;
 
-  transport::AbortSignal abortSignal;
+  std::shared_ptr<transport::AbortSignal> abortSignal;  ///< BootstrapOptions::cancel, or its own
   std::atomic<bool> lost{false};
+  std::atomic<bool> nextLeft{false};  ///< the ring successor said goodbye (leave())
+  std::atomic<bool> prevLeft{false};  ///< the ring predecessor said goodbye
   std::mutex calls;  ///< one call at a time
   Status failure;    ///< the first failure; later calls return it
+  bool left = false;  ///< this rank left (leave())
 
   Socket listener;
   SocketAddress address;
@@ -197,7 +218,7 @@ struct Bootstrap::Impl {
     return "rank " + std::to_string(prev()) + " (ring predecessor) and rank " + std::to_string(next()) +
            " (ring successor)";
   }
-  WaitLimits limits(Deadline deadline) const { return {deadline, abortSignal.fd()}; }
+  WaitLimits limits(Deadline deadline) const { return {deadline, abortSignal->fd()}; }
   WaitLimits callLimits() const { return limits(transport::deadlineAfter(timeoutSeconds)); }
 
   // connect's steps
@@ -209,6 +230,8 @@ struct Bootstrap::Impl {
   // calls
   Status begin() const;
   Status fail(const Status& cause, const std::string& what);
+  /// The error of `what` that failed with `cause` after waiting up to `seconds`.
+  Status describe(const Status& cause, const std::string& what, double seconds) const;
   Status rendezvousError(const Status& cause, const std::string& what, const std::string& timeoutHint = "") const;
   Status acceptUntil(const std::function<bool()>& done, const WaitLimits& limits);
   void identify(wire::PendingConnection pending);
@@ -221,6 +244,12 @@ struct Bootstrap::Impl {
   Expected<std::string> ringStep(wire::Operation operation, const std::string& out, const WaitLimits& limits);
   Status ringAllGather(wire::Operation operation, std::vector<std::string>& blocks);
   Expected<Socket*> outgoingTo(int32_t peer, uint32_t tag, const WaitLimits& limits);
+  Status sendTo(int32_t peer, uint32_t tag, const std::string& bytes, double seconds);
+  Expected<std::string> recvFrom(int32_t peer, uint32_t tag, double seconds);
+  /// A ring message that turned out to be the predecessor's goodbye: it left.
+  void noteGoodbye(const wire::MessageHeader& header) {
+    if (header.magic == magic && header.operation == kGoodbye) prevLeft.store(true);
+  }
 };
 
 Bootstrap::Bootstrap() : impl_(std::make_unique<Impl>()) {}
@@ -230,7 +259,7 @@ int32_t Bootstrap::rank() const { return impl_->rank; }
 int32_t Bootstrap::nRanks() const { return impl_->nRanks; }
 uint64_t Bootstrap::hostHash() const { return impl_->hostHash; }
 std::string Bootstrap::address() const { return impl_->address.empty() ? "" : impl_->address.toString(); }
-void Bootstrap::abort() { impl_->abortSignal.raise(); }
+void Bootstrap::abort() { impl_->abortSignal->raise(); }
 
 Expected<std::unique_ptr<Bootstrap>> Bootstrap::connect(const UniqueIdBytes& idBytes, int32_t rank, int32_t nRanks,
                                                         const BootstrapOptions& options) {
@@ -249,7 +278,8 @@ Expected<std::unique_ptr<Bootstrap>> Bootstrap::connect(const UniqueIdBytes& idB
   impl.rootHost = id->rootHost;
   impl.root = id->root;
   impl.rootText = id->root.toString();
-  if (!impl.abortSignal.valid())
+  impl.abortSignal = options.cancel ? options.cancel : std::make_shared<transport::AbortSignal>();
+  if (!impl.abortSignal->valid())
     return makeError(ErrorCode::SystemError, "bootstrap: cannot create an eventfd (out of file descriptors?)");
   if (nRanks == 1) {
     impl.peers.push_back(wire::Peer{impl.hostHash, {}});
@@ -367,19 +397,24 @@ Status Bootstrap::Impl::connectRing(Deadline deadline) {
 // ---- Calls ---------------------------------------------------------------------------------------
 
 Status Bootstrap::Impl::begin() const {
-  if (abortSignal.raised()) return makeError(ErrorCode::Aborted, "bootstrap: " + self() + ": aborted");
+  if (abortSignal->raised()) return makeError(ErrorCode::Aborted, "bootstrap: " + self() + ": aborted");
+  if (left) return makeError(ErrorCode::Unsupported, "bootstrap: " + self() + ": this rank left the communicator");
   return failure;
 }
 
-Status Bootstrap::Impl::fail(const Status& cause, const std::string& what) {
+Status Bootstrap::Impl::describe(const Status& cause, const std::string& what, double seconds) const {
   std::string message = "bootstrap: " + self() + ": " + what;
   if (cause.code() == ErrorCode::Timeout) {
-    message += ": nothing within " + wire::secondsText(timeoutSeconds);
+    message += ": nothing within " + wire::secondsText(seconds);
     if (cause.message() != "timed out") message += " (" + cause.message() + ")";
   } else {
     message += ": " + cause.message();
   }
-  Status status = makeError(cause.code(), message);
+  return makeError(cause.code(), message);
+}
+
+Status Bootstrap::Impl::fail(const Status& cause, const std::string& what) {
+  Status status = describe(cause, what, timeoutSeconds);
   if (failure.ok()) failure = status;
   return status;
 }
@@ -426,6 +461,7 @@ void Bootstrap::Impl::identify(wire::PendingConnection connection) {
 namespace {
 
 const char* operationName(wire::Operation operation) {
+  if (operation == kGoodbye) return "its goodbye";
   switch (operation) {
     case wire::Operation::AllGather: return "allGather";
     case wire::Operation::Broadcast: return "broadcast";
@@ -442,6 +478,9 @@ Status Bootstrap::Impl::checkHeader(const wire::MessageHeader& header, wire::Ope
   const std::string peer = "rank " + std::to_string(from);
   if (header.magic != magic)
     return makeError(ErrorCode::RemoteError, peer + " sent a message with a wrong magic (a corrupt stream)");
+  if (header.operation == kGoodbye && operation != kGoodbye)
+    return makeError(ErrorCode::RemoteError, peer + " left the communicator (it was destroyed there) while this rank is in " +
+                                                 operationName(operation));
   if (header.operation != operation)
     return makeError(ErrorCode::RemoteError, peer + " is in " + operationName(header.operation) + " while this rank is in " +
                                                  operationName(operation) + " (the ranks called different operations)");
@@ -468,6 +507,7 @@ Expected<std::string> Bootstrap::Impl::recvMessage(const Socket& socket, wire::O
   Status got = transport::recvAll(socket, header.data(), header.size(), waitLimits);
   if (!got.ok()) return got;
   const wire::MessageHeader decoded = wire::decodeMessageHeader(header);
+  if (&socket == &ringPrev) noteGoodbye(decoded);
   Status checked = checkHeader(decoded, operation, argument, from);
   if (!checked.ok()) return checked;
   std::string payload(decoded.length, '\0');
@@ -484,6 +524,7 @@ Expected<std::string> Bootstrap::Impl::ringStep(wire::Operation operation, const
                                         headerIn.size(), waitLimits);
   if (!moved.ok()) return moved;
   const wire::MessageHeader header = wire::decodeMessageHeader(headerIn);
+  noteGoodbye(header);
   Status checked = checkHeader(header, operation, 0, prev());
   if (!checked.ok()) return checked;
   std::string in(header.length, '\0');
@@ -580,6 +621,48 @@ Status checkPeer(int32_t peer, int32_t nRanks, const char* call) {
 
 }  // namespace
 
+// One message to `peer` on (peer, tag); a failure names the exchange (the caller decides whether
+// it fails the bootstrap). A connection that failed mid-message is dropped: its stream is broken.
+Status Bootstrap::Impl::sendTo(int32_t peer, uint32_t tag, const std::string& bytes, double seconds) {
+  if (peer == rank) {
+    toSelf[tag].push_back(bytes);
+    return Status();
+  }
+  const std::string what = "send to rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")";
+  const WaitLimits waitLimits = limits(transport::deadlineAfter(seconds));
+  Expected<Socket*> socket = outgoingTo(peer, tag, waitLimits);
+  if (!socket) return describe(socket.status(), what, seconds);
+  Status sent = sendMessage(**socket, wire::Operation::PointToPoint, tag, bytes, waitLimits);
+  if (!sent.ok()) {
+    outgoing.erase(std::make_pair(peer, tag));
+    return describe(sent, what, seconds);
+  }
+  return Status();
+}
+
+Expected<std::string> Bootstrap::Impl::recvFrom(int32_t peer, uint32_t tag, double seconds) {
+  if (peer == rank) {
+    auto& queue = toSelf[tag];
+    if (queue.empty())
+      return makeError(ErrorCode::InvalidArgument, "bootstrap: " + self() + ": recv from itself (tag " +
+                                                       std::to_string(tag) + ") with no message sent to itself");
+    std::string message = std::move(queue.front());
+    queue.pop_front();
+    return message;
+  }
+  const std::string what = "recv from rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")";
+  const auto key = std::make_pair(peer, tag);
+  const WaitLimits waitLimits = limits(transport::deadlineAfter(seconds));
+  Status connected = acceptUntil([&] { return incoming.count(key) > 0; }, waitLimits);
+  if (!connected.ok()) return describe(connected, what, seconds);
+  Expected<std::string> message = recvMessage(incoming.at(key), wire::Operation::PointToPoint, tag, peer, waitLimits);
+  if (!message) {
+    incoming.erase(key);
+    return describe(message.status(), what, seconds);
+  }
+  return message;
+}
+
 Status Bootstrap::send(int32_t peer, uint32_t tag, const std::string& bytes) {
   Impl& impl = *impl_;
   Status valid = checkPeer(peer, impl.nRanks, "send");
@@ -587,17 +670,9 @@ Status Bootstrap::send(int32_t peer, uint32_t tag, const std::string& bytes) {
   std::lock_guard lock(impl.calls);
   Status usable = impl.begin();
   if (!usable.ok()) return usable;
-  if (peer == impl.rank) {
-    impl.toSelf[tag].push_back(bytes);
-    return Status();
-  }
-  const std::string what = "send to rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")";
-  const WaitLimits waitLimits = impl.callLimits();
-  Expected<Socket*> socket = impl.outgoingTo(peer, tag, waitLimits);
-  if (!socket) return impl.fail(socket.status(), what);
-  Status sent = impl.sendMessage(**socket, wire::Operation::PointToPoint, tag, bytes, waitLimits);
-  if (!sent.ok()) return impl.fail(sent, what);
-  return Status();
+  Status sent = impl.sendTo(peer, tag, bytes, impl.timeoutSeconds);
+  if (!sent.ok() && impl.failure.ok()) impl.failure = sent;
+  return sent;
 }
 
 Expected<std::string> Bootstrap::recv(int32_t peer, uint32_t tag) {
@@ -607,31 +682,145 @@ Expected<std::string> Bootstrap::recv(int32_t peer, uint32_t tag) {
   std::lock_guard lock(impl.calls);
   Status usable = impl.begin();
   if (!usable.ok()) return usable;
-  if (peer == impl.rank) {
-    auto& queue = impl.toSelf[tag];
-    if (queue.empty())
-      return makeError(ErrorCode::InvalidArgument, "bootstrap: " + impl.self() + ": recv from itself (tag " +
-                                                       std::to_string(tag) + ") with no message sent to itself");
-    std::string message = std::move(queue.front());
-    queue.pop_front();
-    return message;
-  }
-  const std::string what = "recv from rank " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")";
-  const WaitLimits waitLimits = impl.callLimits();
-  const auto key = std::make_pair(peer, tag);
-  Status connected = impl.acceptUntil([&] { return impl.incoming.count(key) > 0; }, waitLimits);
-  if (!connected.ok()) return impl.fail(connected, what);
-  Expected<std::string> message =
-      impl.recvMessage(impl.incoming.at(key), wire::Operation::PointToPoint, tag, peer, waitLimits);
-  if (!message) return impl.fail(message.status(), what);
+  Expected<std::string> message = impl.recvFrom(peer, tag, impl.timeoutSeconds);
+  // Receiving from itself with nothing sent is the caller's mistake: the bootstrap stays usable.
+  if (!message && peer != impl.rank && impl.failure.ok()) impl.failure = message.status();
   return message;
 }
+
+Status Bootstrap::sendWithin(int32_t peer, uint32_t tag, const std::string& bytes, double seconds) {
+  Impl& impl = *impl_;
+  Status valid = checkPeer(peer, impl.nRanks, "send");
+  if (!valid.ok()) return valid;
+  std::lock_guard lock(impl.calls);
+  if (impl.abortSignal->raised()) return makeError(ErrorCode::Aborted, "bootstrap: " + impl.self() + ": aborted");
+  return impl.sendTo(peer, tag, bytes, seconds);
+}
+
+Expected<std::string> Bootstrap::recvWithin(int32_t peer, uint32_t tag, double seconds) {
+  Impl& impl = *impl_;
+  Status valid = checkPeer(peer, impl.nRanks, "recv");
+  if (!valid.ok()) return valid;
+  std::lock_guard lock(impl.calls);
+  if (impl.abortSignal->raised()) return makeError(ErrorCode::Aborted, "bootstrap: " + impl.self() + ": aborted");
+  return impl.recvFrom(peer, tag, seconds);
+}
+
+// ---- Leaving ---------------------------------------------------------------------------------------
+//
+// A rank that leaves a communicator in order (tucclCommDestroy) does not wait for its peers: it
+// says goodbye on both ring connections (leave()) and closes them. A neighbour's watchdog
+// (peerLost) sees the connection close; it reads, without consuming, what the leaver left unread
+// and finds the goodbye after any message a ring call of its own will still read: an orderly leave.
+// A connection that closed with no goodbye in it is a lost peer. The communicator's reaper
+// (communicator.cc) also exchanges notes with sendWithin / awaitNotes: "this rank's calls are
+// done", so that what a peer may still touch stays until it no longer does.
+
+std::vector<std::pair<int32_t, std::string>> Bootstrap::awaitNotes(const std::vector<int32_t>& peers, uint32_t tag,
+                                                                   double seconds) {
+  Impl& impl = *impl_;
+  std::lock_guard lock(impl.calls);
+  const Deadline deadline = transport::deadlineAfter(seconds);
+  std::vector<std::pair<int32_t, std::string>> notes;
+  std::set<int32_t> waiting;
+  for (int32_t peer : peers) {
+    if (peer >= 0 && peer < impl.nRanks && peer != impl.rank) waiting.insert(peer);
+  }
+  std::map<int32_t, transport::Clock::time_point> closedSince;
+  while (!waiting.empty() && !impl.abortSignal->raised() && Clock::now() < deadline) {
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      const auto key = std::make_pair(*it, tag);
+      auto in = impl.incoming.find(key);
+      if (in != impl.incoming.end()) {
+        pollfd entry{in->second.fd(), POLLIN, 0};
+        if (::poll(&entry, 1, 0) > 0 && entry.revents != 0) {
+          // Readable: the note (a few bytes, whole or nearly), or the peer's end.
+          Expected<std::string> note =
+              impl.recvMessage(in->second, wire::Operation::PointToPoint, tag, *it, impl.limits(deadline));
+          if (note) {
+            notes.emplace_back(*it, std::move(*note));
+          } else {
+            impl.incoming.erase(in);
+          }
+          it = waiting.erase(it);
+          continue;
+        }
+      }
+      auto out = impl.outgoing.find(key);
+      if (out != impl.outgoing.end() && transport::connectionClosed(out->second)) {
+        // Its process ended, or it let go of the communicator: its note, if it sent one, is
+        // already on its way.
+        const auto since = closedSince.emplace(*it, Clock::now()).first->second;
+        if (Clock::now() - since >= kClosedGrace) {
+          it = waiting.erase(it);
+          continue;
+        }
+      }
+      ++it;
+    }
+    if (waiting.empty()) break;
+    // New connections are taken in the meantime; data and closings are looked at every slice.
+    int rounds = 0;
+    (void)impl.acceptUntil([&] { return rounds++ > 0; }, impl.limits(std::min(deadline, Clock::now() + kNoteSlice)));
+  }
+  return notes;
+}
+
+void Bootstrap::leave() {
+  Impl& impl = *impl_;
+  std::lock_guard lock(impl.calls);
+  if (impl.left) return;
+  impl.left = true;
+  if (impl.nRanks == 1 || impl.abortSignal->raised()) return;
+  const std::string goodbye =
+      wire::encodeMessageHeader({impl.magic, kGoodbye, static_cast<uint32_t>(impl.rank), 0});
+  const WaitLimits waitLimits = impl.limits(transport::deadlineAfter(std::min(impl.timeoutSeconds, kGoodbyeSeconds)));
+  for (const Socket* socket : {&impl.ringNext, &impl.ringPrev}) {
+    if (socket->valid() && !transport::connectionClosed(*socket)) {
+      (void)transport::sendAll(*socket, goodbye.data(), goodbye.size(), waitLimits);
+    }
+  }
+}
+
+namespace {
+
+enum class Closing { Open, Left, Lost };
+
+// A ring connection: open, closed by a neighbour that said goodbye, or closed without one. What
+// the neighbour left unread is read without consuming it: messages a ring call of this rank will
+// still take, then the goodbye.
+Closing closingOf(const Socket& socket, uint64_t magic) {
+  if (!transport::connectionClosed(socket)) return Closing::Open;
+  std::string unread(kPeekBytes, '\0');
+  const ssize_t got = ::recv(socket.fd(), unread.data(), unread.size(), MSG_PEEK | MSG_DONTWAIT);
+  if (got <= 0) return Closing::Lost;
+  size_t at = 0;
+  while (at + wire::kMessageHeaderBytes <= static_cast<size_t>(got)) {
+    const wire::MessageHeader header =
+        wire::decodeMessageHeader(std::string_view(unread.data() + at, wire::kMessageHeaderBytes));
+    if (header.magic != magic) return Closing::Lost;
+    if (header.operation == kGoodbye) return Closing::Left;
+    if (header.length > wire::kMaxPayloadBytes) return Closing::Lost;
+    at += wire::kMessageHeaderBytes + static_cast<size_t>(header.length);
+  }
+  // More unread than was looked at: undecided until this rank's own ring call reads it.
+  return static_cast<size_t>(got) == unread.size() ? Closing::Open : Closing::Lost;
+}
+
+}  // namespace
 
 bool Bootstrap::peerLost() {
   Impl& impl = *impl_;
   if (impl.nRanks == 1) return false;
   if (impl.lost.load()) return true;
-  if (transport::connectionClosed(impl.ringNext) || transport::connectionClosed(impl.ringPrev)) impl.lost.store(true);
+  auto watch = [&](const Socket& socket, std::atomic<bool>& left) {
+    if (left.load()) return;
+    const Closing closing = closingOf(socket, impl.magic);
+    if (closing == Closing::Left) left.store(true);
+    if (closing == Closing::Lost) impl.lost.store(true);
+  };
+  watch(impl.ringNext, impl.nextLeft);
+  watch(impl.ringPrev, impl.prevLeft);
   return impl.lost.load();
 }
 

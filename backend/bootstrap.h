@@ -24,15 +24,26 @@
 //
 // Calls (allGather, broadcast, barrier, send, recv) are serialised: one at a time per bootstrap.
 // abort() and peerLost() may be called from any thread at any time. After a failed call the
-// bootstrap stays failed: every later call returns the same error.
+// bootstrap stays failed: every later call returns the same error (sendWithin, recvWithin and
+// awaitNotes excepted: they fail alone).
+//
+// Leaving (a communicator destroyed on this rank, bootstrap.cc "Leaving"): leave() sends a
+// goodbye on both ring connections before they close, so the neighbours' peerLost() takes the
+// closing for an orderly leave, not a crash, and a neighbour's ring call that meets it fails
+// saying that this rank left. A rank that ends without leave() (a crash, tucclCommAbort) is lost.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/status.h"
+
+namespace tuccl::transport {
+class AbortSignal;
+}
 
 namespace tuccl::backend {
 
@@ -46,6 +57,9 @@ struct BootstrapOptions {
   /// Address to listen on for peers: empty picks the interface (TUCCL_SOCKET_IFNAME, else the
   /// address the root is reached by; loopback when the root is loopback).
   std::string interfaceName;
+  /// When set, the bootstrap's abort signal (abort() raises it): its owner may stop a rendezvous
+  /// still in progress from another thread (a communicator aborted during a non-blocking init).
+  std::shared_ptr<transport::AbortSignal> cancel;
 };
 
 /// A fresh id: random magic, and a root listener on this process serving one rendezvous (a
@@ -53,6 +67,10 @@ struct BootstrapOptions {
 /// environment, no listener is started and the id is a function of that value (every process
 /// computes the same one; the magic is a hash of the value and TUCCL_COMM_MAGIC when set).
 Expected<UniqueIdBytes> makeUniqueId(const BootstrapOptions& options);
+/// makeUniqueId as if TUCCL_COMM_ID were not set: always a fresh id with its own root listener on
+/// an ephemeral port (tucclCommSplit and tucclCommShrink: every new communicator needs a
+/// rendezvous of its own, while TUCCL_COMM_ID names the launch's one address).
+Expected<UniqueIdBytes> makeFreshUniqueId(const BootstrapOptions& options);
 
 /// The id every process of a launch computes from "host:port" (TUCCL_COMM_ID); InvalidArgument
 /// naming the value when it does not parse.
@@ -83,12 +101,28 @@ class Bootstrap {
   /// Point to point, in order per (peer, tag); both sides must call.
   Status send(int32_t peer, uint32_t tag, const std::string& bytes);
   Expected<std::string> recv(int32_t peer, uint32_t tag);
+  /// send and recv bounded by `seconds` instead of the timeout, that leave the bootstrap usable
+  /// when they fail and work after a failed ring call or leave(): a peer's end or absence fails
+  /// only the exchange with it (the ranks that remain after tucclCommShrink's abort, goodbyes).
+  Status sendWithin(int32_t peer, uint32_t tag, const std::string& bytes, double seconds);
+  Expected<std::string> recvWithin(int32_t peer, uint32_t tag, double seconds);
+  /// Waits for one message on (peer, tag) from each of `peers` (this rank excluded) until all
+  /// came, `seconds` passed or abort(): answers those that came, by rank. A peer whose process
+  /// ended — the connection this rank opened to it on `tag` (sendWithin) closed — is no longer
+  /// waited for. Fails alone, like sendWithin.
+  std::vector<std::pair<int32_t, std::string>> awaitNotes(const std::vector<int32_t>& peers, uint32_t tag,
+                                                          double seconds);
+  /// This rank leaves in order: a goodbye to both ring neighbours (bounded by a second; a
+  /// neighbour already gone is skipped). Later calls fail, but for sendWithin, recvWithin and
+  /// awaitNotes.
+  void leave();
 
   /// Unblocks every current and future wait of this bootstrap (it then returns an error);
   /// callable from any thread.
   void abort();
-  /// Whether a ring neighbour's connection closed (its process ended): non-blocking, used by the
-  /// communicator's watchdog to fail calls early instead of waiting for the timeout.
+  /// Whether a ring neighbour's connection closed without its goodbye (its process ended):
+  /// non-blocking, used by the communicator's watchdog to fail calls early instead of waiting for
+  /// the timeout. A neighbour that left (leave()) is not lost.
   bool peerLost();
   /// This rank's host: a hash of the host name and the boot id (equal for ranks on one machine),
   /// for grouping ranks into nodes.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "backend/builtin_algorithms.h"
@@ -31,6 +33,7 @@
 #include "support/hash.h"
 #include "support/environment.h"
 #include "support/text_values.h"
+#include "transport/socket.h"
 
 namespace tuccl::backend {
 namespace {
@@ -150,6 +153,152 @@ std::string formatSeconds(double seconds) {
   return text;
 }  // staging export blobs travel padded to this size
 
+/// Where the inter-node proxy's failures go: the communicator while it lives, then the reaper
+/// that keeps the proxy after destroy. A report runs under the lock, so once retarget returns the
+/// old target is called no more.
+class ErrorRelay {
+ public:
+  void retarget(std::function<void(const Status&)> target) {
+    std::lock_guard lock(mutex_);
+    target_ = std::move(target);
+  }
+  void report(const Status& status) {
+    std::lock_guard lock(mutex_);
+    if (target_) target_(status);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::function<void(const Status&)> target_;
+};
+
+// ---- Leaving ------------------------------------------------------------------------------------
+//
+// Destroy waits for no peer: ranks may destroy several communicators in different orders, and a
+// rank that waited for its peers in each would wait for one that waits for it in another. A rank
+// drains its own calls and then only its peers' last calls may still touch what it owns:
+//   - the CUDA device's staging: in the PUSH model a receiver returns the credit of a slice it
+//     consumed by writing `consumed` into the sender's segment, through its IPC mapping, after
+//     the sender may have finished its part of the call; the segment must not be freed (and its
+//     address reused) while a peer of the host still runs a call;
+//   - the inter-node proxy: it forwards the slices this rank's kernels posted, which the peers on
+//     other hosts still read, and a proxy thread that finds a peer's connection closed reports a
+//     failure; so every proxy keeps serving until the peers on other hosts are done, stops, and
+//     closes its connections only once their proxies stopped too (two notes per pair of ranks).
+// The CPU device's staging needs nothing: it is POSIX shared memory whose name is already
+// unlinked, and a peer's mapping stays valid after this rank unmaps its own.
+// So destroy hands those resources to a reaper thread, which sends "done" to the peers concerned
+// (bootstrap point-to-point), waits for theirs, then, with a proxy, stops it, exchanges
+// "stopped", and frees. A peer that ended (its bootstrap's connection closed) is not waited for;
+// the whole wait is bounded by the timeout. The process waits for its reapers at exit.
+
+/// The tag of the notes leaving ranks exchange over the bootstrap.
+constexpr uint32_t kLeaveTag = 0x6c656176;
+/// A note to a peer that ended is retried this long at most (connectTo retries a refusal).
+constexpr double kNoteSendSeconds = 2;
+
+struct Reapers {
+  std::mutex mutex;
+  std::condition_variable idle;
+  int running = 0;
+  bool waitAtExit = false;
+};
+
+Reapers& reapers() {
+  static auto* running = new Reapers();  // never destroyed: reapers may end during exit
+  return *running;
+}
+
+void waitForReapers() {
+  Reapers& r = reapers();
+  std::unique_lock lock(r.mutex);
+  r.idle.wait(lock, [&] { return r.running == 0; });
+}
+
+/// What a destroyed communicator leaves to its reaper.
+struct Leaving {
+  int32_t rank = 0;
+  std::string label;
+  double timeoutSeconds = 0;
+  std::vector<int32_t> peers;  ///< those that may still touch the staging or need the proxy
+  std::unique_ptr<Bootstrap> bootstrap;
+  std::unique_ptr<NetProxy> proxy;  ///< before `device`: it reads and writes the staging
+  std::unique_ptr<Device> device;
+  std::shared_ptr<ErrorRelay> proxyErrors;
+
+  /// Sends `note` to `to`, waits for the same from them: answers those that sent it.
+  std::vector<int32_t> exchange(const std::vector<int32_t>& to, const std::string& note,
+                                std::chrono::steady_clock::time_point deadline) {
+    auto left = [&] { return std::max(0.0, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count()); };
+    std::vector<int32_t> reached;
+    for (int32_t peer : to) {
+      // A peer the note cannot reach has let go of the communicator already, or ended.
+      if (bootstrap->sendWithin(peer, kLeaveTag, note, std::min(left(), kNoteSendSeconds))) reached.push_back(peer);
+    }
+    std::vector<int32_t> answered;
+    for (const auto& [peer, text] : bootstrap->awaitNotes(reached, kLeaveTag, left())) {
+      if (text == note) answered.push_back(peer);
+    }
+    return answered;
+  }
+
+  void run() {
+    const auto begin = std::chrono::steady_clock::now();
+    const auto deadline = begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(timeoutSeconds));
+    std::vector<int32_t> done = exchange(peers, "done", deadline);
+    if (proxy) {
+      proxy->stop();
+      done = exchange(done, "stopped", deadline);
+    }
+    const bool timedOut = std::chrono::steady_clock::now() >= deadline && done.size() < peers.size();
+    if (timedOut) {
+      logLine(LogLevel::Warn, rank,
+              label + "left the communicator, but " + std::to_string(peers.size() - done.size()) + " of its " +
+                  std::to_string(peers.size()) + " peers did not finish their calls within " +
+                  formatSeconds(timeoutSeconds) + " (TUCCL_TIMEOUT_S): freeing the staging and proxy they may still use");
+    } else {
+      const size_t ended = peers.size() - done.size();
+      logLine(LogLevel::Info, kLogInit, rank,
+              label + "left the communicator: its staging" + std::string(proxy ? " and proxy" : "") +
+                  " freed once its " + std::to_string(peers.size()) + " peer(s) concerned were done" +
+                  (ended > 0 ? " (" + std::to_string(ended) + " of them ended without saying so)" : std::string()) +
+                  ", " + formatSeconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count()) +
+                  " after it left");
+    }
+    if (proxyErrors) proxyErrors->retarget(nullptr);
+    proxy.reset();
+    device.reset();
+    bootstrap.reset();
+  }
+};
+
+/// Runs `leaving` on a thread of its own (inline when none can be made).
+void startReaper(std::unique_ptr<Leaving> leaving) {
+  Reapers& r = reapers();
+  {
+    std::lock_guard lock(r.mutex);
+    if (!r.waitAtExit) {
+      r.waitAtExit = true;
+      std::atexit(waitForReapers);
+    }
+    ++r.running;
+  }
+  auto reap = [](Leaving* job) {
+    job->run();
+    delete job;
+    Reapers& all = reapers();
+    std::lock_guard lock(all.mutex);
+    if (--all.running == 0) all.idle.notify_all();
+  };
+  try {
+    std::thread(reap, leaving.get()).detach();
+    leaving.release();
+  } catch (const std::system_error&) {
+    reap(leaving.release());
+  }
+}
+
 }  // namespace
 
 Expected<CommOptions> commOptionsFromEnvironment() {
@@ -232,6 +381,8 @@ struct Communicator::Impl {
   std::vector<int32_t> hostOf;      ///< by rank: its host, numbered by the host's first rank
   std::vector<bool> remote;         ///< by rank: on another host
   std::unique_ptr<NetProxy> proxy;  ///< ranks on several hosts: carries their rings (after `device`)
+  std::shared_ptr<ErrorRelay> proxyErrors;  ///< where `proxy` reports: this object, then its reaper
+  std::shared_ptr<transport::AbortSignal> cancel;  ///< the bootstrap's abort signal, from make() on
   std::shared_ptr<AdaptiveRuntime> adapt;  ///< the runtime phase; null when off (calls still queued hold it)
 
   std::mutex mutex;  // placement, sequence
@@ -250,6 +401,11 @@ struct Communicator::Impl {
   mutable std::mutex errorMutex;
   Status asyncError;
 
+  Status closed;  ///< Unsupported "finalized" once drain()ed
+
+  /// "comm \"name\": " for the communicator's own log lines; empty without a name.
+  std::string label() const { return options.name.empty() ? std::string() : "comm \"" + options.name + "\": "; }
+
   std::atomic<bool> stopWatchdog{false};
   std::thread watchdog;
 
@@ -259,7 +415,24 @@ struct Communicator::Impl {
       if (!asyncError) return;  // the first error stays
       asyncError = status;
     }
-    logLine(LogLevel::Warn, rank, status.toString());
+    logLine(LogLevel::Warn, rank, label() + status.toString());
+  }
+
+  /// After a failed init (or none): everything made so far goes, a CPU device that runs nothing
+  /// stays (it answers checkStream and drain), and every call fails with `why`.
+  void abandon(const Status& why) {
+    stopWatchdogThread();
+    if (device) device->setErrorSink(nullptr);
+    if (bootstrap) bootstrap->abort();
+    if (adapt) adapt->shutdown();
+    if (proxyErrors) proxyErrors->retarget(nullptr);
+    proxy.reset();
+    adapt.reset();
+    device.reset();
+    bootstrap.reset();
+    device = createCpuDevice(rank, nRanks);
+    std::lock_guard lock(errorMutex);
+    asyncError = why;
   }
 
   void startWatchdog() {
@@ -508,6 +681,7 @@ Status Communicator::Impl::setup(const UniqueIdBytes& id, int cudaDevice) {
   BootstrapOptions bootstrapOptions;
   bootstrapOptions.timeoutSeconds = options.timeoutSeconds;
   bootstrapOptions.interfaceName = options.interfaceName;
+  bootstrapOptions.cancel = cancel;
   Expected<std::unique_ptr<Bootstrap>> connected = Bootstrap::connect(id, rank, nRanks, bootstrapOptions);
   if (!connected) return connected.status();
   bootstrap = std::move(*connected);
@@ -672,7 +846,8 @@ Status Communicator::Impl::startServices(const UniqueIdBytes& id, int32_t nHosts
   startWatchdog();
   const uint64_t tableHash = plans->tableHash();
   logLine(LogLevel::Info, kLogInit, rank,
-          "communicator of " + std::to_string(nRanks) + " ranks" +
+          "communicator " + (options.name.empty() ? std::string() : "\"" + options.name + "\" ") + "of " +
+              std::to_string(nRanks) + " ranks" +
               (nHosts > 1 ? " (" + std::to_string(nHosts) + " hosts)" : std::string()) + " on " +
               (device->kind() == DeviceKind::Cuda ? "GPU " + std::to_string(device->deviceOrdinal())
                                                   : std::string("the CPU device")) +
@@ -706,11 +881,16 @@ Status Communicator::Impl::startProxy(const UniqueIdBytes& id) {
   proxyOptions.hostOf = hostOf;
   proxyOptions.staging = device->hostSegments();
   proxyOptions.timeoutSeconds = options.timeoutSeconds;
+  // The proxy reports through a relay: after destroy its thread outlives this object (a reaper
+  // keeps it until the peers on other hosts are done), and its reports go to the reaper.
+  proxyErrors = std::make_shared<ErrorRelay>();
+  proxyErrors->retarget([this](const Status& status) {
+    fail(status);
+    device->abort();
+  });
   Expected<std::unique_ptr<NetProxy>> started =
-      NetProxy::start(loadNetPlugin(commId), proxyOptions, *bootstrap, [this](const Status& status) {
-        fail(status);
-        device->abort();
-      });
+      NetProxy::start(loadNetPlugin(commId), proxyOptions, *bootstrap,
+                      [relay = proxyErrors](const Status& status) { relay->report(status); });
   if (!started) return started.status();
   proxy = std::move(*started);
   if (peerRings) proxy->addRings(*peerRings);
@@ -770,14 +950,14 @@ Communicator::Communicator() : impl_(std::make_unique<Impl>()) {}
 Communicator::~Communicator() {
   impl_->stopWatchdogThread();
   if (impl_->device) impl_->device->setErrorSink(nullptr);  // queued calls outlive this object
+  if (impl_->proxyErrors) impl_->proxyErrors->retarget(nullptr);  // the proxy stops after this object's members
   if (impl_->bootstrap) impl_->bootstrap->abort();
   // Queued calls may hold the runtime phase past this object: its exchange thread, which uses
   // the bootstrap, stops now (an exchange in flight fails on the aborted bootstrap).
   if (impl_->adapt) impl_->adapt->shutdown();
 }
 
-Expected<std::unique_ptr<Communicator>> Communicator::create(const UniqueIdBytes& id, int32_t rank, int32_t nRanks,
-                                                              const CommOptions& options, int cudaDevice) {
+Expected<std::unique_ptr<Communicator>> Communicator::make(int32_t rank, int32_t nRanks, const CommOptions& options) {
   if (nRanks < 1) return makeError(ErrorCode::InvalidArgument, "nranks " + std::to_string(nRanks) + " is not positive");
   if (rank < 0 || rank >= nRanks) {
     return makeError(ErrorCode::InvalidArgument,
@@ -787,9 +967,42 @@ Expected<std::unique_ptr<Communicator>> Communicator::create(const UniqueIdBytes
   comm->impl_->rank = rank;
   comm->impl_->nRanks = nRanks;
   comm->impl_->options = options;
-  if (Status status = comm->impl_->setup(id, cudaDevice); !status) return status;
+  comm->impl_->cancel = std::make_shared<transport::AbortSignal>();
+  if (!comm->impl_->cancel->valid()) {
+    return makeError(ErrorCode::SystemError, "cannot create an eventfd (out of file descriptors?)");
+  }
   return comm;
 }
+
+Status Communicator::init(const UniqueIdBytes& id, int cudaDevice) {
+  Status status = impl_->setup(id, cudaDevice);
+  if (!status) impl_->abandon(status);
+  return status;
+}
+
+void Communicator::cancelInit() {
+  if (impl_->cancel) impl_->cancel->raise();
+}
+
+std::unique_ptr<Communicator> Communicator::failed(int32_t rank, int32_t nRanks, const CommOptions& options,
+                                                   const Status& why) {
+  std::unique_ptr<Communicator> comm(new Communicator());
+  comm->impl_->rank = rank;
+  comm->impl_->nRanks = std::max(nRanks, 1);
+  comm->impl_->options = options;
+  comm->impl_->abandon(why);
+  return comm;
+}
+
+Expected<std::unique_ptr<Communicator>> Communicator::create(const UniqueIdBytes& id, int32_t rank, int32_t nRanks,
+                                                              const CommOptions& options, int cudaDevice) {
+  Expected<std::unique_ptr<Communicator>> comm = make(rank, nRanks, options);
+  if (!comm) return comm.status();
+  if (Status status = (*comm)->init(id, cudaDevice); !status) return status;
+  return comm;
+}
+
+const CommOptions& Communicator::options() const { return impl_->options; }
 
 int32_t Communicator::rank() const { return impl_->rank; }
 int32_t Communicator::nRanks() const { return impl_->nRanks; }
@@ -895,23 +1108,76 @@ Status Communicator::hostAllGather(const void* send, void* recv, size_t bytes) {
   return {};
 }
 
+Status Communicator::hostSend(int32_t peer, const std::string& bytes) {
+  if (!impl_->bootstrap) return failure();
+  return impl_->bootstrap->sendWithin(peer, kLeaveTag + 1, bytes, impl_->options.timeoutSeconds);
+}
+
+Expected<std::string> Communicator::hostRecv(int32_t peer) {
+  if (!impl_->bootstrap) return failure();
+  return impl_->bootstrap->recvWithin(peer, kLeaveTag + 1, impl_->options.timeoutSeconds);
+}
+
+void Communicator::abortCalls(const std::string& reason) {
+  {
+    // Asked for, not a failure to warn about.
+    std::lock_guard lock(impl_->errorMutex);
+    if (impl_->asyncError) impl_->asyncError = makeError(ErrorCode::Aborted, reason);
+  }
+  logLine(LogLevel::Info, kLogInit, impl_->rank, impl_->label() + reason);
+  if (impl_->device) impl_->device->abort();
+  // An exchange of the runtime phase in flight may wait for the ranks that are gone; none starts.
+  if (impl_->adapt) impl_->adapt->shutdown();
+}
+
+Status Communicator::drain() {
+  Impl& s = *impl_;
+  Status drained = s.device ? s.device->drain(s.options.timeoutSeconds) : Status();
+  s.quiesceAdaptation();
+  std::lock_guard lock(s.errorMutex);
+  s.closed = makeError(ErrorCode::Unsupported,
+                       s.label() + "the communicator was finalized (tucclCommFinalize): it may only be destroyed");
+  return drained;
+}
+
 Status Communicator::finalize() {
   Impl& s = *impl_;
   s.stopWatchdogThread();
-  Status drained = s.device ? s.device->drain(s.options.timeoutSeconds) : Status();
-  s.quiesceAdaptation();
-  // Nobody closes its sockets or unmaps staging while a peer may still be running a call.
-  Status parted = asyncError() && drained ? s.bootstrap->barrier() : Status();
+  const Status drained = drain();
+  const Status failed = failure();
   // What the runtime phase learnt, for the next run (rank 0; a failed write is logged, not fatal).
-  if (s.adapt && parted) (void)s.adapt->persist();
-  // Every rank's calls are done: each stops its proxy, and only once every proxy stopped (no thread
-  // left to take a closed connection for a failure) may a rank close its connections.
-  if (s.proxy && parted) {
-    s.proxy->stop();
-    parted = s.bootstrap->barrier();
+  if (s.adapt) {
+    if (drained && failed) (void)s.adapt->persist();
+    s.adapt->shutdown();
   }
-  if (!drained) return drained;
-  return parted;
+  if (!s.bootstrap) return drained;  // the init failed: nothing was shared
+  if (s.device) s.device->setErrorSink(nullptr);
+  s.bootstrap->leave();
+  // The peers that may still touch what this rank owns (see "Leaving"). A communicator that
+  // failed or did not drain waits for none: its calls were aborted on every rank of the host.
+  std::vector<int32_t> peers;
+  const bool gpuStaging = s.device && s.device->kind() == DeviceKind::Cuda;
+  for (int32_t r = 0; r < s.nRanks && drained && failed; ++r) {
+    const bool remote = static_cast<size_t>(r) < s.remote.size() && s.remote[static_cast<size_t>(r)];
+    if (r != s.rank && ((s.proxy && remote) || (gpuStaging && !remote))) peers.push_back(r);
+  }
+  if (peers.empty()) {
+    logLine(LogLevel::Info, kLogInit, s.rank, s.label() + "left the communicator");
+    return drained;
+  }
+  auto leaving = std::make_unique<Leaving>();
+  leaving->rank = s.rank;
+  leaving->label = s.label();
+  leaving->timeoutSeconds = s.options.timeoutSeconds;
+  leaving->peers = std::move(peers);
+  leaving->bootstrap = std::move(s.bootstrap);
+  leaving->proxy = std::move(s.proxy);
+  leaving->device = std::move(s.device);
+  leaving->proxyErrors = s.proxyErrors;
+  // A proxy failure while leaving (a peer on another host ended): nobody to wait for any more.
+  if (s.proxyErrors) s.proxyErrors->retarget([bootstrap = leaving->bootstrap.get()](const Status&) { bootstrap->abort(); });
+  startReaper(std::move(leaving));
+  return drained;
 }
 
 void Communicator::abort(const std::string& reason) {
@@ -920,10 +1186,17 @@ void Communicator::abort(const std::string& reason) {
   if (impl_->bootstrap) impl_->bootstrap->abort();
 }
 
-Status Communicator::asyncError() const {
+Status Communicator::failure() const {
   if (impl_->device) impl_->device->poll();  // calls that ended since hand in their errors first
   std::lock_guard lock(impl_->errorMutex);
   return impl_->asyncError;
+}
+
+Status Communicator::asyncError() const {
+  Status failed = failure();
+  if (!failed) return failed;
+  std::lock_guard lock(impl_->errorMutex);
+  return impl_->closed;
 }
 
 }  // namespace tuccl::backend

@@ -8,6 +8,13 @@
 // InvalidArgument with the reason), the plan cache decides it, its plan's rings are placed on
 // first use, and the device enqueues the rank's kernel. A watchdog thread turns a peer's death into an
 // abort of every running and future call (RemoteError) well before the timeout.
+//
+// Ending (finalize, for tucclCommDestroy) is local: this rank drains its own calls and leaves,
+// waiting for no peer. It says goodbye on the bootstrap (the peers' watchdogs take its closing
+// connections for an orderly leave), and what a peer may still touch while it finishes its own
+// last calls — the CUDA staging its kernels write credits into, the inter-node proxy that carries
+// their slices — stays with a reaper thread until those peers said their calls are done too
+// (communicator.cc "Leaving").
 #pragma once
 
 #include <cstdint>
@@ -41,6 +48,7 @@ struct CommOptions {
   std::string tablePath;                 ///< TUCCL_TUNER_TABLE: the tuning table file; empty: none
   std::string cacheDir;                  ///< TUCCL_CACHE_DIR (defaultCacheDir())
   AdaptSettings adapt;                   ///< TUCCL_ADAPT, TUCCL_ADAPT_FILE, ... (adaptive_runtime.h)
+  std::string name;                      ///< tucclConfig_t::commName: said in the communicator's log lines
 };
 Expected<CommOptions> commOptionsFromEnvironment();
 
@@ -57,6 +65,19 @@ class Communicator {
  public:
   static Expected<std::unique_ptr<Communicator>> create(const UniqueIdBytes& id, int32_t rank, int32_t nRanks,
                                                         const CommOptions& options, int cudaDevice);
+  /// create() in two steps, so that another thread may stop an init in progress (cancelInit):
+  /// make() checks the rank and size (InvalidArgument) and does nothing else; init() is the
+  /// collective part. When init() fails the communicator stays, unusable: every call fails with
+  /// the init's error (asyncError()) and finalize() frees nothing shared.
+  static Expected<std::unique_ptr<Communicator>> make(int32_t rank, int32_t nRanks, const CommOptions& options);
+  Status init(const UniqueIdBytes& id, int cudaDevice);
+  /// Stops an init in progress, or the next one: its waits on the peers end with Aborted. Any
+  /// thread; only before init() returned (afterwards abort()).
+  void cancelInit();
+  /// A communicator that was never made (a split whose exchange failed): unusable like one whose
+  /// init failed with `why`.
+  static std::unique_ptr<Communicator> failed(int32_t rank, int32_t nRanks, const CommOptions& options,
+                                              const Status& why);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -65,6 +86,8 @@ class Communicator {
   int32_t nRanks() const;
   DeviceKind deviceKind() const;
   int deviceOrdinal() const;
+  /// What it was made with (a split's children inherit it).
+  const CommOptions& options() const;
 
   /// The C API's arguments of a call on this communicator as the runtime's call, converted and
   /// checked once: `dataType` a tucclDataType_t, `op` a tucclRedOp_t (read by the reducing
@@ -87,12 +110,29 @@ class Communicator {
   Status enqueue(const CollectiveCall& call, tucclStream_t stream);
   /// Every rank's `bytes` at `send` into `recv` (rank r's at r * bytes), over the bootstrap.
   Status hostAllGather(const void* send, void* recv, size_t bytes);
-  /// Waits for the outstanding calls, says goodbye to the peers (bounded), frees.
+  /// A message to / from one rank over the bootstrap, bounded by the timeout, that works while
+  /// the communicator's calls fail and involves no other rank (tucclCommShrink's abort mode: the
+  /// ranks that remain talk without the excluded ones).
+  Status hostSend(int32_t peer, const std::string& bytes);
+  Expected<std::string> hostRecv(int32_t peer);
+  /// Stops every running and future call (Aborted with `reason`) but keeps the bootstrap for
+  /// hostSend / hostRecv (tucclCommShrink's abort mode).
+  void abortCalls(const std::string& reason);
+  /// Waits for this rank's outstanding calls (bounded by the timeout: Timeout); later calls fail
+  /// with Unsupported "finalized" (tucclCommFinalize). Local.
+  Status drain();
+  /// tucclCommDestroy's part, local (it waits for no peer): drain(); rank 0 writes what the
+  /// runtime phase learnt; this rank leaves (a goodbye on the bootstrap), and what its peers may
+  /// still touch goes to a reaper thread that frees it once they are done too (bounded by the
+  /// timeout; the process waits for reapers at exit). Then the object holds nothing shared.
   Status finalize();
   /// Stops every running and future call; callable from any thread.
   void abort(const std::string& reason);
-  /// Ok, or the error that ended an asynchronous call (or the abort).
+  /// Ok, or the error that ended an asynchronous call (or the abort, or the init); after drain(),
+  /// Unsupported "finalized" when there was none.
   Status asyncError() const;
+  /// Ok, or the error that ended an asynchronous call, the abort or the init (drain() aside).
+  Status failure() const;
 
  private:
   Communicator();

@@ -123,9 +123,12 @@ tucclResult_t tucclCommInitFromEnv(tucclComm_t* comm);
 /* One process, ndev ranks (threads); devlist may be NULL (devices 0..ndev-1; ignored on the CPU
  * device). comms[i] is rank i. */
 tucclResult_t tucclCommInitAll(tucclComm_t* comms, int ndev, const int* devlist);
-/* tucclCommInitRank with a configuration (config may be NULL: the defaults). Inside a group, the
- * communicators of the group are made together at the outermost tucclGroupEnd, so one thread may
- * initialise several ranks. */
+/* tucclCommInitRank with a configuration (config may be NULL: the defaults). The arguments are
+ * checked at once. Inside a group (tucclCommInitRank too), the communicators of the group are made
+ * together at the outermost tucclGroupEnd, each on a thread of its own, so one thread may
+ * initialise several ranks; *comm is NULL until then. Non-blocking (config->blocking = 0): returns
+ * tucclInProgress with *comm usable at once (tucclGroupEnd returns tucclInProgress for such
+ * inits); the caller's current CUDA device is the communicator's, as for a blocking init. */
 tucclResult_t tucclCommInitRankConfig(tucclComm_t* comm, int nranks, tucclUniqueId commId, int rank,
                                       tucclConfig_t* config);
 /* tucclCommInitRankConfig from nId unique ids (NCCL's scalable init: every rank passes the same
@@ -133,23 +136,34 @@ tucclResult_t tucclCommInitRankConfig(tucclComm_t* comm, int nranks, tucclUnique
 tucclResult_t tucclCommInitRankScalable(tucclComm_t* newcomm, int nranks, int myrank, int nId,
                                         tucclUniqueId* commIds, tucclConfig_t* config);
 /* Collective over comm: the ranks of equal colour form a new communicator, ranked by key (ties by
- * their rank in comm). color TUCCL_SPLIT_NOCOLOR: the rank joins none and gets NULL. */
+ * their rank in comm). color TUCCL_SPLIT_NOCOLOR: the rank joins none and gets NULL (it still takes
+ * part). A new communicator has its own rendezvous (whatever TUCCL_COMM_ID says), comm's device
+ * and settings, and config's name; a negative colour other than TUCCL_SPLIT_NOCOLOR is
+ * tucclInvalidArgument. Deferred inside a group like an init. */
 tucclResult_t tucclCommSplit(tucclComm_t comm, int color, int key, tucclComm_t* newcomm, tucclConfig_t* config);
 /* Collective over the ranks of comm not listed in excludeRanks: they form a new communicator,
  * keeping their order. flags: 0 (the excluded ranks still take part) or 1 (abort: they are gone;
- * the remaining ranks do not wait for them). An excluded rank gets NULL. */
+ * the calls in flight on comm are aborted, and the remaining ranks exchange only among
+ * themselves, point to point). An excluded rank gets NULL. */
 tucclResult_t tucclCommShrink(tucclComm_t comm, int* excludeRanks, int excludeCount, tucclComm_t* newcomm,
                               tucclConfig_t* config, int flags);
-/* Waits for the communicator's outstanding work; it may then only be destroyed. */
+/* Waits for this rank's outstanding work on the communicator (bounded by TUCCL_TIMEOUT_S); it may
+ * then only be destroyed or aborted: its calls, tucclCommHostAllGather, split, shrink and a second
+ * finalize are tucclInvalidUsage (the queries and tucclCommGetAsyncError still answer). */
 tucclResult_t tucclCommFinalize(tucclComm_t comm);
-/* Waits for the communicator's outstanding work, then frees it. Collective: the ranks meet before
- * any of them lets go of the staging memory the others may still be reading (bounded by
- * TUCCL_TIMEOUT_S); a rank that must leave alone calls tucclCommAbort. */
+/* Waits for this rank's outstanding work on the communicator (a non-blocking init first), then
+ * frees it. Local: it waits for no other rank, so ranks may destroy their communicators in any
+ * order. The peers learn that this rank left (it is no failure for them); what they may still use
+ * while they finish their own last calls (the staging of a GPU, the inter-node proxy) is kept by a
+ * background thread until they destroyed the communicator too, or ended, or TUCCL_TIMEOUT_S
+ * passed; at exit the process waits for those threads. */
 tucclResult_t tucclCommDestroy(tucclComm_t comm);
-/* Stops outstanding work (a call blocked in another thread returns an error) and frees the
- * communicator without waiting for its peers. */
+/* Stops outstanding work (a call blocked in another thread returns an error; a non-blocking init
+ * in progress stops at its next wait on the peers) and frees the communicator at once. Its peers
+ * take it for a failure. */
 tucclResult_t tucclCommAbort(tucclComm_t comm);
-/* tucclSuccess, or the error that ended an asynchronous operation (the communicator is then
+/* tucclSuccess, tucclInProgress while a non-blocking init, split or shrink is making the
+ * communicator, or the error that ended it or an asynchronous operation (the communicator is then
  * unusable: abort or destroy it). */
 tucclResult_t tucclCommGetAsyncError(tucclComm_t comm, tucclResult_t* asyncError);
 tucclResult_t tucclCommCount(const tucclComm_t comm, int* count);
