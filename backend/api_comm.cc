@@ -319,7 +319,7 @@ tucclResult_t makeChild(const char* function, tucclComm_t parent, bool joins, tu
       return decided ? tucclSuccess : finish(function, decided.status(), parent->impl->rank());
     }
     try {
-      std::thread([target, function, parent]() mutable {
+      std::thread([target, function]() mutable {
         if (Expected<Target> decided = target(); !decided) (void)finish(function, decided.status());
       }).detach();
     } catch (const std::system_error&) {

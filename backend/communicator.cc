@@ -1173,9 +1173,12 @@ Status Communicator::finalize() {
   leaving->bootstrap = std::move(s.bootstrap);
   leaving->proxy = std::move(s.proxy);
   leaving->device = std::move(s.device);
-  leaving->proxyErrors = s.proxyErrors;
   // A proxy failure while leaving (a peer on another host ended): nobody to wait for any more.
-  if (s.proxyErrors) s.proxyErrors->retarget([bootstrap = leaving->bootstrap.get()](const Status&) { bootstrap->abort(); });
+  // The relay goes with the proxy: this object no longer hears from it.
+  leaving->proxyErrors = std::move(s.proxyErrors);
+  if (leaving->proxyErrors) {
+    leaving->proxyErrors->retarget([bootstrap = leaving->bootstrap.get()](const Status&) { bootstrap->abort(); });
+  }
   startReaper(std::move(leaving));
   return drained;
 }
