@@ -298,16 +298,35 @@ Expected<Target> shrinkAbortExchange(Communicator& parent, const std::vector<int
   return target;
 }
 
+/// The parent of an exchange while it runs: in use (finalize, destroy and abort wait for it), and
+/// counted as busy when the exchange runs in the background.
+class Exchanging {
+ public:
+  Exchanging(tucclComm* parent, bool background) : use_(parent), parent_(parent), background_(background) {
+    if (background_) ++parent_->exchanges;
+  }
+  ~Exchanging() {
+    if (background_) --parent_->exchanges;
+  }
+  Exchanging(const Exchanging&) = delete;
+  Exchanging& operator=(const Exchanging&) = delete;
+
+ private:
+  Use use_;
+  tucclComm* parent_;
+  bool background_;
+};
+
 // The child of `parent` for this rank, from `exchange` (run with the parent in use). A rank that
 // joins none (`joins` false) gets NULL, after taking part in the exchange (in the background
 // when non-blocking).
 tucclResult_t makeChild(const char* function, tucclComm_t parent, bool joins, tucclComm_t* newcomm,
                         const Settings& settings,
                         std::function<Expected<Target>(Communicator&)> exchange) {
-  // The parent stays in use (destroy waits) until the exchange is over.
-  auto use = std::make_shared<Use>(parent);
+  // The parent stays in use (finalize and destroy wait) until the exchange is over.
+  auto use = std::make_shared<Exchanging>(parent, !settings.blocking);
   TargetFn target = [parent, use, exchange]() mutable -> Expected<Target> {
-    std::shared_ptr<Use> held = std::move(use);
+    std::shared_ptr<Exchanging> held = std::move(use);
     Expected<Target> decided = exchange(*parent->impl);
     held.reset();
     return decided;
@@ -518,6 +537,8 @@ tucclResult_t tucclCommFinalize(tucclComm_t comm) {
       return finish("tucclCommFinalize",
                     tuccl::makeError(ErrorCode::Unsupported, "the communicator was finalized already"), c.rank());
     }
+    // Outstanding work: calls of other threads and the exchanges of non-blocking splits first.
+    waitIdle(comm);
     Use use(comm);
     return finish("tucclCommFinalize", c.drain(), c.rank());
   });
@@ -557,7 +578,7 @@ tucclResult_t tucclCommAbort(tucclComm_t comm) {
 
 tucclResult_t tucclCommGetAsyncError(tucclComm_t comm, tucclResult_t* asyncError) {
   if (comm == nullptr || asyncError == nullptr) return invalid("tucclCommGetAsyncError", "comm or asyncError is NULL");
-  if (!comm->impl.ready()) {
+  if (!comm->impl.ready() || comm->exchanges.load() > 0) {
     *asyncError = tucclInProgress;
     return tucclSuccess;
   }

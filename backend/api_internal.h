@@ -79,6 +79,10 @@ struct tucclComm {
   int active = 0;
   /// tucclCommFinalize was called: only destroy and abort remain (and the queries).
   std::atomic<bool> finalized{false};
+  /// Non-blocking splits and shrinks whose exchange over this communicator still runs in the
+  /// background: tucclCommGetAsyncError says tucclInProgress meanwhile (a NOCOLOR rank has no
+  /// new handle to poll).
+  std::atomic<int> exchanges{0};
 };
 
 namespace tuccl::api {

@@ -17,7 +17,8 @@
 //       300 ms; the abort must return within 10 s (TUCCL_TIMEOUT_S is 60).
 //   comm_lifecycle_rank split
 //       4 ranks: split by rank % 2 with keys reversed; then with rank 3 NOCOLOR; then a
-//       non-blocking split; AllReduce in each child.
+//       non-blocking split; then a non-blocking one with rank 3 NOCOLOR, which finalizes the
+//       parent at once; AllReduce in each child.
 //   comm_lifecycle_rank destroy-order
 //       3 ranks, communicators A (init), B and C (splits of A); an AllReduce on each; then rank 0
 //       destroys A, B, C, rank 1 C, B, A, rank 2 B, A, C, 300 ms apart: each destroy must return
@@ -277,7 +278,27 @@ void split(int rank, int nranks) {
   allReduceChecked(later, rank, byRank, 3, "AllReduce in a non-blocking split's child");
   CHECK_OK(tucclCommDestroy(later));
 
+  // Non-blocking with a NOCOLOR rank (PyTorch's new_group): it has no handle to poll and goes on
+  // at once to finalize the parent, which waits for its part of the exchange.
+  tucclComm_t without = nullptr;
+  const tucclResult_t splitting = tucclCommSplit(parent, out ? TUCCL_SPLIT_NOCOLOR : 3, rank, &without, &background);
+  if (out) {
+    EXPECT(splitting == tucclSuccess && without == nullptr, "a non-blocking NOCOLOR split answered %s",
+           tucclGetErrorString(splitting));
+  } else {
+    EXPECT(splitting == tucclInProgress, "a non-blocking split answered %s", tucclGetErrorString(splitting));
+    EXPECT(pollMade(without) == tucclSuccess, "the non-blocking split failed: %s", tucclGetLastError(nullptr));
+    std::vector<int> kept;
+    for (int r = 0; r + 1 < nranks; ++r) kept.push_back(r);
+    allReduceChecked(without, rank, kept, 4, "AllReduce in a non-blocking split without the NOCOLOR rank");
+    CHECK_OK(tucclCommDestroy(without));
+  }
+
   EXPECT(tucclCommSplit(parent, -2, 0, &some, nullptr) == tucclInvalidArgument, "colour -2 accepted");
+  CHECK_OK(tucclCommFinalize(parent));
+  tucclResult_t state = tucclInternalError;
+  CHECK_OK(tucclCommGetAsyncError(parent, &state));
+  EXPECT(state == tucclSuccess, "the parent's async error after finalize is %s", tucclGetErrorString(state));
   CHECK_OK(tucclCommDestroy(parent));
 }
 
