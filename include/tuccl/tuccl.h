@@ -163,7 +163,8 @@ tucclResult_t tucclCommDestroy(tucclComm_t comm);
  * take it for a failure. */
 tucclResult_t tucclCommAbort(tucclComm_t comm);
 /* tucclSuccess, tucclInProgress while a non-blocking init, split or shrink is making the
- * communicator, or the error that ended it or an asynchronous operation (the communicator is then
+ * communicator (or, on a parent, while its part of a non-blocking split's or shrink's exchange
+ * runs), or the error that ended it or an asynchronous operation (the communicator is then
  * unusable: abort or destroy it). */
 tucclResult_t tucclCommGetAsyncError(tucclComm_t comm, tucclResult_t* asyncError);
 tucclResult_t tucclCommCount(const tucclComm_t comm, int* count);
