@@ -26,16 +26,7 @@ using tuccl::AdaptSettings;
 const std::string kRank = TUCCL_COLLECTIVES_RANK;
 
 std::string scratchDir(const std::string& name) {
-  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/runs/adaptation/" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string logsOf(const RankProcesses& ranks) {
-  std::string text;
-  for (size_t r = 0; r < ranks.logs.size(); ++r) text += "---- rank " + std::to_string(r) + "\n" + readLog(ranks.logs[r]);
-  return text;
+  return freshDirectory(std::string(TUCCL_BINARY_DIR) + "/tests/runs/adaptation/" + name);
 }
 
 // What one rank's log says the runtime phase did: its switches (call -> group) and, per call,

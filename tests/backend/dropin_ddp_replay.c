@@ -13,6 +13,8 @@
  * Rank and size come from TUCCL_RANK / TUCCL_NRANKS. Exit 0 when every value matched. */
 #include <nccl.h>
 
+#include "dropin_store.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,32 +51,6 @@ static void awaitReady(ncclComm_t comm) {
     usleep(1000);
   }
   fprintf(stderr, "the communicator was not ready after 60 s\n");
-  exit(2);
-}
-
-static void shareUniqueId(const char* store, int rank, ncclUniqueId* id) {
-  char path[4096], partial[4200];
-  snprintf(path, sizeof path, "%s/unique-id", store);
-  if (rank == 0) {
-    CHECK(ncclGetUniqueId(id));
-    snprintf(partial, sizeof partial, "%s.partial", path);
-    FILE* out = fopen(partial, "wb");
-    if (out == NULL || fwrite(id, sizeof *id, 1, out) != 1 || fclose(out) != 0 || rename(partial, path) != 0) {
-      fprintf(stderr, "cannot write %s\n", path);
-      exit(2);
-    }
-    return;
-  }
-  for (int i = 0; i < 60000; ++i) {
-    FILE* in = fopen(path, "rb");
-    if (in != NULL) {
-      const size_t read = fread(id, sizeof *id, 1, in);
-      fclose(in);
-      if (read == 1) return;
-    }
-    usleep(1000);
-  }
-  fprintf(stderr, "no unique id in %s after 60 s\n", path);
   exit(2);
 }
 

@@ -13,6 +13,8 @@
  * p * G + g. Exit 0 when everything matched. */
 #include <nccl.h>
 
+#include "dropin_store.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,28 +53,6 @@ static void expect(const uint8_t* data, size_t bytes, int from, int to, int roun
       return;
     }
   }
-}
-
-static void shareUniqueId(const char* store, int process, ncclUniqueId* id) {
-  char path[4096], partial[4200];
-  snprintf(path, sizeof path, "%s/unique-id", store);
-  if (process == 0) {
-    CHECK(ncclGetUniqueId(id));
-    snprintf(partial, sizeof partial, "%s.partial", path);
-    FILE* out = fopen(partial, "wb");
-    if (out == NULL || fwrite(id, sizeof *id, 1, out) != 1 || fclose(out) != 0 || rename(partial, path) != 0) exit(2);
-    return;
-  }
-  for (int i = 0; i < 60000; ++i) {
-    FILE* in = fopen(path, "rb");
-    if (in != NULL) {
-      const size_t read = fread(id, sizeof *id, 1, in);
-      fclose(in);
-      if (read == 1) return;
-    }
-    usleep(1000);
-  }
-  exit(2);
 }
 
 /* Elements rank `from` sends rank `to` in the all-to-all-v: 0 for some pairs, up to ~70000. */

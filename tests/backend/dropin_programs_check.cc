@@ -13,16 +13,9 @@ namespace tuccl::testing {
 namespace {
 
 std::string scratchDir(const std::string& name) {
-  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/runs/dropin_programs/" + name;
-  std::filesystem::remove_all(dir);
+  const std::string dir = freshDirectory(std::string(TUCCL_BINARY_DIR) + "/tests/runs/dropin_programs/" + name);
   std::filesystem::create_directories(dir + "/store");
   return dir;
-}
-
-std::string logsOf(const RankProcesses& ranks) {
-  std::string text;
-  for (size_t r = 0; r < ranks.logs.size(); ++r) text += "---- rank " + std::to_string(r) + "\n" + readLog(ranks.logs[r]);
-  return text;
 }
 
 // `n` processes of `program` with `args` after the store directory.

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -138,6 +139,20 @@ inline std::string readLog(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+/// Every rank's log, each after a "---- rank r" line.
+inline std::string logsOf(const RankProcesses& ranks) {
+  std::string text;
+  for (size_t r = 0; r < ranks.logs.size(); ++r) text += "---- rank " + std::to_string(r) + "\n" + readLog(ranks.logs[r]);
+  return text;
+}
+
+/// `path`, emptied (created when missing): the directory of one test's rank logs.
+inline std::string freshDirectory(const std::string& path) {
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
 }
 
 }  // namespace tuccl::testing
