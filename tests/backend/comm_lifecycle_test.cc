@@ -8,8 +8,6 @@
 // no warning.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "rank_processes.h"
 
 namespace tuccl::testing {
@@ -20,16 +18,7 @@ const std::string kRank = TUCCL_COMM_LIFECYCLE_RANK;
 constexpr double kBoundSeconds = 120;
 
 std::string scratchDir(const std::string& name) {
-  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/runs/comm_lifecycle/" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string logsOf(const RankProcesses& ranks) {
-  std::string text;
-  for (size_t r = 0; r < ranks.logs.size(); ++r) text += "---- rank " + std::to_string(r) + "\n" + readLog(ranks.logs[r]);
-  return text;
+  return freshDirectory(std::string(TUCCL_BINARY_DIR) + "/tests/runs/comm_lifecycle/" + name);
 }
 
 /// The CPU device, unless `device` says otherwise.
