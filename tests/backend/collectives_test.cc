@@ -16,10 +16,7 @@ namespace {
 const std::string kRank = TUCCL_COLLECTIVES_RANK;
 
 std::string scratchDir(const std::string& name) {
-  const std::string dir = std::string(TUCCL_BINARY_DIR) + "/tests/runs/collectives/" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return freshDirectory(std::string(TUCCL_BINARY_DIR) + "/tests/runs/collectives/" + name);
 }
 
 // The plan cache is shared by every test (and kept between runs): plans compile once.
@@ -29,12 +26,6 @@ std::string cacheEnv() { return "TUCCL_CACHE_DIR=" + std::string(TUCCL_BINARY_DI
 // tracer crashes now and then in a process that ran many threads (a LeakSanitizer failure, not a
 // leak); libtuccl's leaks are checked in process by api_test.
 std::string sanitizerEnv() { return "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"; }
-
-std::string logsOf(const RankProcesses& ranks) {
-  std::string text;
-  for (size_t r = 0; r < ranks.logs.size(); ++r) text += "---- rank " + std::to_string(r) + "\n" + readLog(ranks.logs[r]);
-  return text;
-}
 
 std::set<std::string> ourSegments() {
   std::set<std::string> names;
