@@ -17,7 +17,8 @@ Storage storageOf(const KernelCall& call) {
   const CollectiveCall& c = call.call;
   if (c.collective == Collective::ReduceScatter && !c.inPlace) return Storage::RelocatedInput;
   if (c.collective == Collective::Reduce && call.rank != c.root) return Storage::RelocatedOutput;
-  if (c.inPlace && !call.plan->plan.inPlace) return Storage::RelocatedInput;  // the plan keeps input and output apart
+  // The plan keeps input and output apart (and reads a PreMulSum's input where it is).
+  if ((c.inPlace || c.preMul) && !call.plan->plan.inPlace) return Storage::RelocatedInput;
   return Storage::User;
 }
 
@@ -79,6 +80,19 @@ CallBuffers resolveCallBuffers(const KernelCall& call, char* workspace) {
         buffers.inPlaceCall = c.inPlace;
       }
       break;
+  }
+  if (c.preMul) {
+    // The scaled input lands where the storage wants the input, instead of the copy that would
+    // put it there.
+    void* at = buffers.input;
+    switch (storageOf(call)) {
+      case Storage::RelocatedInput: at = storage; buffers.before = {}; break;
+      case Storage::RelocatedOutput: at = storage; break;
+      case Storage::User: at = c.collective == Collective::ReduceScatter ? send : call.call.recvbuff; break;
+    }
+    buffers.scale = {at, call.call.sendbuff, inputElements(c)};
+    buffers.input = at;
+    if (c.collective != Collective::ReduceScatter && buffers.output == at) buffers.inPlaceCall = true;
   }
   return buffers;
 }

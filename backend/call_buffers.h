@@ -11,6 +11,11 @@
 //     plans keep partial sums in a non-root's storage; the storage is the workspace;
 //   - the plan's scratch buffer.
 // Broadcast on a non-root never reads sendbuff: it runs in place on recvbuff.
+// PreMulSum (CollectiveCall::preMul): the kernel's prologue writes scalar * input where the storage
+// holds the input (KernelArgs::preScale), in place of the copy that would put it there: the
+// relocation's copy, the prologue's own copy of an out-of-place call (the call then runs in place
+// on its output), or nothing (in place: the input is scaled where it is). Plans that keep input
+// and output apart read a relocated, scaled input.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +49,13 @@ struct CallBuffers {
   };
   Copy before;  ///< bytes == 0: none
   Copy after;
+  /// PreMulSum: the kernel's prologue stores scalar * src[i] at dst[i] (elems == 0: none).
+  struct Scale {
+    void* dst = nullptr;
+    const void* src = nullptr;
+    int64_t elems = 0;
+  };
+  Scale scale;
 };
 /// `workspace` points at workspaceLayout(call).total bytes (may be null when total is 0).
 CallBuffers resolveCallBuffers(const KernelCall& call, char* workspace);

@@ -38,19 +38,31 @@
 namespace tuccl::backend {
 namespace {
 
-// tucclDataType_t -> the kernels' datatypes (the others are not supported).
+// tucclDataType_t -> the kernels' datatypes (every one NCCL defines).
 std::optional<DataType> dataTypeOf(int type) {
   switch (type) {
+    case tucclInt8: return DataType::Int8;
     case tucclUint8: return DataType::Uint8;
     case tucclInt32: return DataType::Int32;
+    case tucclUint32: return DataType::Uint32;
     case tucclInt64: return DataType::Int64;
+    case tucclUint64: return DataType::Uint64;
     case tucclFloat16: return DataType::Float16;
     case tucclFloat32: return DataType::Float32;
     case tucclFloat64: return DataType::Float64;
     case tucclBfloat16: return DataType::BFloat16;
+    case tucclFloat8e4m3: return DataType::Float8E4M3;
+    case tucclFloat8e5m2: return DataType::Float8E5M2;
     default: return std::nullopt;
   }
 }
+
+// A PreMulSum operator (Communicator::createPreMulSum).
+struct PreMulSumOp {
+  DataType type = DataType::Float32;
+  uint64_t bits = 0;                ///< the scalar's bytes (host residence)
+  const void* address = nullptr;    ///< device residence: read by every call
+};
 
 std::optional<ReduceOp> reduceOpOf(int op) {
   switch (op) {
@@ -401,6 +413,9 @@ struct Communicator::Impl {
   mutable std::mutex errorMutex;
   Status asyncError;
 
+  mutable std::mutex opsMutex;  // the PreMulSum operators
+  std::map<int, PreMulSumOp> ops;
+  int64_t nextOp = tucclNumOps;
   Status closed;  ///< Unsupported "finalized" once drain()ed
 
   /// "comm \"name\": " for the communicator's own log lines; empty without a name.
@@ -575,8 +590,13 @@ Status Communicator::Impl::launch(KernelCall kernel, const Choice& choice, tuccl
   return launched;
 }
 
-// Every collective of one rank is a copy of its input (none in place, but for the rooted ones).
+// Every collective of one rank is a copy of its input (none in place, but for the rooted ones), or
+// a PreMulSum's scaling of it.
 Status Communicator::Impl::copyLocally(const CollectiveCall& call, tucclStream_t stream) {
+  if (call.preMul) {
+    return device->scale(call.recvbuff, call.sendbuff, call.count, call.dataType, call.preMulBits, call.preMulScalar,
+                         stream);
+  }
   if (call.collective != Collective::Reduce && call.collective != Collective::Broadcast && call.inPlace) return {};
   return device->copy(call.recvbuff, call.sendbuff, static_cast<size_t>(call.count) * dataTypeSize(call.dataType),
                       stream);
@@ -1016,10 +1036,24 @@ Expected<CollectiveCall> Communicator::callOf(Collective collective, const void*
   const std::optional<DataType> type = dataTypeOf(dataType);
   if (!type) {
     return invalid("datatype " + std::to_string(dataType) +
-                   " is not supported (uint8, int32, int64, float16, bfloat16, float32, float64 are)");
+                   " is not supported (int8, uint8, int32, uint32, int64, uint64, float16, float32, float64, "
+                   "bfloat16, float8e4m3, float8e5m2 are)");
   }
-  const std::optional<ReduceOp> reduction = usesOp(collective) ? reduceOpOf(op) : ReduceOp::Sum;
-  if (!reduction) return invalid("reduction operation " + std::to_string(op) + " is not sum, prod, max, min or avg");
+  std::optional<ReduceOp> reduction = usesOp(collective) ? reduceOpOf(op) : ReduceOp::Sum;
+  std::optional<PreMulSumOp> preMul;
+  if (!reduction && op >= tucclNumOps) {
+    std::lock_guard lock(impl_->opsMutex);
+    if (auto found = impl_->ops.find(op); found != impl_->ops.end()) preMul = found->second;
+  }
+  if (preMul && preMul->type != *type) {
+    return invalid("reduction operation " + std::to_string(op) + " is a PreMulSum operator of datatype " +
+                   std::string(dataTypeName(preMul->type)) + ", not " + std::string(dataTypeName(*type)));
+  }
+  if (preMul) reduction = ReduceOp::Sum;
+  if (!reduction) {
+    return invalid("reduction operation " + std::to_string(op) +
+                   " is not sum, prod, max, min, avg or a live PreMulSum operator of this communicator");
+  }
   const int32_t n = impl_->nRanks;
   if (hasRoot(collective) && (root < 0 || root >= n)) {
     return invalid("root " + std::to_string(root) + " is outside [0, " + std::to_string(n) + ")");
@@ -1032,6 +1066,11 @@ Expected<CollectiveCall> Communicator::callOf(Collective collective, const void*
   }
   CollectiveCall call{collective, n, hasRoot(collective) ? root : -1, *type, *reduction, static_cast<int64_t>(count),
                       false, sendbuff, recvbuff};
+  if (preMul) {
+    call.preMul = true;
+    call.preMulBits = preMul->bits;
+    call.preMulScalar = preMul->address;
+  }
   if (count == 0) return call;
   const bool atRoot = root == impl_->rank;
   if (!(collective == Collective::Broadcast && !atRoot) && sendbuff == nullptr) return invalid("sendbuff is NULL");
@@ -1068,6 +1107,35 @@ Expected<size_t> Communicator::blockBytes(size_t count, int dataType) const {
     return makeError(ErrorCode::InvalidArgument, "count " + std::to_string(count) + " overflows the buffer size");
   }
   return count * static_cast<size_t>(size);
+}
+
+Expected<int> Communicator::createPreMulSum(const void* scalar, int dataType, bool hostResidence) {
+  const std::optional<DataType> type = dataTypeOf(dataType);
+  if (!type) return makeError(ErrorCode::InvalidArgument, "datatype " + std::to_string(dataType) + " is not one NCCL defines");
+  if (scalar == nullptr) return makeError(ErrorCode::InvalidArgument, "the scalar is NULL");
+  PreMulSumOp made;
+  made.type = *type;
+  if (hostResidence) {
+    std::memcpy(&made.bits, scalar, static_cast<size_t>(dataTypeSize(*type)));
+  } else {
+    made.address = scalar;
+  }
+  std::lock_guard lock(impl_->opsMutex);
+  if (impl_->nextOp > INT_MAX) {
+    return makeError(ErrorCode::ResourceExhausted, "every PreMulSum operator number of this communicator was used");
+  }
+  const auto op = static_cast<int>(impl_->nextOp++);
+  impl_->ops.emplace(op, made);
+  return op;
+}
+
+Status Communicator::destroyOp(int op) {
+  std::lock_guard lock(impl_->opsMutex);
+  if (impl_->ops.erase(op) == 0) {
+    return makeError(ErrorCode::InvalidArgument, "reduction operation " + std::to_string(op) +
+                                                     " is not a live PreMulSum operator of this communicator");
+  }
+  return {};
 }
 
 Expected<PeerCall> Communicator::peerCallOf(bool send, const void* buffer, size_t count, int dataType, int peer) const {

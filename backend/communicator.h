@@ -91,7 +91,8 @@ class Communicator {
 
   /// The C API's arguments of a call on this communicator as the runtime's call, converted and
   /// checked once: `dataType` a tucclDataType_t, `op` a tucclRedOp_t (read by the reducing
-  /// collectives), `root` by Broadcast and Reduce; NCCL's in-place condition for this rank.
+  /// collectives: a built-in one, or a live PreMulSum operator of this communicator made for
+  /// `dataType`), `root` by Broadcast and Reduce; NCCL's in-place condition for this rank.
   /// InvalidArgument with the reason when they are bad.
   Expected<CollectiveCall> callOf(Collective collective, const void* sendbuff, void* recvbuff, size_t count,
                                   int dataType, int op, int root) const;
@@ -100,6 +101,15 @@ class Communicator {
   Expected<PeerCall> peerCallOf(bool send, const void* buffer, size_t count, int dataType, int peer) const;
   /// Bytes of `count` elements of `dataType` (InvalidArgument: an unknown type, or an overflow).
   Expected<size_t> blockBytes(size_t count, int dataType) const;
+  /// A PreMulSum operator of this communicator (tucclRedOpCreatePreMulSum): a reduction that sums
+  /// scalar * input over the ranks, for calls of `dataType`. `scalar` points at one element of it:
+  /// read now when `hostResidence`, else kept and read by every call when it runs (device memory;
+  /// on the CPU device, host memory). Numbered from tucclNumOps like NCCL's; a number is never
+  /// handed out twice. InvalidArgument: a bad datatype; ResourceExhausted: numbers ran out.
+  Expected<int> createPreMulSum(const void* scalar, int dataType, bool hostResidence);
+  /// Forgets a PreMulSum operator (InvalidArgument: not a live one of this communicator). Calls
+  /// already issued with it are not affected.
+  Status destroyOp(int op);
   /// Enqueues sends and receives to run together, one TB each (a group's, or one call's): every
   /// one moves through the staging ring of its pair of ranks, so their order does not matter.
   /// Those with this rank itself pair up in order and are copies.

@@ -15,6 +15,7 @@
 #include "backend/call_buffers.h"
 #include "backend/cpu_stream.h"
 #include "backend/kernel_call.h"
+#include "kernelgen/datatype.h"
 #include "kernelgen/device/datatypes.h"
 #include "kernelgen/device/peer.h"
 #include "kernelgen/tb_pool.h"
@@ -370,6 +371,22 @@ class CpuDevice final : public Device {
     }
     return enqueueOn(stream, [dst, src, bytes](State&) {
       std::memmove(dst, src, bytes);
+      return Status();
+    });
+  }
+
+  Status scale(void* dst, const void* src, int64_t elems, DataType type, uint64_t scalarBits,
+               const void* scalarAddress, tucclStream_t stream) override {
+    auto run = [dst, src, elems, type, scalarBits, scalarAddress] {
+      dev::scaleElements(deviceDataType(type), dst, src, elems, scalarAddress != nullptr ? scalarAddress : &scalarBits);
+    };
+    if (elems <= 0) return {};
+    if (stream == nullptr) {
+      run();
+      return {};
+    }
+    return enqueueOn(stream, [run](State&) {
+      run();
       return Status();
     });
   }

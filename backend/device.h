@@ -100,6 +100,17 @@ class Device {
   /// one-rank communicator's collectives are copies). On the CPU device's NULL stream it is done
   /// when this returns.
   virtual Status copy(void* dst, const void* src, size_t bytes, tucclStream_t stream) = 0;
+  /// dst[i] = src[i] * scalar for `elems` elements of `type` on `stream` (a one-rank
+  /// communicator's PreMulSum); the scalar is `*scalarAddress` read when it runs, or the low bytes
+  /// of `scalarBits` when that is null. Like copy, done on the CPU device's NULL stream when this
+  /// returns. Unsupported by default (the CUDA device: the generated kernels scale the input of
+  /// calls of several ranks, no kernel scales one rank's).
+  virtual Status scale(void* dst, const void* src, int64_t elems, DataType type, uint64_t scalarBits,
+                       const void* scalarAddress, tucclStream_t stream) {
+    (void)dst, (void)src, (void)elems, (void)type, (void)scalarBits, (void)scalarAddress, (void)stream;
+    return makeError(ErrorCode::Unsupported, "a PreMulSum operator on a one-rank communicator is not supported on "
+                                             "this device");
+  }
   /// Waits until everything this device enqueued for the communicator finished (destroy).
   virtual Status drain(double timeoutSeconds) = 0;
   /// Raises the abort word every TB of every rank watches; running kernels stop at their next

@@ -76,6 +76,13 @@ dev::KernelArgs callKernelArgs(const KernelCall& call, const CallBuffers& buffer
   a.channels = compiled.layout.channels;
   a.ringsPerChannel = compiled.layout.ringsPerChannel;
   a.progressPerChannel = compiled.layout.progressPerChannel[call.rank];
+  if (buffers.scale.elems > 0) {
+    a.preScaleSrc = buffers.scale.src;
+    a.preScaleDst = buffers.scale.dst;
+    a.preScaleElems = buffers.scale.elems;
+    a.preScaleScalar = call.call.preMulScalar;
+    a.preScaleBits = call.call.preMulBits;
+  }
   return a;
 }
 

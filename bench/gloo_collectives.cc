@@ -165,8 +165,19 @@ void withElementType(DataType type, F&& f) {
     case DataType::Uint8:
       f(uint8_t{});
       return;
+    case DataType::Int8:
+      f(int8_t{});
+      return;
+    case DataType::Uint32:
+      f(uint32_t{});
+      return;
+    case DataType::Uint64:
+      f(uint64_t{});
+      return;
     case DataType::Float16:
     case DataType::BFloat16:
+    case DataType::Float8E4M3:
+    case DataType::Float8E5M2:
       break;
   }
   throwIfError(

@@ -47,8 +47,16 @@ MPI_Datatype mpiType(DataType type) {
       return MPI_INT64_T;
     case DataType::Uint8:
       return MPI_UINT8_T;
+    case DataType::Int8:
+      return MPI_INT8_T;
+    case DataType::Uint32:
+      return MPI_UINT32_T;
+    case DataType::Uint64:
+      return MPI_UINT64_T;
     case DataType::Float16:
     case DataType::BFloat16:
+    case DataType::Float8E4M3:
+    case DataType::Float8E5M2:
       break;
   }
   return MPI_DATATYPE_NULL;

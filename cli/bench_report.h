@@ -184,7 +184,8 @@ struct Bandwidths {
 Bandwidths bandwidths(BenchCollective collective, uint64_t paramCount, int32_t typeSize, int32_t nRanks,
                       double seconds);
 
-/// nccl-tests' type column: "uint8", "int32", "int64", "half", "float", "double", "bfloat16".
+/// nccl-tests' type column: "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float",
+/// "double", "bfloat16", "f8e4m3", "f8e5m2".
 std::string_view ncclTestsTypeName(DataType type);
 /// The redop column: the operation, or "none".
 std::string_view ncclTestsOpName(std::optional<ReduceOp> op);

@@ -3,7 +3,9 @@
 // hold after the call, given every rank's input.
 //
 // In:  a CollectiveCall (collective, ranks, root, datatype, op, count, in place) and the input
-//      elements of every rank as float64 values (already rounded to the datatype).
+//      elements of every rank as float64 values (already rounded to the datatype; integers are
+//      taken as their type holds them, wrapped to its width as writeElement stores them: -1 is
+//      uint32's 4294967295).
 // Out: per rank the expected output elements, or nothing where the call leaves the output
 //      unspecified; integers as the kernels compute them (wrapping), floats in float64.
 //

@@ -73,17 +73,26 @@ Status checkVerifiable(const Plan& plan, const KernelLayout& layout, const Colle
 
 uint64_t freshSeed() { return (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}(); }
 
-// Random inputs, never zero, exactly representable in the type: floats in [0.5, 2); integers
-// ±[1, 100] (uint8 [1, 255]), or ±[1, 3] for prod so products stay meaningful.
+// Random inputs, never zero, exactly representable in the type: floats in [0.5, 2) (fp8 prod:
+// [0.75, 1.5), so products of 8 ranks stay normal); integers ±[1, 100] (uint8 [1, 255]), or
+// ±[1, 3] for prod so products stay meaningful; uint32 anywhere in [1, 2^32) and uint64 in
+// [1, 2^53) (exact in float64), so their sums and products wrap.
 std::vector<std::vector<double>> randomInputs(const CollectiveCall& call, uint64_t seed) {
   std::mt19937_64 random(seed);
   const DataType type = call.dataType;
   const bool smallValues = call.op == ReduceOp::Prod;
+  const bool fp8 = type == DataType::Float8E4M3 || type == DataType::Float8E5M2;
   std::vector<std::vector<double>> inputs(call.nRanks, std::vector<double>(static_cast<size_t>(inputElements(call))));
   unsigned char stored[8];
   for (auto& rankInput : inputs) {
     for (double& v : rankInput) {
-      if (isIntegerType(type)) {
+      if (type == DataType::Uint32 || type == DataType::Uint64) {
+        const int bits = type == DataType::Uint32 ? 32 : 53;
+        v = static_cast<double>(1 + random() % ((uint64_t{1} << bits) - 1));
+      } else if (fp8 && smallValues) {
+        writeElement(type, stored, 0.75 + 0.75 * std::ldexp(static_cast<double>(random() >> 11), -53));
+        v = readElement(type, stored);
+      } else if (isIntegerType(type)) {
         const int64_t magnitude = 1 + static_cast<int64_t>(random() % (smallValues ? 3 : 100));
         const bool negative = type != DataType::Uint8 && (random() & 1);
         v = static_cast<double>(negative ? -magnitude : magnitude);

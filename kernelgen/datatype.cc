@@ -19,6 +19,11 @@ int32_t deviceDataType(DataType type) {
     case DataType::Int32: return dev::kInt32;
     case DataType::Int64: return dev::kInt64;
     case DataType::Uint8: return dev::kUint8;
+    case DataType::Int8: return dev::kInt8;
+    case DataType::Uint32: return dev::kUint32;
+    case DataType::Uint64: return dev::kUint64;
+    case DataType::Float8E4M3: return dev::kFloat8E4M3;
+    case DataType::Float8E5M2: return dev::kFloat8E5M2;
   }
   return dev::kFloat32;
 }

@@ -22,6 +22,13 @@ struct CollectiveCall {
   bool inPlace = true;  ///< NCCL's in-place condition held for the calling rank
   const void* sendbuff = nullptr;  ///< a program's call: its buffers as passed (null in references)
   void* recvbuff = nullptr;
+  /// PreMulSum (libtuccl's tucclRedOpCreatePreMulSum; op is Sum): every rank's input is multiplied
+  /// by a scalar of the call's datatype before the sum. The scalar is preMulScalar's element when
+  /// that is set (device memory, read when the call runs), else the low bytes of preMulBits (read
+  /// when the operator was made). The reference (collective_reference.h) ignores it.
+  bool preMul = false;
+  uint64_t preMulBits = 0;
+  const void* preMulScalar = nullptr;
 };
 
 /// Elements of a rank's input (sendbuff) and output (recvbuff) under NCCL's conventions:

@@ -53,9 +53,10 @@ constexpr std::array<std::string_view, kCollectives> kCollectiveNames = {
 constexpr std::array<std::string_view, kProtocols> kProtocolNames = {"LL", "LL128", "Simple"};
 constexpr std::array<std::string_view, kNcclAlgorithms> kNcclAlgorithmNames = {
     "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
-constexpr std::array<std::string_view, kDataTypes> kDataTypeNames = {"float32", "float16", "bfloat16", "float64",
-                                                                     "int32",   "int64",   "uint8"};
-constexpr std::array<int32_t, kDataTypes> kDataTypeSizes = {4, 2, 2, 8, 4, 8, 1};
+constexpr std::array<std::string_view, kDataTypes> kDataTypeNames = {
+    "float32", "float16", "bfloat16", "float64", "int32",      "int64",
+    "uint8",   "int8",    "uint32",   "uint64",  "float8e4m3", "float8e5m2"};
+constexpr std::array<int32_t, kDataTypes> kDataTypeSizes = {4, 2, 2, 8, 4, 8, 1, 1, 4, 8, 1, 1};
 constexpr std::array<std::string_view, kReduceOps> kReduceOpNames = {"sum", "prod", "min", "max", "avg"};
 constexpr std::array<std::string_view, kSchedulers> kSchedulerNames = {"hpds", "rr", "algorithm-level", "stage-level",
                                                                                  "as-written"};
@@ -69,11 +70,13 @@ constexpr std::array<std::string_view, kMscclStepTypes> kMscclStepTypeNames = {"
                                                                                "rrcs", "cpy", "re",  "nop"};
 
 constexpr std::array<Alias, 0> kNoAliases{};
-// NCCL's and common short spellings (ncclFloat, ncclHalf, ncclBfloat16, ncclDouble, ncclInt, ...).
-constexpr std::array<Alias, 14> kDataTypeAliases = {{{"float", 0}, {"fp32", 0}, {"f32", 0}, {"half", 1},
-                                                     {"fp16", 1},  {"f16", 1},  {"bf16", 2}, {"double", 3},
-                                                     {"fp64", 3},  {"f64", 3},  {"int", 4},  {"i32", 4},
-                                                     {"i64", 5},   {"u8", 6}}};
+// NCCL's and common short spellings (ncclFloat, ncclHalf, ncclBfloat16, ncclDouble, ncclInt,
+// ncclChar, ...) and nccl-tests' fp8 names.
+constexpr std::array<Alias, 24> kDataTypeAliases = {
+    {{"float", 0},  {"fp32", 0},  {"f32", 0},    {"half", 1},       {"fp16", 1},       {"f16", 1},
+     {"bf16", 2},   {"double", 3}, {"fp64", 3},  {"f64", 3},        {"int", 4},        {"i32", 4},
+     {"i64", 5},    {"u8", 6},    {"char", 7},   {"i8", 7},         {"u32", 8},        {"u64", 9},
+     {"f8e4m3", 10}, {"fp8e4m3", 10}, {"e4m3", 10}, {"f8e5m2", 11}, {"fp8e5m2", 11}, {"e5m2", 11}}};
 constexpr std::array<Alias, 2> kSchedulerAliases = {{{"roundrobin", 1}, {"msccl", 4}}};
 
 }  // namespace

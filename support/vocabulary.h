@@ -32,8 +32,10 @@ enum class NcclAlgorithm : uint8_t { Tree = 0, Ring, CollNetDirect, CollNetChain
 inline constexpr int kNcclAlgorithms = 7;
 
 /// Element types of collective calls.
-enum class DataType : uint8_t { Float32, Float16, BFloat16, Float64, Int32, Int64, Uint8 };
-inline constexpr int kDataTypes = 7;
+enum class DataType : uint8_t {
+  Float32, Float16, BFloat16, Float64, Int32, Int64, Uint8, Int8, Uint32, Uint64, Float8E4M3, Float8E5M2
+};
+inline constexpr int kDataTypes = 12;
 
 /// Reduction operations.
 enum class ReduceOp : uint8_t { Sum, Prod, Min, Max, Avg };
@@ -87,11 +89,13 @@ std::string_view ncclAlgorithmName(NcclAlgorithm algorithm);
 /// The names above, case-insensitively.
 std::optional<NcclAlgorithm> parseNcclAlgorithm(std::string_view text);
 
-/// "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8".
+/// "float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8", "int8", "uint32",
+/// "uint64", "float8e4m3", "float8e5m2".
 std::string_view dataTypeName(DataType type);
-/// The names above and NCCL's ("float", "half", "bf16", "double", "int", "ncclFloat32", ...).
+/// The names above and NCCL's ("float", "half", "bf16", "double", "int", "char", "ncclFloat32",
+/// "ncclFloat8e4m3", ...) and nccl-tests' ("f8e4m3", "f8e5m2").
 std::optional<DataType> parseDataType(std::string_view name);
-/// dataTypeName of every datatype: "float32", ..., "uint8".
+/// dataTypeName of every datatype: "float32", ..., "float8e5m2".
 std::vector<std::string> dataTypeNames();
 /// Bytes of one element.
 int32_t dataTypeSize(DataType type);

@@ -72,6 +72,16 @@ tucclDataType_t toTuccl(DataType type) {
       return tucclInt64;
     case DataType::Uint8:
       return tucclUint8;
+    case DataType::Int8:
+      return tucclInt8;
+    case DataType::Uint32:
+      return tucclUint32;
+    case DataType::Uint64:
+      return tucclUint64;
+    case DataType::Float8E4M3:
+      return tucclFloat8e4m3;
+    case DataType::Float8E5M2:
+      return tucclFloat8e5m2;
   }
   return tucclNumTypes;
 }

@@ -57,8 +57,12 @@ typedef enum {
   tucclNumResults = 9
 } tucclResult_t;
 
-/* Numbered like ncclDataType_t. The kernels support Uint8, Int32, Int64, Float16, Float32,
- * Float64 and Bfloat16; the others are refused with tucclInvalidArgument. */
+/* Numbered like ncclDataType_t (NCCL 2.24+). Every one is supported by every collective and
+ * every reduction operation: integers wrap around (sum and product computed unsigned; avg divides
+ * the wrapped sum by nranks, truncating toward zero, as NCCL does); float16, bfloat16 and the fp8
+ * types (OCP FP8: e4m3, largest 448, no infinity; e5m2, largest 57344) compute in float and
+ * round to nearest even once per operation, fp8 saturating to its largest finite value like
+ * CUDA's __nv_fp8 types (__NV_SATFINITE); avg of floats is the sum divided by nranks. */
 typedef enum {
   tucclInt8 = 0,
   tucclChar = 0,
@@ -75,11 +79,28 @@ typedef enum {
   tucclFloat64 = 8,
   tucclDouble = 8,
   tucclBfloat16 = 9,
-  tucclNumTypes = 10
+  tucclFloat8e4m3 = 10,
+  tucclFloat8e5m2 = 11,
+  tucclNumTypes = 12
 } tucclDataType_t;
 
-/* Numbered like ncclRedOp_t. */
-typedef enum { tucclSum = 0, tucclProd = 1, tucclMax = 2, tucclMin = 3, tucclAvg = 4, tucclNumOps = 5 } tucclRedOp_t;
+/* Numbered like ncclRedOp_t. Values from tucclNumOps on are the PreMulSum operators that
+ * tucclRedOpCreatePreMulSum makes (tucclMaxRedOp only gives the type their range). */
+typedef enum {
+  tucclSum = 0,
+  tucclProd = 1,
+  tucclMax = 2,
+  tucclMin = 3,
+  tucclAvg = 4,
+  tucclNumOps = 5,
+  tucclMaxRedOp = 0x7fffffff
+} tucclRedOp_t;
+
+/* Where the scalar of a PreMulSum operator lives, numbered like ncclScalarResidence_t. */
+typedef enum {
+  tucclScalarDevice = 0,        /* device memory, read by every call when it runs */
+  tucclScalarHostImmediate = 1  /* host memory, read when the operator is made */
+} tucclScalarResidence_t;
 
 /* Where a communicator runs its kernels. */
 typedef enum { tucclDeviceCpu = 0, tucclDeviceCuda = 1 } tucclDeviceKind_t;
@@ -206,6 +227,24 @@ tucclResult_t tucclReduce(const void* sendbuff, void* recvbuff, size_t count, tu
 /* count elements per pair: block j of sendbuff goes to rank j; block i of recvbuff comes from rank i. */
 tucclResult_t tucclAllToAll(const void* sendbuff, void* recvbuff, size_t count, tucclDataType_t datatype,
                             tucclComm_t comm, tucclStream_t stream);
+
+/* ---- Reduction operators ---------------------------------------------------------------------- */
+
+/* A PreMulSum operator of comm (NCCL's ncclRedOpCreatePreMulSum): a reduction with it sums
+ * scalar * input over the ranks — every rank's input multiplied by the scalar (in the datatype:
+ * integers wrap, float16, bfloat16 and fp8 multiply in float and round once), then summed.
+ * `scalar` points at one element of `datatype`: read now with tucclScalarHostImmediate; with
+ * tucclScalarDevice it is kept and read by every call when it runs, from the communicator's device
+ * memory (on the CPU device, host memory), so it may change between calls. The operator serves
+ * AllReduce, ReduceScatter and Reduce of `datatype` on comm only (another datatype or
+ * communicator: tucclInvalidArgument). Values start at tucclNumOps; a value is never handed out
+ * twice by one communicator. A one-rank communicator on the CUDA device refuses its calls
+ * (tucclInvalidUsage). */
+tucclResult_t tucclRedOpCreatePreMulSum(tucclRedOp_t* op, void* scalar, tucclDataType_t datatype,
+                                        tucclScalarResidence_t residence, tucclComm_t comm);
+/* Destroys an operator tucclRedOpCreatePreMulSum made on comm; calls already issued with it are not
+ * affected, later ones are refused (tucclInvalidArgument), as are unknown or destroyed operators. */
+tucclResult_t tucclRedOpDestroy(tucclRedOp_t op, tucclComm_t comm);
 
 /* ---- Point-to-point ------------------------------------------------------------------------- */
 

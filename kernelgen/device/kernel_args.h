@@ -7,10 +7,11 @@
 
 namespace tuccl::dev {
 
-/// Datatypes and reduction operations, numbered like NCCL's ncclDataType_t / ncclRedOp_t
-/// subsets we support.
-enum DataType : int32_t { kInt8Unused = 0, kUint8 = 1, kInt32 = 2, kInt64 = 4, kFloat16 = 6, kFloat32 = 7,
-                          kFloat64 = 8, kBFloat16 = 9 };
+/// Datatypes and reduction operations, numbered like NCCL's ncclDataType_t (2.24+: every one,
+/// fp8 included) and ncclRedOp_t (the built-in ones; PreMulSum is a Sum whose inputs the prologue
+/// scales first, see KernelArgs::preScale).
+enum DataType : int32_t { kInt8 = 0, kUint8 = 1, kInt32 = 2, kUint32 = 3, kInt64 = 4, kUint64 = 5, kFloat16 = 6,
+                          kFloat32 = 7, kFloat64 = 8, kBFloat16 = 9, kFloat8E4M3 = 10, kFloat8E5M2 = 11 };
 enum RedOp : int32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
 
 /// The protocols, numbered like support/vocabulary.h's Protocol (and NCCL's NCCL_PROTO_*);
@@ -120,6 +121,16 @@ struct KernelArgs {
   /// (epoch << 32) | arrivals, so an earlier call's values read as "nothing yet". Counters that
   /// start at zero for every call (the host executor, the CPU device) run with epoch 0.
   uint64_t epoch = 0;
+  /// PreMulSum (libtuccl's tucclRedOpCreatePreMulSum): before anything else the prologue stores
+  /// scalar * preScaleSrc[i] at preScaleDst[i] for i < preScaleElems (the TBs of the rank split
+  /// them, then meet at the rank barrier), so the plan's Sum runs on the scaled input. The scalar
+  /// is one element of dtype: read from preScaleScalar when that is set (the scalar lives in device
+  /// memory and is read at every call), else from the low bytes of preScaleBits. src may be dst.
+  const void* preScaleSrc = nullptr;
+  void* preScaleDst = nullptr;
+  int64_t preScaleElems = 0;
+  const void* preScaleScalar = nullptr;
+  uint64_t preScaleBits = 0;
 };
 
 /// The value of a progress or barrier counter that says `n` of the call of `epoch`.

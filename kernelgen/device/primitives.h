@@ -510,10 +510,23 @@ TUCCL_DEVICE_INLINE Slice tbShare(const Tb& t, int64_t n, int32_t nTbs) {
   return Slice{begin, n * (t.tb + 1) / blocks - begin};
 }
 
-/// Out-of-place call of an in-place plan: copy the input (copyBlocks units) into its storage
-/// position (unit block dstBlock of the output) before any TB touches the storage.
+/// PreMulSum (KernelArgs::preScale): the rank's TBs scale their shares of the input, then meet, so
+/// no TB reads the input before all of it is scaled.
+TUCCL_DEVICE_NOINLINE bool preScale(Tb& t, int32_t nTbs) {
+  const KernelArgs& a = *t.args;
+  const Slice share = tbShare(t, a.preScaleElems, nTbs);
+  scaleElements(a.dtype, static_cast<char*>(a.preScaleDst) + share.begin * t.elemSize,
+                static_cast<const char*>(a.preScaleSrc) + share.begin * t.elemSize, share.elems,
+                a.preScaleScalar != nullptr ? a.preScaleScalar : static_cast<const void*>(&a.preScaleBits));
+  return rankBarrier(t, 0, nTbs);
+}
+
+/// PreMulSum's scaling first (preScale), then, for an out-of-place call of an in-place plan: copy
+/// the input (copyBlocks units) into its storage position (unit block dstBlock of the output)
+/// before any TB touches the storage.
 TUCCL_DEVICE_NOINLINE bool prologue(Tb& t, int32_t nTbs, int32_t copyBlocks, int32_t dstBlock) {
   t.at(-1, -1);
+  if (t.args->preScaleElems > 0 && !preScale(t, nTbs)) return false;
   if (copyBlocks == 0 || t.args->inPlaceCall) return true;
   const Slice share = tbShare(t, copyBlocks * t.args->count, nTbs);
   copyBytes(bufferBase(*t.args, kOutput) + (dstBlock * t.args->count + share.begin) * t.elemSize,

@@ -14,7 +14,8 @@
 //     reductions whole elements, unrolled alike. Bytes are moved one at a time only in heads and
 //     tails shorter than a word, or when the pointers share no alignment at all.
 //   - fp16 / bf16 sums and products use the packed f16x2 / bf16x2 instructions, the other
-//     operations float conversions by cvt (datatypes.h).
+//     operations float conversions by cvt (datatypes.h); fp8 converts element by element with
+//     datatypes.h's integer code, on both sides.
 // Host: a TB is one thread; copies are memcpy, reductions one pass over the elements that the
 // compiler vectorises. Both sides compute bit-identical results.
 #pragma once
@@ -46,7 +47,17 @@ TUCCL_DEVICE_INLINE T minOf(T a, T b) {
 template <int32_t D>
 struct TypeOf;
 template <>
+struct TypeOf<kInt8> { typedef int8_t type; };
+template <>
 struct TypeOf<kUint8> { typedef uint8_t type; };
+template <>
+struct TypeOf<kUint32> { typedef uint32_t type; };
+template <>
+struct TypeOf<kUint64> { typedef uint64_t type; };
+template <>
+struct TypeOf<kFloat8E4M3> { typedef Fp8E4M3 type; };
+template <>
+struct TypeOf<kFloat8E5M2> { typedef Fp8E5M2 type; };
 template <>
 struct TypeOf<kInt32> { typedef int32_t type; };
 template <>
@@ -378,13 +389,18 @@ TUCCL_DEVICE_INLINE void reduceCopyType(int32_t dtype, int32_t op, const void* s
   reduceCopyOp<typename TypeOf<TUCCL_ONLY_DTYPE>::type, 2, NDST>(op, s0, s1, d0, d1, n);
 #else
   switch (dtype) {
+    case kInt8: reduceCopyOp<int8_t, 2, NDST>(op, s0, s1, d0, d1, n); break;
     case kUint8: reduceCopyOp<uint8_t, 2, NDST>(op, s0, s1, d0, d1, n); break;
     case kInt32: reduceCopyOp<int32_t, 2, NDST>(op, s0, s1, d0, d1, n); break;
+    case kUint32: reduceCopyOp<uint32_t, 2, NDST>(op, s0, s1, d0, d1, n); break;
     case kInt64: reduceCopyOp<int64_t, 2, NDST>(op, s0, s1, d0, d1, n); break;
+    case kUint64: reduceCopyOp<uint64_t, 2, NDST>(op, s0, s1, d0, d1, n); break;
     case kFloat16: reduceCopyOp<Half, 2, NDST>(op, s0, s1, d0, d1, n); break;
     case kBFloat16: reduceCopyOp<BFloat16, 2, NDST>(op, s0, s1, d0, d1, n); break;
     case kFloat32: reduceCopyOp<float, 2, NDST>(op, s0, s1, d0, d1, n); break;
     case kFloat64: reduceCopyOp<double, 2, NDST>(op, s0, s1, d0, d1, n); break;
+    case kFloat8E4M3: reduceCopyOp<Fp8E4M3, 2, NDST>(op, s0, s1, d0, d1, n); break;
+    case kFloat8E5M2: reduceCopyOp<Fp8E5M2, 2, NDST>(op, s0, s1, d0, d1, n); break;
     default: break;
   }
 #endif
@@ -410,6 +426,41 @@ TUCCL_DEVICE_NOINLINE void reduceCopy(int32_t dtype, int32_t op, const void* s0,
   } else {
     reduceCopyType<2>(dtype, op, s0, s1, d0, d1, n);
   }
+}
+
+/// dst[i] = src[i] * scalar for the elements [0, n) of T, by the threads of the TB (PreMulSum's
+/// scaling: integers wrap, 16-bit and fp8 floats multiply in float and round once, as NCCL's
+/// __hmul does).
+template <typename T>
+TUCCL_DEVICE_INLINE void scaleElementsT(void* dst, const void* src, int64_t n, const void* scalar) {
+  const T s = *static_cast<const T*>(scalar);
+  T* const d = static_cast<T*>(dst);
+  const T* const in = static_cast<const T*>(src);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) d[i] = Combine<OpProd, T>::apply(in[i], s);
+}
+
+/// dst[i] = src[i] * (*scalar) over n elements of `dtype` (KernelArgs::preScale; src may be dst).
+TUCCL_DEVICE_NOINLINE void scaleElements(int32_t dtype, void* dst, const void* src, int64_t n, const void* scalar) {
+#if defined(TUCCL_ONLY_DTYPE)
+  (void)dtype;
+  scaleElementsT<typename TypeOf<TUCCL_ONLY_DTYPE>::type>(dst, src, n, scalar);
+#else
+  switch (dtype) {
+    case kInt8: scaleElementsT<int8_t>(dst, src, n, scalar); break;
+    case kUint8: scaleElementsT<uint8_t>(dst, src, n, scalar); break;
+    case kInt32: scaleElementsT<int32_t>(dst, src, n, scalar); break;
+    case kUint32: scaleElementsT<uint32_t>(dst, src, n, scalar); break;
+    case kInt64: scaleElementsT<int64_t>(dst, src, n, scalar); break;
+    case kUint64: scaleElementsT<uint64_t>(dst, src, n, scalar); break;
+    case kFloat16: scaleElementsT<Half>(dst, src, n, scalar); break;
+    case kBFloat16: scaleElementsT<BFloat16>(dst, src, n, scalar); break;
+    case kFloat32: scaleElementsT<float>(dst, src, n, scalar); break;
+    case kFloat64: scaleElementsT<double>(dst, src, n, scalar); break;
+    case kFloat8E4M3: scaleElementsT<Fp8E4M3>(dst, src, n, scalar); break;
+    case kFloat8E5M2: scaleElementsT<Fp8E5M2>(dst, src, n, scalar); break;
+    default: break;
+  }
+#endif
 }
 
 /// dst op= src over n elements of T, where src is this TB's shared memory (the LL / LL128 bounce
@@ -465,13 +516,18 @@ TUCCL_DEVICE_NOINLINE void reduceFromShared(int32_t dtype, int32_t op, void* dst
   reduceFromSharedOp<typename TypeOf<TUCCL_ONLY_DTYPE>::type>(op, dst, src, n);
 #else
   switch (dtype) {
+    case kInt8: reduceFromSharedOp<int8_t>(op, dst, src, n); break;
     case kUint8: reduceFromSharedOp<uint8_t>(op, dst, src, n); break;
     case kInt32: reduceFromSharedOp<int32_t>(op, dst, src, n); break;
+    case kUint32: reduceFromSharedOp<uint32_t>(op, dst, src, n); break;
     case kInt64: reduceFromSharedOp<int64_t>(op, dst, src, n); break;
+    case kUint64: reduceFromSharedOp<uint64_t>(op, dst, src, n); break;
     case kFloat16: reduceFromSharedOp<Half>(op, dst, src, n); break;
     case kBFloat16: reduceFromSharedOp<BFloat16>(op, dst, src, n); break;
     case kFloat32: reduceFromSharedOp<float>(op, dst, src, n); break;
     case kFloat64: reduceFromSharedOp<double>(op, dst, src, n); break;
+    case kFloat8E4M3: reduceFromSharedOp<Fp8E4M3>(op, dst, src, n); break;
+    case kFloat8E5M2: reduceFromSharedOp<Fp8E5M2>(op, dst, src, n); break;
     default: break;
   }
 #endif

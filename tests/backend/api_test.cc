@@ -59,7 +59,7 @@ TEST_F(Api, BadArgumentsAreInvalidArgumentWithAReason) {
   expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclFloat32, tucclSum, nullptr, nullptr), "comm is NULL");
   expectInvalid(tucclAllReduce(nullptr, buffer, 8, tucclFloat32, tucclSum, comms[0], nullptr), "sendbuff is NULL");
   expectInvalid(tucclAllReduce(buffer, nullptr, 8, tucclFloat32, tucclSum, comms[0], nullptr), "recvbuff is NULL");
-  expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclUint32, tucclSum, comms[0], nullptr), "datatype");
+  expectInvalid(allReduceWithRawValues(buffer, buffer, 8, tucclNumTypes, tucclSum, comms[0]), "datatype");
   expectInvalid(allReduceWithRawValues(buffer, buffer, 8, 42, tucclSum, comms[0]), "datatype");
   expectInvalid(allReduceWithRawValues(buffer, buffer, 8, tucclFloat32, 9, comms[0]), "reduction operation");
   expectInvalid(tucclBroadcast(buffer, buffer, 8, tucclFloat32, 2, comms[0], nullptr), "root 2");
@@ -232,6 +232,52 @@ TEST_F(Api, AForcedAlgorithmTheCollectiveLacksIsAnError) {
   EXPECT_NE(std::string(tucclGetLastError(nullptr)).find("TUCCL_ALGO=binomial"), std::string::npos)
       << tucclGetLastError(nullptr);
   for (tucclComm_t comm : comms) EXPECT_EQ(tucclCommAbort(comm), tucclSuccess);
+}
+
+// A PreMulSum operator on ranks as threads: a uint64 AllReduce whose scalar wraps the products,
+// and a one-rank communicator, whose call is the scaling alone.
+TEST_F(Api, PreMulSumOnRanksAsThreadsAndOnOneRank) {
+  const int n = 2;
+  std::vector<tucclComm_t> comms = initAll(n);
+  const size_t count = 1001;
+  uint64_t scalar = 0x9E3779B97F4A7C15ull;
+  std::vector<tucclRedOp_t> ops(n);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(tucclRedOpCreatePreMulSum(&ops[r], &scalar, tucclUint64, tucclScalarDevice, comms[r]), tucclSuccess)
+        << tucclGetLastError(comms[r]);
+    EXPECT_EQ(ops[r], tucclNumOps);
+  }
+  std::vector<std::vector<uint64_t>> data(n, std::vector<uint64_t>(count));
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) data[r][i] = (static_cast<uint64_t>(r) << 60) + i * 0x12345679ull;
+  }
+  std::vector<uint64_t> expected(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    for (int r = 0; r < n; ++r) expected[i] += data[r][i] * scalar;
+  }
+  ASSERT_EQ(tucclGroupStart(), tucclSuccess);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(tucclAllReduce(data[r].data(), data[r].data(), count, tucclUint64, ops[r], comms[r], nullptr),
+              tucclSuccess);
+  }
+  ASSERT_EQ(tucclGroupEnd(), tucclSuccess) << tucclGetLastError(nullptr);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(data[r], expected) << "rank " << r;
+  for (int r = 0; r < n; ++r) EXPECT_EQ(tucclRedOpDestroy(ops[r], comms[r]), tucclSuccess);
+  EXPECT_EQ(tucclRedOpDestroy(ops[0], comms[0]), tucclInvalidArgument);
+  destroyAll(comms);
+
+  std::vector<tucclComm_t> one = initAll(1);
+  double half = 0.5;
+  tucclRedOp_t op = tucclSum;
+  ASSERT_EQ(tucclRedOpCreatePreMulSum(&op, &half, tucclFloat64, tucclScalarHostImmediate, one[0]), tucclSuccess);
+  std::vector<double> send(100), recv(100, 0);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<double>(i) * 3;
+  ASSERT_EQ(tucclReduceScatter(send.data(), recv.data(), send.size(), tucclFloat64, op, one[0], nullptr), tucclSuccess)
+      << tucclGetLastError(one[0]);
+  for (size_t i = 0; i < send.size(); ++i) EXPECT_EQ(recv[i], send[i] * 0.5);
+  EXPECT_EQ(tucclAllReduce(send.data(), recv.data(), send.size(), tucclFloat32, op, one[0], nullptr),
+            tucclInvalidArgument);
+  EXPECT_EQ(tucclCommDestroy(one[0]), tucclSuccess);
 }
 
 TEST_F(Api, OneRankCommunicatorCopies) {

@@ -61,6 +61,33 @@ TEST(Collectives, EveryCollectiveTypeAndOpOnTwoRanks) { runMatrix(2, matrixCount
 TEST(Collectives, EveryCollectiveTypeAndOpOnFourRanks) { runMatrix(4, matrixCounts()); }
 TEST(Collectives, EveryCollectiveTypeAndOpOnEightRanks) { runMatrix(8, matrixCounts()); }
 
+// `n` ranks of collectives_rank with `args`; every rank must exit 0.
+void runRanks(int n, const std::vector<std::string>& args, const std::string& name) {
+  const std::string dir = scratchDir(name);
+  std::vector<std::string> command = {kRank};
+  command.insert(command.end(), args.begin(), args.end());
+  RankProcesses ranks =
+      startRanks(n, command, {cacheEnv(), "TUCCL_TIMEOUT_S=60", "TUCCL_DEVICE=cpu", sanitizerEnv()}, dir);
+  ASSERT_TRUE(waitRanks(ranks, 600)) << "the ranks did not finish\n" << logsOf(ranks);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 0)
+        << "rank " << r << " failed\n" << logsOf(ranks);
+  }
+}
+
+// The datatypes beyond the first seven: int8, uint32 and uint64 over their whole range (sums and
+// products wrap), fp8 e4m3 and e5m2 (rounded at every operation); every collective and op, in and
+// out of place, every element checked. Small counts keep it short.
+TEST(Collectives, Int8Uint32Uint64AndFp8EveryCollectiveAndOpOnFourRanks) {
+  runRanks(4, {"matrix", "1,1237", "int8,uint32,uint64,float8e4m3,float8e5m2", "sum,prod,max,min,avg", "int8"},
+           "new-datatypes");
+}
+
+// PreMulSum operators with host and device scalars (float32 and int32): AllReduce, ReduceScatter
+// and Reduce in and out of place, every element of the scaled sum checked; the refusals of unknown,
+// destroyed and mismatched operators.
+TEST(Collectives, PreMulSumWithHostAndDeviceScalarsOnThreeRanks) { runRanks(3, {"premul", "1237"}, "premulsum"); }
+
 // A staging too small for every plan of the matrix at once: when a plan no longer fits, every rank
 // drains, restarts its rings and places it afresh (logged at INFO on every rank), and every
 // element of every call is still right.

@@ -90,6 +90,30 @@ TEST(CollectiveReference, IntegersWrapLikeTheKernels) {
   EXPECT_EQ(reference(average, {{-3}, {0}}), everyRank({-1}, 2));  // truncates toward zero
 }
 
+// int8, uint32 and uint64 wrap at their width; avg divides the wrapped sum (truncating toward
+// zero); min and max of unsigned types compare unsigned, also for inputs given as negative values
+// (which the type holds wrapped: -1 is the largest).
+TEST(CollectiveReference, Int8Uint32AndUint64WrapLikeTheKernels) {
+  const CollectiveCall int8Sum = callOf(Collective::AllReduce, 2, ReduceOp::Sum, -1, DataType::Int8, 2);
+  EXPECT_EQ(reference(int8Sum, {{100, -100}, {100, -100}}), everyRank({-56, 56}, 2));  // 200, -200 mod 256
+  const CollectiveCall int8Prod = callOf(Collective::AllReduce, 1, ReduceOp::Prod, -1, DataType::Int8, 3);
+  EXPECT_EQ(reference(int8Prod, {{-128}, {-1}, {3}}), everyRank({-128}));  // 384 mod 256 = 128 = -128
+  const CollectiveCall int8Avg = callOf(Collective::AllReduce, 2, ReduceOp::Avg, -1, DataType::Int8, 2);
+  EXPECT_EQ(reference(int8Avg, {{127, -127}, {1, -2}}), everyRank({-64, 63}, 2));  // -128 / 2; 127 / 2
+  const CollectiveCall uint32Sum = callOf(Collective::AllReduce, 1, ReduceOp::Sum, -1, DataType::Uint32, 2);
+  EXPECT_EQ(reference(uint32Sum, {{4294967295.0}, {3}}), everyRank({2}, 2));
+  const CollectiveCall uint32Max = callOf(Collective::AllReduce, 1, ReduceOp::Max, -1, DataType::Uint32, 2);
+  EXPECT_EQ(reference(uint32Max, {{-1}, {3}}), everyRank({4294967295.0}, 2));
+  const CollectiveCall uint64Min = callOf(Collective::AllReduce, 1, ReduceOp::Min, -1, DataType::Uint64, 2);
+  EXPECT_EQ(reference(uint64Min, {{0x1p63}, {5}}), everyRank({5}, 2));
+  const CollectiveCall uint64Max = callOf(Collective::AllReduce, 1, ReduceOp::Max, -1, DataType::Uint64, 2);
+  EXPECT_EQ(reference(uint64Max, {{0x1p63}, {5}}), everyRank({0x1p63}, 2));
+  const CollectiveCall uint64Sum = callOf(Collective::AllReduce, 1, ReduceOp::Sum, -1, DataType::Uint64, 2);
+  EXPECT_EQ(reference(uint64Sum, {{0x1p63}, {0x1p63}}), everyRank({0}, 2));  // 2^64 wraps
+  const CollectiveCall uint64Avg = callOf(Collective::AllReduce, 1, ReduceOp::Avg, -1, DataType::Uint64, 2);
+  EXPECT_EQ(reference(uint64Avg, {{0x1p63}, {0x1p62}}), everyRank({0x1.8p62}, 2));  // unsigned: 3 * 2^62 / 2
+}
+
 TEST(CollectiveReference, CollectivesAgreeWithEachOtherOnRandomInputs) {
   std::mt19937_64 random(2024);
   const int32_t n = 5;

@@ -4,6 +4,7 @@
 #include "kernelgen/cpu_verify.h"
 
 #include <iostream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,12 @@ namespace tuccl {
 namespace {
 
 using testing::compileExample;
+
+// Every datatype: NCCL's twelve (fp8 included).
+constexpr DataType kEveryType[] = {DataType::Float32, DataType::Float16, DataType::BFloat16,   DataType::Float64,
+                                   DataType::Int32,   DataType::Int64,   DataType::Uint8,      DataType::Int8,
+                                   DataType::Uint32,  DataType::Uint64,  DataType::Float8E4M3, DataType::Float8E5M2};
+static_assert(std::size(kEveryType) == kDataTypes);
 
 VerifyOptions optionsFor(DataType type, int64_t count, int64_t chunkSize) {
   VerifyOptions options;
@@ -25,8 +32,7 @@ VerifyOptions optionsFor(DataType type, int64_t count, int64_t chunkSize) {
 
 TEST(CpuVerify, EveryDatatypeAndOperation) {
   const auto& example = compileExample("ring_allreduce");
-  for (DataType type : {DataType::Float32, DataType::Float16, DataType::BFloat16, DataType::Float64, DataType::Int32,
-                        DataType::Int64, DataType::Uint8}) {
+  for (DataType type : kEveryType) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg}) {
       VerifyOptions options = optionsFor(type, 333, 24);
       options.op = op;
@@ -44,8 +50,7 @@ class CpuVerifyProtocol : public ::testing::TestWithParam<Protocol> {};
 
 TEST_P(CpuVerifyProtocol, EveryDatatypeAndOperation) {
   const auto& example = compileExample("ring_allreduce");
-  for (DataType type : {DataType::Float32, DataType::Float16, DataType::BFloat16, DataType::Float64, DataType::Int32,
-                        DataType::Int64, DataType::Uint8}) {
+  for (DataType type : kEveryType) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg}) {
       VerifyOptions options = optionsFor(type, 333, 24);
       options.op = op;
@@ -100,7 +105,8 @@ TEST(CpuVerify, ThePlansProtocolRuns) {
 
 TEST(CpuVerify, AllGatherMovesEveryDatatypeExactly) {
   const auto& example = compileExample("hm_allgather");
-  for (DataType type : {DataType::Float16, DataType::Float64, DataType::Int64, DataType::Uint8}) {
+  for (DataType type : {DataType::Float16, DataType::Float64, DataType::Int64, DataType::Uint8, DataType::Uint32,
+                        DataType::Float8E5M2}) {
     CpuVerifyReport report = verifyPlanOnCpu(example.plan, optionsFor(type, 1001, 40));
     EXPECT_TRUE(report.ok) << dataTypeName(type) << "\n" << report.summary();
   }
@@ -128,7 +134,8 @@ TEST(CpuVerify, FreshSeedPerRun) {
 TEST(CpuVerify, ReduceAtANonZeroRootEveryDatatypeAndOperation) {
   const auto& example = compileExample("chain_reduce", "hpds", true, 8, 4, 5);
   ASSERT_EQ(example.plan.root, 5);
-  for (DataType type : {DataType::Float16, DataType::Float64, DataType::Int64, DataType::Uint8}) {
+  for (DataType type : {DataType::Float16, DataType::Float64, DataType::Int64, DataType::Uint8, DataType::Int8,
+                        DataType::Uint64, DataType::Float8E4M3}) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg}) {
       VerifyOptions options = optionsFor(type, 301, 16);
       options.op = op;

@@ -72,6 +72,25 @@ TEST(Nvrtc, GenericKernelServesEveryDatatype) {
   EXPECT_GT(generic->ptx.size(), specialised->ptx.size() + 10000) << "the generic kernel holds every datatype";
 }
 
+// The datatypes beyond the first seven (int8, uint32, uint64, fp8 e4m3 and e5m2) compile for sm_90
+// in a kernel specialised to each (-DTUCCL_ONLY_DTYPE; the runtime's generic kernel, above, holds
+// them all), every operation included. fp8 is the same integer code as the host build's (no sm_89
+// instruction), so both sides compute the same bits. Every kernel holds the prologue's PreMulSum
+// scaling.
+TEST(Nvrtc, CompilesTheNewDatatypesForSm90) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << "built without CUDA";
+  const auto& example = testing::compileExample("ring_allreduce");
+  const GeneratedKernel kernel = testing::kernelsOf(example.plan).kernelOf(1);
+  for (DataType type : {DataType::Int8, DataType::Uint32, DataType::Uint64, DataType::Float8E4M3, DataType::Float8E5M2}) {
+    NvrtcOptions options;
+    options.dataType = type;
+    const Expected<NvrtcOutput> compiled = compileWithNvrtc(kernel, "sm_90", options);
+    ASSERT_TRUE(compiled.ok()) << dataTypeName(type) << ": " << compiled.status().message();
+    EXPECT_EQ(std::string(compiled->cubin.data() + 1, 3), "ELF");
+    EXPECT_NE(compiled->ptx.find("scaleElements"), std::string::npos) << dataTypeName(type);
+  }
+}
+
 // Every protocol compiles: a kernel specialised to each (-DTUCCL_ONLY_PROTOCOL, as a runtime
 // compiling per plan would) holds that protocol's stores and loads and none of the others'. LL
 // and LL128 store lines with 16-byte volatile stores; LL128's receiver checks a line's flag

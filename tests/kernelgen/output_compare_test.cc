@@ -40,6 +40,10 @@ TEST(OutputCompare, ToleranceByDatatypeAndOperation) {
   EXPECT_EQ(relativeTolerance(callOf(Collective::AllReduce, DataType::Float32)), 10 * std::ldexp(1.0, -24));
   EXPECT_EQ(relativeTolerance(callOf(Collective::ReduceScatter, DataType::BFloat16, ReduceOp::Avg, 6)),
             8 * std::ldexp(1.0, -8));
+  EXPECT_EQ(relativeTolerance(callOf(Collective::AllReduce, DataType::Float8E4M3, ReduceOp::Sum, 2)), 4 * std::ldexp(1.0, -4));
+  EXPECT_EQ(relativeTolerance(callOf(Collective::AllReduce, DataType::Float8E5M2, ReduceOp::Prod, 2)), 4 * std::ldexp(1.0, -3));
+  EXPECT_EQ(relativeTolerance(callOf(Collective::AllReduce, DataType::Float8E5M2, ReduceOp::Max, 2)), 0);
+  EXPECT_EQ(relativeTolerance(callOf(Collective::AllReduce, DataType::Uint64, ReduceOp::Sum, 2)), 0);
 }
 
 TEST(OutputCompare, FloatSumsWithinTheBoundPassAndBeyondItFail) {

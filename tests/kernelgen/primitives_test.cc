@@ -57,6 +57,157 @@ TEST(DeviceDatatypes, BFloat16RoundsToNearestEven) {
   }
 }
 
+// The fp8 code nearest to `f` found by search over every finite value (ties to the even code),
+// with CUDA's __NV_SATFINITE rules: beyond the largest plus half an ulp (or infinite) the largest,
+// NaN 0x7f. Independent of datatypes.h's bit manipulation.
+template <typename Fp8>
+uint8_t nearestFp8(float f, uint8_t largest, double halfUlpAboveLargest) {
+  if (std::isnan(f)) return 0x7f;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  const double x = std::fabs(static_cast<double>(f));
+  if (x > halfUlpAboveLargest) return sign | largest;
+  uint8_t best = 0;
+  double bestDistance = INFINITY;
+  for (uint8_t code = 0; code <= largest; ++code) {
+    const double distance = std::fabs(static_cast<double>(toFloat(Fp8{code})) - x);
+    if (distance < bestDistance || (distance == bestDistance && (code & 1) == 0)) {
+      best = code;
+      bestDistance = distance;
+    }
+  }
+  return sign | best;
+}
+
+TEST(DeviceDatatypes, Fp8ConvertsLikeCudasSaturatingConversion) {
+  // Every code converts to float and back to itself, but NaNs (0x7f) and e5m2's infinities,
+  // which saturate to the largest finite value.
+  for (uint32_t code = 0; code < 256; ++code) {
+    const auto c = static_cast<uint8_t>(code);
+    const float e4m3 = toFloat(Fp8E4M3{c});
+    if ((c & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(e4m3)) << code;
+      EXPECT_EQ(toFp8E4M3(e4m3).bits, 0x7f);
+    } else {
+      ASSERT_EQ(toFp8E4M3(e4m3).bits, c) << code;
+    }
+    const float e5m2 = toFloat(Fp8E5M2{c});
+    if ((c & 0x7c) == 0x7c && (c & 3) != 0) {
+      EXPECT_TRUE(std::isnan(e5m2)) << code;
+      EXPECT_EQ(toFp8E5M2(e5m2).bits, 0x7f);
+    } else if ((c & 0x7f) == 0x7c) {
+      EXPECT_TRUE(std::isinf(e5m2)) << code;
+      EXPECT_EQ(toFp8E5M2(e5m2).bits, (c & 0x80) | 0x7b) << code;
+    } else {
+      ASSERT_EQ(toFp8E5M2(e5m2).bits, c) << code;
+    }
+  }
+  // Known values: the largest, saturation, infinities, NaN, ties to even, subnormals.
+  EXPECT_EQ(toFloat(Fp8E4M3{0x7e}), 448.0f);
+  EXPECT_EQ(toFloat(Fp8E5M2{0x7b}), 57344.0f);
+  EXPECT_EQ(toFloat(Fp8E4M3{0x01}), std::ldexp(1.0f, -9));
+  EXPECT_EQ(toFloat(Fp8E5M2{0x01}), std::ldexp(1.0f, -16));
+  EXPECT_EQ(toFloat(Fp8E4M3{0xb8}), -1.0f);
+  EXPECT_EQ(toFp8E4M3(464.0f).bits, 0x7e);   // a tie between 448 and 480: even
+  EXPECT_EQ(toFp8E4M3(465.0f).bits, 0x7e);   // saturates
+  EXPECT_EQ(toFp8E4M3(INFINITY).bits, 0x7e);
+  EXPECT_EQ(toFp8E4M3(-INFINITY).bits, 0xfe);
+  EXPECT_EQ(toFp8E5M2(61440.0f).bits, 0x7b);  // would round to infinity
+  EXPECT_EQ(toFp8E5M2(-INFINITY).bits, 0xfb);
+  EXPECT_EQ(toFp8E4M3(NAN).bits, 0x7f);
+  EXPECT_EQ(toFp8E5M2(-NAN).bits, 0x7f);
+  EXPECT_EQ(toFp8E4M3(1.0625f).bits, 0x38);  // tie between 1 (even) and 1.125
+  EXPECT_EQ(toFp8E4M3(1.1875f).bits, 0x3a);  // tie between 1.125 (odd) and 1.25
+  EXPECT_EQ(toFp8E5M2(1.125f).bits, 0x3c);
+  EXPECT_EQ(toFp8E5M2(1.375f).bits, 0x3e);
+  EXPECT_EQ(toFp8E4M3(std::ldexp(1.0f, -10)).bits, 0x00);  // half the smallest subnormal: even
+  EXPECT_EQ(toFp8E4M3(std::ldexp(1.5f, -10)).bits, 0x01);
+  EXPECT_EQ(toFp8E4M3(-std::ldexp(3.0f, -10)).bits, 0x82);  // 1.5 subnormal units: even
+  EXPECT_EQ(toFp8E4M3(std::ldexp(1.9999f, -7)).bits, 0x08);  // rounds up into the smallest normal
+  EXPECT_EQ(toFp8E5M2(std::ldexp(1.0f, -17)).bits, 0x00);
+  EXPECT_EQ(toFp8E5M2(std::ldexp(1.25f, -17)).bits, 0x01);
+  EXPECT_EQ(toFp8E4M3(-0.0f).bits, 0x80);
+  // Random floats over the whole range against the search.
+  std::mt19937 random(11);
+  for (int i = 0; i < 100000; ++i) {
+    const float f = std::ldexp(std::uniform_real_distribution<float>(-2, 2)(random), static_cast<int>(random() % 44) - 26);
+    ASSERT_EQ(toFp8E4M3(f).bits, nearestFp8<Fp8E4M3>(f, 0x7e, 464.0)) << f;
+    ASSERT_EQ(toFp8E5M2(f).bits, nearestFp8<Fp8E5M2>(f, 0x7b, 61439.999)) << f;
+  }
+  // Every midpoint between neighbouring codes, and a hair either side of it.
+  for (uint8_t code = 0; code < 0x7e; ++code) {
+    for (bool e4m3 : {true, false}) {
+      if (!e4m3 && code >= 0x7b) continue;
+      const float a = e4m3 ? toFloat(Fp8E4M3{code}) : toFloat(Fp8E5M2{code});
+      const float b = e4m3 ? toFloat(Fp8E4M3{static_cast<uint8_t>(code + 1)}) : toFloat(Fp8E5M2{static_cast<uint8_t>(code + 1)});
+      for (float f : {(a + b) / 2, std::nextafter((a + b) / 2, 0.0f), std::nextafter((a + b) / 2, INFINITY)}) {
+        const uint8_t got = e4m3 ? toFp8E4M3(f).bits : toFp8E5M2(f).bits;
+        const uint8_t want = e4m3 ? nearestFp8<Fp8E4M3>(f, 0x7e, 464.0) : nearestFp8<Fp8E5M2>(f, 0x7b, 61439.999);
+        ASSERT_EQ(got, want) << (e4m3 ? "e4m3 " : "e5m2 ") << f;
+      }
+    }
+  }
+}
+
+// int8, uint32, uint64 and fp8 through the data loops: integer sums and products wrap, min and
+// max compare in the type (unsigned for the unsigned types), fp8 rounds once per operation; avg's
+// division truncates toward zero, in the promoted type (int8 by 200 ranks); PreMulSum's scaling.
+TEST(DevicePrimitives, NewDatatypesReduceScaleAndDivide) {
+  std::vector<int8_t> a8 = {100, -100, 16, -128}, b8 = {100, -100, 16, 127};
+  reduceFromShared(kInt8, kSum, a8.data(), b8.data(), 4);
+  EXPECT_EQ(a8, (std::vector<int8_t>{-56, 56, 32, -1}));
+  reduceFromShared(kInt8, kProd, a8.data(), b8.data(), 4);
+  EXPECT_EQ(a8, (std::vector<int8_t>{32, 32, 0, -127}));  // -5600, -5600, 512, -127 mod 256
+  reduceFromShared(kInt8, kMin, a8.data(), b8.data(), 4);
+  EXPECT_EQ(a8, (std::vector<int8_t>{32, -100, 0, -127}));
+  std::vector<uint32_t> a32 = {0xffffffffu, 3, 0x80000000u}, b32 = {2, 0xfffffffeu, 2};
+  reduceFromShared(kUint32, kSum, a32.data(), b32.data(), 3);
+  EXPECT_EQ(a32, (std::vector<uint32_t>{1, 1, 0x80000002u}));
+  reduceFromShared(kUint32, kMax, a32.data(), b32.data(), 3);
+  EXPECT_EQ(a32, (std::vector<uint32_t>{2, 0xfffffffeu, 0x80000002u}));
+  std::vector<uint64_t> a64 = {~0ull, 1ull << 63}, b64 = {2, 3};
+  reduceFromShared(kUint64, kProd, a64.data(), b64.data(), 2);
+  EXPECT_EQ(a64, (std::vector<uint64_t>{~0ull - 1, 1ull << 63}));
+  reduceFromShared(kUint64, kMin, a64.data(), b64.data(), 2);
+  EXPECT_EQ(a64, (std::vector<uint64_t>{2, 3}));
+  std::vector<uint8_t> f8 = {toFp8E4M3(1.0f).bits, toFp8E4M3(400.0f).bits}, g8 = {toFp8E4M3(0.0625f).bits, toFp8E4M3(100.0f).bits};
+  reduceFromShared(kFloat8E4M3, kSum, f8.data(), g8.data(), 2);
+  EXPECT_EQ(toFloat(Fp8E4M3{f8[0]}), 1.0f);    // 1.0625 ties to 1
+  EXPECT_EQ(toFloat(Fp8E4M3{f8[1]}), 448.0f);  // 384 + 96 saturates
+  std::vector<uint8_t> e5 = {toFp8E5M2(3.0f).bits}, e5b = {toFp8E5M2(5.0f).bits};
+  reduceFromShared(kFloat8E5M2, kProd, e5.data(), e5b.data(), 1);
+  EXPECT_EQ(toFloat(Fp8E5M2{e5[0]}), 16.0f);  // 15 rounds to 16 (a tie: 12, 16; even)
+
+  std::vector<int8_t> sums = {-100, 100, 127};
+  divideElements(kInt8, sums.data(), 3, 200);
+  EXPECT_EQ(sums, (std::vector<int8_t>{0, 0, 0}));
+  sums = {-101, 101, -128};
+  divideElements(kInt8, sums.data(), 3, 2);
+  EXPECT_EQ(sums, (std::vector<int8_t>{-50, 50, -64}));
+  std::vector<uint64_t> big = {~0ull};
+  divideElements(kUint64, big.data(), 1, 3);
+  EXPECT_EQ(big[0], ~0ull / 3);
+  std::vector<uint8_t> fp8Avg = {toFp8E5M2(7.0f).bits};
+  divideElements(kFloat8E5M2, fp8Avg.data(), 1, 2);
+  EXPECT_EQ(toFloat(Fp8E5M2{fp8Avg[0]}), 3.5f);
+
+  std::vector<int32_t> in = {INT32_MAX, -2, 3}, out(3);
+  const int32_t factor = 3;
+  scaleElements(kInt32, out.data(), in.data(), 3, &factor);
+  EXPECT_EQ(out, (std::vector<int32_t>{INT32_MAX - 2, -6, 9}));  // 3 * (2^31 - 1) wraps
+  std::vector<float> floats = {1.5f, -2}, scaled(2);
+  const float third = 1.0f / 3;
+  scaleElements(kFloat32, scaled.data(), floats.data(), 2, &third);
+  EXPECT_EQ(scaled, (std::vector<float>{1.5f * third, -2 * third}));
+  std::vector<Half> halves = {toHalf(3.0f)};
+  const Half halfScale = toHalf(0.1f);
+  scaleElements(kFloat16, halves.data(), halves.data(), 1, &halfScale);  // in place
+  EXPECT_EQ(halves[0].bits, toHalf(3.0f * toFloat(halfScale)).bits);
+  std::vector<uint8_t> fp8In = {toFp8E4M3(3.0f).bits};
+  const uint8_t fp8Scale = toFp8E4M3(-0.75f).bits;
+  scaleElements(kFloat8E4M3, fp8In.data(), fp8In.data(), 1, &fp8Scale);
+  EXPECT_EQ(toFloat(Fp8E4M3{fp8In[0]}), -2.25f);
+}
+
 TEST(DevicePrimitives, ReduceAtEveryAlignment) {
   for (int offset = 0; offset < 4; ++offset) {
     for (int64_t n : {0, 1, 3, 4, 5, 17, 64, 1001}) {

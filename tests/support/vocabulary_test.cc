@@ -51,7 +51,8 @@ TEST(Vocabulary, NameListsFollowTheEnums) {
   // The spellings the tools offer and list in --help.
   EXPECT_EQ(protocolNames(), (std::vector<std::string>{"LL", "LL128", "Simple"}));
   EXPECT_EQ(dataTypeNames(),
-            (std::vector<std::string>{"float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8"}));
+            (std::vector<std::string>{"float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8", "int8",
+                                      "uint32", "uint64", "float8e4m3", "float8e5m2"}));
   EXPECT_EQ(reduceOpNames(), (std::vector<std::string>{"sum", "prod", "min", "max", "avg"}));
   EXPECT_EQ(schedulerShortNames(), (std::vector<std::string>{"hpds", "rr", "algorithm", "stage", "as-written"}));
   EXPECT_EQ(tbPolicyShortName(TbPolicy::ConnectionBased), "connection");
@@ -97,6 +98,16 @@ TEST(Vocabulary, DataTypesAndOpsAcceptNcclNames) {
   EXPECT_EQ(dataTypeSize(DataType::BFloat16), 2);
   EXPECT_EQ(dataTypeSize(DataType::Int64), 8);
   EXPECT_EQ(dataTypeSize(DataType::Uint8), 1);
+  EXPECT_EQ(parseDataType("ncclChar"), DataType::Int8);
+  EXPECT_EQ(parseDataType("ncclUint32"), DataType::Uint32);
+  EXPECT_EQ(parseDataType("u64"), DataType::Uint64);
+  EXPECT_EQ(parseDataType("ncclFloat8e4m3"), DataType::Float8E4M3);
+  EXPECT_EQ(parseDataType("f8e5m2"), DataType::Float8E5M2);
+  EXPECT_EQ(dataTypeSize(DataType::Int8), 1);
+  EXPECT_EQ(dataTypeSize(DataType::Uint32), 4);
+  EXPECT_EQ(dataTypeSize(DataType::Uint64), 8);
+  EXPECT_EQ(dataTypeSize(DataType::Float8E4M3), 1);
+  EXPECT_EQ(dataTypeSize(DataType::Float8E5M2), 1);
   EXPECT_EQ(parseReduceOp("ncclSum"), ReduceOp::Sum);
   EXPECT_EQ(parseReduceOp("MAX"), ReduceOp::Max);
   EXPECT_FALSE(parseReduceOp("xor"));

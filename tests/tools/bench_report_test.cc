@@ -141,7 +141,9 @@ TEST(BenchOptions, SizesBeyondTheMachineAreRefusedBeforeAllocating) {
 TEST(BenchOptions, AllTypesAndOps) {
   Expected<BenchOptions> o = parse({"allreduce", "-d", "all", "-o", "all"});
   ASSERT_TRUE(o.ok()) << o.status().message();
-  EXPECT_EQ(o->types.size(), 7u);
+  EXPECT_EQ(o->types.size(), 10u);  // every datatype but fp8
+  EXPECT_EQ(o->types.front(), DataType::Int8);  // nccl-tests' order
+  EXPECT_EQ(parse({"allreduce", "-d", "f8e5m2"})->types, std::vector<DataType>{DataType::Float8E5M2});
   EXPECT_EQ(o->ops, (std::vector<ReduceOp>{ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min,
                                            ReduceOp::Avg}));
   o = parse({"allgather", "-d", "half", "-d", "double"});  // the last one wins, as with getopt
@@ -175,7 +177,7 @@ TEST(BenchOptions, BadValuesNameTheFlag) {
   EXPECT_NE(errorOf({"allreduce", "-a", "4"}).find("-a (--average): invalid value '4': must be in [0, 3]"),
             std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-z", "2"}).find("-z (--blocking)"), std::string::npos);
-  EXPECT_NE(errorOf({"allreduce", "-d", "int8"}).find("-d (--datatype): invalid value 'int8'"),
+  EXPECT_NE(errorOf({"allreduce", "-d", "int7"}).find("-d (--datatype): invalid value 'int7'"),
             std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-o", "mulsum"}).find("-o (--op)"), std::string::npos);
   EXPECT_NE(errorOf({"allreduce", "-r", "-2"}).find("-r (--root)"), std::string::npos);
@@ -502,8 +504,9 @@ std::vector<std::vector<unsigned char>> correctOutputs(const CollectiveCall& cal
 }
 
 TEST(BenchCheck, CorrectOutputsHaveNoWrongElementForEveryCollectiveTypeAndOp) {
-  const DataType types[] = {DataType::Uint8,   DataType::Int32,   DataType::Int64,   DataType::Float16,
-                            DataType::Float32, DataType::Float64, DataType::BFloat16};
+  const DataType types[] = {DataType::Uint8,   DataType::Int32,   DataType::Int64,    DataType::Float16,
+                            DataType::Float32, DataType::Float64, DataType::BFloat16, DataType::Int8,
+                            DataType::Uint32,  DataType::Uint64};
   const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg};
   for (int c = 0; c < kCollectives; ++c) {
     for (DataType type : types) {
