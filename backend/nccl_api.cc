@@ -8,21 +8,28 @@
 // - served by libtuccl: unique ids, every init (ncclCommInitRankConfig and ...Scalable keep
 //   ncclConfig_t's blocking, commName and splitShare; its tuning fields are TuCCL's to decide),
 //   ncclCommSplit, ncclCommShrink, ncclCommFinalize, destroy, abort, the queries and errors;
-//   reductions on the datatypes and operators in tucclServes; data movement (AllGather,
-//   Broadcast, Bcast, AlltoAll, Gather, Scatter, Send, Recv) of every datatype, since only bytes
-//   travel; groups. ncclCommRevoke stops the communicator's work (TuCCL's abort) and keeps the
-//   handle for ncclCommDestroy. Registration and windows are accepted hints (TuCCL copies through
-//   its staging: a NULL handle or window). ncclMemAlloc/ncclMemFree take device memory from the
-//   CUDA driver. ncclGroupSimulateEnd ends the group (see there);
-// - forwarded to the real NCCL: reductions on datatypes or operators TuCCL lacks (fp8, PreMulSum
-//   operators, the integer types not in tucclServes), ncclRedOpCreatePreMulSum and
-//   ncclRedOpDestroy. The real NCCL is the library named by TUCCL_NCCL_LIBRARY, else libnccl.so.2
+//   reductions (AllReduce, ReduceScatter, Reduce) of every datatype (kTucclReducedTypes: all 12,
+//   fp8 included) with every operator, PreMulSum ones included (ncclRedOpCreatePreMulSum and
+//   ncclRedOpDestroy make and end libtuccl's, per communicator); data movement (AllGather,
+//   Broadcast, Bcast, AlltoAll, Gather, Scatter, Send, Recv) of every datatype; groups.
+//   ncclCommRevoke stops the communicator's work (TuCCL's abort) and keeps the handle for
+//   ncclCommDestroy. Registration and windows are accepted hints (TuCCL copies through its staging:
+//   a NULL handle or window). ncclMemAlloc/ncclMemFree take device memory from the CUDA driver.
+//   ncclGroupSimulateEnd ends the group (see there);
+// - forwarded to the real NCCL, by the user's choice only: TUCCL_NCCL_FORWARD lists NCCL datatype
+//   names (int8 ... float8e5m2) whose reductions, and/or premulsum, whose operators (create,
+//   destroy and the reductions using them), go there, for a job that wants NCCL's own arithmetic
+//   (NCCL's avg of half, bfloat16 and fp8 scales by 1/n before summing, TuCCL divides the sum). A
+//   value naming anything else refuses every call that consults it (the reductions and the
+//   PreMulSum functions) with ncclInvalidArgument naming the variable and the value. Data movement
+//   never forwards. The real NCCL is the library named by TUCCL_NCCL_LIBRARY, else libnccl.so.2
 //   (never this library), reached through its pncclX entry points with a real communicator, the
 //   twin, made beside TuCCL's when a forwarded call first needs it: rank 0's real unique id
 //   travels over TuCCL's bootstrap, and every rank gets a twin or none does;
 // - refused with ncclInvalidUsage and the reason (ncclGetLastError, and the log at
 //   TUCCL_DEBUG=WARN) when it would be forwarded and no twin can be made (no real NCCL, a CPU
-//   communicator without TUCCL_NCCL_LIBRARY) or TUCCL_NCCL_FALLBACK=0 turned forwarding off.
+//   communicator without TUCCL_NCCL_LIBRARY) or TUCCL_NCCL_FALLBACK=0 turned forwarding off (the
+//   reason names both variables).
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -172,34 +179,144 @@ int rawValue(const Enum& value) {
   return raw;
 }
 
-// A datatype as libtuccl's (same numbering), passed as the int it is: point-to-point moves the
-// bytes of every NCCL datatype, fp8 (10, 11) included.
-tucclDataType_t tucclTypeOf(const ncclDataType_t& datatype) {
-  static_assert(sizeof(tucclDataType_t) == sizeof(int));
-  const int raw = rawValue(datatype);
-  tucclDataType_t type;
-  std::memcpy(&type, &raw, sizeof type);
-  return type;
+// A value of one of NCCL's enums as libtuccl's same-numbered one, passed as the int it is (libtuccl
+// judges values it does not define): datatypes (point-to-point moves the bytes of every one),
+// operators (PreMulSum ones from ncclNumOps on), scalar residences.
+template <typename Tuccl, typename Nccl>
+Tuccl asEnum(const Nccl& value) {
+  static_assert(sizeof(Tuccl) == sizeof(int));
+  const int raw = rawValue(value);
+  Tuccl converted;
+  std::memcpy(&converted, &raw, sizeof converted);
+  return converted;
 }
+tucclDataType_t tucclTypeOf(const ncclDataType_t& datatype) { return asEnum<tucclDataType_t>(datatype); }
+tucclRedOp_t tucclOpOf(const ncclRedOp_t& op) { return asEnum<tucclRedOp_t>(op); }
+static_assert(static_cast<int>(ncclScalarDevice) == static_cast<int>(tucclScalarDevice) &&
+                  static_cast<int>(ncclScalarHostImmediate) == static_cast<int>(tucclScalarHostImmediate),
+              "ncclScalarResidence_t and tucclScalarResidence_t are numbered alike");
+static_assert(static_cast<int>(ncclNumOps) == static_cast<int>(tucclNumOps),
+              "PreMulSum operators start at the same value in NCCL and libtuccl");
 
-// The one list of what libtuccl reduces; what is not here forwards. Extend it as libtuccl's
-// kernels learn a datatype (tuccl.h, tucclDataType_t).
-constexpr int kTucclReducedTypes[] = {ncclUint8,   ncclInt32,   ncclInt64,   ncclFloat16,
-                                      ncclFloat32, ncclFloat64, ncclBfloat16};
+// The one list of the datatypes libtuccl reduces (with every operator, PreMulSum ones included):
+// all of NCCL's. A datatype NCCL defines and this list lacks would forward.
+constexpr int kTucclReducedTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,      ncclUint32,
+                                      ncclInt64,   ncclUint64,   ncclFloat16,    ncclFloat32,
+                                      ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
 
-bool tucclServes(const ncclDataType_t& datatype, const ncclRedOp_t& op) {
+bool tucclServes(const ncclDataType_t& datatype) {
   const int type = rawValue(datatype);
-  const int raw = rawValue(op);
   return std::find(std::begin(kTucclReducedTypes), std::end(kTucclReducedTypes), type) !=
-             std::end(kTucclReducedTypes) &&
-         raw >= 0 && raw < tucclNumOps;
+         std::end(kTucclReducedTypes);
 }
 
 // Values NCCL itself defines: a datatype below ncclNumTypes; an op below ncclNumOps or one of
-// the dynamic ones ncclRedOpCreatePreMulSum hands out (the real NCCL judges those).
+// the dynamic ones ncclRedOpCreatePreMulSum hands out (whoever made them judges those).
 bool ncclKnows(const ncclDataType_t& datatype, const ncclRedOp_t& op) {
   const int type = rawValue(datatype);
   return type >= 0 && type < ncclNumTypes && rawValue(op) >= 0;
+}
+
+// ---- What the user forwards: TUCCL_NCCL_FORWARD ------------------------------------------------
+
+// The names TUCCL_NCCL_FORWARD takes for each ncclDataType_t (the first is the one messages use).
+struct TypeName {
+  const char* name;
+  int type;
+};
+constexpr TypeName kTypeNames[] = {
+    {"int8", ncclInt8},         {"uint8", ncclUint8},           {"int32", ncclInt32},
+    {"uint32", ncclUint32},     {"int64", ncclInt64},           {"uint64", ncclUint64},
+    {"float16", ncclFloat16},   {"half", ncclFloat16},          {"float32", ncclFloat32},
+    {"float", ncclFloat32},     {"float64", ncclFloat64},       {"double", ncclFloat64},
+    {"bfloat16", ncclBfloat16}, {"float8e4m3", ncclFloat8e4m3}, {"float8e5m2", ncclFloat8e5m2}};
+
+const char* typeName(int type) {
+  for (const TypeName& name : kTypeNames) {
+    if (name.type == type) return name.name;
+  }
+  return "?";
+}
+
+// TUCCL_NCCL_FORWARD, read once: the datatypes whose reductions and whether the PreMulSum operators
+// go to the real NCCL, or why the value is refused.
+struct ForwardList {
+  bool types[ncclNumTypes] = {};
+  bool premulsum = false;
+  std::string invalid;  // the variable's error; "" when valid (or unset)
+};
+
+const ForwardList& forwardList() {
+  static const ForwardList list = [] {
+    ForwardList parsed;
+    const std::optional<std::string> value = tuccl::env::text("TUCCL_NCCL_FORWARD");
+    if (!value) return parsed;
+    auto lower = [](std::string text) {
+      for (char& c : text) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+      return text;
+    };
+    size_t start = 0;
+    while (start <= value->size()) {
+      const size_t comma = std::min(value->find(',', start), value->size());
+      std::string item = value->substr(start, comma - start);
+      const size_t first = item.find_first_not_of(" \t");
+      item = first == std::string::npos ? std::string()
+                                        : lower(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+      start = comma + 1;
+      if (item == "premulsum") {
+        parsed.premulsum = true;
+        continue;
+      }
+      const auto named = std::find_if(std::begin(kTypeNames), std::end(kTypeNames),
+                                      [&](const TypeName& name) { return item == name.name; });
+      if (named != std::end(kTypeNames)) {
+        parsed.types[named->type] = true;
+        continue;
+      }
+      parsed.invalid =
+          tuccl::env::invalid(
+              "TUCCL_NCCL_FORWARD", *value,
+              "a comma-separated list of NCCL datatype names (int8, uint8, int32, uint32, "
+              "int64, uint64, half or float16, float or float32, double or float64, "
+              "bfloat16, float8e4m3, float8e5m2) and premulsum" +
+                  (item.empty() ? std::string("; a name is empty") : "; '" + item + "' is none of them"))
+              .message();
+      return parsed;
+    }
+    return parsed;
+  }();
+  return list;
+}
+
+// A call that consults TUCCL_NCCL_FORWARD (every reduction, ncclRedOpCreatePreMulSum and
+// ncclRedOpDestroy) is refused with ncclInvalidArgument while its value is not one it takes, naming
+// the variable and the value (logged once): the job stops at its first reduction rather than
+// computing on a path its user did not choose.
+ncclResult_t checkForwardList(const char* function) {
+  const std::string& invalid = forwardList().invalid;
+  if (invalid.empty()) return ncclSuccess;
+  shimError = std::string(function) + ": " + invalid;
+  tuccl::warnOnce("TUCCL_NCCL_FORWARD", shimError);
+  return ncclInvalidArgument;
+}
+
+constexpr const char* kPreMulSumForwarded = "TUCCL_NCCL_FORWARD sends PreMulSum operators to the real NCCL";
+
+// Why a reduction on (datatype, op) goes to the real NCCL; nullopt when libtuccl serves it. A
+// PreMulSum operator's reductions go where the operator lives: the real NCCL when
+// TUCCL_NCCL_FORWARD lists premulsum, else libtuccl (its operator table judges the value). A
+// built-in operator's go to the real NCCL when TUCCL_NCCL_FORWARD lists the datatype.
+std::optional<std::string> forwardedBecause(const ncclDataType_t& datatype, const ncclRedOp_t& op) {
+  const ForwardList& list = forwardList();
+  if (rawValue(op) >= ncclNumOps) {
+    return list.premulsum ? std::optional<std::string>(kPreMulSumForwarded) : std::nullopt;
+  }
+  const int type = rawValue(datatype);
+  if (list.types[type]) {
+    return std::string("TUCCL_NCCL_FORWARD sends ") + typeName(type) + " reductions to the real NCCL";
+  }
+  if (!tucclServes(datatype)) return std::string("this datatype is not reduced by TuCCL");
+  return std::nullopt;
 }
 
 constexpr ncclRedOp_t kSum = ncclSum;
@@ -221,7 +338,7 @@ struct Elements {
   tucclDataType_t datatype;
 };
 std::optional<Elements> movedAs(size_t count, const ncclDataType_t& datatype) {
-  if (tucclServes(datatype, kSum)) return Elements{count, tucclTypeOf(datatype)};
+  if (tucclServes(datatype)) return Elements{count, tucclTypeOf(datatype)};
   const size_t bytes = kElementBytes[rawValue(datatype)];
   if (count > SIZE_MAX / bytes) return std::nullopt;
   return Elements{count * bytes, tucclUint8};
@@ -831,55 +948,71 @@ TUCCL_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff
                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   if (const ncclResult_t r = usable(comm, "ncclAllReduce"); r != ncclSuccess) return r;
   if (!ncclKnows(datatype, op)) return unknownValue();
-  if (!tucclServes(datatype, op)) {
-    TUCCL_FORWARD(ncclAllReduce, comm, "this datatype or operator is not served by TuCCL", true, sendbuff,
-                  recvbuff, count, datatype, op, real, stream);
+  if (const ncclResult_t r = checkForwardList("ncclAllReduce"); r != ncclSuccess) return r;
+  if (const std::optional<std::string> why = forwardedBecause(datatype, op)) {
+    TUCCL_FORWARD(ncclAllReduce, comm, *why, true, sendbuff, recvbuff, count, datatype, op, real, stream);
   }
-  return fromTuccl(tucclAllReduce(sendbuff, recvbuff, count, tucclTypeOf(datatype),
-                                  static_cast<tucclRedOp_t>(op), comm->tuccl, streamOf(stream)));
+  return fromTuccl(tucclAllReduce(sendbuff, recvbuff, count, tucclTypeOf(datatype), tucclOpOf(op),
+                                  comm->tuccl, streamOf(stream)));
 }
 
 TUCCL_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   if (const ncclResult_t r = usable(comm, "ncclReduceScatter"); r != ncclSuccess) return r;
   if (!ncclKnows(datatype, op)) return unknownValue();
-  if (!tucclServes(datatype, op)) {
-    TUCCL_FORWARD(ncclReduceScatter, comm, "this datatype or operator is not served by TuCCL", true, sendbuff,
-                  recvbuff, recvcount, datatype, op, real, stream);
+  if (const ncclResult_t r = checkForwardList("ncclReduceScatter"); r != ncclSuccess) return r;
+  if (const std::optional<std::string> why = forwardedBecause(datatype, op)) {
+    TUCCL_FORWARD(ncclReduceScatter, comm, *why, true, sendbuff, recvbuff, recvcount, datatype, op, real,
+                  stream);
   }
-  return fromTuccl(tucclReduceScatter(sendbuff, recvbuff, recvcount, tucclTypeOf(datatype),
-                                      static_cast<tucclRedOp_t>(op), comm->tuccl, streamOf(stream)));
+  return fromTuccl(tucclReduceScatter(sendbuff, recvbuff, recvcount, tucclTypeOf(datatype), tucclOpOf(op),
+                                      comm->tuccl, streamOf(stream)));
 }
 
 TUCCL_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
                ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   if (const ncclResult_t r = usable(comm, "ncclReduce"); r != ncclSuccess) return r;
   if (!ncclKnows(datatype, op)) return unknownValue();
-  if (!tucclServes(datatype, op)) {
-    TUCCL_FORWARD(ncclReduce, comm, "this datatype or operator is not served by TuCCL", true, sendbuff,
-                  recvbuff, count, datatype, op, root, real, stream);
+  if (const ncclResult_t r = checkForwardList("ncclReduce"); r != ncclSuccess) return r;
+  if (const std::optional<std::string> why = forwardedBecause(datatype, op)) {
+    TUCCL_FORWARD(ncclReduce, comm, *why, true, sendbuff, recvbuff, count, datatype, op, root, real, stream);
   }
-  return fromTuccl(tucclReduce(sendbuff, recvbuff, count, tucclTypeOf(datatype),
-                               static_cast<tucclRedOp_t>(op), root, comm->tuccl, streamOf(stream)));
+  return fromTuccl(tucclReduce(sendbuff, recvbuff, count, tucclTypeOf(datatype), tucclOpOf(op), root,
+                               comm->tuccl, streamOf(stream)));
 }
 
-// PreMulSum operators live in the real NCCL: the operator it hands out forwards every reduction
-// that uses it. Every rank creates its operator (NCCL's usage), so the first one makes the twin.
+// PreMulSum operators are libtuccl's, per communicator (libtuccl judges the datatype, the
+// residence, a NULL op or scalar, and a communicator still being made). With premulsum in
+// TUCCL_NCCL_FORWARD they are the real NCCL's instead: the operator it hands out forwards every
+// reduction that uses it, and every rank creates its operator (NCCL's usage), so the first one
+// makes the twin.
 TUCCL_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                ncclScalarResidence_t residence, ncclComm_t comm) {
   if (const ncclResult_t r = usable(comm, "ncclRedOpCreatePreMulSum"); r != ncclSuccess) return r;
-  TUCCL_FORWARD(ncclRedOpCreatePreMulSum, comm, "PreMulSum operators are not served by TuCCL", false, op,
-                scalar, datatype, residence, real);
+  if (const ncclResult_t r = checkForwardList("ncclRedOpCreatePreMulSum"); r != ncclSuccess) return r;
+  if (forwardList().premulsum) {
+    TUCCL_FORWARD(ncclRedOpCreatePreMulSum, comm, kPreMulSumForwarded, false, op, scalar, datatype, residence,
+                  real);
+  }
+  static_assert(sizeof(ncclRedOp_t) == sizeof(tucclRedOp_t));
+  tucclRedOp_t made{};
+  const tucclResult_t result =
+      tucclRedOpCreatePreMulSum(op != nullptr ? &made : nullptr, scalar, tucclTypeOf(datatype),
+                                asEnum<tucclScalarResidence_t>(residence), comm->tuccl);
+  if (result == tucclSuccess) *op = asEnum<ncclRedOp_t>(made);
+  return fromTuccl(result);
 }
 
 TUCCL_NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   if (const ncclResult_t r = usable(comm, "ncclRedOpDestroy"); r != ncclSuccess) return r;
-  if (comm->real == nullptr) {  // no twin, so no operator was made: nothing to destroy
+  if (const ncclResult_t r = checkForwardList("ncclRedOpDestroy"); r != ncclSuccess) return r;
+  if (!forwardList().premulsum) return fromTuccl(tucclRedOpDestroy(tucclOpOf(op), comm->tuccl));
+  if (forwardingOff().empty() && comm->real == nullptr) {  // no twin, so no operator was made
     return unserved("ncclRedOpDestroy",
-                    "no PreMulSum operator was made on this communicator (they live in the real "
-                    "NCCL, and it has no twin there)");
+                    std::string(kPreMulSumForwarded) +
+                        "; no PreMulSum operator was made on this communicator (it has no twin there)");
   }
-  TUCCL_FORWARD(ncclRedOpDestroy, comm, "PreMulSum operators are not served by TuCCL", false, op, real);
+  TUCCL_FORWARD(ncclRedOpDestroy, comm, kPreMulSumForwarded, false, op, real);
 }
 
 // ---- Data movement: every datatype, as its bytes where TuCCL does not reduce it ----------------

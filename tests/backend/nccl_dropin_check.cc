@@ -1,8 +1,9 @@
 // libtuccl-nccl.so exports the whole NCCL API and runs unchanged NCCL programs on the CPU device:
 // tests/backend/nccl_program.c relinked against the drop-in and linked to the real libnccl with the
 // drop-in preloaded; tests/backend/nccl_native_program.c for what TuCCL serves beyond the classic
-// collectives, with no real NCCL to reach; and, with a stand-in real NCCL (fake_nccl.cc) that
-// records what reaches it, what is forwarded, through which twin, and when.
+// collectives (every datatype's reductions, PreMulSum), with no real NCCL to reach; and, with a
+// stand-in real NCCL (fake_nccl.cc) that records what reaches it, what TUCCL_NCCL_FORWARD forwards,
+// through which twin, and when.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -192,15 +193,22 @@ std::vector<std::string> withFakeNccl(const std::string& log, std::vector<std::s
   return env;
 }
 
+// The calls TUCCL_NCCL_FORWARD forwards in these tests: fp8 e4m3 reductions and PreMulSum operators.
+const std::string kForward = "TUCCL_NCCL_FORWARD=float8e4m3,premulsum";
+
 TEST(NcclDropIn, RelinkedProgramRunsOnTucclAndRefusesWhatItCannotForward) {
   // No TUCCL_NCCL_LIBRARY: a CPU communicator gets no twin, whatever real NCCL is installed.
   const std::vector<std::string> logs =
-      runProgram({TUCCL_NCCL_PROGRAM_RELINKED}, "relinked", {"NCCL_PROGRAM_FORWARD=refused"});
+      runProgram({TUCCL_NCCL_PROGRAM_RELINKED}, "relinked", {"NCCL_PROGRAM_FORWARD=refused", kForward});
   for (const std::string& log : logs) {
-    EXPECT_NE(log.find("REFUSED: ncclAllReduce: this datatype or operator is not served by TuCCL"),
+    EXPECT_NE(log.find("REFUSED: ncclAllReduce: TUCCL_NCCL_FORWARD sends float8e4m3 reductions to the real "
+                       "NCCL; the communicator runs on the CPU device"),
               std::string::npos)
         << log;
-    EXPECT_NE(log.find("REFUSED: ncclRedOpCreatePreMulSum: PreMulSum operators"), std::string::npos) << log;
+    EXPECT_NE(log.find("REFUSED: ncclRedOpCreatePreMulSum: TUCCL_NCCL_FORWARD sends PreMulSum operators to "
+                       "the real NCCL; the communicator runs on the CPU device"),
+              std::string::npos)
+        << log;
   }
 }
 
@@ -214,17 +222,26 @@ TEST(NcclDropIn, ProgramLinkedToRealNcclRunsOnTucclWhenPreloaded) {
 // reaches the real NCCL, not even for a unique id.
 TEST(NcclDropIn, AProgramThatForwardsNothingMakesNoTwin) {
   const std::string log = fakeNcclLog("never_forwards");
-  runProgram({TUCCL_NCCL_PROGRAM_RELINKED}, "never_forwards", withFakeNccl(log));
+  runProgram({TUCCL_NCCL_PROGRAM_RELINKED}, "never_forwards", withFakeNccl(log, {kForward}));
+  EXPECT_EQ(readLog(log), "") << "the stand-in real NCCL was called";
+}
+
+// Forwarding is the user's choice: without TUCCL_NCCL_FORWARD, an fp8 AllReduce and a PreMulSum
+// operator are TuCCL's even with a real NCCL at hand.
+TEST(NcclDropIn, WithoutTucclNcclForwardFp8AndPreMulSumStayWithTuccl) {
+  const std::string log = fakeNcclLog("not_listed");
+  runProgram({TUCCL_NCCL_PROGRAM_RELINKED}, "not_listed", withFakeNccl(log, {"NCCL_PROGRAM_FORWARD=yes"}));
   EXPECT_EQ(readLog(log), "") << "the stand-in real NCCL was called";
 }
 
 // With a (stand-in) real NCCL named by TUCCL_NCCL_LIBRARY, the first forwarded call makes every
-// rank's twin from rank 0's real unique id, and what TuCCL does not serve reaches it with the twin
-// (never a TuCCL handle): an fp8 AllReduce kept until its group's end, a PreMulSum operator and the
-// AllReduce using it.
-TEST(NcclDropIn, WhatTucclDoesNotServeGoesToTheRealNcclThroughALazyTwin) {
+// rank's twin from rank 0's real unique id, and what TUCCL_NCCL_FORWARD lists reaches it with the
+// twin (never a TuCCL handle): an fp8 AllReduce kept until its group's end, a PreMulSum operator,
+// the (float) AllReduce using it and its destroy. The program's other float AllReduce stays TuCCL's.
+TEST(NcclDropIn, WhatTucclNcclForwardListsGoesToTheRealNcclThroughALazyTwin) {
   const std::string log = fakeNcclLog("forwarded");
-  runProgram({TUCCL_NCCL_PROGRAM_RELINKED}, "forwarded", withFakeNccl(log, {"NCCL_PROGRAM_FORWARD=yes"}));
+  runProgram({TUCCL_NCCL_PROGRAM_RELINKED}, "forwarded",
+             withFakeNccl(log, {"NCCL_PROGRAM_FORWARD=yes", kForward}));
   const std::string calls = readLog(log);
   const size_t idAt = calls.find("getUniqueId id=");
   ASSERT_NE(idAt, std::string::npos) << calls;
@@ -243,40 +260,56 @@ TEST(NcclDropIn, WhatTucclDoesNotServeGoesToTheRealNcclThroughALazyTwin) {
   }
   EXPECT_EQ(calls.find("foreign"), std::string::npos) << "a TuCCL handle reached the real NCCL\n" << calls;
   EXPECT_EQ(calls.find("send"), std::string::npos) << "point-to-point is TuCCL's\n" << calls;
+  EXPECT_EQ(calls.find("count=1000"), std::string::npos) << "a float sum is TuCCL's\n" << calls;
   EXPECT_NE(calls.find("groupStart"), std::string::npos) << calls;
   EXPECT_NE(calls.find("groupEnd"), std::string::npos) << calls;
 }
 
-// TUCCL_NCCL_FALLBACK=0: nothing is forwarded, even with a real NCCL at hand; the reason names the
-// variable.
+// TUCCL_NCCL_FALLBACK=0: nothing is forwarded, even with a real NCCL at hand and TUCCL_NCCL_FORWARD
+// listing it; the reason names both variables.
 TEST(NcclDropIn, FallbackOffRefusesWhatWouldBeForwarded) {
   const std::string log = fakeNcclLog("fallback_off");
   const std::vector<std::string> logs =
       runProgram({TUCCL_NCCL_PROGRAM_RELINKED}, "fallback_off",
-                 withFakeNccl(log, {"NCCL_PROGRAM_FORWARD=refused", "TUCCL_NCCL_FALLBACK=0"}));
+                 withFakeNccl(log, {"NCCL_PROGRAM_FORWARD=refused", "TUCCL_NCCL_FALLBACK=0", kForward}));
   for (const std::string& rank : logs) {
-    EXPECT_NE(
-        rank.find("REFUSED: ncclAllReduce: this datatype or operator is not served by TuCCL; forwarding to "
-                  "the real NCCL is off (TUCCL_NCCL_FALLBACK=0)"),
-        std::string::npos)
+    EXPECT_NE(rank.find("REFUSED: ncclAllReduce: TUCCL_NCCL_FORWARD sends float8e4m3 reductions to the real "
+                        "NCCL; forwarding to the real NCCL is off (TUCCL_NCCL_FALLBACK=0)"),
+              std::string::npos)
         << rank;
-    EXPECT_NE(
-        rank.find(
-            "REFUSED: ncclRedOpCreatePreMulSum: PreMulSum operators are not served by TuCCL; forwarding "
-            "to the real NCCL is off (TUCCL_NCCL_FALLBACK=0)"),
-        std::string::npos)
+    EXPECT_NE(rank.find("REFUSED: ncclRedOpCreatePreMulSum: TUCCL_NCCL_FORWARD sends PreMulSum operators to "
+                        "the real NCCL; forwarding to the real NCCL is off (TUCCL_NCCL_FALLBACK=0)"),
+              std::string::npos)
         << rank;
   }
   EXPECT_EQ(readLog(log), "") << "the stand-in real NCCL was called";
 }
 
-// Point-to-point of every datatype, Gather/Scatter, split, shrink, config and scalable init,
+// Point-to-point of every datatype, Gather/Scatter, fp8 e4m3, int8 and uint64 AllReduce, PreMulSum
+// operators (host and device scalars) and their reductions, split, shrink, config and scalable init,
 // finalize, revoke, hints, ncclGroupSimulateEnd and ncclMemAlloc (over the fake CUDA driver): all
-// TuCCL's, with no real NCCL anywhere.
+// TuCCL's, with no real NCCL anywhere; every element checked on every rank.
 TEST(NcclDropIn, ServesPointToPointSplitAndConfigWithNoRealNccl) {
   runProgram({TUCCL_NCCL_NATIVE_PROGRAM}, "native",
              {"TUCCL_NCCL_LIBRARY=/nonexistent/libnccl.so.2", "TUCCL_NCCL_FALLBACK=0",
               "TUCCL_CUDA_DRIVER=" + std::string(TUCCL_FAKE_CUDA), "NCCL_PROGRAM_MEMALLOC=device"});
+}
+
+// A TUCCL_NCCL_FORWARD naming what it does not take: every reduction and ncclRedOpCreatePreMulSum
+// is refused with ncclInvalidArgument, naming the variable, its value and the bad name; data
+// movement is still served.
+TEST(NcclDropIn, ABadTucclNcclForwardIsRefusedWithItsName) {
+  const std::vector<std::string> logs =
+      runProgram({TUCCL_NCCL_NATIVE_PROGRAM, "bad-forward"}, "bad_forward",
+                 {"TUCCL_NCCL_LIBRARY=/nonexistent/libnccl.so.2", "TUCCL_NCCL_FALLBACK=0",
+                  "TUCCL_NCCL_FORWARD=float8e4m3,fp9"});
+  for (const std::string& rank : logs) {
+    EXPECT_NE(rank.find("BADFORWARD: ncclAllReduce: TUCCL_NCCL_FORWARD='float8e4m3,fp9': expected a "
+                        "comma-separated list of NCCL datatype names"),
+              std::string::npos)
+        << rank;
+    EXPECT_NE(rank.find("'fp9' is none of them"), std::string::npos) << rank;
+  }
 }
 
 TEST(NcclDropIn, MemAllocWithoutACudaDriverSaysWhy) {
@@ -288,11 +321,13 @@ TEST(NcclDropIn, MemAllocWithoutACudaDriverSaysWhy) {
       << logs[0];
 }
 
-// One thread driving the three ranks of ncclCommInitAll: the forwarded calls wait for the group's
-// end, where the real ncclCommInitAll makes the three twins at once.
+// One thread driving the three ranks of ncclCommInitAll: the forwarded calls (fp8 e5m2, by
+// TUCCL_NCCL_FORWARD) wait for the group's end, where the real ncclCommInitAll makes the three
+// twins at once.
 TEST(NcclDropIn, InitAllTwinsAreMadeTogetherAtTheGroupsEnd) {
   const std::string log = fakeNcclLog("initall");
-  runProgram({TUCCL_NCCL_INITALL_PROGRAM}, "initall", withFakeNccl(log), 1);
+  runProgram({TUCCL_NCCL_INITALL_PROGRAM}, "initall", withFakeNccl(log, {"TUCCL_NCCL_FORWARD=float8e5m2"}),
+             1);
   const std::string calls = readLog(log);
   const size_t initAll = calls.find("initAll ndev=3");
   ASSERT_NE(initAll, std::string::npos) << calls;

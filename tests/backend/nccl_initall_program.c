@@ -1,9 +1,9 @@
 /* One process, one thread, three ranks (ncclCommInitAll), written against nccl.h alone: a float
- * AllReduce TuCCL serves, issued to the three communicators inside one group, then an fp8
- * AllReduce only a real NCCL serves, the same way. The drop-in keeps the forwarded calls for the
- * group's end and makes the twins there with the real ncclCommInitAll (the test's stand-in
- * records it): the one thread drives every rank, so the ranks could not meet to agree on a twin.
- * Prints "OK". */
+ * AllReduce TuCCL serves, issued to the three communicators inside one group, then an fp8 e5m2
+ * AllReduce the same way, which the test forwards to a real NCCL (TUCCL_NCCL_FORWARD=float8e5m2).
+ * The drop-in keeps the forwarded calls for the group's end and makes the twins there with the
+ * real ncclCommInitAll (the test's stand-in records it): the one thread drives every rank, so the
+ * ranks could not meet to agree on a twin. Prints "OK". */
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>

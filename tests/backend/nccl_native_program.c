@@ -1,10 +1,13 @@
 /* An NCCL program, written against nccl.h alone, for what libtuccl-nccl.so serves natively beyond
  * the classic collectives: ncclCommInitRankConfig, point-to-point of every datatype, Gather and
- * Scatter, data movement of datatypes TuCCL does not reduce (their bytes travel), ncclCommSplit
+ * Scatter, data movement of fp8, int8 and uint64, reductions of fp8 e4m3, int8 and uint64,
+ * PreMulSum operators (host and device scalars) and the reductions using them, ncclCommSplit
  * (NCCL_SPLIT_NOCOLOR included), ncclCommShrink, ncclCommInitRankScalable, ncclCommFinalize,
  * ncclCommRevoke, registration and windows, ncclGroupSimulateEnd, ncclMemAlloc. The test runs it
  * with no real NCCL to reach (TUCCL_NCCL_LIBRARY naming no file, TUCCL_NCCL_FALLBACK=0), so
- * whatever succeeds here is TuCCL's doing; a forwarded call must be refused, naming the variable.
+ * whatever succeeds here is TuCCL's doing. argv[1] "bad-forward" instead expects every reduction
+ * and ncclRedOpCreatePreMulSum refused with ncclInvalidArgument naming TUCCL_NCCL_FORWARD and its
+ * value (printed as "BADFORWARD: <ncclGetLastError>"), and data movement still served.
  *
  * Host buffers hold random bytes (a hash of the run's unique id, the rank, the call and the index,
  * so every rank knows what every other rank sent); every element is checked on every rank.
@@ -118,7 +121,7 @@ static void gatherScatter(ncclComm_t comm, int rank, int size) {
   }
 }
 
-/* AllGather, Broadcast and AlltoAll of datatypes TuCCL does not reduce: their bytes travel. */
+/* AllGather, Broadcast and AlltoAll of fp8, int8 and uint64, random bytes. */
 static void moveUnreducedTypes(ncclComm_t comm, int rank, int size) {
   const ncclDataType_t types[] = {ncclFloat8e4m3, ncclInt8, ncclUint64};
   for (int t = 0; t < 3; ++t) {
@@ -223,16 +226,221 @@ static void shrink(ncclComm_t comm, int rank, int size) {
   CHECK(ncclCommDestroy(child));
 }
 
-/* A forwarded call is refused, naming the variable that turned forwarding off. */
-static void refusesForwarding(ncclComm_t comm) {
-  unsigned char buffer[64] = {0};
-  EXPECT(ncclAllReduce(buffer, buffer, 16, ncclFloat8e4m3, ncclSum, comm, 0) == ncclInvalidUsage);
-  EXPECT(strstr(ncclGetLastError(comm), "TUCCL_NCCL_FALLBACK") != NULL);
+/* A 64-bit random word for element i of what `rank` sends in call `call`. */
+static uint64_t wordOf(int call, int rank, size_t i) {
+  return splitmix64(runSeed ^ ((uint64_t)call << 48) ^ ((uint64_t)rank << 36) ^ i ^ 0x5a5a5a5a00000000ull);
+}
+
+/* fp8 e4m3 (OCP): sign, 4 exponent bits (bias 7), 3 mantissa bits, no infinities, NaN S.1111.111. */
+static int e4m3IsNan(unsigned char b) { return (b & 0x7f) == 0x7f; }
+static float e4m3Value(unsigned char b) {
+  const int exponent = (b >> 3) & 0xf, mantissa = b & 7;
+  const float magnitude = exponent == 0 ? (float)mantissa / 8.0f / 64.0f
+                                        : (1.0f + (float)mantissa / 8.0f) * (float)(1 << exponent) / 128.0f;
+  return (b & 0x80) ? -magnitude : magnitude;
+}
+/* The e4m3 byte of a value it holds exactly (positive zero for 0). */
+static unsigned char e4m3Of(float value) {
+  for (int b = 0; b < 256; ++b) {
+    if (!e4m3IsNan((unsigned char)b) && e4m3Value((unsigned char)b) == value) return (unsigned char)b;
+  }
+  fprintf(stderr, "%g has no exact fp8 e4m3 encoding\n", value);
+  exit(2);
+}
+
+static void expectBytes(const unsigned char* got, const unsigned char* expected, size_t bytes, size_t width,
+                        const char* what) {
+  for (size_t i = 0; i < bytes; ++i) {
+    if (got[i] != expected[i]) {
+      fprintf(stderr, "%s: element %zu differs at its byte %zu: %u, expected %u\n", what, i / width,
+              i % width, got[i], expected[i]);
+      exit(4);
+    }
+  }
+}
+
+/* fp8 e4m3 AllReduce: a sum of small whole numbers (every partial sum exact, so the result is
+ * whatever the order), and a max of random bytes (NaN and negative zero left out). */
+static void reduceFp8(ncclComm_t comm, int rank, int size) {
+  enum { kCount = 1037 };
+  unsigned char send[kCount], recv[kCount], expected[kCount];
+  const int most = 16 / size; /* every rank's largest value: sums stay at most 16, all exact */
+  for (size_t i = 0; i < kCount; ++i) send[i] = e4m3Of((float)(byteOf(1100, rank, i) % (most + 1)));
+  CHECK(ncclAllReduce(send, recv, kCount, ncclFloat8e4m3, ncclSum, comm, 0));
+  for (size_t i = 0; i < kCount; ++i) {
+    int sum = 0;
+    for (int r = 0; r < size; ++r) sum += byteOf(1100, r, i) % (most + 1);
+    expected[i] = e4m3Of((float)sum);
+  }
+  expectBytes(recv, expected, kCount, 1, "ncclAllReduce fp8 e4m3 sum");
+
+#define FP8_RANDOM(r, i) \
+  (e4m3IsNan(byteOf(1101, r, i)) || byteOf(1101, r, i) == 0x80 ? (unsigned char)0 : byteOf(1101, r, i))
+  for (size_t i = 0; i < kCount; ++i) send[i] = FP8_RANDOM(rank, i);
+  CHECK(ncclAllReduce(send, recv, kCount, ncclFloat8e4m3, ncclMax, comm, 0));
+  for (size_t i = 0; i < kCount; ++i) {
+    unsigned char best = FP8_RANDOM(0, i);
+    for (int r = 1; r < size; ++r) {
+      if (e4m3Value(FP8_RANDOM(r, i)) > e4m3Value(best)) best = FP8_RANDOM(r, i);
+    }
+    expected[i] = best;
+  }
+#undef FP8_RANDOM
+  expectBytes(recv, expected, kCount, 1, "ncclAllReduce fp8 e4m3 max");
+}
+
+/* int8 AllReduce of random bytes: a sum that wraps, and a min that compares them signed. */
+static void reduceInt8(ncclComm_t comm, int rank, int size) {
+  enum { kCount = 2311 };
+  int8_t send[kCount], recv[kCount], expected[kCount];
+  for (size_t i = 0; i < kCount; ++i) send[i] = (int8_t)byteOf(1200, rank, i);
+  CHECK(ncclAllReduce(send, recv, kCount, ncclInt8, ncclSum, comm, 0));
+  for (size_t i = 0; i < kCount; ++i) {
+    unsigned sum = 0;
+    for (int r = 0; r < size; ++r) sum += byteOf(1200, r, i);
+    expected[i] = (int8_t)(unsigned char)sum;
+  }
+  expectBytes((unsigned char*)recv, (unsigned char*)expected, kCount, 1, "ncclAllReduce int8 sum");
+  CHECK(ncclAllReduce(send, recv, kCount, ncclInt8, ncclMin, comm, 0));
+  for (size_t i = 0; i < kCount; ++i) {
+    int8_t least = (int8_t)byteOf(1200, 0, i);
+    for (int r = 1; r < size; ++r) {
+      if ((int8_t)byteOf(1200, r, i) < least) least = (int8_t)byteOf(1200, r, i);
+    }
+    expected[i] = least;
+  }
+  expectBytes((unsigned char*)recv, (unsigned char*)expected, kCount, 1, "ncclAllReduce int8 min");
+}
+
+/* uint64 AllReduce of random words: a sum that wraps, and a max. */
+static void reduceUint64(ncclComm_t comm, int rank, int size) {
+  enum { kCount = 1543 };
+  uint64_t* send = allocate(sizeof(uint64_t) * kCount);
+  uint64_t* recv = allocate(sizeof(uint64_t) * kCount);
+  uint64_t* expected = allocate(sizeof(uint64_t) * kCount);
+  for (size_t i = 0; i < kCount; ++i) send[i] = wordOf(1300, rank, i);
+  CHECK(ncclAllReduce(send, recv, kCount, ncclUint64, ncclSum, comm, 0));
+  for (size_t i = 0; i < kCount; ++i) {
+    expected[i] = 0;
+    for (int r = 0; r < size; ++r) expected[i] += wordOf(1300, r, i);
+  }
+  expectBytes((unsigned char*)recv, (unsigned char*)expected, sizeof(uint64_t) * kCount, 8,
+              "ncclAllReduce uint64 sum");
+  CHECK(ncclAllReduce(send, recv, kCount, ncclUint64, ncclMax, comm, 0));
+  for (size_t i = 0; i < kCount; ++i) {
+    expected[i] = 0;
+    for (int r = 0; r < size; ++r) {
+      if (wordOf(1300, r, i) > expected[i]) expected[i] = wordOf(1300, r, i);
+    }
+  }
+  expectBytes((unsigned char*)recv, (unsigned char*)expected, sizeof(uint64_t) * kCount, 8,
+              "ncclAllReduce uint64 max");
+  free(send);
+  free(recv);
+  free(expected);
+}
+
+/* PreMulSum: each rank's input times its own scalar, summed. An int32 operator with a host scalar
+ * read at creation (random words: products and sums wrap, so exact), used by AllReduce and
+ * ReduceScatter; a float operator with a device scalar (host memory on the CPU device) read by every
+ * call, changed between two calls (quarters times small whole numbers: exact). Both destroyed; a
+ * destroyed operator and one of another datatype are refused by libtuccl. */
+static void preMulSum(ncclComm_t comm, int rank, int size) {
+  enum { kCount = 1201 };
+  int32_t* send = allocate(sizeof(int32_t) * kCount * (size_t)size);
+  int32_t* recv = allocate(sizeof(int32_t) * kCount * (size_t)size);
+  uint32_t* expected = allocate(sizeof(uint32_t) * kCount * (size_t)size);
+#define SCALAR(r) ((int32_t)(uint32_t)wordOf(1400, r, 999999))
+#define INPUT(r, i) ((int32_t)(uint32_t)wordOf(1401, r, i))
+  int32_t scalar = SCALAR(rank);
+  ncclRedOp_t intOp;
+  CHECK(ncclRedOpCreatePreMulSum(&intOp, &scalar, ncclInt32, ncclScalarHostImmediate, comm));
+  EXPECT((int)intOp >= (int)ncclNumOps);
+  scalar = 0; /* read at creation: changing it now changes nothing */
+  const size_t total = (size_t)kCount * (size_t)size;
+  for (size_t i = 0; i < total; ++i) send[i] = INPUT(rank, i);
+  CHECK(ncclAllReduce(send, recv, total, ncclInt32, intOp, comm, 0));
+  for (size_t i = 0; i < total; ++i) {
+    expected[i] = 0;
+    for (int r = 0; r < size; ++r) expected[i] += (uint32_t)SCALAR(r) * (uint32_t)INPUT(r, i);
+  }
+  expectBytes((unsigned char*)recv, (unsigned char*)expected, sizeof(int32_t) * total, 4,
+              "ncclAllReduce with a PreMulSum int32 operator (host scalar)");
+  CHECK(ncclReduceScatter(send, recv, kCount, ncclInt32, intOp, comm, 0));
+  expectBytes((unsigned char*)recv, (unsigned char*)(expected + (size_t)rank * kCount),
+              sizeof(int32_t) * kCount, 4, "ncclReduceScatter with a PreMulSum int32 operator (host scalar)");
+#undef SCALAR
+#undef INPUT
+
+  float* deviceScalar = allocate(sizeof(float));
+  *deviceScalar = 0.25f * (float)(rank + 1);
+  ncclRedOp_t floatOp;
+  CHECK(ncclRedOpCreatePreMulSum(&floatOp, deviceScalar, ncclFloat32, ncclScalarDevice, comm));
+  EXPECT((int)floatOp >= (int)ncclNumOps && floatOp != intOp);
+  float* fsend = (float*)send;
+  float* frecv = (float*)recv;
+  for (size_t i = 0; i < kCount; ++i) fsend[i] = (float)(byteOf(1402, rank, i) % 16);
+  for (int round = 0; round < 2; ++round) {
+    *deviceScalar = (round == 0 ? 0.25f : 3.0f) * (float)(rank + 1);
+    CHECK(ncclAllReduce(fsend, frecv, kCount, ncclFloat32, floatOp, comm, 0));
+    for (size_t i = 0; i < kCount; ++i) {
+      float want = 0.0f;
+      for (int r = 0; r < size; ++r)
+        want += (round == 0 ? 0.25f : 3.0f) * (float)(r + 1) * (float)(byteOf(1402, r, i) % 16);
+      if (frecv[i] != want) {
+        fprintf(stderr,
+                "ncclAllReduce with a PreMulSum float operator (device scalar, round %d): element %zu is %g, "
+                "expected %g\n",
+                round, i, frecv[i], want);
+        exit(4);
+      }
+    }
+  }
+  /* The operator serves its own datatype only. */
+  EXPECT(ncclAllReduce(fsend, frecv, kCount, ncclFloat32, intOp, comm, 0) == ncclInvalidArgument);
+  CHECK(ncclRedOpDestroy(intOp, comm));
+  CHECK(ncclRedOpDestroy(floatOp, comm));
+  EXPECT(ncclAllReduce(send, recv, kCount, ncclInt32, intOp, comm, 0) == ncclInvalidArgument);
+  EXPECT(ncclRedOpDestroy(floatOp, comm) == ncclInvalidArgument);
+  free(deviceScalar);
+  free(send);
+  free(recv);
+  free(expected);
+}
+
+/* Reductions TuCCL serves beyond the first seven datatypes, and PreMulSum, with no real NCCL. */
+static void nativeReductions(ncclComm_t comm, int rank, int size) {
+  reduceFp8(comm, rank, size);
+  reduceInt8(comm, rank, size);
+  reduceUint64(comm, rank, size);
+  preMulSum(comm, rank, size);
+}
+
+/* TUCCL_NCCL_FORWARD holds a name it does not take: what consults it is refused, naming it and its
+ * value; data movement, which never forwards, is served. */
+static void refusesBadForwardList(ncclComm_t comm, int rank, int size) {
+  const char* value = getenv("TUCCL_NCCL_FORWARD");
+  EXPECT(value != NULL);
+  float buffer[64] = {0};
+  EXPECT(ncclAllReduce(buffer, buffer, 16, ncclFloat32, ncclSum, comm, 0) == ncclInvalidArgument);
+  EXPECT(strstr(ncclGetLastError(comm), "TUCCL_NCCL_FORWARD") != NULL);
+  EXPECT(strstr(ncclGetLastError(comm), value) != NULL);
+  printf("BADFORWARD: %s\n", ncclGetLastError(comm));
+  EXPECT(ncclReduce(buffer, buffer, 16, ncclFloat8e4m3, ncclMax, 0, comm, 0) == ncclInvalidArgument);
+  EXPECT(strstr(ncclGetLastError(comm), "TUCCL_NCCL_FORWARD") != NULL);
   ncclRedOp_t op;
   float scalar = 2.0f;
   EXPECT(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat, ncclScalarHostImmediate, comm) ==
-         ncclInvalidUsage);
-  EXPECT(strstr(ncclGetLastError(comm), "TUCCL_NCCL_FALLBACK") != NULL);
+         ncclInvalidArgument);
+  EXPECT(strstr(ncclGetLastError(comm), "TUCCL_NCCL_FORWARD") != NULL);
+  const size_t bytes = 1234;
+  unsigned char* send = allocate(bytes);
+  unsigned char* recv = allocate(bytes * (size_t)size);
+  fill(send, bytes, 1500, rank, 0);
+  CHECK(ncclAllGather(send, recv, bytes, ncclFloat8e4m3, comm, 0));
+  for (int r = 0; r < size; ++r) expectFrom(recv + (size_t)r * bytes, bytes, 1500, r, 0, "ncclAllGather");
+  free(send);
+  free(recv);
 }
 
 /* Registration and windows are hints: accepted, with a NULL handle. */
@@ -324,13 +532,19 @@ int main(int argc, char** argv) {
   CHECK(ncclCommCount(comm, &count));
   CHECK(ncclCommUserRank(comm, &me));
   EXPECT(count == size && me == rank);
+  if (argc > 1 && strcmp(argv[1], "bad-forward") == 0) {
+    refusesBadForwardList(comm, rank, size);
+    CHECK(ncclCommDestroy(comm));
+    printf("OK\n");
+    return 0;
+  }
 
   sendRecvEveryType(comm, rank, size);
   gatherScatter(comm, rank, size);
   moveUnreducedTypes(comm, rank, size);
   split(comm, rank, size);
   shrink(comm, rank, size);
-  refusesForwarding(comm);
+  nativeReductions(comm, rank, size);
   registers(comm);
   simulates(comm, rank, size);
   memAlloc();

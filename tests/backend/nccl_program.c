@@ -2,9 +2,10 @@
  * test of libtuccl-nccl.so runs it unchanged, once linked to the real libnccl with the drop-in
  * preloaded, once linked to the drop-in. Rank and size come from the launcher's environment, the
  * id from ncclGetUniqueId on every rank (TUCCL_COMM_ID makes them all the same). It makes only calls
- * TuCCL serves, unless NCCL_PROGRAM_FORWARD says: "yes" makes calls only a real NCCL serves (an fp8
- * AllReduce inside a group, a PreMulSum operator) and expects them to succeed; "refused" makes them
- * and expects ncclInvalidUsage, printing each reason as "REFUSED: <ncclGetLastError>". Prints "OK". */
+ * TuCCL serves, unless NCCL_PROGRAM_FORWARD says: "yes" makes the calls the test forwards to a real
+ * NCCL with TUCCL_NCCL_FORWARD=float8e4m3,premulsum (an fp8 AllReduce inside a group, a PreMulSum
+ * operator and an AllReduce with it) and expects them to succeed; "refused" makes them and expects
+ * ncclInvalidUsage, printing each reason as "REFUSED: <ncclGetLastError>". Prints "OK". */
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,7 @@ int main(void) {
   }
   const char* forward = getenv("NCCL_PROGRAM_FORWARD");
   if (forward != NULL && strcmp(forward, "yes") == 0) {
-    /* A real NCCL beside TuCCL: what TuCCL does not serve goes there, with the twin. */
+    /* Served by TuCCL, or by a real NCCL beside it (with the twin) where TUCCL_NCCL_FORWARD says. */
     CHECK(ncclGroupStart());
     CHECK(ncclAllReduce(send, recv, 4, ncclFloat8e4m3, ncclSum, comm, 0));
     CHECK(ncclGroupEnd());
@@ -81,7 +82,8 @@ int main(void) {
     CHECK(ncclAllReduce(send, recv, 5, ncclFloat, premul, comm, 0));
     CHECK(ncclRedOpDestroy(premul, comm));
   } else if (forward != NULL && strcmp(forward, "refused") == 0) {
-    /* No real NCCL to reach: refused with a reason, never a crash. */
+    /* Forwarded (TUCCL_NCCL_FORWARD) with no real NCCL to reach: refused with a reason, never a
+     * crash. */
     if (ncclAllReduce(send, recv, 4, ncclFloat8e4m3, ncclSum, comm, 0) != ncclInvalidUsage) return 9;
     printf("REFUSED: %s\n", ncclGetLastError(comm));
     ncclRedOp_t premul;
