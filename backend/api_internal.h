@@ -1,5 +1,5 @@
 // What the files of libtuccl's C API share (api.cc: calls, groups, streams; api_comm.cc: making and
-// ending communicators): the handle, the per-thread last error, results, guards against
+// ending communicators; api_ops.cc: PreMulSum operators): the handle, the per-thread last error, results, guards against
 // exceptions, the use count that abort and destroy wait on, and the calling thread's group.
 #pragma once
 
