@@ -210,11 +210,12 @@ struct Combine<Op, BFloat16> {
 };
 template <typename Op>
 struct Combine<Op, Fp8E4M3> {
-  TUCCL_DEVICE_INLINE static Fp8E4M3 apply(Fp8E4M3 a, Fp8E4M3 b) { return toFp8E4M3(Op::apply(toFloat(a), toFloat(b))); }
+  // Out of line on the device: the conversions are long, and the loops unroll their calls.
+  TUCCL_DEVICE_NOINLINE static Fp8E4M3 apply(Fp8E4M3 a, Fp8E4M3 b) { return toFp8E4M3(Op::apply(toFloat(a), toFloat(b))); }
 };
 template <typename Op>
 struct Combine<Op, Fp8E5M2> {
-  TUCCL_DEVICE_INLINE static Fp8E5M2 apply(Fp8E5M2 a, Fp8E5M2 b) { return toFp8E5M2(Op::apply(toFloat(a), toFloat(b))); }
+  TUCCL_DEVICE_NOINLINE static Fp8E5M2 apply(Fp8E5M2 a, Fp8E5M2 b) { return toFp8E5M2(Op::apply(toFloat(a), toFloat(b))); }
 };
 template <typename U, typename S>
 struct WrapCombine {

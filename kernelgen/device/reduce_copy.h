@@ -96,6 +96,27 @@ struct PackCombine {
   }
 };
 
+/// fp8: a pack's 16 conversions as one function per format and operation, out of line on the
+/// device, so the loops that unroll their pack combines call it instead of holding 16 copies of
+/// the conversions per combine (which made every generic kernel several times slower to compile).
+template <typename T, typename Op>
+struct Fp8PackCombine {
+  TUCCL_DEVICE_NOINLINE static Pack16 apply(Pack16 a, Pack16 b) {
+    union {
+      Pack16 pack;
+      T elems[16];
+    } x, y;
+    x.pack = a;
+    y.pack = b;
+    for (int e = 0; e < 16; ++e) x.elems[e] = FromFloat<T>::apply(Op::apply(toFloat(x.elems[e]), toFloat(y.elems[e])));
+    return x.pack;
+  }
+};
+template <typename Op>
+struct PackCombine<Fp8E4M3, Op> : Fp8PackCombine<Fp8E4M3, Op> {};
+template <typename Op>
+struct PackCombine<Fp8E5M2, Op> : Fp8PackCombine<Fp8E5M2, Op> {};
+
 #if defined(TUCCL_DEVICE_COMPILE)
 /// Packed 16-bit float arithmetic: each instruction rounds once, as the float path does.
 struct F16x2 {
@@ -277,7 +298,41 @@ TUCCL_DEVICE_INLINE void elementLoop(const T* const* src, T* const* dst, int64_t
     for (int d = 0; d < NDST; ++d) dst[d][i] = acc;
   }
 }
+
+/// Elements [begin, end) of T, one at a time per thread, not unrolled: the head and tail of an
+/// aligned range, under 16 bytes each (unrolling them would only grow the code, whose size sets
+/// the kernels' compile time).
+template <typename T, typename Op, int NSRC, int NDST>
+TUCCL_DEVICE_INLINE void elementEnds(const T* const* src, T* const* dst, int64_t begin, int64_t end) {
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    T acc = src[0][i];
+#pragma unroll
+    for (int s = 1; s < NSRC; ++s) acc = Combine<Op, T>::apply(acc, src[s][i]);
+#pragma unroll
+    for (int d = 0; d < NDST; ++d) dst[d][i] = acc;
+  }
+}
 #endif  // TUCCL_DEVICE_COMPILE
+
+/// The datatypes whose mutually misaligned ranges get the unrolled element loop: those training
+/// reduces; int8, uint32, uint64 and fp8 take one element at a time there (their aligned packs
+/// still keep 8 loads in flight).
+template <typename T>
+inline constexpr bool kUnrolledMisaligned = false;
+template <>
+inline constexpr bool kUnrolledMisaligned<float> = true;
+template <>
+inline constexpr bool kUnrolledMisaligned<double> = true;
+template <>
+inline constexpr bool kUnrolledMisaligned<Half> = true;
+template <>
+inline constexpr bool kUnrolledMisaligned<BFloat16> = true;
+template <>
+inline constexpr bool kUnrolledMisaligned<int32_t> = true;
+template <>
+inline constexpr bool kUnrolledMisaligned<int64_t> = true;
+template <>
+inline constexpr bool kUnrolledMisaligned<uint8_t> = true;
 
 // ---- The loops ------------------------------------------------------------------------------------
 
@@ -293,12 +348,18 @@ TUCCL_DEVICE_INLINE void reduceCopyT(const T* const* src, T* const* dst, int64_t
 #pragma unroll
   for (int d = 0; d < NDST; ++d) together = together && (reinterpret_cast<uintptr_t>(dst[d]) & 15u) == mis;
   if (!together) {
-    elementLoop<T, Op, NSRC, NDST>(src, dst, 0, n);
+    // Mutually misaligned buffers: unrolled for the datatypes training reduces (8 loads in flight),
+    // one element at a time for the rarer ones, to keep the kernels' code (and compile time) down.
+    if constexpr (kUnrolledMisaligned<T>) {
+      elementLoop<T, Op, NSRC, NDST>(src, dst, 0, n);
+    } else {
+      elementEnds<T, Op, NSRC, NDST>(src, dst, 0, n);
+    }
     return;
   }
   const int64_t head = minOf<int64_t>(n, static_cast<int64_t>(((16u - mis) & 15u) / sizeof(T)));
   const int64_t packs = (n - head) / kPer;
-  if (head > 0) elementLoop<T, Op, NSRC, NDST>(src, dst, 0, head);
+  if (head > 0) elementEnds<T, Op, NSRC, NDST>(src, dst, 0, head);
   uint64_t gs[NSRC];
   uint64_t gd[NDST];
 #pragma unroll
@@ -306,7 +367,7 @@ TUCCL_DEVICE_INLINE void reduceCopyT(const T* const* src, T* const* dst, int64_t
 #pragma unroll
   for (int d = 0; d < NDST; ++d) gd[d] = globalAddress(dst[d] + head);
   packLoop<T, Op, NSRC, NDST>(gs, gd, packs);
-  if (head + packs * kPer < n) elementLoop<T, Op, NSRC, NDST>(src, dst, head + packs * kPer, n);
+  if (head + packs * kPer < n) elementEnds<T, Op, NSRC, NDST>(src, dst, head + packs * kPer, n);
 #else
   for (int64_t i = 0; i < n; ++i) {
     T acc = src[0][i];
