@@ -36,21 +36,13 @@
 #include <string>
 #include <vector>
 
+#include "api_check.h"
 #include "tuccl/tuccl.h"
 
 namespace {
 
 int failures = 0;
 
-#define CHECK_OK(call)                                                                                         \
-  do {                                                                                                         \
-    const tucclResult_t result_ = (call);                                                                      \
-    if (result_ != tucclSuccess) {                                                                             \
-      std::fprintf(stderr, "%s:%d: %s -> %s (%s)\n", __FILE__, __LINE__, #call, tucclGetErrorString(result_), \
-                   tucclGetLastError(nullptr));                                                                \
-      std::exit(2);                                                                                            \
-    }                                                                                                          \
-  } while (0)
 
 // Byte i of what rank `from` sends to rank `to` in round `round`.
 uint8_t byteOf(int from, int to, int round, size_t i) {
