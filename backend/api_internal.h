@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/communicator.h"
+#include "support/raw_value.h"
 #include "support/status.h"
 #include "tuccl/tuccl.h"
 
@@ -92,15 +93,7 @@ std::string& lastError();
 
 tucclResult_t resultOf(ErrorCode code);
 
-/// The value a caller passed for an enum parameter, read as the int it is: a C caller may pass any
-/// int, and loading it as the enum would be undefined where it names no enumerator.
-template <typename Enum>
-int rawValue(const Enum& value) {
-  static_assert(sizeof(Enum) == sizeof(int));
-  int raw = 0;
-  std::memcpy(&raw, &value, sizeof raw);
-  return raw;
-}
+using ::tuccl::rawValue;
 
 /// Records the status as the thread's last error (logged at WARN) and returns its code.
 tucclResult_t finish(const char* function, const Status& status, int rank = -1);

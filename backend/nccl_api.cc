@@ -50,6 +50,7 @@
 #include "backend/cuda_driver.h"
 #include "support/environment.h"
 #include "support/log.h"
+#include "support/raw_value.h"
 #include "tuccl/tuccl.h"
 
 // This library's marker: the real-NCCL finder refuses a library that exports it (ourselves).
@@ -169,15 +170,7 @@ ncclResult_t unserved(const char* function, const std::string& why) {
   return ncclInvalidUsage;
 }
 
-// The value a caller passed for an enum parameter, read as the int it is (loading an int that names
-// no enumerator as the enum would be undefined).
-template <typename Enum>
-int rawValue(const Enum& value) {
-  static_assert(sizeof(Enum) == sizeof(int));
-  int raw = 0;
-  std::memcpy(&raw, &value, sizeof raw);
-  return raw;
-}
+using tuccl::rawValue;
 
 // A value of one of NCCL's enums as libtuccl's same-numbered one, passed as the int it is (libtuccl
 // judges values it does not define): datatypes (point-to-point moves the bytes of every one),
