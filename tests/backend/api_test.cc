@@ -80,6 +80,30 @@ TEST_F(Api, BadArgumentsAreInvalidArgumentWithAReason) {
   destroyAll(comms);
 }
 
+// Point-to-point's bad arguments: nothing is enqueued, and the reason names what is wrong.
+TEST_F(Api, BadPointToPointArgumentsAreInvalidArgumentWithAReason) {
+  std::vector<tucclComm_t> comms = initAll(2);
+  ASSERT_NE(comms[0], nullptr);
+  float buffer[8] = {};
+  auto expectInvalid = [&](tucclResult_t result, const std::string& words) {
+    EXPECT_EQ(result, tucclInvalidArgument);
+    EXPECT_NE(std::string(tucclGetLastError(comms[0])).find(words), std::string::npos) << tucclGetLastError(comms[0]);
+  };
+  expectInvalid(tucclSend(buffer, 8, tucclFloat32, 1, nullptr, nullptr), "comm is NULL");
+  expectInvalid(tucclSend(buffer, 8, tucclFloat32, 2, comms[0], nullptr), "peer 2 is outside [0, 2)");
+  expectInvalid(tucclRecv(buffer, 8, tucclFloat32, -1, comms[0], nullptr), "peer -1");
+  expectInvalid(tucclSend(nullptr, 8, tucclFloat32, 1, comms[0], nullptr), "the buffer is NULL");
+  expectInvalid(tucclRecv(buffer, 8, static_cast<tucclDataType_t>(42), 1, comms[0], nullptr), "datatype 42");
+  expectInvalid(tucclSend(buffer, SIZE_MAX / 2, tucclFloat32, 1, comms[0], nullptr), "overflows");
+  float dummy = 0;
+  expectInvalid(tucclSend(buffer, 8, tucclFloat32, 1, comms[0], reinterpret_cast<tucclStream_t>(&dummy)), "stream");
+  expectInvalid(tucclSend(buffer, 8, tucclFloat32, 0, comms[0], nullptr), "send(s) to this rank itself but 0");
+  expectInvalid(tucclGather(buffer, buffer, 4, tucclFloat32, 3, comms[0], nullptr), "root 3");
+  expectInvalid(tucclAllToAllv(buffer, nullptr, nullptr, buffer, nullptr, nullptr, tucclFloat32, comms[0], nullptr),
+                "count or displacement array is NULL");
+  destroyAll(comms);
+}
+
 TEST_F(Api, RanksAsThreadsDrivenByAGroup) {
   const int n = 3;
   std::vector<tucclComm_t> comms = initAll(n);
