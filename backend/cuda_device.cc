@@ -81,7 +81,7 @@ constexpr double kDestroyWaitSeconds = 60;
 
 // The memory of one call: reused once the call's completion event is seen.
 struct CallSlot {
-  CUdeviceptr counters = 0;  ///< progress counters, then the two barrier counters
+  CUdeviceptr counters = 0;  ///< the two rank-barrier counters, then the progress counters
   size_t counterBytes = 0;
   /// The slot's calls so far: each call's counters are numbered by it (KernelArgs::epoch), so
   /// they are cleared once, when allocated, and never per call.
@@ -783,7 +783,6 @@ Expected<std::shared_ptr<CallSlot>> CudaDevice::acquireSlot(const KernelCall& ca
 Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction function, CUdeviceptr rings,
                            CUdeviceptr values, const std::shared_ptr<CallSlot>& slot) {
   const CompiledPlan& plan = *call.plan;
-  const size_t progress = static_cast<size_t>(std::max(1, plan.layout.progressCounters[call.rank]));
   // The slot is this call's alone until its host function ran: its reports are written here; its
   // counters are not cleared, the call numbers its values instead (a previous call of the stream
   // may still run, and its values are all below this call's).
@@ -821,8 +820,12 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
   }
   dev::KernelArgs args = callKernelArgs(call, buffers);
   args.rings = devicePointer<dev::RingDevice>(rings, 0);
-  args.progress = devicePointer<uint64_t>(slot->counters, 0);
-  args.barrier = devicePointer<uint64_t>(slot->counters, static_cast<int64_t>(progress * sizeof(uint64_t)));
+  // The two rank-barrier words come first, at the same place for every plan: the slot serves calls
+  // of different plans, and a barrier word must never have held another plan's progress value
+  // (its low half counts arrivals). The progress counters follow; their values are epoch-numbered,
+  // so what another plan left there is below anything this call waits for.
+  args.barrier = devicePointer<uint64_t>(slot->counters, 0);
+  args.progress = devicePointer<uint64_t>(slot->counters, 2 * static_cast<int64_t>(sizeof(uint64_t)));
   args.reports = devicePointer<dev::TbReport>(slot->reportsDevice, 0);
   args.abort = devicePointer<int32_t>(abortDevice_, 0);
   args.spinLimit = spinLimitCycles(call.timeoutSeconds, clockKhz_);

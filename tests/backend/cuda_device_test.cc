@@ -358,6 +358,9 @@ TEST(CudaDevice, RunsAnOutOfPlaceAllGather) {
     EXPECT_EQ(args.inPlaceCall, 0);
     EXPECT_EQ(args.input, data.inputBuffers.at(args.rank).data());
     EXPECT_EQ(args.output, data.outputBuffers.at(args.rank).data());
+    // The barrier words lead the slot's counters, where every plan finds them: a slot serves
+    // calls of several plans, and a barrier word must never hold another plan's progress value.
+    EXPECT_EQ(args.progress, args.barrier + 2);
   }
 }
 
