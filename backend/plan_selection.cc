@@ -206,6 +206,7 @@ Expected<PlanSelection> selectFromTable(const PlanQuery& query, const TableMatch
           options.maxChannels > 0 ? std::min(entry.nChannels, options.maxChannels) : entry.nChannels;
     }
     if (entry.chunkSize > 0) {
+      selection.chunkChosen = true;
       selection.chunkSize = static_cast<int64_t>(std::min<uint64_t>(entry.chunkSize, std::numeric_limits<int64_t>::max()));
     }
     if (!entry.tucclAlgorithm.empty()) {
@@ -292,6 +293,7 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const TableMatch& mat
   }
   if (options.forcedChunkSize > 0) {
     selection.chunkSize = options.forcedChunkSize;
+    selection.chunkChosen = true;
     selection.reason += "; TUCCL_CHUNK_SIZE";
   }
   if (options.forcedProtocol) {
@@ -303,6 +305,10 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const TableMatch& mat
     // lines would need it to write each line in order, which it does not.
     selection.reason += "; " + std::string(protocolName(selection.protocol)) + " -> Simple across hosts";
     selection.protocol = Protocol::Simple;
+  }
+  if (!selection.chunkChosen && selection.protocol != Protocol::Simple) {
+    selection.chunkSize = std::min(selection.chunkSize,
+                                   selection.protocol == Protocol::LL ? kLlMaxChunkBytes : kLl128MaxChunkBytes);
   }
   selection.tbPolicy = singleTbPolicy(query, options);
   return selected;

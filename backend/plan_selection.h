@@ -35,6 +35,7 @@ struct PlanSelection {
   bool builtin = true;
   AlgorithmShape shape;
   int64_t chunkSize = 0;
+  bool chunkChosen = false;  ///< the table's entry or TUCCL_CHUNK_SIZE gave chunkSize
   /// The kernels' protocol: the entry's (its first choice's), TUCCL_PROTO's, else Simple; always
   /// Simple on several hosts (the inter-node proxy moves whole Simple slots).
   Protocol protocol = Protocol::Simple;
@@ -51,6 +52,14 @@ struct PlanSelection {
 /// kDirectAllReduceMaxRanks ranks; larger ones to the ring, whose traffic per rank stays 2x.
 inline constexpr uint64_t kDirectAllReduceBytes = 64 << 10;
 inline constexpr int32_t kDirectAllReduceMaxRanks = 16;
+
+/// The most data an LL / LL128 slice carries unless the table or TUCCL_CHUNK_SIZE says: their lines
+/// take 16 bytes per 8 of data (LL) and 128 per 120 (LL128), and they serve calls too small to
+/// fill Simple's slices, so Simple's slice would only double the staging. NCCL's steps carry 32 KiB
+/// (LL) and 576,000 B (LL128) of data (src/init.cc buffer sizes over NCCL_STEPS); these bounds are
+/// of that order, in the powers of two the chunk sizes take.
+inline constexpr int64_t kLlMaxChunkBytes = 64 << 10;
+inline constexpr int64_t kLl128MaxChunkBytes = 512 << 10;
 
 /// The built-in family a query gets when no table entry decides it: on several nodes of equal
 /// rank counts, hm AllReduce and AllGather (one ring crossing the nodes per local index, the

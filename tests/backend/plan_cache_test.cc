@@ -346,7 +346,9 @@ TEST(PlanCacheSelection, PlansRunTheEntrysProtocolSimpleAcrossHosts) {
   auto bcast = planOrFail(cache, query(Collective::Broadcast, 1000, 1));
   ASSERT_NE(bcast, nullptr);
   EXPECT_EQ(bcast->plan.config.protocol, Protocol::LL);
-  EXPECT_NE(bcast->description.find("chunk 256K, LL"), std::string::npos) << bcast->description;
+  // The entry gives no chunk: LL's slice is at most kLlMaxChunkBytes, not the 256K default.
+  EXPECT_NE(bcast->description.find("chunk 64K, LL"), std::string::npos) << bcast->description;
+  EXPECT_EQ(bcast->plan.config.chunkSize, kLlMaxChunkBytes);
   auto ring = planOrFail(cache, query(Collective::AllReduce, 1000));
   ASSERT_NE(ring, nullptr);
   EXPECT_EQ(ring->plan.config.protocol, Protocol::Simple);
