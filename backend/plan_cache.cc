@@ -17,6 +17,7 @@
 #include "backend/plan_store.h"
 #include "kernelgen/device_headers.h"
 #include "kernelgen/compile.h"
+#include "kernelgen/nvrtc.h"
 #include "plan/plan_json.h"
 #include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
@@ -324,7 +325,10 @@ Expected<Plan> PlanCache::Impl::planFromStoreOrBuild(const PlanIdentity& identit
 
 Status PlanCache::Impl::addCubins(const PlanIdentity& identity, CompiledPlan& compiled) {
   if (options.cudaArch.empty()) return {};
-  const std::string name = "cubins/" + identity.key + "-" + oneLine(options.cudaArch) + ".cubins";
+  // NVRTC's version is part of the name: another NVRTC's CUBINs (or a test double's images) are
+  // never read back as this one's.
+  const std::string name = "cubins/" + identity.key + "-" + oneLine(options.cudaArch) + "-nvrtc" +
+                           oneLine(nvrtcVersionText()) + ".cubins";
   if (store.enabled()) {
     const PlanStore::Lookup found = store.read(name, identity.text);
     if (found.state == PlanStore::State::Damaged) noteDamaged(name);

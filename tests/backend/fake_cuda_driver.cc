@@ -151,6 +151,11 @@ struct State {
   std::set<Stream*> streams;
   std::map<Event*, std::shared_ptr<Event>> events;
   std::deque<Context> contexts;
+  /// TUCCL_FAKE_CUDA_TRACE=1: every recorded call is also printed to stderr, with its pid.
+  bool trace = [] {
+    const char* value = std::getenv("TUCCL_FAKE_CUDA_TRACE");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
 };
 
 State* created = nullptr;
@@ -183,6 +188,12 @@ CUresult record(const char* name, CUresult result, std::vector<uint64_t> values 
                 std::string text = {}) {
   State& s = state();
   std::lock_guard lock(s.mutex);
+  if (s.trace) {
+    std::string line = "fake cuda [" + std::to_string(getpid()) + "] " + name + " -> " + std::to_string(result);
+    for (uint64_t value : values) line += " " + std::to_string(value);
+    if (!text.empty()) line += " " + text.substr(0, 80);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
   s.log.push_back(Call{name, result, std::move(values), std::move(bytes), std::move(text)});
   return result;
 }
