@@ -156,6 +156,7 @@ constexpr int64_t kCudaDefaultChunkBytes = 1 << 20;
 /// Staging per rank on the CUDA device unless TUCCL_STAGING_BYTES says: the rings of a ring
 /// AllReduce, AllGather and ReduceScatter at the defaults (16 channels x 4 slots x 1 MiB each)
 /// and the direct AllReduce's side by side, so switching collectives never restarts the staging.
+/// Twice that when the ranks span hosts (openStaging).
 constexpr int64_t kCudaDefaultStagingBytes = 256ll << 20;
 constexpr size_t kBlobBytes = 1024;  // staging export blobs travel length-prefixed, padded to this size
 
@@ -793,6 +794,12 @@ int32_t Communicator::Impl::groupHosts(const std::vector<InitReport>& everyone) 
 Status Communicator::Impl::openStaging(int32_t nHosts) {
   Status spans;
   if (nHosts > 1) spans = device->setRemoteRanks(remote);
+  if (nHosts > 1 && device->kind() == DeviceKind::Cuda && !options.stagingBytesSet) {
+    // Across hosts the default plans are hierarchical (rings inside each host and rings across),
+    // and with the inter-node proxy watching them the staging is never restarted: the CUDA
+    // device's default rings need twice the room.
+    options.stagingBytes = 2 * kCudaDefaultStagingBytes;
+  }
   Expected<std::string> blob =
       spans ? device->createStaging(static_cast<size_t>(options.stagingBytes)) : Expected<std::string>(spans);
   std::string padded(kBlobBytes, '\0');

@@ -1,11 +1,13 @@
 // The CUDA device (cuda_device.h).
 #include "backend/cuda_device.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -235,17 +237,13 @@ class CudaDevice final : public Device {
   DeviceKind kind() const override { return DeviceKind::Cuda; }
   int deviceOrdinal() const override { return ordinal_; }
   int multiprocessors() const override { return multiprocessors_; }
+  /// Rings to and from ranks of other hosts run through host memory the inter-node proxy reaches
+  /// (openStaging makes the views, ringDevice maps them into the kernels' reach).
   Status setRemoteRanks(const std::vector<bool>& remote) override {
-    for (bool r : remote) {
-      if (r) {
-        return makeError(ErrorCode::Unsupported,
-                         "the CUDA device connects the ranks of one host: its staging is GPU memory the inter-node "
-                         "proxy cannot reach yet; run ranks that span hosts on the CPU device (TUCCL_DEVICE=cpu)");
-      }
-    }
+    remote_ = remote;
     return {};
   }
-  HostSegments hostSegments() const override { return {}; }
+  HostSegments hostSegments() const override;
   Expected<std::string> createStaging(size_t bytes) override;
   Status openStaging(const std::vector<std::string>& blobs) override;
   void stagingShared() override { control_.unlinkName(); }
@@ -318,6 +316,29 @@ class CudaDevice final : public Device {
   CUdeviceptr abortDevice_ = 0;
   std::vector<CUdeviceptr> segments_;
   std::vector<uint64_t> segmentBytes_;
+  int32_t self_ = -1;  ///< this rank: the index of its own blob
+  // Rings joining this rank to another host's: their fields lie in host views the inter-node proxy
+  // reads and writes (net_proxy.h), at the placement's offsets: this rank's own view (what the
+  // proxy receives into, and the credits it returns) and a shadow of each remote rank's segment
+  // (what this rank's kernel sends). A view is anonymous memory of a segment's size, committed as
+  // it is touched; its blocks are registered with the driver (pinned, mapped for the kernels) as
+  // the rings placed in them are first used, once each.
+  struct HostView {
+    char* base = nullptr;
+    size_t bytes = 0;
+    std::map<size_t, std::pair<void*, CUdeviceptr>> blocks;  ///< block index -> registered host and device address
+  };
+  static constexpr size_t kViewBlockBytes = 2 << 20;
+  std::vector<bool> remote_;     ///< by rank: on another host (empty: one host)
+  std::vector<HostView> views_;  ///< by rank: this rank's own view and the remote ranks' shadows
+  mutable std::mutex viewMutex_;
+  Status openHostViews();
+  Expected<CUdeviceptr> viewPointer(int32_t owner, int64_t offset, int64_t bytes);
+  Expected<dev::RingDevice> ringDevice(const RingPlacement& r);
+  bool crossesHosts(const RingPlacement& r) const {
+    return !views_.empty() && (r.srcRank == self_ || r.dstRank == self_) &&
+           (remote_[static_cast<size_t>(r.srcRank)] || remote_[static_cast<size_t>(r.dstRank)]);
+  }
   std::vector<CUdeviceptr> ipcOpened_;
   std::set<int> peersEnabled_;
   std::vector<CUdevice> retainedPeers_;
@@ -364,6 +385,10 @@ CudaDevice::~CudaDevice() {
     }
   }
   for (const std::shared_ptr<CallSlot>& slot : idle) freeSlot(*slot);
+  for (HostView& view : views_) {
+    for (auto& [index, block] : view.blocks) cu_.cuMemHostUnregister(block.first);
+    if (view.base != nullptr) munmap(view.base, view.bytes);
+  }
   if (registered_ != nullptr) cu_.cuMemHostUnregister(registered_);
   for (CUdeviceptr opened : ipcOpened_) cu_.cuIpcCloseMemHandle(opened);
   if (staging_ != 0) cu_.cuMemFree(staging_);
@@ -515,10 +540,127 @@ Status CudaDevice::openStaging(const std::vector<std::string>& blobs) {
   if (Status status = scope.status(); !status) return status;
   segments_.assign(blobs.size(), 0);
   segmentBytes_.assign(blobs.size(), 0);
+  self_ = static_cast<int32_t>(std::find(blobs.begin(), blobs.end(), ownBlob_) - blobs.begin());
   for (size_t r = 0; r < blobs.size(); ++r) {
     if (Status status = mapSegment(r, decoded[r]); !status) return status;
   }
+  if (Status status = openHostViews(); !status) return status;
   return mapAbortWord(decoded);
+}
+
+Status CudaDevice::openHostViews() {
+  if (std::find(remote_.begin(), remote_.end(), true) == remote_.end()) return {};
+  if (remote_.size() != segments_.size()) {
+    return makeError(ErrorCode::Internal, "CUDA device: " + std::to_string(remote_.size()) +
+                                              " ranks marked remote or not, for " + std::to_string(segments_.size()) +
+                                              " staging segments");
+  }
+  views_.assign(segments_.size(), HostView{});
+  for (size_t r = 0; r < segments_.size(); ++r) {
+    if (static_cast<int32_t>(r) != self_ && !remote_[r]) continue;
+    const size_t bytes = static_cast<int32_t>(r) == self_ ? stagingBytes_ : segmentBytes_[r];
+    void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (data == MAP_FAILED) {
+      return makeError(ErrorCode::SystemError, "CUDA device: cannot reserve " + std::to_string(bytes) +
+                                                   " bytes of host memory for the rings of rank " + std::to_string(r) +
+                                                   ": " + std::strerror(errno));
+    }
+    views_[r].base = static_cast<char*>(data);
+    views_[r].bytes = bytes;
+  }
+  return {};
+}
+
+HostSegments CudaDevice::hostSegments() const {
+  HostSegments segments;
+  segments.segmentBytes = stagingBytes_;
+  segments.abortWord = abortWord_.load();
+  for (const HostView& view : views_) segments.bases.push_back(view.base);
+  return segments;
+}
+
+// The device address of bytes [offset, offset + bytes) of rank `owner`'s host view, registering
+// the blocks they lie in that are not yet. The blocks of one range must be contiguous for the
+// device too, as they are where the driver maps registered memory at its host address (UVA).
+Expected<CUdeviceptr> CudaDevice::viewPointer(int32_t owner, int64_t offset, int64_t bytes) {
+  std::lock_guard lock(viewMutex_);
+  HostView& view = views_[static_cast<size_t>(owner)];
+  if (view.base == nullptr || offset < 0 || bytes < 0 || static_cast<uint64_t>(offset + bytes) > view.bytes) {
+    return makeError(ErrorCode::InvalidArgument, "CUDA device: bytes " + std::to_string(offset) + ".." +
+                                                     std::to_string(offset + bytes) + " of rank " +
+                                                     std::to_string(owner) + "'s host view are not in it");
+  }
+  const size_t first = static_cast<size_t>(offset) / kViewBlockBytes;
+  const size_t last = static_cast<size_t>(offset + std::max<int64_t>(bytes, 1) - 1) / kViewBlockBytes;
+  for (size_t b = first; b <= last; ++b) {
+    if (view.blocks.count(b) != 0) continue;
+    char* host = view.base + b * kViewBlockBytes;
+    const size_t blockBytes = std::min(kViewBlockBytes, view.bytes - b * kViewBlockBytes);
+    const std::string what = "block " + std::to_string(b) + " of rank " + std::to_string(owner) +
+                             "'s rings to another host (" + std::to_string(blockBytes) + " bytes of host memory)";
+    if (Status status = check(cu_.cuMemHostRegister(host, blockBytes, CU_MEMHOSTREGISTER_PORTABLE |
+                                                                          CU_MEMHOSTREGISTER_DEVICEMAP),
+                              "cuMemHostRegister", what);
+        !status) {
+      return status;
+    }
+    CUdeviceptr device = 0;
+    if (Status status = check(cu_.cuMemHostGetDevicePointer(&device, host, 0), "cuMemHostGetDevicePointer", what);
+        !status) {
+      cu_.cuMemHostUnregister(host);
+      return status;
+    }
+    view.blocks.emplace(b, std::make_pair(static_cast<void*>(host), device));
+  }
+  const CUdeviceptr start = view.blocks.at(first).second;
+  for (size_t b = first + 1; b <= last; ++b) {
+    if (view.blocks.at(b).second != start + (b - first) * kViewBlockBytes) {
+      return makeError(ErrorCode::Unsupported, "CUDA device: the driver maps consecutive blocks of registered host "
+                                                   "memory apart, so a ring to another host cannot span them");
+    }
+  }
+  return start + (static_cast<size_t>(offset) - first * kViewBlockBytes);
+}
+
+// Ring `r`'s fields as the kernels reach them: in the segments of this host, or, for a ring joining
+// this rank to another host, in the host views the inter-node proxy moves.
+Expected<dev::RingDevice> CudaDevice::ringDevice(const RingPlacement& r) {
+  dev::RingDevice ring;
+  ring.slotBytes = r.slotBytes;
+  ring.nSlots = r.nSlots;
+  if (!crossesHosts(r)) {
+    const CUdeviceptr dst = segments_[r.dstRank], src = segments_[r.srcRank];
+    ring.staging = devicePointer<char>(dst, r.stagingInDst);
+    ring.tags = devicePointer<uint64_t>(dst, r.tagsInDst);
+    ring.posted = devicePointer<uint64_t>(dst, r.postedInDst);
+    ring.recvCount = devicePointer<uint64_t>(dst, r.recvCountInDst);
+    ring.consumed = devicePointer<uint64_t>(src, r.consumedInSrc);
+    ring.sendCount = devicePointer<uint64_t>(src, r.sendCountInSrc);
+    return ring;
+  }
+  struct Field {
+    int32_t owner;
+    int64_t offset, bytes;
+    CUdeviceptr* at;
+  };
+  CUdeviceptr staging = 0, tags = 0, posted = 0, recvCount = 0, consumed = 0, sendCount = 0;
+  for (const Field& field : {Field{r.dstRank, r.stagingInDst, r.slotBytes * r.nSlots, &staging},
+                             Field{r.dstRank, r.tagsInDst, 16 * int64_t{r.nSlots}, &tags},
+                             Field{r.dstRank, r.postedInDst, 8, &posted},
+                             Field{r.dstRank, r.recvCountInDst, 8, &recvCount},
+                             Field{r.srcRank, r.consumedInSrc, 8, &consumed},
+                             Field{r.srcRank, r.sendCountInSrc, 8, &sendCount}}) {
+    Expected<CUdeviceptr> pointer = viewPointer(field.owner, field.offset, field.bytes);
+    if (!pointer) return pointer.status();
+    *field.at = *pointer;
+  }
+  ring.staging = devicePointer<char>(staging, 0);
+  ring.tags = devicePointer<uint64_t>(tags, 0);
+  ring.posted = devicePointer<uint64_t>(posted, 0);
+  ring.recvCount = devicePointer<uint64_t>(recvCount, 0);
+  ring.consumed = devicePointer<uint64_t>(consumed, 0);
+  ring.sendCount = devicePointer<uint64_t>(sendCount, 0);
+  return ring;
 }
 
 // Ring tables stay cached: they are keyed by the plan and its offsets, which a new placement
@@ -528,6 +670,23 @@ Status CudaDevice::resetStaging() {
   ScopedContext scope(cu_, context_);
   if (Status status = scope.status(); !status) return status;
   const auto header = static_cast<size_t>(kSegmentHeaderBytes);
+  {
+    // The host views start afresh too: registered blocks are cleared, the rest returned to the
+    // system (zero when next touched).
+    std::lock_guard lock(viewMutex_);
+    for (HostView& view : views_) {
+      if (view.base == nullptr) continue;
+      for (size_t b = 0; b * kViewBlockBytes < view.bytes; ++b) {
+        char* block = view.base + b * kViewBlockBytes;
+        const size_t bytes = std::min(kViewBlockBytes, view.bytes - b * kViewBlockBytes);
+        if (view.blocks.count(b) != 0) {
+          std::memset(block, 0, bytes);
+        } else {
+          madvise(block, bytes, MADV_DONTNEED);
+        }
+      }
+    }
+  }
   return check(cu_.cuMemsetD8(staging_ + header, 0, stagingBytes_ - header), "cuMemsetD8",
                "staging reset on GPU " + std::to_string(ordinal_));
 }
@@ -545,7 +704,7 @@ Status CudaDevice::checkRingsOfRank(const PlanPlacement& placement, int32_t rank
                                                        std::to_string(owner) + " of a " +
                                                        std::to_string(segments_.size()) + "-rank communicator");
     }
-    if (segments_[owner] == 0) {
+    if (segments_[owner] == 0 && !(static_cast<size_t>(owner) < views_.size() && views_[owner].base != nullptr)) {
       return makeError(ErrorCode::Unsupported, "CUDA device: ring " + std::to_string(ring) + " of rank " +
                                                    std::to_string(rank) + " reaches rank " + std::to_string(owner) +
                                                    " on another host, which the CUDA device does not map");
@@ -613,17 +772,9 @@ Expected<CUdeviceptr> CudaDevice::ringTable(const CompiledPlan& plan, const Plan
   if (auto it = ringTables_.find(key); it != ringTables_.end()) return it->second;
   std::vector<dev::RingDevice> rings;
   for (const RingPlacement& r : placement.rings) {
-    dev::RingDevice ring;
-    const CUdeviceptr dst = segments_[r.dstRank], src = segments_[r.srcRank];
-    ring.staging = devicePointer<char>(dst, r.stagingInDst);
-    ring.tags = devicePointer<uint64_t>(dst, r.tagsInDst);
-    ring.posted = devicePointer<uint64_t>(dst, r.postedInDst);
-    ring.recvCount = devicePointer<uint64_t>(dst, r.recvCountInDst);
-    ring.consumed = devicePointer<uint64_t>(src, r.consumedInSrc);
-    ring.sendCount = devicePointer<uint64_t>(src, r.sendCountInSrc);
-    ring.slotBytes = r.slotBytes;
-    ring.nSlots = r.nSlots;
-    rings.push_back(ring);
+    Expected<dev::RingDevice> ring = ringDevice(r);
+    if (!ring) return ring.status();
+    rings.push_back(*ring);
   }
   CUdeviceptr table = 0;
   if (!rings.empty()) {
@@ -1035,12 +1186,9 @@ Status CudaDevice::enqueuePeers(const PeerBatch& batch, CUstream stream, CUfunct
   std::fill(slot->reports, slot->reports + n, dev::TbReport{});
   for (size_t i = 0; i < n; ++i) {
     const PeerTransfer& transfer = batch.transfers[i];
-    const RingPlacement& r = batch.placement->rings[transfer.ring];
-    const CUdeviceptr dst = segments_[r.dstRank], src = segments_[r.srcRank];
-    rings[i] = dev::RingDevice{devicePointer<char>(dst, r.stagingInDst), devicePointer<uint64_t>(dst, r.tagsInDst),
-                               devicePointer<uint64_t>(dst, r.postedInDst), devicePointer<uint64_t>(src, r.consumedInSrc),
-                               devicePointer<uint64_t>(src, r.sendCountInSrc), devicePointer<uint64_t>(dst, r.recvCountInDst),
-                               r.slotBytes, r.nSlots, 0};
+    Expected<dev::RingDevice> ring = ringDevice(batch.placement->rings[transfer.ring]);
+    if (!ring) return ring.status();
+    rings[i] = *ring;
     const std::array<int32_t, 2> own = peerValues(transfer);
     std::copy(own.begin(), own.end(), values + 2 * i);
     args[i] = peerKernelArgs(transfer, batch.sliceBytes, batch.rank);

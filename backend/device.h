@@ -55,7 +55,7 @@ using ErrorSink = std::function<void(const Status&)>;
 
 /// The staging as the inter-node proxy sees it (backend/net_proxy.h): host memory only.
 struct HostSegments {
-  std::vector<char*> bases;   ///< by rank: this rank's segment, the mapped ones of its host, shadows
+  std::vector<char*> bases;   ///< by rank: this rank's segment, the mapped ones of its host (or none), shadows
   size_t segmentBytes = 0;
   int32_t* abortWord = nullptr;  ///< the host's abort word
 };
@@ -71,10 +71,11 @@ class Device {
   virtual int multiprocessors() const { return 0; }
 
   /// Marks the ranks of other hosts, before createStaging: their rings run through the
-  /// inter-node proxy, which reaches them in hostSegments(). Unsupported (saying why) on a device
-  /// whose staging the proxy cannot reach.
+  /// inter-node proxy, which reaches them in hostSegments().
   virtual Status setRemoteRanks(const std::vector<bool>& remote) = 0;
-  /// After openStaging: every rank's segment in host memory (see HostSegments).
+  /// After openStaging: in host memory, this rank's segment and a shadow of each remote rank's,
+  /// where the rings joining this rank to other hosts lie (see HostSegments; the CUDA device's are
+  /// host views beside its GPU segment).
   virtual HostSegments hostSegments() const = 0;
   /// Creates this rank's staging segment (zero-filled) and returns its export blob.
   virtual Expected<std::string> createStaging(size_t bytes) = 0;

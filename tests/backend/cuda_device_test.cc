@@ -160,11 +160,15 @@ struct Ranks {
   }
 };
 
-void setUpRanks(Ranks& ranks, const CompiledPlan& plan) {
+// `remoteOfRank0`: the ranks rank 0 takes for another host's (setRemoteRanks); empty: one host.
+void setUpRanks(Ranks& ranks, const CompiledPlan& plan, const std::vector<bool>& remoteOfRank0 = {}) {
   const int32_t nRanks = plan.plan.nRanks;
   for (int32_t r = 0; r < nRanks; ++r) {
     Expected<std::unique_ptr<Device>> device = createCudaDevice(fakeDriver(), r);
     ASSERT_TRUE(device) << device.status().toString();
+    if (r == 0 && !remoteOfRank0.empty()) {
+      ASSERT_TRUE((*device)->setRemoteRanks(remoteOfRank0));
+    }
     (*device)->setErrorSink([&ranks](const Status& status) {
       std::lock_guard lock(ranks.mutex);
       ranks.errors.push_back(status);
@@ -694,16 +698,56 @@ TEST(CudaDevice, RefusesStagingItCannotMap) {
   EXPECT_EQ(early.code(), ErrorCode::InvalidArgument) << "launch before openStaging";
 }
 
-// Ranks on other hosts need staging the inter-node proxy reaches in host memory: the CUDA device
-// refuses them, saying what to use instead; ranks of its own host are fine.
-TEST(CudaDevice, RefusesRanksOnOtherHosts) {
-  Expected<std::unique_ptr<Device>> device = createCudaDevice(fakeDriver(), 0);
-  ASSERT_TRUE(device);
-  EXPECT_TRUE((*device)->setRemoteRanks({false, false}));
-  const Status refused = (*device)->setRemoteRanks({false, true});
-  EXPECT_EQ(refused.code(), ErrorCode::Unsupported);
-  EXPECT_NE(refused.message().find("TUCCL_DEVICE=cpu"), std::string::npos) << refused.message();
-  EXPECT_TRUE((*device)->hostSegments().bases.empty());
+// Rings joining a rank to another host's lie in host memory the inter-node proxy reaches
+// (hostSegments): the rank's own view and a shadow of each remote rank's segment. The kernel's
+// ring table points into them for those rings (the fake maps registered memory at its host
+// address, as UVA does) and into the GPU segments for the others; only the blocks those rings
+// touch are registered, and destroying the device unregisters them.
+TEST(CudaDevice, RingsToOtherHostsLieInHostMemoryTheProxyReaches) {
+  const fakecuda::Resources before = fakecuda::resources();
+  std::shared_ptr<const CompiledPlan> plan = ringAllReduce(3);
+  ASSERT_TRUE(plan);
+  Ranks ranks;
+  setUpRanks(ranks, *plan, {false, false, true});
+  if (HasFatalFailure()) return;
+  const HostSegments host = ranks.devices[0]->hostSegments();
+  ASSERT_EQ(host.bases.size(), 3u);
+  EXPECT_NE(host.bases[0], nullptr);
+  EXPECT_EQ(host.bases[1], nullptr) << "a rank of this host has no view";
+  EXPECT_NE(host.bases[2], nullptr);
+  EXPECT_EQ(host.segmentBytes, kStagingBytes);
+  EXPECT_NE(host.abortWord, nullptr);
+  EXPECT_TRUE(ranks.devices[1]->hostSegments().bases.empty()) << "one host: no views";
+  fakecuda::clearCalls();
+  CallData data = allReduceData(3, 1000, 5);
+  ASSERT_TRUE(ranks.devices[0]->launch(kernelCall(plan, ranks.placement, data, 0, 0.5), nullptr));
+  const std::vector<fakecuda::Call> launches = fakecuda::callsOf("cuLaunchKernel");
+  ASSERT_EQ(launches.size(), 1u);
+  const dev::KernelArgs args = argsOf(launches[0]);
+  size_t crossing = 0;
+  for (size_t i = 0; i < ranks.placement.rings.size(); ++i) {
+    const RingPlacement& p = ranks.placement.rings[i];
+    const dev::RingDevice& ring = args.rings[i];
+    if (p.srcRank != 0 && p.dstRank != 0) continue;
+    if (p.srcRank == 2 || p.dstRank == 2) {
+      ++crossing;
+      EXPECT_EQ(ring.staging, host.bases[p.dstRank] + p.stagingInDst) << "ring " << i;
+      EXPECT_EQ(ring.tags, reinterpret_cast<uint64_t*>(host.bases[p.dstRank] + p.tagsInDst)) << "ring " << i;
+      EXPECT_EQ(ring.posted, reinterpret_cast<uint64_t*>(host.bases[p.dstRank] + p.postedInDst)) << "ring " << i;
+      EXPECT_EQ(ring.consumed, reinterpret_cast<uint64_t*>(host.bases[p.srcRank] + p.consumedInSrc)) << "ring " << i;
+    } else {
+      EXPECT_EQ(ring.staging, at<char>(ranks.segments[p.dstRank], p.stagingInDst)) << "ring " << i;
+      EXPECT_EQ(ring.consumed, at<uint64_t>(ranks.segments[p.srcRank], p.consumedInSrc)) << "ring " << i;
+    }
+  }
+  EXPECT_GT(crossing, 0u);
+  const size_t registered = fakecuda::callsOf("cuMemHostRegister_v2").size();
+  EXPECT_EQ(registered, 2u) << "each view (1 MiB here) is one block, registered once";
+  // Rank 2 never runs: the call times out on its own and goes to the error sink.
+  EXPECT_TRUE(ranks.devices[0]->drain(kTimeoutSeconds));
+  EXPECT_FALSE(ranks.takeErrors().empty());
+  ranks.devices.clear();
+  EXPECT_EQ(fakecuda::resources().hostRegistrations, before.hostRegistrations);
 }
 
 TEST(CudaDevice, CompilesTheKernelForTheGpuWhenThePlanHasNoCubin) {

@@ -5,7 +5,7 @@ tools.
 Every fenced ```sh block of README.md and docs/*.md is read; a command (continuation lines joined)
 is run when it starts with a program of the build tree (build/tools/..., build/tests/...), bench/,
 or VAR=value assignments before one. Commands that name what only the reader has (your_..., <...>,
-a GPU: --arch, TUCCL_DEVICE=cuda) are listed as skipped, with why. Each command runs under bash in
+a GPU: --arch, TUCCL_DEVICE=cuda unless on the fake driver) are listed as skipped, with why. Each command runs under bash in
 a scratch directory that holds the repository's examples/, tests/ and bench/ and the build tree as
 build/, with a time limit; its exit status must be 0, or the one the line's comment promises
 ("exit 2 ...").
@@ -26,7 +26,8 @@ RUNNABLE = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:build/(?:tools|tests|ben
 # Placeholders and what this machine (and CI) cannot run: skipped, with the reason.
 SKIP = [
     (re.compile(r"your_|<[a-z]"), "names the reader's own program or file"),
-    (re.compile(r"TUCCL_DEVICE=cuda|--device cuda"), "needs a GPU"),
+    # (the CUDA device on the fake driver of the build tree runs here)
+    (re.compile(r"^(?!.*libtuccl-fake-cuda).*(?:TUCCL_DEVICE=cuda|--device cuda)"), "needs a GPU"),
     (re.compile(r"LD_PRELOAD=\S*libtuccl-nccl"), "needs the reader's NCCL program"),
 ]
 
