@@ -940,7 +940,7 @@ Expected<const PlanPlacement*> Communicator::Impl::placementFor(const CompiledPl
   if (!placed) return placed.status();
   auto& slot = placements[compiled.key];
   slot = std::make_unique<PlanPlacement>(std::move(*placed));
-  if (proxy) proxy->addRings(*slot);
+  if (proxy) proxy->addRings(*slot, compiled.plan.config.protocol);
   return slot.get();
 }
 

@@ -10,6 +10,9 @@
 #include <mutex>
 #include <thread>
 
+#include "kernelgen/datatype.h"
+#include "kernelgen/device/protocols.h"
+
 namespace tuccl::backend {
 namespace {
 
@@ -19,7 +22,7 @@ constexpr uint64_t kFrameMagic = 0x54754343'4c507278ULL;  // "TuCCLPrx"
 constexpr int kSendFrames = 8;         // frame buffers per peer in flight
 constexpr uint32_t kMaxFollowing = 8;  // slices sent as their own message, per frame
 
-enum RecordKind : uint32_t { kSliceInline = 1, kSliceFollows = 2, kCredit = 3, kAbort = 4 };
+enum RecordKind : uint32_t { kSliceInline = 1, kSliceFollows = 2, kCredit = 3, kAbort = 4, kLines = 5 };
 
 struct FrameHeader {
   uint64_t magic;
@@ -28,10 +31,12 @@ struct FrameHeader {
 };
 static_assert(sizeof(FrameHeader) == 16);
 
-/// One record; an inline slice's payload follows it, padded to 8 bytes.
+/// One record; an inline slice's payload follows it, padded to 8 bytes. kLines: a piece of an LL or
+/// LL128 slice (`protocol`), inline, at `slotOffset`; `value` is nonzero on the slice's last piece.
 struct Record {
-  uint32_t kind;
-  uint32_t bytes;       ///< the slice's bytes
+  uint16_t kind;
+  uint16_t protocol;    ///< kLines: dev::ProtocolId
+  uint32_t bytes;       ///< the slice's bytes (kLines: the piece's)
   uint64_t slotOffset;  ///< in the receiver's segment
   uint64_t tagOffset;
   uint64_t flagOffset;  ///< posted (slices) or consumed (credits)
@@ -55,8 +60,36 @@ struct OutRing {
   const char* shadow;
   int64_t stagingOffset, tagsOffset, postedOffset, slotBytes;
   int32_t nSlots;
+  int32_t protocol = dev::kProtoSimple;
   uint64_t forwarded = 0;  ///< slices handed to the network
+  int64_t piece = 0;       ///< LL / LL128: bytes of slice `forwarded` already framed
 };
+
+/// LL / LL128 slices travel as inline pieces of whole lines, at most this many bytes each.
+constexpr int64_t kLinePieceBytes = kInlineSliceBytes;
+static_assert(kLinePieceBytes % dev::kLLPairBytes == 0 && kLinePieceBytes % dev::kLL128LineBytes == 0);
+
+// Writes the lines of an LL / LL128 piece into the receiver's slot as their kernels read them
+// (kernelgen/device/protocols.h): an LL line is one 8-byte word, stored whole (release); an LL128
+// line's 120 data bytes go first and its flag word last (release), so a reader that sees a line's
+// new flag sees its new data.
+void storeLines(char* slot, const char* lines, size_t bytes, int32_t protocol) {
+  if (protocol == dev::kProtoLL) {
+    for (size_t at = 0; at + 8 <= bytes; at += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, lines + at, 8);
+      storeRelease(slot + at, word);
+    }
+    return;
+  }
+  constexpr auto line = static_cast<size_t>(dev::kLL128LineBytes);
+  for (size_t at = 0; at + line <= bytes; at += line) {
+    std::memcpy(slot + at, lines + at, line - 8);
+    uint64_t flag = 0;
+    std::memcpy(&flag, lines + at + line - 8, 8);
+    storeRelease(slot + at + line - 8, flag);
+  }
+}
 
 /// A ring this rank receives on from another host: the credits go back.
 struct InRing {
@@ -115,7 +148,7 @@ struct NetProxy::Impl {
   std::map<int32_t, Peer> peers;  // by rank: the ranks of other hosts
 
   std::mutex ringsMutex;
-  std::vector<PlanPlacement> pendingRings;
+  std::vector<std::pair<PlanPlacement, int32_t>> pendingRings;  ///< with the plan's dev::ProtocolId
 
   std::thread thread;
   std::atomic<bool> stop{false};
@@ -305,18 +338,18 @@ void NetProxy::Impl::closeAll() {
 // ---- The thread -----------------------------------------------------------------------------------
 
 void NetProxy::Impl::mergeRings() {
-  std::vector<PlanPlacement> added;
+  std::vector<std::pair<PlanPlacement, int32_t>> added;
   {
     std::lock_guard lock(ringsMutex);
     added.swap(pendingRings);
   }
   const int32_t rank = options.rank;
-  for (const PlanPlacement& placement : added) {
+  for (const auto& [placement, protocol] : added) {
     for (const RingPlacement& ring : placement.rings) {
       if (ring.srcRank == rank && remote(ring.dstRank)) {
         peers[ring.dstRank].out.push_back(OutRing{options.staging.bases[static_cast<size_t>(ring.dstRank)],
                                                   ring.stagingInDst, ring.tagsInDst, ring.postedInDst, ring.slotBytes,
-                                                  ring.nSlots});
+                                                  ring.nSlots, protocol});
       } else if (ring.dstRank == rank && remote(ring.srcRank)) {
         peers[ring.srcRank].in.push_back(
             InRing{options.staging.bases[static_cast<size_t>(ring.srcRank)] + ring.consumedInSrc, ring.consumedInSrc});
@@ -399,6 +432,23 @@ Status NetProxy::Impl::applyFrame(Peer& peer, size_t bytes) {
         (void)completeSlice(record);
         break;
       }
+      case kLines: {
+        const size_t line = record.protocol == dev::kProtoLL ? 8 : static_cast<size_t>(dev::kLL128LineBytes);
+        if ((record.protocol != dev::kProtoLL && record.protocol != dev::kProtoLL128) || !flagOk ||
+            !inSegment(record.slotOffset, record.bytes) || !inSegment(record.tagOffset, 8) || record.bytes % line != 0 ||
+            record.slotOffset % 8 != 0) {
+          return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) + " sent lines outside the staging");
+        }
+        if (at + padded(record.bytes) > bytes) {
+          return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) + " sent truncated lines");
+        }
+        // The tag before the lines: a receiver that sees a line's flag checks the slot's tag.
+        std::memcpy(base + record.tagOffset, &record.tag, sizeof(record.tag));
+        storeLines(base + record.slotOffset, frame + at, record.bytes, record.protocol);
+        at += padded(record.bytes);
+        if (record.value != 0) storeRelease(base + record.flagOffset, record.value);
+        break;
+      }
       case kCredit:
         if (!flagOk) return makeError(ErrorCode::RemoteError, "rank " + std::to_string(peer.rank) + " sent a bad credit");
         storeRelease(base + record.flagOffset, record.value);
@@ -464,7 +514,7 @@ void NetProxy::Impl::sendAbort(Peer& peer) {
   peer.abortSent = true;
   char* frame = peer.sendFrames.get() + static_cast<size_t>(peer.freeFrames.back()) * kFrameBytes;
   const FrameHeader header{kFrameMagic, 1, static_cast<uint32_t>(sizeof(FrameHeader) + sizeof(Record))};
-  const Record record{kAbort, 0, 0, 0, 0, 0, 0};
+  const Record record{kAbort, 0, 0, 0, 0, 0, 0, 0};
   std::memcpy(frame, &header, sizeof(header));
   std::memcpy(frame + sizeof(header), &record, sizeof(record));
   // Best effort: the connection may be what failed. The request ends with the connection.
@@ -493,7 +543,7 @@ bool NetProxy::Impl::buildFrames(Peer& peer) {
       ++records;
     };
     if (abortNow && !peer.abortSent) {
-      add(Record{kAbort, 0, 0, 0, 0, 0, 0}, nullptr);
+      add(Record{kAbort, 0, 0, 0, 0, 0, 0, 0}, nullptr);
       peer.abortSent = true;
     }
     for (OutRing& ring : peer.out) {
@@ -510,7 +560,24 @@ bool NetProxy::Impl::buildFrames(Peer& peer) {
           return true;
         }
         const int64_t slotOffset = ring.stagingOffset + slot * ring.slotBytes;
-        Record record{kSliceInline, static_cast<uint32_t>(bytes), static_cast<uint64_t>(slotOffset),
+        if (ring.protocol != dev::kProtoSimple) {
+          // Whole lines, inline, a piece at a time; `posted` rises with the last piece.
+          const int64_t piece = std::min<int64_t>(kLinePieceBytes, static_cast<int64_t>(bytes) - ring.piece);
+          const bool last = ring.piece + piece >= static_cast<int64_t>(bytes);
+          if (at + sizeof(Record) + padded(static_cast<size_t>(piece)) > kFrameBytes) {
+            full = true;
+            break;
+          }
+          const Record lines{kLines, static_cast<uint16_t>(ring.protocol), static_cast<uint32_t>(piece),
+                             static_cast<uint64_t>(slotOffset + ring.piece),
+                             static_cast<uint64_t>(ring.tagsOffset + slot * 8), static_cast<uint64_t>(ring.postedOffset),
+                             tag, last ? k + 1 : 0};
+          add(lines, ring.shadow + slotOffset + ring.piece);
+          ring.piece = last ? 0 : ring.piece + piece;
+          if (last) ring.forwarded = k + 1;
+          continue;
+        }
+        Record record{kSliceInline, 0, static_cast<uint32_t>(bytes), static_cast<uint64_t>(slotOffset),
                       static_cast<uint64_t>(ring.tagsOffset + slot * 8), static_cast<uint64_t>(ring.postedOffset),
                       tag, k + 1};
         if (bytes <= kInlineSliceBytes) {
@@ -540,7 +607,7 @@ bool NetProxy::Impl::buildFrames(Peer& peer) {
       }
       const uint64_t consumed = loadAcquire(ring.consumed);
       if (consumed <= ring.credited) continue;
-      add(Record{kCredit, 0, 0, 0, static_cast<uint64_t>(ring.consumedOffset), 0, consumed}, nullptr);
+      add(Record{kCredit, 0, 0, 0, 0, static_cast<uint64_t>(ring.consumedOffset), 0, consumed}, nullptr);
       ring.credited = consumed;
     }
     if (records == 0) return busy;
@@ -631,9 +698,9 @@ Expected<std::unique_ptr<NetProxy>> NetProxy::start(Expected<std::unique_ptr<Net
   return proxy;
 }
 
-void NetProxy::addRings(const PlanPlacement& placement) {
+void NetProxy::addRings(const PlanPlacement& placement, Protocol protocol) {
   std::lock_guard lock(impl_->ringsMutex);
-  impl_->pendingRings.push_back(placement);
+  impl_->pendingRings.emplace_back(placement, deviceProtocol(protocol));
 }
 
 const std::string& NetProxy::description() const { return impl_->description; }

@@ -30,6 +30,7 @@
 #include "backend/net_plugin.h"
 #include "backend/staging_layout.h"
 #include "support/status.h"
+#include "support/vocabulary.h"
 
 namespace tuccl::backend {
 
@@ -59,8 +60,10 @@ class NetProxy {
   /// their connections at teardown are not reported as failures.
   void stop();
   /// Watches the rings of `placement` that join this rank to another host's (call before a
-  /// kernel using them runs; thread-safe).
-  void addRings(const PlanPlacement& placement);
+  /// kernel using them runs; thread-safe). `protocol`: how the plan's kernels fill the slots; an
+  /// LL / LL128 slice travels as pieces of whole lines that the receiving proxy stores as the
+  /// kernels read them (8-byte LL lines whole, LL128 flags last).
+  void addRings(const PlanPlacement& placement, Protocol protocol = Protocol::Simple);
   /// "net plugin TuCCL-Socket (built into libtuccl), device 0 eth0 10000 Mbps, 2 peers on 1 other host"
   const std::string& description() const;
 

@@ -300,12 +300,6 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const TableMatch& mat
     selection.protocol = *options.forcedProtocol;
     selection.reason += "; TUCCL_PROTO";
   }
-  if (options.nNodes > 1 && selection.protocol != Protocol::Simple) {
-    // The inter-node proxy carries whole slots after their tag: LL's and LL128's flags in the
-    // lines would need it to write each line in order, which it does not.
-    selection.reason += "; " + std::string(protocolName(selection.protocol)) + " -> Simple across hosts";
-    selection.protocol = Protocol::Simple;
-  }
   if (!selection.chunkChosen && selection.protocol != Protocol::Simple) {
     selection.chunkSize = std::min(selection.chunkSize,
                                    selection.protocol == Protocol::LL ? kLlMaxChunkBytes : kLl128MaxChunkBytes);

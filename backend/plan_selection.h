@@ -36,8 +36,8 @@ struct PlanSelection {
   AlgorithmShape shape;
   int64_t chunkSize = 0;
   bool chunkChosen = false;  ///< the table's entry or TUCCL_CHUNK_SIZE gave chunkSize
-  /// The kernels' protocol: the entry's (its first choice's), TUCCL_PROTO's, else Simple; always
-  /// Simple on several hosts (the inter-node proxy moves whole Simple slots).
+  /// The kernels' protocol: the entry's (its first choice's), TUCCL_PROTO's, else Simple, on one
+  /// host or several (the inter-node proxy carries LL and LL128 lines).
   Protocol protocol = Protocol::Simple;
   /// The TB allocation (singleTbPolicy); empty: the scheduler's own (state-based for HPDS).
   std::optional<TbPolicy> tbPolicy;

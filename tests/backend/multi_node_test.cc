@@ -70,6 +70,27 @@ TEST(MultiNode, EveryCollectiveOnTwoHostsOfTwoRanks) {
   }
 }
 
+// LL and LL128 across hosts: the plans keep the protocol (TUCCL_PROTO), the sending proxy cuts
+// each slice into pieces of whole lines and the receiving one stores them as the kernels read
+// them; every collective checked on every rank, small counts (the protocols' sizes) and one
+// that spans several pieces of a slice.
+TEST(MultiNode, LowLatencyProtocolsCrossHostsAsThemselves) {
+  for (const std::string protocol : {"LL", "LL128"}) {
+    std::vector<std::string> env = commonEnv();
+    env.push_back("TUCCL_PROTO=" + protocol);
+    RankProcesses ranks = startRanks(4, {kRank, "matrix", "1,1237,70001", "float32", "sum", "float32"}, env,
+                                     scratchDir("protocol_" + protocol), hostsOf("aabb"));
+    ASSERT_TRUE(waitRanks(ranks, 600)) << "the ranks did not finish\n" << logsOf(ranks);
+    expectAllPassed(ranks);
+    expectEveryLogHas(ranks, "communicator of 4 ranks (2 hosts)");
+    expectEveryLogHas(ranks, "; TUCCL_PROTO -> built-in hm");
+    expectEveryLogHas(ranks, ", " + protocol + "\n");
+    for (size_t r = 0; r < ranks.logs.size(); ++r) {
+      EXPECT_EQ(readLog(ranks.logs[r]).find("Simple across hosts"), std::string::npos) << logsOf(ranks);
+    }
+  }
+}
+
 TEST(MultiNode, HostsWhoseRanksInterleaveAndHostsOfUnequalSize) {
   // Ranks 0 and 2 on one host, 1 and 3 on the other: hm still runs (correct for any placement).
   RankProcesses interleaved = startRanks(4, {kRank, "matrix", "1,4099,70001", "float32", "sum", "int32"}, commonEnv(),

@@ -341,7 +341,7 @@ TEST(PlanCacheSelection, FusionCanBeTurnedOff) {
   EXPECT_EQ(pairTransfers(without->plan).value().size(), pairTransfers(withFusion->plan).value().size());
 }
 
-TEST(PlanCacheSelection, PlansRunTheEntrysProtocolSimpleAcrossHosts) {
+TEST(PlanCacheSelection, PlansRunTheEntrysProtocolOnOneHostOrSeveral) {
   PlanCache cache(parseTable(kSelectionTable), memoryOnly(4));
   auto bcast = planOrFail(cache, query(Collective::Broadcast, 1000, 1));
   ASSERT_NE(bcast, nullptr);
@@ -370,8 +370,8 @@ TEST(PlanCacheSelection, PlansRunTheEntrysProtocolSimpleAcrossHosts) {
   PlanCache hosts(parseTable(kSelectionTable), memoryOnly(4, 2));
   auto across = planOrFail(hosts, query(Collective::Broadcast, 1000, 1));
   ASSERT_NE(across, nullptr);
-  EXPECT_EQ(across->plan.config.protocol, Protocol::Simple);
-  EXPECT_NE(across->description.find("; LL -> Simple across hosts"), std::string::npos) << across->description;
+  EXPECT_EQ(across->plan.config.protocol, Protocol::LL) << "the inter-node proxy carries LL lines";
+  EXPECT_EQ(across->description.find("Simple"), std::string::npos) << across->description;
 }
 
 TEST(PlanCacheSelection, TableEntriesChooseAlgorithmAndConfiguration) {
