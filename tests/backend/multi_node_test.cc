@@ -154,5 +154,53 @@ TEST(MultiNode, KillingARankOnTheOtherHostFailsTheOthers) {
   }
 }
 
+#if defined(TUCCL_FAKE_NVRTC_LIBRARY)
+// The CUDA device across hosts (the fake driver, with the fake NVRTC preloaded so its kernels
+// run): tuccl-bench in a loop on 2 hosts x 2 ranks; killing a rank on the other host makes every
+// other rank's call fail (the proxy's lost connection or the peer-loss watchdog), each exits with
+// tuccl-bench's error status, within twice the timeout, and no process is left.
+TEST(MultiNode, KillingARankOnTheOtherHostFailsTheCudaDevicesOfTheOthers) {
+  const int n = 4;
+  const double timeout = 10;
+  std::vector<std::string> env = commonEnv("10");
+  for (std::string& variable : env) {
+    if (variable == "TUCCL_DEVICE=cpu") variable = "TUCCL_DEVICE=cuda";
+  }
+  const std::string dir = scratchDir("kill_cuda");
+  env.push_back("TUCCL_CUDA_DRIVER=" + std::string(TUCCL_FAKE_CUDA_LIBRARY));
+  env.push_back("LD_PRELOAD=" + std::string(TUCCL_FAKE_NVRTC_LIBRARY));
+  env.push_back("TUCCL_KERNELGEN_CACHE=" + dir + "/kernels");
+  RankProcesses ranks = startRanks(n, {TUCCL_BENCH_PROGRAM, "allreduce", "-b", "64K", "-e", "64K", "-n", "1000000", "-w",
+                                      "1", "-c", "0"},
+                                   env, dir, hostsOf("aabb"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  // Rank 0 prints the column header once every rank is in; then the timed loop runs.
+  while (readLog(ranks.logs[0]).find("(elements)") == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      waitRanks(ranks, 0);  // stops them
+      FAIL() << "the loop did not start\n" << logsOf(ranks);
+    }
+    for (int r = 0; r < n; ++r) {
+      int status = 0;
+      if (waitpid(ranks.pids[r], &status, WNOHANG) == ranks.pids[r]) {
+        ranks.status[r] = status;
+        waitRanks(ranks, 0);
+        FAIL() << "rank " << r << " ended before the loop\n" << logsOf(ranks);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(kill(ranks.pids[2], SIGKILL), 0);
+  ASSERT_TRUE(waitRanks(ranks, 2 * timeout)) << "a rank did not return within twice the timeout\n" << logsOf(ranks);
+  for (int r = 0; r < n; ++r) {
+    if (r == 2) continue;
+    EXPECT_TRUE(WIFEXITED(ranks.status[r]) && WEXITSTATUS(ranks.status[r]) == 1) << "rank " << r << "\n"
+                                                                                 << logsOf(ranks);
+    EXPECT_NE(readLog(ranks.logs[r]).find("error"), std::string::npos) << logsOf(ranks);
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace tuccl::testing
