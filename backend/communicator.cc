@@ -584,6 +584,7 @@ Status Communicator::Impl::launch(KernelCall kernel, const Choice& choice, tuccl
     }
     kernel.completed = [policy = choice.policy, group = choice.group](double seconds) { policy->record(group, seconds); };
   }
+  if (proxy) proxy->kick();  // awake before the kernel posts its first slice
   Status launched = device->launch(kernel, stream);
   if (!launched) fail(launched);
   // Any other failure leaves a sequence number no rank will run past: nothing after it can run.
@@ -654,6 +655,7 @@ Status Communicator::Impl::launchPeers(const std::vector<PeerCall>& calls, tuccl
     batch.sliceBytes = peerSlot;
     batch.sequence = nextSequence++;
   }
+  if (proxy) proxy->kick();
   Status launched = device->launchPeers(batch, stream);
   if (!launched) fail(launched);
   if (!launched && launched.code() != ErrorCode::Timeout && launched.code() != ErrorCode::Aborted) device->abort();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -152,6 +153,9 @@ struct NetProxy::Impl {
 
   std::thread thread;
   std::atomic<bool> stop{false};
+  std::atomic<bool> kicked{false};
+  std::mutex wakeMutex;
+  std::condition_variable wake;
   bool failed = false;
 
   char* own() const { return options.staging.bases[static_cast<size_t>(options.rank)]; }
@@ -359,7 +363,7 @@ void NetProxy::Impl::mergeRings() {
 }
 
 void NetProxy::Impl::run() {
-  int idle = 0;
+  Clock::time_point lastActive = Clock::now();
   while (!stop.load(std::memory_order_relaxed)) {
     mergeRings();
     bool busy = false;
@@ -372,13 +376,15 @@ void NetProxy::Impl::run() {
     if (failed) {
       for (auto& [r, peer] : peers) sendAbort(peer);
     }
-    if (busy) {
-      idle = 0;
+    const Clock::time_point now = Clock::now();
+    if (busy || kicked.exchange(false, std::memory_order_acq_rel)) {
+      lastActive = now;
       std::this_thread::yield();
-    } else if (++idle < 256) {
+    } else if (now - lastActive < kSpinIdle) {
       std::this_thread::yield();
     } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 5 * (idle - 255))));
+      std::unique_lock lock(wakeMutex);
+      wake.wait_for(lock, kIdleWait, [this] { return kicked.load() || stop.load(); });
     }
   }
 }
@@ -665,6 +671,10 @@ NetProxy::~NetProxy() {
 
 void NetProxy::stop() {
   impl_->stop.store(true);
+  {
+    std::lock_guard lock(impl_->wakeMutex);
+    impl_->wake.notify_all();
+  }
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
@@ -696,6 +706,12 @@ Expected<std::unique_ptr<NetProxy>> NetProxy::start(Expected<std::unique_ptr<Net
     return makeError(ErrorCode::SystemError, std::string("cannot start the inter-node proxy thread: ") + error.what());
   }
   return proxy;
+}
+
+void NetProxy::kick() {
+  if (impl_->kicked.exchange(true, std::memory_order_acq_rel)) return;  // awake, or woken already
+  std::lock_guard lock(impl_->wakeMutex);
+  impl_->wake.notify_one();
 }
 
 void NetProxy::addRings(const PlanPlacement& placement, Protocol protocol) {

@@ -19,6 +19,7 @@
 // raise its host's abort word; a network error raises this host's and is reported.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,6 +37,12 @@ namespace tuccl::backend {
 
 inline constexpr size_t kInlineSliceBytes = 8 << 10;  // slices up to this travel inside a frame
 inline constexpr size_t kFrameBytes = 64 << 10;        // one frame message, at most
+// The proxy thread's polling (NetProxy::kick). NCCL's proxy progresses its posted operations
+// without sleeping and waits on a condition variable when it has none (proxy.cc); TuCCL's does
+// not see the calls' operations, only their launches and the rings' words, so it keeps polling a
+// while after the last activity: a few calls' worth at small sizes, far below a compute phase.
+inline constexpr std::chrono::microseconds kSpinIdle{5000};
+inline constexpr std::chrono::microseconds kIdleWait{1000};
 
 struct NetProxyOptions {
   int32_t rank = 0;
@@ -64,6 +71,11 @@ class NetProxy {
   /// LL / LL128 slice travels as pieces of whole lines that the receiving proxy stores as the
   /// kernels read them (8-byte LL lines whole, LL128 flags last).
   void addRings(const PlanPlacement& placement, Protocol protocol = Protocol::Simple);
+  /// A call is being launched: wakes the thread if it waits. It busy-polls (yielding its core)
+  /// while slices or credits move and for kSpinIdle after the last of them or of the kicks; then
+  /// it waits for the next kick, looking at the network every kIdleWait (a peer's abort, a late
+  /// kernel's slices). Cheap when the thread is awake: an atomic store and a futex check.
+  void kick();
   /// "net plugin TuCCL-Socket (built into libtuccl), device 0 eth0 10000 Mbps, 2 peers on 1 other host"
   const std::string& description() const;
 
