@@ -572,6 +572,15 @@ CUresult cuModuleLoadData(CUmodule* module, const void* image) {
     library = bytes.data() + kHostCubinMagic.size();
     loaded->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (loaded->library == nullptr) return record("cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE, {}, bytes, library);
+  } else {
+    // A real CUBIN is recorded and its launches too, but nothing runs them: say so once, with
+    // what makes the kernels run here.
+    static std::once_flag told;
+    std::call_once(told, [] {
+      std::fprintf(stderr, "fake CUDA driver [%d]: a real CUBIN was loaded; this fake records its launches but "
+                           "cannot run them (preload libtuccl-fake-nvrtc.so, LD_PRELOAD, so that libtuccl's "
+                           "kernels are built for the host and run)\n", static_cast<int>(getpid()));
+    });
   }
   loaded->image = bytes;
   *module = reinterpret_cast<CUmodule>(loaded.get());
