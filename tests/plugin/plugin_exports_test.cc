@@ -2,7 +2,7 @@
 // ncclTunerPlugin_v2 .. _v7 and the duration intake tucclTunerReportDuration (nm -D
 // --defined-only) and needs nothing beyond the C library and
 // the dynamic loader (readelf -d: the C++ runtime is linked in statically), so it loads into any
-// NCCL job whatever its C++ runtime.
+// NCCL job whatever its C++ runtime. The profiler plugin likewise exports ncclProfiler_v4 .. _v6.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -54,11 +54,9 @@ TEST(PluginExports, ExactlyTheTunerStructsV2ToV7AndTheDurationIntake) {
   }
 }
 
-TEST(PluginExports, NeedsOnlyTheCLibrary) {
-#if defined(TUCCL_TEST_SANITIZED)
-  GTEST_SKIP() << "sanitizer builds link the sanitizer runtimes (and so the C++ runtime) dynamically";
-#endif
-  const auto readelf = runCommand(std::string("readelf -d ") + TUCCL_TUNER_PLUGIN_PATH);
+/// The libraries `library` needs (readelf -d), each the C library or the dynamic loader.
+void expectOnlyTheCLibrary(const std::string& library) {
+  const auto readelf = runCommand("readelf -d " + library);
   ASSERT_EQ(readelf.status, 0) << readelf.output;
   std::set<std::string> needed;
   std::istringstream lines(readelf.output);
@@ -69,10 +67,28 @@ TEST(PluginExports, NeedsOnlyTheCLibrary) {
     needed.insert(line.substr(open + 1, close - open - 1));
   }
   ASSERT_FALSE(needed.empty()) << readelf.output;
-  for (const std::string& library : needed) {
-    EXPECT_TRUE(library.starts_with("libc.so") || library.starts_with("ld-linux")) << library << "\n"
-                                                                                   << readelf.output;
+  for (const std::string& name : needed) {
+    EXPECT_TRUE(name.starts_with("libc.so") || name.starts_with("ld-linux")) << name << "\n" << readelf.output;
   }
+}
+
+TEST(PluginExports, NeedsOnlyTheCLibrary) {
+#if defined(TUCCL_TEST_SANITIZED)
+  GTEST_SKIP() << "sanitizer builds link the sanitizer runtimes (and so the C++ runtime) dynamically";
+#endif
+  expectOnlyTheCLibrary(TUCCL_TUNER_PLUGIN_PATH);
+}
+
+// The profiler plugin: exactly ncclProfiler_v4 .. _v6, data symbols, and the C library alone.
+TEST(PluginExports, TheProfilerPluginExportsItsStructsV4ToV6AndNeedsOnlyTheCLibrary) {
+  const auto nm = runCommand(std::string("nm -D --defined-only ") + TUCCL_PROFILER_PLUGIN_PATH);
+  ASSERT_EQ(nm.status, 0) << nm.output;
+  EXPECT_EQ(column(nm.output, 2, 3), (std::set<std::string>{"ncclProfiler_v4", "ncclProfiler_v5", "ncclProfiler_v6"}))
+      << nm.output;
+  for (const std::string& type : column(nm.output, 1, 3)) EXPECT_TRUE(type == "D" || type == "R") << nm.output;
+#if !defined(TUCCL_TEST_SANITIZED)
+  expectOnlyTheCLibrary(TUCCL_PROFILER_PLUGIN_PATH);
+#endif
 }
 
 }  // namespace

@@ -10,6 +10,11 @@
 // a call of group g in µs (each rank adds its own small deterministic noise). The rank and rank
 // count come from the multi-process launcher's variables (tests/backend/rank_processes.h); after
 // s calls the rank ends without finalizing, as a crashed rank would.
+// With TUNER_ADAPT_RANK_PROFILER=<libnccl-profiler-tuccl.so> (VERSION 6) the durations go through
+// the profiler plugin instead, as NCCL 2.28+ drives it: its init before the tuner's, then per call
+// a GroupApi event (ignored), the Coll on this thread and two KernelCh on another (the proxy
+// thread), whose GPU times (the longer one the duration) the plugin reports to the intake; the
+// Coll stops before the channels on even calls, after them on odd ones.
 // Prints "call=<k> group=<g>" per call and NCCL's log lines ("[INFO] ...", "[WARN] ...").
 #include <dlfcn.h>
 
@@ -19,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tuccl/nccl_tuner.h"
@@ -64,6 +70,87 @@ std::vector<double> parseDurations(const char* text) {
   return values;
 }
 
+// NCCL's side of the profiler ABI (nccl-profiler-abi.md), v5/v6: what the harness hands the plugin.
+struct ProfilerCollV5 {
+  uint64_t seqNumber;
+  const char* func;
+  const void* sendBuff;
+  void* recvBuff;
+  size_t count;
+  int root;
+  const char* datatype;
+  uint8_t nChannels;
+  uint8_t nWarps;
+  const char* algo;
+  const char* proto;
+  void* parentGroup;
+};
+struct ProfilerDescriptorV5 {
+  uint64_t type;
+  void* parentObj;
+  int rank;
+  union {
+    ProfilerCollV5 coll;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    char bytes[88];
+  };
+};
+static_assert(sizeof(ProfilerDescriptorV5) == 112);
+union ProfilerStateArgs {
+  struct {
+    uint64_t pTimer;
+  } kernelCh;
+};
+struct ProfilerV5 {
+  const char* name;
+  ncclResult_t (*init)(void**, uint64_t, int*, const char*, int, int, int, ncclDebugLogger_t);
+  ncclResult_t (*startEvent)(void*, void**, ProfilerDescriptorV5*);
+  ncclResult_t (*stopEvent)(void*);
+  ncclResult_t (*recordEventState)(void*, int, ProfilerStateArgs*);
+  ncclResult_t (*finalize)(void*);
+};
+constexpr uint64_t kGroupApiEvent = 256, kCollEvent = 2, kKernelChEvent = 64;
+constexpr int kKernelChStop = 22;
+
+/// One AllReduce of call k through the profiler: its two channels ran `micros` (the longer) and
+/// 90 % of it on the GPU clock.
+void profileCall(const ProfilerV5& profiler, void* context, int rank, int k, double micros) {
+  ProfilerDescriptorV5 group{};
+  group.type = kGroupApiEvent;
+  void* groupHandle = reinterpret_cast<void*>(1);
+  profiler.startEvent(context, &groupHandle, &group);
+  if (groupHandle != nullptr) std::printf("error: the plugin took a GroupApi event\n");
+  ProfilerDescriptorV5 coll{};
+  coll.type = kCollEvent;
+  coll.rank = rank;
+  coll.coll = ProfilerCollV5{static_cast<uint64_t>(k), "AllReduce", nullptr, nullptr, kBytes / 4, -1, "ncclFloat32", 2,
+                             16, "RING", "SIMPLE", nullptr};
+  void* collHandle = nullptr;
+  profiler.startEvent(context, &collHandle, &coll);
+  std::thread proxy([&] {
+    const uint64_t base = 1756135989724672000ull + static_cast<uint64_t>(k) * 1000000;
+    for (int channel = 0; channel < 2; ++channel) {
+      ProfilerDescriptorV5 kernel{};
+      kernel.type = kKernelChEvent;
+      kernel.parentObj = collHandle;
+      kernel.kernelCh.channelId = static_cast<uint8_t>(channel);
+      kernel.kernelCh.pTimer = base;
+      void* handle = nullptr;
+      profiler.startEvent(context, &handle, &kernel);
+      ProfilerStateArgs stop{};
+      stop.kernelCh.pTimer = base + static_cast<uint64_t>(micros * 1000.0 * (channel == 0 ? 0.9 : 1.0));
+      profiler.recordEventState(handle, kKernelChStop, &stop);
+      profiler.stopEvent(handle);
+    }
+  });
+  if (k % 2 == 0) profiler.stopEvent(collHandle);
+  proxy.join();
+  if (k % 2 == 1) profiler.stopEvent(collHandle);
+}
+
 int fail(const char* what) {
   std::printf("error: %s\n", what);
   return 3;
@@ -86,6 +173,22 @@ int main(int argc, char** argv) {
   const int nRanks = std::atoi(ranksText);
   const int stopAfter = stopText != nullptr ? std::atoi(stopText) : -1;
   if (durations.size() != 3) return fail("three durations expected");
+
+  // NCCL inits the profiler of a communicator before it loads the tuner.
+  const char* profilerPath = std::getenv("TUNER_ADAPT_RANK_PROFILER");
+  const ProfilerV5* profiler = nullptr;
+  void* profilerContext = nullptr;
+  if (profilerPath != nullptr) {
+    void* library = dlopen(profilerPath, RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) return fail(dlerror());
+    profiler = static_cast<const ProfilerV5*>(dlsym(library, "ncclProfiler_v6"));
+    if (profiler == nullptr || version != 6) return fail("no ncclProfiler_v6, or not VERSION 6");
+    static int mask = 0;  // NCCL's process-wide activation mask
+    if (profiler->init(&profilerContext, commId, &mask, nullptr, 1, nRanks, rank, logToStdout) != ncclSuccess) {
+      return fail("the profiler's init failed");
+    }
+    std::printf("profiler %s mask=%d\n", profiler->name, mask);
+  }
 
   void* plugin = dlopen(TUCCL_TUNER_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
   if (plugin == nullptr) return fail(dlerror());
@@ -136,11 +239,14 @@ int main(int argc, char** argv) {
     if (group < 0) continue;
     // +-2% noise, different per rank and call, the same every run.
     const double noise = 1.0 + 0.02 * std::sin(static_cast<double>(rank * 7919 + k * 104729));
-    if (report(commId, rank, kAllReduce, kBytes, durations[static_cast<size_t>(group)] * noise) ==
-        tucclTunerReportRecorded) {
+    if (profiler != nullptr) {
+      profileCall(*profiler, profilerContext, rank, k, durations[static_cast<size_t>(group)] * noise);
+    } else if (report(commId, rank, kAllReduce, kBytes, durations[static_cast<size_t>(group)] * noise) ==
+               tucclTunerReportRecorded) {
       ++recorded;
     }
   }
+  if (profiler != nullptr && profiler->finalize(profilerContext) != ncclSuccess) return fail("profiler finalize");
   if (finalize(context) != ncclSuccess) return fail("finalize");
   std::printf("finalized recorded=%d\n", recorded);
   return 0;

@@ -181,10 +181,8 @@ int switchCall(const std::string& line) {
   return std::regex_search(line, match, call) ? std::stoi(match[1]) : -1;
 }
 
-TEST_F(TunerAdaptTest, EveryRankSwitchesToTheFastGroupAtTheSameCall) {
-  constexpr int kCalls = 160;
-  const std::vector<RankRun> runs = run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(),
-                                                 "TUCCL_ADAPT_TIMEOUT_MS=30000", kQuickBudget});
+/// Every rank ran the same groups, switched once to group 1 at the same call, and kept it.
+void expectOneSwitchToTheFastGroup(const std::vector<RankRun>& runs, int kCalls) {
   for (int r = 0; r < kRanks; ++r) {
     ASSERT_EQ(runs[r].groups.size(), static_cast<size_t>(kCalls)) << runs[r].log;
     EXPECT_EQ(runs[r].groups, runs[0].groups) << "rank " << r << " ran other groups than rank 0";
@@ -206,8 +204,31 @@ TEST_F(TunerAdaptTest, EveryRankSwitchesToTheFastGroupAtTheSameCall) {
   EXPECT_GE(fast, (kCalls - switched) * 4 / 5) << "calls after the switch that run group 1";
   // Every group ran (exploration), identically everywhere.
   for (int g = 0; g < 3; ++g) EXPECT_NE(std::find(runs[0].groups.begin(), runs[0].groups.end(), g), runs[0].groups.end());
+}
+
+TEST_F(TunerAdaptTest, EveryRankSwitchesToTheFastGroupAtTheSameCall) {
+  constexpr int kCalls = 160;
+  const std::vector<RankRun> runs = run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(),
+                                                 "TUCCL_ADAPT_TIMEOUT_MS=30000", kQuickBudget});
+  expectOneSwitchToTheFastGroup(runs, kCalls);
   // Finalize removed every rendezvous file.
   EXPECT_TRUE(fs::is_empty(rendezvous())) << fs::directory_iterator(rendezvous())->path();
+}
+
+// The durations measured by TuCCL's profiler plugin (libnccl-profiler-tuccl.so) from the Coll and
+// KernelCh events NCCL would send, in either order across two threads: the tuner adapts exactly as
+// when they are reported to it directly (the test above), and the plugin asks NCCL for Coll and
+// KernelCh events only (mask 66).
+TEST_F(TunerAdaptTest, TheProfilerPluginsDurationsMakeEveryRankSwitchAsReportedOnes) {
+  constexpr int kCalls = 160;
+  const std::vector<RankRun> runs =
+      run(kCalls, {"TUCCL_ADAPT=1", "TUCCL_ADAPT_RENDEZVOUS=dir:" + rendezvous(), "TUCCL_ADAPT_TIMEOUT_MS=30000",
+                   kQuickBudget, "TUNER_ADAPT_RANK_PROFILER=" + std::string(TUCCL_PROFILER_PLUGIN_PATH)});
+  for (const RankRun& rank : runs) {
+    EXPECT_NE(rank.log.find("profiler TuCCL mask=66\n"), std::string::npos) << rank.log;
+    EXPECT_EQ(rank.log.find("error:"), std::string::npos) << rank.log;
+  }
+  expectOneSwitchToTheFastGroup(runs, kCalls);
 }
 
 TEST_F(TunerAdaptTest, EveryRankSwitchesTogetherThroughATcpStore) {
