@@ -4,6 +4,7 @@
 //   tuccl-topo path   preset:dgx1-v100 0 5
 //   tuccl-topo prune  preset:resccl-a100:nodes=4 [--variant pruned|full-mesh|relay] [--format text|taccl]
 //   tuccl-topo export topo.xml --nodes 2 --format json|taccl|nccl-xml [-o out]
+//   tuccl-run -n 4 --ranks-per-node 2 -- tuccl-topo probe -o probed.json [--report FILE]
 //
 // A topology is "preset:NAME[:nodes=N,fabric=switch|clos,oversub=R,rack=K]", "local", a TuCCL JSON
 // file or an NCCL topology XML file (one node; --nodes composes copies).
@@ -22,6 +23,7 @@
 #include "topo/sketch.h"
 #include "topo/topology_json.h"
 #include "cli/cli.h"
+#include "tools/topo_probe.h"
 
 namespace {
 
@@ -141,10 +143,27 @@ int main(int argc, char** argv) {
   exporter->add_option("-o,--output", exportOutput, "output file (default stdout)");
   tuccl::cli::addForceFlag(*exporter, overwriteOutput);
 
+  tuccl::tools::ProbeOptions probeArgs;
+  CLI::App* probe = app.add_subcommand(
+      "probe", "measure this job's ranks through libtuccl (run as every rank: tuccl-run ... -- tuccl-topo probe) and "
+               "write the topology of what was measured, with a report of every pair");
+  probe->add_option("-o,--output", probeArgs.output, "the topology JSON rank 0 writes")->required();
+  probe->add_option("--report", probeArgs.report, "the report (default: rank 0's standard output)");
+  probe->add_option("--latency-iters", probeArgs.latencyIters, "8-byte ping-pongs per pair")->check(CLI::PositiveNumber);
+  probe->add_option("--bytes", probeArgs.bandwidthBytes, "the bandwidth message (bytes: 4M, 1MiB, ...)")
+      ->transform(tuccl::cli::byteSizeIn(8, uint64_t{1} << 32));
+  probe->add_option("--bandwidth-iters", probeArgs.bandwidthIters, "large messages per direction")
+      ->check(CLI::PositiveNumber);
+  probe->add_option("--slow-fraction", probeArgs.slowFraction,
+                    "flag a pair below this fraction of its class's median (and asymmetric directions)")
+      ->check(CLI::Range(0.01, 0.99));
+  tuccl::cli::addForceFlag(*probe, probeArgs.force);
+
   // Exit status: 0 success, 2 for any error on the command line or in an input.
   using tuccl::cli::kExitError;
   if (auto status = tuccl::cli::parse(app, argc, argv)) return *status;
 
+  if (*probe) return tuccl::tools::runProbe(probeArgs);
   try {
     // Outputs are checked before the topology is read: a refusal comes before any work.
     throwIfError(tuccl::cli::checkOutputFree(*prune ? pruneOutput : *exporter ? exportOutput : "", overwriteOutput));
