@@ -99,8 +99,10 @@ foreach(target IN LISTS targets)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
     # Keep the run-time paths of libraries outside the build tree (libnvrtc of the CUDA toolkit),
-    # so the installed program starts without LD_LIBRARY_PATH; those into the build tree go.
-    set_target_properties(${target} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+    # so the installed program starts without LD_LIBRARY_PATH; those into the build tree go. The
+    # tools that link libtuccl (tuccl-bench, tuccl-topo) find it beside them, in ../lib.
+    set_target_properties(${target} PROPERTIES INSTALL_RPATH "\$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
+                                               INSTALL_RPATH_USE_LINK_PATH ON)
     install(TARGETS ${target} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
   endif()
 endforeach()

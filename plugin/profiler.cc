@@ -30,96 +30,24 @@
 #include <cstring>
 #include <new>
 
+#include "tuccl/nccl_profiler.h"
 #include "tuccl/tuner_adapt.h"
 
 namespace {
 
-// ---- NCCL's profiler ABI (nccl-profiler-abi.md; the plugin defines the types itself) -------------
+// ---- NCCL's profiler ABI (include/tuccl/nccl_profiler.h) ------------------------------------------
 
-using ncclResult_t = int;
-constexpr ncclResult_t kSuccess = 0;
-using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* format, ...);
-constexpr int kLogWarn = 2;
-constexpr int kLogInfo = 3;
+using Logger = ncclDebugLogger_t;
+using DescriptorV5 = tucclNcclProfilerEventDescr_v5_t;
+using DescriptorV4 = tucclNcclProfilerEventDescr_v4_t;
+using StateArgs = tucclNcclProfilerEventStateArgs_v4_t;
+using CollV4 = tucclNcclProfilerColl_v4_t;
+using KernelChV4 = tucclNcclProfilerKernelCh_v4_t;
+constexpr ncclResult_t kSuccess = ncclSuccess;
 constexpr unsigned long kLogProfile = 0x4000;  // NCCL_PROFILE
-
-constexpr uint64_t kEventColl = 2;
-constexpr uint64_t kEventKernelCh = 64;
-constexpr int kStateKernelChStop = 22;  // ncclProfilerKernelChStop
-
-struct CollV4 {
-  uint64_t seqNumber;
-  const char* func;
-  const void* sendBuff;
-  void* recvBuff;
-  size_t count;
-  int root;
-  const char* datatype;
-  uint8_t nChannels;
-  uint8_t nWarps;
-  const char* algo;
-  const char* proto;
-};
-struct CollV5 {
-  CollV4 common;  ///< v5's coll is v4's with the Group handle after it
-  void* parentGroup;
-};
-struct KernelChV4 {
-  uint8_t channelId;
-  uint64_t pTimer;  ///< GPU start time (%globaltimer, ns)
-};
-struct DescriptorV5 {  // v5 and v6
-  uint64_t type;
-  void* parentObj;
-  int rank;
-  union {
-    CollV5 coll;
-    KernelChV4 kernelCh;
-    char bytes[88];
-  };
-};
-static_assert(sizeof(DescriptorV5) == 112 && offsetof(DescriptorV5, coll) == 24);
-static_assert(offsetof(CollV4, count) == 32 && offsetof(CollV4, datatype) == 48 && offsetof(CollV4, nChannels) == 56 &&
-              sizeof(CollV4) == 80 && offsetof(CollV5, parentGroup) == 80);
-struct DescriptorV4 {
-  uint8_t type;  ///< the bytes after it are padding NCCL's v4 adapter does not clear
-  void* parentObj;
-  int rank;
-  union {
-    CollV4 coll;
-    KernelChV4 kernelCh;
-    char bytes[80];
-  };
-};
-static_assert(sizeof(DescriptorV4) == 104);
-union StateArgs {
-  struct {
-    size_t transSize;
-  } proxyStep;
-  struct {
-    uint64_t pTimer;  ///< GPU stop time
-  } kernelCh;
-};
-static_assert(sizeof(StateArgs) == 8);
-
-struct ProfilerV5 {
-  const char* name;
-  ncclResult_t (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes,
-                       int nranks, int rank, Logger logfn);
-  ncclResult_t (*startEvent)(void* context, void** eHandle, DescriptorV5* eDescr);
-  ncclResult_t (*stopEvent)(void* eHandle);
-  ncclResult_t (*recordEventState)(void* eHandle, int eState, StateArgs* eStateArgs);
-  ncclResult_t (*finalize)(void* context);
-};
-struct ProfilerV4 {
-  const char* name;
-  ncclResult_t (*init)(void** context, int* eActivationMask, const char* commName, uint64_t commHash, int nNodes,
-                       int nranks, int rank, Logger logfn);
-  ncclResult_t (*startEvent)(void* context, void** eHandle, DescriptorV4* eDescr);
-  ncclResult_t (*stopEvent)(void* eHandle);
-  ncclResult_t (*recordEventState)(void* eHandle, int eState, StateArgs* eStateArgs);
-  ncclResult_t (*finalize)(void* context);
-};
+constexpr uint64_t kEventColl = tucclNcclProfileColl;
+constexpr uint64_t kEventKernelCh = tucclNcclProfileKernelCh;
+constexpr int kStateKernelChStop = tucclNcclProfilerKernelChStop;
 
 // ---- Records -------------------------------------------------------------------------------------
 
@@ -196,7 +124,7 @@ tucclTunerReportDuration_t findIntake(const Context& context) {
   if (symbol == nullptr) {
     int expected = 0;
     if (intakeState.compare_exchange_strong(expected, 2) && context.log != nullptr) {
-      context.log(kLogWarn, kLogProfile, __FILE__, __LINE__,
+      context.log(NCCL_LOG_WARN, kLogProfile, __FILE__, __LINE__,
                   "TuCCL profiler: TuCCL's tuner plugin is not loaded (NCCL_TUNER_PLUGIN=tuccl): the collectives' "
                   "durations have nowhere to go and are dropped");
     }
@@ -264,7 +192,7 @@ ncclResult_t initContext(void** context, uint64_t commId, int* mask, int nRanks,
   const char* adapt = std::getenv("TUCCL_ADAPT");
   if (adapt == nullptr || std::strcmp(adapt, "1") != 0) {
     if (log != nullptr) {
-      log(kLogInfo, kLogProfile, __FILE__, __LINE__,
+      log(NCCL_LOG_INFO, kLogProfile, __FILE__, __LINE__,
           "TuCCL profiler: TUCCL_ADAPT is not 1, so TuCCL's tuner records no durations: no events for this "
           "communicator");
     }
@@ -372,7 +300,7 @@ ncclResult_t finalize(void* context) {
   if (owner == nullptr) return kSuccess;
   const uint64_t dropped = owner->dropped.load();
   if (dropped > 0 && owner->log != nullptr) {
-    owner->log(kLogInfo, kLogProfile, __FILE__, __LINE__,
+    owner->log(NCCL_LOG_INFO, kLogProfile, __FILE__, __LINE__,
                "TuCCL profiler: %llu collective(s) found every record in use and were not timed",
                static_cast<unsigned long long>(dropped));
   }
@@ -382,7 +310,7 @@ ncclResult_t finalize(void* context) {
 }
 
 ncclResult_t initV5(void** context, uint64_t commId, int* mask, const char* /*commName*/, int /*nNodes*/, int nranks,
-                    int rank, Logger log) {
+                    int rank, ncclDebugLogger_t log) {
   return initContext(context, commId, mask, nranks, rank, log);
 }
 
@@ -394,7 +322,10 @@ ncclResult_t initV4(void** context, int* mask, const char* /*commName*/, uint64_
 }  // namespace
 
 extern "C" {
-__attribute__((visibility("default"))) ProfilerV5 ncclProfiler_v6 = {"TuCCL", initV5, startV5, stop, record, finalize};
-__attribute__((visibility("default"))) ProfilerV5 ncclProfiler_v5 = {"TuCCL", initV5, startV5, stop, record, finalize};
-__attribute__((visibility("default"))) ProfilerV4 ncclProfiler_v4 = {"TuCCL", initV4, startV4, stop, record, finalize};
+__attribute__((visibility("default"))) tucclNcclProfiler_v5_t ncclProfiler_v6 = {"TuCCL", initV5, startV5, stop, record,
+                                                                                finalize};
+__attribute__((visibility("default"))) tucclNcclProfiler_v5_t ncclProfiler_v5 = {"TuCCL", initV5, startV5, stop, record,
+                                                                                finalize};
+__attribute__((visibility("default"))) tucclNcclProfiler_v4_t ncclProfiler_v4 = {"TuCCL", initV4, startV4, stop, record,
+                                                                                finalize};
 }

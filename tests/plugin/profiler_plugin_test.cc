@@ -14,67 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "tuccl/nccl_profiler.h"
+
 namespace {
 
-using Result = int;
-using Logger = void (*)(int, unsigned long, const char*, int, const char*, ...);
-
-struct Coll {
-  uint64_t seqNumber;
-  const char* func;
-  const void* sendBuff;
-  void* recvBuff;
-  size_t count;
-  int root;
-  const char* datatype;
-  uint8_t nChannels;
-  uint8_t nWarps;
-  const char* algo;
-  const char* proto;
-};
-struct DescriptorV4 {
-  uint8_t type;
-  void* parentObj;
-  int rank;
-  union {
-    Coll coll;
-    struct {
-      uint8_t channelId;
-      uint64_t pTimer;
-    } kernelCh;
-    char bytes[80];
-  };
-};
-static_assert(sizeof(DescriptorV4) == 104);
-struct DescriptorV5 {
-  uint64_t type;
-  void* parentObj;
-  int rank;
-  union {
-    Coll coll;
-    char bytes[88];
-  };
-};
-static_assert(sizeof(DescriptorV5) == 112);
-struct ProfilerV4 {
-  const char* name;
-  Result (*init)(void**, int*, const char*, uint64_t, int, int, int, Logger);
-  Result (*startEvent)(void*, void**, DescriptorV4*);
-  Result (*stopEvent)(void*);
-  Result (*recordEventState)(void*, int, uint64_t*);
-  Result (*finalize)(void*);
-};
-struct ProfilerV5 {
-  const char* name;
-  Result (*init)(void**, uint64_t, int*, const char*, int, int, int, Logger);
-  Result (*startEvent)(void*, void**, DescriptorV5*);
-  Result (*stopEvent)(void*);
-  Result (*recordEventState)(void*, int, uint64_t*);
-  Result (*finalize)(void*);
-};
+using DescriptorV4 = tucclNcclProfilerEventDescr_v4_t;
+using DescriptorV5 = tucclNcclProfilerEventDescr_v5_t;
+using Coll = tucclNcclProfilerColl_v4_t;
+using ProfilerV4 = tucclNcclProfiler_v4_t;
+using ProfilerV5 = tucclNcclProfiler_v5_t;
 
 std::vector<std::string> logged;
-void logLine(int, unsigned long, const char*, int, const char* format, ...) {
+void logLine(ncclDebugLogLevel, unsigned long, const char*, int, const char* format, ...) {
   char text[512];
   va_list args;
   va_start(args, format);
@@ -137,8 +88,9 @@ TEST_F(ProfilerPlugin, V4TakesCollectivesAndTheirChannelsAndReportsWithoutATuner
     void* kernelHandle = nullptr;
     ASSERT_EQ(v4.startEvent(context, &kernelHandle, &kernel), 0);
     ASSERT_NE(kernelHandle, nullptr);
-    uint64_t stopTime = 5000;
-    EXPECT_EQ(v4.recordEventState(kernelHandle, 22, &stopTime), 0);
+    tucclNcclProfilerEventStateArgs_v4_t stopTime{};
+    stopTime.kernelCh.pTimer = 5000;
+    EXPECT_EQ(v4.recordEventState(kernelHandle, tucclNcclProfilerKernelChStop, &stopTime), 0);
     EXPECT_EQ(v4.stopEvent(kernelHandle), 0);
     EXPECT_EQ(v4.stopEvent(collHandle), 0);  // the last reference: reports, finds no tuner
   }
@@ -167,7 +119,7 @@ TEST_F(ProfilerPlugin, IgnoresWhatItDoesNotTimeAndToleratesNulls) {
   for (const char* func : std::vector<const char*>{"AlltoAll", "SendRecv", "Send", nullptr}) {
     DescriptorV5 coll{};
     coll.type = 2;
-    coll.coll = Coll{0, func, nullptr, nullptr, 64, -1, "ncclInt8", 1, 16, "RING", "SIMPLE"};
+    coll.coll.common = Coll{0, func, nullptr, nullptr, 64, -1, "ncclInt8", 1, 16, "RING", "SIMPLE"};
     handle = reinterpret_cast<void*>(0x1);
     EXPECT_EQ(v6.startEvent(context, &handle, &coll), 0);
     EXPECT_EQ(handle, nullptr) << (func != nullptr ? func : "(null)");
@@ -197,7 +149,7 @@ TEST_F(ProfilerPlugin, AFullPoolLosesTheSampleAndFinalizeTakesEveryRecordBack) {
   for (int i = 0; i < 300; ++i) {  // never stopped, as an aborted communicator leaves them
     DescriptorV5 coll{};
     coll.type = 2;
-    coll.coll = Coll{static_cast<uint64_t>(i), "AllGather", nullptr, nullptr, 64, -1, "ncclInt8", 2, 16, "RING", "LL"};
+    coll.coll.common = Coll{static_cast<uint64_t>(i), "AllGather", nullptr, nullptr, 64, -1, "ncclInt8", 2, 16, "RING", "LL"};
     void* handle = nullptr;
     ASSERT_EQ(v6.startEvent(context, &handle, &coll), 0);
     if (handle != nullptr) handles.push_back(handle);

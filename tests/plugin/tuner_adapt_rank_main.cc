@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "tuccl/nccl_profiler.h"
 #include "tuccl/nccl_tuner.h"
 #include "tuccl/tuner_adapt.h"
 
@@ -70,79 +71,34 @@ std::vector<double> parseDurations(const char* text) {
   return values;
 }
 
-// NCCL's side of the profiler ABI (nccl-profiler-abi.md), v5/v6: what the harness hands the plugin.
-struct ProfilerCollV5 {
-  uint64_t seqNumber;
-  const char* func;
-  const void* sendBuff;
-  void* recvBuff;
-  size_t count;
-  int root;
-  const char* datatype;
-  uint8_t nChannels;
-  uint8_t nWarps;
-  const char* algo;
-  const char* proto;
-  void* parentGroup;
-};
-struct ProfilerDescriptorV5 {
-  uint64_t type;
-  void* parentObj;
-  int rank;
-  union {
-    ProfilerCollV5 coll;
-    struct {
-      uint8_t channelId;
-      uint64_t pTimer;
-    } kernelCh;
-    char bytes[88];
-  };
-};
-static_assert(sizeof(ProfilerDescriptorV5) == 112);
-union ProfilerStateArgs {
-  struct {
-    uint64_t pTimer;
-  } kernelCh;
-};
-struct ProfilerV5 {
-  const char* name;
-  ncclResult_t (*init)(void**, uint64_t, int*, const char*, int, int, int, ncclDebugLogger_t);
-  ncclResult_t (*startEvent)(void*, void**, ProfilerDescriptorV5*);
-  ncclResult_t (*stopEvent)(void*);
-  ncclResult_t (*recordEventState)(void*, int, ProfilerStateArgs*);
-  ncclResult_t (*finalize)(void*);
-};
-constexpr uint64_t kGroupApiEvent = 256, kCollEvent = 2, kKernelChEvent = 64;
-constexpr int kKernelChStop = 22;
-
 /// One AllReduce of call k through the profiler: its two channels ran `micros` (the longer) and
 /// 90 % of it on the GPU clock.
-void profileCall(const ProfilerV5& profiler, void* context, int rank, int k, double micros) {
-  ProfilerDescriptorV5 group{};
-  group.type = kGroupApiEvent;
+void profileCall(const tucclNcclProfiler_v5_t& profiler, void* context, int rank, int k, double micros) {
+  tucclNcclProfilerEventDescr_v5_t group{};
+  group.type = tucclNcclProfileGroupApi;
   void* groupHandle = reinterpret_cast<void*>(1);
   profiler.startEvent(context, &groupHandle, &group);
   if (groupHandle != nullptr) std::printf("error: the plugin took a GroupApi event\n");
-  ProfilerDescriptorV5 coll{};
-  coll.type = kCollEvent;
+  tucclNcclProfilerEventDescr_v5_t coll{};
+  coll.type = tucclNcclProfileColl;
   coll.rank = rank;
-  coll.coll = ProfilerCollV5{static_cast<uint64_t>(k), "AllReduce", nullptr, nullptr, kBytes / 4, -1, "ncclFloat32", 2,
-                             16, "RING", "SIMPLE", nullptr};
+  coll.coll.common = tucclNcclProfilerColl_v4_t{static_cast<uint64_t>(k), "AllReduce", nullptr, nullptr, kBytes / 4, -1,
+                                                "ncclFloat32", 2, 16, "RING", "SIMPLE"};
   void* collHandle = nullptr;
   profiler.startEvent(context, &collHandle, &coll);
   std::thread proxy([&] {
     const uint64_t base = 1756135989724672000ull + static_cast<uint64_t>(k) * 1000000;
     for (int channel = 0; channel < 2; ++channel) {
-      ProfilerDescriptorV5 kernel{};
-      kernel.type = kKernelChEvent;
+      tucclNcclProfilerEventDescr_v5_t kernel{};
+      kernel.type = tucclNcclProfileKernelCh;
       kernel.parentObj = collHandle;
       kernel.kernelCh.channelId = static_cast<uint8_t>(channel);
       kernel.kernelCh.pTimer = base;
       void* handle = nullptr;
       profiler.startEvent(context, &handle, &kernel);
-      ProfilerStateArgs stop{};
+      tucclNcclProfilerEventStateArgs_v4_t stop{};
       stop.kernelCh.pTimer = base + static_cast<uint64_t>(micros * 1000.0 * (channel == 0 ? 0.9 : 1.0));
-      profiler.recordEventState(handle, kKernelChStop, &stop);
+      profiler.recordEventState(handle, tucclNcclProfilerKernelChStop, &stop);
       profiler.stopEvent(handle);
     }
   });
@@ -176,12 +132,12 @@ int main(int argc, char** argv) {
 
   // NCCL inits the profiler of a communicator before it loads the tuner.
   const char* profilerPath = std::getenv("TUNER_ADAPT_RANK_PROFILER");
-  const ProfilerV5* profiler = nullptr;
+  const tucclNcclProfiler_v5_t* profiler = nullptr;
   void* profilerContext = nullptr;
   if (profilerPath != nullptr) {
     void* library = dlopen(profilerPath, RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) return fail(dlerror());
-    profiler = static_cast<const ProfilerV5*>(dlsym(library, "ncclProfiler_v6"));
+    profiler = static_cast<const tucclNcclProfiler_v5_t*>(dlsym(library, "ncclProfiler_v6"));
     if (profiler == nullptr || version != 6) return fail("no ncclProfiler_v6, or not VERSION 6");
     static int mask = 0;  // NCCL's process-wide activation mask
     if (profiler->init(&profilerContext, commId, &mask, nullptr, 1, nRanks, rank, logToStdout) != ncclSuccess) {
