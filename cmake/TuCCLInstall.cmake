@@ -69,6 +69,7 @@ set(TUCCL_INSTALLED_HEADERS
     include/tuccl/nccl_tuner.h
     include/tuccl/nccl_net.h
     include/tuccl/tuner_adapt.h
+    include/tuccl/nccl_profiler.h
     # What a C++ consumer includes (tests/install/consumer/main.cc, README.md "Installing").
     lang/algorithm.h
     lang/resccl.h
