@@ -5,9 +5,12 @@
 //   tuccl-synth --topo topo.xml --nodes 4 --collective allreduce --sketch relay --algorithm hm -o ar.xml
 //   tuccl-synth --topo preset:dgx1-v100 --collective allgather --pareto [-o DIR]
 //
-// --algorithm names a generator (synth/generators.h: ring, hm, direct, ...) or "sketch", the
+// --algorithm names a generator (synth/generators.h: ring, hm, direct, ...), "sketch", the
 // sketch-guided synthesiser (synth/sketch_synthesis.h: routing as a MILP on CBC, a heuristic when
-// the solver cannot answer in time), the default. --pareto runs the exact synthesiser
+// the solver cannot answer in time), or "best", the default: every candidate the tuner would make
+// for the topology (each generator and the synthesiser under each sketch variant,
+// tune/sketch_candidates.h), each planned (HPDS) and simulated at --sizes, the fastest written and
+// the table of all printed. --pareto runs the exact synthesiser
 // (synth/exact_synthesis.h, SMT on Z3) on one node and prints one line per point of the
 // latency/bandwidth frontier: C=<chunks> S=<steps> R=<rounds> time=<seconds>.
 //
@@ -15,6 +18,8 @@
 // extension (.resccl, .xml) or --format; "-o -" prints ResCCLang.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <limits>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -29,6 +34,11 @@
 #include "synth/exact_synthesis.h"
 #include "synth/generators.h"
 #include "synth/sketch_synthesis.h"
+#include "sim/cost_model.h"
+#include "sim/network_topology.h"
+#include "sim/simulator.h"
+#include "tune/size_grid.h"
+#include "tune/sketch_candidates.h"
 #include "cli/cli.h"
 #include "topo/load.h"
 #include "topo/presets.h"
@@ -41,6 +51,7 @@ using tuccl::cli::kExitError;
 
 constexpr std::string_view kTool = "tuccl-synth";
 constexpr std::string_view kSketchSynthesiser = "sketch";
+constexpr std::string_view kBestCandidate = "best";
 
 enum class Format : uint8_t { Resccl, Msccl };
 
@@ -49,7 +60,9 @@ struct Options {
   LoadOptions topologyOptions;  ///< --gpu-fabric, --nodes and how the nodes are wired
   std::string collective;
   std::string sketch = "pruned";
-  std::string algorithm = std::string(kSketchSynthesiser);
+  std::string algorithm = std::string(kBestCandidate);
+  std::string sizes = "64M:1G";  ///< best: the sizes the candidates are simulated at
+  double factor = 4;
   bool heuristic = false;
   std::string switchPolicy = "uc-min";
   int32_t chunks = 0;  ///< 0: the generator's or synthesiser's default
@@ -196,6 +209,89 @@ Expected<std::pair<Algorithm, std::string>> makeAlgorithm(const Topology& topolo
   return std::make_pair(std::move(*algorithm), "generator " + options.algorithm + ", " + timing);
 }
 
+/// --algorithm best: every candidate planned (HPDS, the default request) and simulated at every
+/// size of the grid; the score of a candidate is the geometric mean over the sizes of its time over
+/// the fastest candidate's at that size (1 for one that is fastest everywhere). Prints the table,
+/// returns the winner.
+Expected<std::pair<Algorithm, std::string>> bestAlgorithm(const Topology& topology, Collective collective,
+                                                          const Options& options) {
+  const Expected<std::vector<int64_t>> grid = parseSizeGrid(options.sizes, options.factor);
+  if (!grid) return makeError(ErrorCode::InvalidArgument, "--sizes: " + grid.status().message());
+  Expected<Network> network = networkFromTopology(topology, options.topo);
+  if (!network) return network.status();
+  CandidateOptions which;
+  which.programs = false;  // the example programs are at a fixed shape; generators and synthesis adapt
+  which.synthesisSeconds = options.timeLimit;
+  std::vector<std::string> notes;
+  std::vector<AlgorithmCandidate> candidates;
+  try {
+    candidates = algorithmCandidates(topology, collective, "", &notes, which);
+  } catch (const std::exception& error) {
+    return makeError(ErrorCode::Unsupported, std::string("no candidate algorithm: ") + error.what());
+  }
+  if (!options.quiet) {
+    for (const std::string& note : notes) std::cerr << kTool << ": not a candidate: " << note << "\n";
+  }
+  const CostModel cost = defaultCostModel();
+  std::vector<std::vector<double>> times(candidates.size());
+  std::vector<bool> planned(candidates.size(), false);
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    Expected<Plan> plan = buildPlan(candidates[c].algorithm, PlanRequest{});
+    if (!plan) {
+      if (!options.quiet) std::cerr << kTool << ": " << candidates[c].name << ": not planned: " << plan.status().message() << "\n";
+      continue;
+    }
+    planned[c] = true;
+    for (int64_t bytes : *grid) {
+      SimOptions sim;
+      sim.messageBytes = bytes;
+      sim.cost = cost;
+      Expected<SimResult> result = simulatePlan(*plan, *network, sim);
+      if (!result) return result.status();
+      times[c].push_back(result->timeUs);
+    }
+  }
+  std::vector<double> fastest(grid->size(), std::numeric_limits<double>::infinity());
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    for (size_t s = 0; planned[c] && s < grid->size(); ++s) fastest[s] = std::min(fastest[s], times[c][s]);
+  }
+  std::vector<double> score(candidates.size(), std::numeric_limits<double>::infinity());
+  size_t best = candidates.size();
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    if (!planned[c]) continue;
+    double logSum = 0;
+    for (size_t s = 0; s < grid->size(); ++s) logSum += std::log(times[c][s] / fastest[s]);
+    score[c] = std::exp(logSum / static_cast<double>(grid->size()));
+    if (best == candidates.size() || score[c] < score[best]) best = c;
+  }
+  if (best == candidates.size()) return makeError(ErrorCode::Unsupported, "no candidate algorithm could be planned");
+  std::printf("# %zu candidates for %s on %s, simulated (HPDS, default configuration); time in us; score: "
+              "geometric mean of time / the fastest's\n",
+              candidates.size(), std::string(collectiveName(collective)).c_str(), options.topo.c_str());
+  std::printf("%-28s", "# candidate");
+  for (int64_t bytes : *grid) std::printf(" %12s", formatByteSize(static_cast<uint64_t>(bytes)).c_str());
+  std::printf(" %7s\n", "score");
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    std::printf("%-28s", (candidates[c].name + (c == best ? " *" : "")).c_str());
+    for (size_t s = 0; s < grid->size(); ++s) {
+      if (planned[c]) {
+        std::printf(" %12.1f", times[c][s]);
+      } else {
+        std::printf(" %12s", "-");
+      }
+    }
+    if (planned[c]) {
+      std::printf(" %7.3f\n", score[c]);
+    } else {
+      std::printf(" %7s\n", "-");
+    }
+  }
+  std::fflush(stdout);
+  const std::string how = "the best of " + std::to_string(candidates.size()) + " candidates at " + options.sizes +
+                          ": " + candidates[best].name + " (" + candidates[best].program + ")";
+  return std::make_pair(std::move(candidates[best].algorithm), how);
+}
+
 int run(const Options& options) {
   const std::optional<Collective> collective = parseCollective(options.collective);
   if (!collective)
@@ -211,6 +307,11 @@ int run(const Options& options) {
   Expected<Topology> topology = loadTopologyOption(options);
   if (!topology) return cli::reportError(kTool, topology.status());
   if (options.pareto) return runPareto(*topology, *collective, options);
+  if (options.algorithm == kBestCandidate) {
+    Expected<std::pair<Algorithm, std::string>> best = bestAlgorithm(*topology, *collective, options);
+    if (!best) return cli::reportError(kTool, best.status());
+    return writeAlgorithm(best->first, options, options.output, best->second);
+  }
   const std::optional<SketchVariant> variant = parseSketchVariant(options.sketch);
   const Sketch sketch = buildSketch(*topology, *variant);
   Expected<std::pair<Algorithm, std::string>> made = makeAlgorithm(*topology, *collective, sketch, options);
@@ -225,7 +326,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tuccl-synth 0.1.0");
   app.footer("A TOPOLOGY is preset:NAME[:nodes=N,gpus=K,...], local, a TuCCL .json or an NCCL topology .xml file.\n"
              "Presets: " + cli::joinNames(presetNames()) + "\n"
-             "Algorithms: sketch (the sketch-guided synthesiser, default), " + cli::joinNames(generatorNames()) + "\n"
+             "Algorithms: best (default: every candidate below under every sketch, simulated at --sizes), sketch (the\n"
+             "sketch-guided synthesiser), " + cli::joinNames(generatorNames()) + "\n"
              "Examples:\n"
              "  tuccl-synth --topo preset:resccl-a100 --nodes 2 --collective allgather -o ag.resccl\n"
              "  tuccl-synth --topo topo.xml --nodes 4 --collective allreduce --algorithm hm -o ar.xml\n"
@@ -240,10 +342,17 @@ int main(int argc, char** argv) {
   app.add_option("--sketch", options.sketch, "sketch variant: pruned (default), full-mesh or relay")
       ->check(cli::oneOf(cli::namesOf({SketchVariant::Pruned, SketchVariant::FullMesh, SketchVariant::Relay},
                                       sketchVariantName)));
-  std::vector<std::string> algorithms = {std::string(kSketchSynthesiser)};
+  std::vector<std::string> algorithms = {std::string(kBestCandidate), std::string(kSketchSynthesiser)};
   for (const std::string& name : generatorNames()) algorithms.push_back(name);
-  app.add_option("--algorithm", options.algorithm, "sketch (synthesise) or a generator")
+  app.add_option("--algorithm", options.algorithm,
+                 "best (default: every candidate simulated at --sizes, the fastest written), sketch (synthesise) or "
+                 "a generator")
       ->check(cli::oneOf(algorithms));
+  app.add_option("--sizes", options.sizes, "best: the size range MIN:MAX the candidates are simulated at")
+      ->capture_default_str();
+  app.add_option("-f,--factor", options.factor, "best: multiply the size by this between sizes")
+      ->capture_default_str()
+      ->check(CLI::Range(1.01, 1e6));
   app.add_flag("--heuristic", options.heuristic, "sketch: route with the heuristic only, without the MILP");
   app.add_option("--switch-policy", options.switchPolicy,
                  "sketch: peers per GPU over a switch: uc-min (two neighbours, bandwidth; default) or uc-max "
@@ -275,5 +384,22 @@ int main(int argc, char** argv) {
   app.add_option("--max-chunks", options.maxChunks, "--pareto: the largest chunk count tried")
       ->check(CLI::PositiveNumber);
   if (std::optional<int> status = cli::parse(app, argc, argv)) return *status;
+  // best tries every candidate with its defaults: a setting of one method has no candidate to go to.
+  if (options.algorithm == kBestCandidate && !options.pareto) {
+    for (const char* setting : {"--heuristic", "--switch-policy", "--chunks", "--leaders", "--root", "--in-place",
+                                "--sketch"}) {
+      if (app.count(setting) == 0) continue;
+      return cli::reportError(
+          kTool, makeError(ErrorCode::InvalidArgument,
+                           std::string(setting) + " sets up one method, and --algorithm best (the default) runs every "
+                                                  "candidate with its defaults: name the method (--algorithm sketch, "
+                                                  "--algorithm hm, ...)"));
+    }
+  }
+  if (options.algorithm != kBestCandidate && (app.count("--sizes") > 0 || app.count("--factor") > 0)) {
+    return cli::reportError(kTool, makeError(ErrorCode::InvalidArgument,
+                                             "--sizes and --factor choose among candidates: they go with --algorithm "
+                                             "best (the default)"));
+  }
   return run(options);
 }

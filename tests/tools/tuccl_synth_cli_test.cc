@@ -51,8 +51,49 @@ TEST_F(TucclSynth, AGeneratorWritesAProvedResccLangProgram) {
   EXPECT_EQ(algorithm.nRanks, 16);
 }
 
+// The default, --algorithm best: a table of every candidate's simulated times and score, the
+// winner marked and written (on two NDv2 nodes, AllGather: hm, where the sketch synthesiser alone
+// sends everything through the one NIC in one step); the winner's score is the lowest, and the
+// file written is the winner's. One method's setting is refused with it.
+TEST_F(TucclSynth, TheDefaultWritesTheFastestCandidateAfterItsTable) {
+  ToolRun r = runSynth("--topo preset:ndv2:nodes=2 --collective allgather --sizes 64M:256M -q -o " + path("ag.resccl"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string winner;
+  double best = 1e300, winnerScore = -1;
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const std::regex row(R"(^(\S+)( \*)? +([0-9.]+) +([0-9.]+) +([0-9.]+)$)");
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    ++rows;
+    const double score = std::stod(m[5]);
+    best = std::min(best, score);
+    if (m[2].matched) {
+      winner = m[1];
+      winnerScore = score;
+    }
+  }
+  EXPECT_GE(rows, 3) << r.output;
+  EXPECT_EQ(winner, "hm@pruned") << r.output;
+  EXPECT_EQ(winnerScore, best) << r.output;
+  EXPECT_DOUBLE_EQ(best, 1.0) << "fastest at both sizes" << r.output;
+  EXPECT_NE(r.output.find("the best of "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(": hm@pruned (generator hm)"), std::string::npos) << r.output;
+  tuccl::Algorithm algorithm = loadBack(path("ag.resccl"));
+  EXPECT_EQ(algorithm.nRanks, 16);
+
+  ToolRun refused = runSynth("--topo preset:ndv2:nodes=2 --collective allgather --heuristic -o " + path("x.resccl"));
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--heuristic sets up one method"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(path("x.resccl")));
+  ToolRun sizes = runSynth("--topo preset:ndv2:nodes=2 --collective allgather --algorithm ring --sizes 1M:2M -o " +
+                           path("y.resccl"));
+  EXPECT_EQ(sizes.status, 2) << sizes.output;
+}
+
 TEST_F(TucclSynth, TheSketchSynthesiserWritesMscclXml) {
-  ToolRun r = runSynth("--topo preset:dgx-a100:gpus=4 --nodes 2 --collective allreduce --heuristic -q -o " +
+  ToolRun r = runSynth("--topo preset:dgx-a100:gpus=4 --nodes 2 --collective allreduce --algorithm sketch --heuristic -q -o " +
                        path("ar.xml"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("heuristic"), std::string::npos) << r.output;
