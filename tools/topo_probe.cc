@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -21,12 +22,14 @@
 #include "support/hash.h"
 #include "topo/topology.h"
 #include "topo/topology_json.h"
+#include "tools/cuda_memory.h"
 #include "tuccl/tuccl.h"
 
 namespace tuccl::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using tuccl::tools::CudaMemory;
 
 struct ProbeError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -70,10 +73,19 @@ static_assert(sizeof(PairResult) == 6 * sizeof(double));
 
 class Probe {
  public:
-  Probe(const ProbeOptions& options, tucclComm_t comm, int rank, int nRanks)
-      : options_(options), comm_(comm), rank_(rank), nRanks_(nRanks) {
-    small_.assign(8, 0);
-    large_.assign(static_cast<size_t>(options.bandwidthBytes), 0);
+  /// `cuda`: the device memory of a communicator on the CUDA device; nullptr on the CPU device.
+  Probe(const ProbeOptions& options, tucclComm_t comm, int rank, int nRanks, CudaMemory* cuda)
+      : options_(options), comm_(comm), rank_(rank), nRanks_(nRanks), cuda_(cuda) {
+    if (cuda_ != nullptr) {
+      small_ = static_cast<char*>(cuda_->allocate(8));
+      large_ = static_cast<char*>(cuda_->allocate(static_cast<size_t>(options.bandwidthBytes)));
+      stream_ = cuda_->stream();
+    } else {
+      hostSmall_.assign(8, 0);
+      hostLarge_.assign(static_cast<size_t>(options.bandwidthBytes), 0);
+      small_ = hostSmall_.data();
+      large_ = hostLarge_.data();
+    }
     if (const char* slow = std::getenv("TUCCL_TEST_SLOW_PAIR"); slow != nullptr && *slow != '\0') {
       int x = -1, y = -1;
       if (std::sscanf(slow, "%d,%d", &x, &y) != 2 || x < 0 || y < 0 || x >= nRanks || y >= nRanks || x == y) {
@@ -116,11 +128,11 @@ class Probe {
       for (int i = 0; i < options_.latencyIters + 10; ++i) {
         const auto start = Clock::now();
         if (first) {
-          send(small_.data(), 8, peer, slow);
-          recv(small_.data(), 8, peer);
+          send(small_, 8, peer, slow);
+          recv(small_, 8, peer);
         } else {
-          recv(small_.data(), 8, peer);
-          send(small_.data(), 8, peer, slow);
+          recv(small_, 8, peer);
+          send(small_, 8, peer, slow);
         }
         if (i >= 10) rounds.push_back(seconds(start));  // the first ones warm up
       }
@@ -145,13 +157,17 @@ class Probe {
   }
 
  private:
+  // Each transfer complete when it returns: the CPU device's NULL stream runs it in the call, a
+  // CUDA stream is synchronised.
   void send(const void* data, size_t bytes, int peer, bool slow) {
     if (slow) std::this_thread::sleep_for(std::chrono::microseconds(kSlowPairMicros));
-    check(tucclSend(data, bytes, tucclUint8, peer, comm_, nullptr), "tucclSend to rank " + std::to_string(peer), comm_);
+    check(tucclSend(data, bytes, tucclUint8, peer, comm_, stream_), "tucclSend to rank " + std::to_string(peer), comm_);
+    if (cuda_ != nullptr) cuda_->synchronize();
   }
   void recv(void* data, size_t bytes, int peer) {
-    check(tucclRecv(data, bytes, tucclUint8, peer, comm_, nullptr), "tucclRecv from rank " + std::to_string(peer),
+    check(tucclRecv(data, bytes, tucclUint8, peer, comm_, stream_), "tucclRecv from rank " + std::to_string(peer),
           comm_);
+    if (cuda_ != nullptr) cuda_->synchronize();
   }
 
   /// Bandwidth of the large message from the sender (`sending`) to the other, each answered by 8
@@ -163,11 +179,11 @@ class Probe {
     for (int i = 0; i < options_.bandwidthIters + 1; ++i) {
       const auto start = Clock::now();
       if (sending) {
-        send(large_.data(), bytes, peer, slow);
-        recv(small_.data(), 8, peer);
+        send(large_, bytes, peer, slow);
+        recv(small_, 8, peer);
       } else {
-        recv(large_.data(), bytes, peer);
-        send(small_.data(), 8, peer, slow);
+        recv(large_, bytes, peer);
+        send(small_, 8, peer, slow);
       }
       // The round trip is taken off only while it is the smaller part: on a loaded machine the
       // latency measured before may exceed a bulk transfer's whole time.
@@ -182,7 +198,11 @@ class Probe {
   tucclComm_t comm_;
   int rank_, nRanks_;
   int slowA_ = -1, slowB_ = -1;
-  std::vector<char> small_, large_;
+  CudaMemory* cuda_ = nullptr;
+  tucclStream_t stream_ = nullptr;
+  std::vector<char> hostSmall_, hostLarge_;
+  char* small_ = nullptr;
+  char* large_ = nullptr;
 };
 
 std::string fixed(double value, int digits) {
@@ -299,9 +319,11 @@ int runProbe(const ProbeOptions& options) {
     check(tucclCommCount(comm, &nRanks), "tucclCommCount", comm);
     tucclDeviceKind_t kind = tucclDeviceCpu;
     check(tucclCommDeviceKind(comm, &kind), "tucclCommDeviceKind", comm);
-    if (kind != tucclDeviceCpu) {
-      throw ProbeError("the probe runs on the CPU device (TUCCL_DEVICE=cpu): its transfers use host buffers, and "
-                       "the CUDA device's probe (GPU buffers) is not built");
+    std::unique_ptr<CudaMemory> cuda;
+    if (kind == tucclDeviceCuda) {
+      int ordinal = -1;
+      check(tucclCommCuDevice(comm, &ordinal), "tucclCommCuDevice", comm);
+      cuda = std::make_unique<CudaMemory>(ordinal);
     }
     if (rank == 0) {
       if (Status free = cli::checkOutputFree(options.output, options.force); !free) throw ProbeError(free.message());
@@ -309,7 +331,7 @@ int runProbe(const ProbeOptions& options) {
         if (Status free = cli::checkOutputFree(options.report, options.force); !free) throw ProbeError(free.message());
       }
     }
-    Probe probe(options, comm, rank, nRanks);
+    Probe probe(options, comm, rank, nRanks, cuda.get());
     const std::vector<int> hostOf = probe.hosts();
     for (size_t r = 1; r < hostOf.size(); ++r) {
       if (hostOf[r] < hostOf[r - 1]) {

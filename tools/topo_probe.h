@@ -22,7 +22,9 @@
 // Test hook: TUCCL_TEST_SLOW_PAIR=A,B makes ranks A and B wait `kSlowPairMicros` before each of their
 // messages to each other, so a slow pair can be tested on a machine whose pairs are all alike.
 //
-// The CPU device only for now (host buffers); on the CUDA device the probe stops with the reason.
+// On the CPU device the buffers are host memory and the transfers run on the NULL stream; on the
+// CUDA device they are device memory (tools/cuda_memory.h) and each transfer is waited for on a
+// stream of the communicator's GPU.
 #pragma once
 
 #include <string>

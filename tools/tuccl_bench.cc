@@ -34,12 +34,15 @@
 #include "backend/cuda_driver.h"
 #include "cli/bench_driver.h"
 #include "cli/cli.h"
+#include "tools/cuda_memory.h"
 #include "tuccl/tuccl.h"
 
 namespace {
 
 using namespace tuccl;
 using namespace tuccl::bench;
+using tuccl::tools::checkCuda;
+using tuccl::tools::CudaMemory;
 
 constexpr int kExitFailed = 1;  ///< a wrong result or a failed libtuccl call
 
@@ -102,93 +105,28 @@ tucclRedOp_t toTuccl(ReduceOp op) {
   return tucclNumOps;
 }
 
-/// A driver call's failure, thrown for main's one handler.
-void checkCuda(const backend::CudaDriver& driver, backend::CUresult result, std::string_view call,
-               std::string_view what = {}) {
-  throwIfError(backend::cudaStatus(driver, result, call, what));
+/// The "# Rank" facts of a rank on the CUDA device: the GPU's ordinal, name and PCI bus ("0x1b", as
+/// nccl-tests prints it).
+RankInfo gpuRankInfo(const CudaMemory& cuda, int32_t rank) {
+  const backend::CudaDriver& driver = cuda.driver();
+  RankInfo info = localCpuRankInfo(rank);
+  info.device = cuda.ordinal();
+  std::array<char, 256> name{};
+  if (driver.cuDeviceGetName(name.data(), static_cast<int>(name.size()) - 1, cuda.device()) == backend::CUDA_SUCCESS) {
+    info.deviceName = name.data();
+  }
+  std::array<char, 64> busId{};  // "0000:1B:00.0"
+  unsigned domain = 0;
+  unsigned bus = 0;
+  if (driver.cuDeviceGetPCIBusId(busId.data(), static_cast<int>(busId.size()) - 1, cuda.device()) ==
+          backend::CUDA_SUCCESS &&
+      std::sscanf(busId.data(), "%x:%x", &domain, &bus) == 2) {
+    std::array<char, 16> text{};
+    std::snprintf(text.data(), text.size(), "0x%02x", bus);
+    info.busId = text.data();
+  }
+  return info;
 }
-
-/// The CUDA side of a communicator on the CUDA device: its GPU's primary context made current, a
-/// stream, and device buffers, all released by the destructor.
-class CudaMemory {
- public:
-  explicit CudaMemory(int ordinal) : ordinal_(ordinal) {
-    Expected<const backend::CudaDriver*> loaded = backend::loadCudaDriver();
-    throwIfError(loaded.status());
-    driver_ = *loaded;
-    checkCuda(*driver_, driver_->cuDeviceGet(&device_, ordinal_), "cuDeviceGet");
-    checkCuda(*driver_, driver_->cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
-    retained_ = true;
-    checkCuda(*driver_, driver_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-    // A blocking stream: it waits for the synchronous copies of the legacy stream, whose DMA from
-    // pageable memory may still run when the copy returns.
-    checkCuda(*driver_, driver_->cuStreamCreate(&stream_, 0), "cuStreamCreate");
-  }
-  ~CudaMemory() {
-    // Unwinding from a failure: a kernel may still wait for a peer until main aborts the
-    // communicator, and freeing its buffers would wait for it; the process's exit frees them.
-    if (std::uncaught_exceptions() > 0) return;
-    for (backend::CUdeviceptr pointer : allocations_) driver_->cuMemFree(pointer);
-    if (stream_ != nullptr) driver_->cuStreamDestroy(stream_);
-    if (retained_) driver_->cuDevicePrimaryCtxRelease(device_);
-  }
-  CudaMemory(const CudaMemory&) = delete;
-  CudaMemory& operator=(const CudaMemory&) = delete;
-
-  tucclStream_t stream() const { return stream_; }
-
-  void* allocate(size_t bytes) {
-    backend::CUdeviceptr pointer = 0;
-    checkCuda(*driver_, driver_->cuMemAlloc(&pointer, std::max<size_t>(bytes, 1)), "cuMemAlloc",
-              std::to_string(bytes) + " bytes of call buffers");
-    allocations_.push_back(pointer);
-    return reinterpret_cast<void*>(pointer);
-  }
-
-  void toDevice(void* device, const void* host, size_t bytes) {
-    if (bytes == 0) return;
-    checkCuda(*driver_, driver_->cuMemcpyHtoD(reinterpret_cast<backend::CUdeviceptr>(device), host, bytes),
-              "cuMemcpyHtoD");
-  }
-
-  void toHost(void* host, const void* device, size_t bytes) {
-    if (bytes == 0) return;
-    checkCuda(*driver_, driver_->cuMemcpyDtoH(host, reinterpret_cast<backend::CUdeviceptr>(device), bytes),
-              "cuMemcpyDtoH");
-  }
-
-  void synchronize() { checkCuda(*driver_, driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
-
-  /// The "# Rank" facts: the GPU's ordinal, name and PCI bus ("0x1b", as nccl-tests prints it).
-  RankInfo rankInfo(int32_t rank) const {
-    RankInfo info = localCpuRankInfo(rank);
-    info.device = ordinal_;
-    std::array<char, 256> name{};
-    if (driver_->cuDeviceGetName(name.data(), static_cast<int>(name.size()) - 1, device_) == backend::CUDA_SUCCESS) {
-      info.deviceName = name.data();
-    }
-    std::array<char, 64> busId{};  // "0000:1B:00.0"
-    unsigned domain = 0;
-    unsigned bus = 0;
-    if (driver_->cuDeviceGetPCIBusId(busId.data(), static_cast<int>(busId.size()) - 1, device_) ==
-            backend::CUDA_SUCCESS &&
-        std::sscanf(busId.data(), "%x:%x", &domain, &bus) == 2) {
-      std::array<char, 16> text{};
-      std::snprintf(text.data(), text.size(), "0x%02x", bus);
-      info.busId = text.data();
-    }
-    return info;
-  }
-
- private:
-  int ordinal_;
-  const backend::CudaDriver* driver_ = nullptr;
-  backend::CUdevice device_ = 0;
-  backend::CUcontext context_ = nullptr;
-  bool retained_ = false;
-  tucclStream_t stream_ = nullptr;
-  std::vector<backend::CUdeviceptr> allocations_;
-};
 
 /// libtuccl: one communicator and one stream; on the CUDA device, device memory (CudaMemory).
 class TucclBackend final : public BenchBackend {
@@ -332,7 +270,7 @@ class TucclBackend final : public BenchBackend {
   void copyToHost(void* host, const void* device, size_t bytes) override {
     if (cuda_) cuda_->toHost(host, device, bytes);
   }
-  RankInfo rankInfo() override { return cuda_ ? cuda_->rankInfo(rank_) : localCpuRankInfo(rank_); }
+  RankInfo rankInfo() override { return cuda_ ? gpuRankInfo(*cuda_, rank_) : localCpuRankInfo(rank_); }
 
  private:
   /// Runs `call(send, recv)` to completion, on `in` and `out` themselves on the CPU device and on

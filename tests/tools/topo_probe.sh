@@ -4,9 +4,11 @@
 # node), a report with all 6 pairs, intra and inter, and the concurrent pairs; with
 # TUCCL_TEST_SLOW_PAIR=1,2 the report flags the pair 1-2 as slow; a bad value of the hook is exit 2
 # naming it; an existing output is refused without --force.
-# Usage: topo_probe.sh TUCCL_RUN TUCCL_TOPO TUCCL_SIM ALGORITHM WORK_DIR
+# With FAKE_DRIVER and FAKE_NVRTC (CUDA builds), the probe also runs on the CUDA device of the
+# fake driver (device buffers, a stream per rank) and writes a topology tuccl-topo show reads.
+# Usage: topo_probe.sh TUCCL_RUN TUCCL_TOPO TUCCL_SIM ALGORITHM WORK_DIR [FAKE_DRIVER FAKE_NVRTC]
 set -u
-run=$1 topo=$2 sim=$3 algorithm=$4 work=$5
+run=$1 topo=$2 sim=$3 algorithm=$4 work=$5 driver=${6:-} nvrtc=${7:-}
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work" && mkdir -p "$work" || fail "cannot make $work"
 export TUCCL_DEVICE=cpu TUCCL_TIMEOUT_S=60
@@ -33,5 +35,13 @@ status=$?
 echo "$out" | grep -q "TUCCL_TEST_SLOW_PAIR='1,1'" || { echo "$out"; fail "the bad value is not named"; }
 out=$("$run" -n 2 --timeout 120 -- "$topo" probe -o "$work/probed.json" 2>&1)
 [ $? -eq 2 ] && echo "$out" | grep -q "probed.json" || { echo "$out"; fail "an existing output was not refused"; }
+if [ -n "$driver" ]; then
+  TUCCL_DEVICE=cuda TUCCL_CUDA_DRIVER=$driver TUCCL_KERNELGEN_CACHE="$work/kernels" LD_PRELOAD=$nvrtc \
+    "$run" -n 4 --ranks-per-node 2 --timeout 240 -- "$topo" probe -o "$work/cuda.json" --report "$work/cuda.txt" \
+    --latency-iters 20 --bytes 256K --bandwidth-iters 2 || fail "the probe on the CUDA device failed"
+  cat "$work/cuda.txt"
+  [ "$(grep -cE '^[0-3]-[0-3] +(intra|inter) ' "$work/cuda.txt")" -eq 6 ] || fail "CUDA device: not 6 pairs"
+  "$topo" show "$work/cuda.json" | grep -q '^nodes 2, GPUs 4, NICs 2, ' || fail "CUDA device: its topology does not load"
+fi
 rm -rf "$work"
 echo OK
