@@ -19,7 +19,8 @@
 //   profiler, both RTLD_LOCAL): dlopen("libnccl-tuner-tuccl.so", RTLD_NOLOAD), else the global
 //   scope. Without it the samples are dropped, said once through NCCL's logger.
 // - finalize takes back every record, reported or not (an aborted communicator's).
-// Links only libc (the C++ runtime statically), exports only the three structs.
+// Links only libc (the C++ runtime and TuCCL's environment reader statically), exports only the
+// three structs.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -30,10 +31,13 @@
 #include <cstring>
 #include <new>
 
+#include "support/environment.h"
 #include "tuccl/nccl_profiler.h"
 #include "tuccl/tuner_adapt.h"
 
 namespace {
+
+namespace env = tuccl::env;
 
 // ---- NCCL's profiler ABI (include/tuccl/nccl_profiler.h) ------------------------------------------
 
@@ -189,8 +193,7 @@ size_t sizeOf(const char* datatype) {
 ncclResult_t initContext(void** context, uint64_t commId, int* mask, int nRanks, int rank, Logger log) {
   if (context == nullptr) return kSuccess;
   *context = nullptr;
-  const char* adapt = std::getenv("TUCCL_ADAPT");
-  if (adapt == nullptr || std::strcmp(adapt, "1") != 0) {
+  if (env::text("TUCCL_ADAPT").value_or("") != "1") {
     if (log != nullptr) {
       log(NCCL_LOG_INFO, kLogProfile, __FILE__, __LINE__,
           "TuCCL profiler: TUCCL_ADAPT is not 1, so TuCCL's tuner records no durations: no events for this "

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "support/environment.h"
 #include "support/hash.h"
 #include "topo/topology.h"
 #include "topo/topology_json.h"
@@ -53,7 +55,7 @@ double median(std::vector<double> values) {
 
 /// This process's host: TUCCL_HOSTID, else the host name and boot id (as libtuccl groups hosts).
 uint64_t hostHash() {
-  if (const char* id = std::getenv("TUCCL_HOSTID"); id != nullptr && *id != '\0') return fnv1a64(id);
+  if (std::optional<std::string> id = env::text("TUCCL_HOSTID")) return fnv1a64(*id);
   char name[256] = {};
   gethostname(name, sizeof name - 1);
   std::string boot;
@@ -86,10 +88,10 @@ class Probe {
       small_ = hostSmall_.data();
       large_ = hostLarge_.data();
     }
-    if (const char* slow = std::getenv("TUCCL_TEST_SLOW_PAIR"); slow != nullptr && *slow != '\0') {
+    if (std::optional<std::string> slow = env::text("TUCCL_TEST_SLOW_PAIR")) {
       int x = -1, y = -1;
-      if (std::sscanf(slow, "%d,%d", &x, &y) != 2 || x < 0 || y < 0 || x >= nRanks || y >= nRanks || x == y) {
-        throw ProbeError(std::string("TUCCL_TEST_SLOW_PAIR='") + slow + "': expected two different ranks A,B below " +
+      if (std::sscanf(slow->c_str(), "%d,%d", &x, &y) != 2 || x < 0 || y < 0 || x >= nRanks || y >= nRanks || x == y) {
+        throw ProbeError("TUCCL_TEST_SLOW_PAIR='" + *slow + "': expected two different ranks A,B below " +
                          std::to_string(nRanks));
       }
       slowA_ = std::min(x, y);
