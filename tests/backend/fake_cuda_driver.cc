@@ -264,6 +264,11 @@ std::vector<char> imageBytes(const void* image) {
   if (std::strncmp(bytes, kHostCubinMagic.data(), kHostCubinMagic.size()) == 0) {
     return std::vector<char>(bytes, bytes + std::strlen(bytes) + 1);
   }
+  if (std::strncmp(bytes, kHostLibraryMagic.data(), kHostLibraryMagic.size()) == 0) {
+    uint64_t size = 0;
+    std::memcpy(&size, bytes + kHostLibraryMagic.size(), sizeof size);
+    return std::vector<char>(bytes, bytes + kHostLibraryMagic.size() + sizeof size + size);
+  }
   if (std::memcmp(bytes, ELFMAG, SELFMAG) == 0 && bytes[EI_CLASS] == ELFCLASS64) {
     Elf64_Ehdr header;
     std::memcpy(&header, bytes, sizeof header);
@@ -571,6 +576,21 @@ CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   if (std::strncmp(bytes.data(), kHostCubinMagic.data(), kHostCubinMagic.size()) == 0) {
     library = bytes.data() + kHostCubinMagic.size();
     loaded->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (loaded->library == nullptr) return record("cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE, {}, bytes, library);
+  } else if (std::strncmp(bytes.data(), kHostLibraryMagic.data(), kHostLibraryMagic.size()) == 0) {
+    // A host build carried in the image: loaded from a memory file, which dlopen maps.
+    const size_t header = kHostLibraryMagic.size() + sizeof(uint64_t);
+    const int fd = memfd_create("tuccl-fake-kernel", MFD_CLOEXEC);
+    bool written = fd >= 0;
+    for (size_t at = header; written && at < bytes.size();) {
+      const ssize_t n = write(fd, bytes.data() + at, bytes.size() - at);
+      written = n > 0;
+      if (written) at += static_cast<size_t>(n);
+    }
+    library = "/proc/self/fd/" + std::to_string(fd);
+    loaded->library = written ? dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (fd >= 0) close(fd);  // the mapping dlopen made stays
+    library = "(a host build of " + std::to_string(bytes.size() - header) + " bytes in the image)";
     if (loaded->library == nullptr) return record("cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE, {}, bytes, library);
   } else {
     // A real CUBIN is recorded and its launches too, but nothing runs them: say so once, with

@@ -52,6 +52,18 @@ inline std::vector<char> hostCubin(const std::string& hostLibrary) {
   return std::vector<char>(text.c_str(), text.c_str() + text.size() + 1);
 }
 
+inline constexpr std::string_view kHostLibraryMagic = "TUCCL-FAKE-HOSTLIB\n";
+/// A module image that carries a host build itself (the magic, its size as 8 bytes, its bytes):
+/// the fake loads it from memory, so the image stays valid wherever it is kept (the fake NVRTC's
+/// images, which libtuccl's plan store keeps beyond the library files).
+inline std::vector<char> hostLibraryImage(const std::vector<char>& library) {
+  std::vector<char> image(kHostLibraryMagic.begin(), kHostLibraryMagic.end());
+  const uint64_t size = library.size();
+  image.insert(image.end(), reinterpret_cast<const char*>(&size), reinterpret_cast<const char*>(&size) + sizeof size);
+  image.insert(image.end(), library.begin(), library.end());
+  return image;
+}
+
 /// What the fake holds: a device that cleaned up leaves none of it.
 struct Resources {
   size_t deviceAllocations = 0;

@@ -3,7 +3,8 @@
 // points, compiles each program with the host C++ compiler against the device headers' host shim
 // (as kernelgen's host build does: docs/kernels.md), and hands back as the "CUBIN" a host image
 // (fake_cuda_driver.h: hostCubin) naming the library built, which the fake driver runs when the
-// CUDA device launches it. So libtuccl's CUDA device runs its own code path end to end on a
+// CUDA device launches it. The image carries the library's bytes (hostLibraryImage), so it stays
+// valid after the cache is cleaned, wherever libtuccl's plan store keeps it. So libtuccl's CUDA device runs its own code path end to end on a
 // machine without a GPU, in every rank process, with the kernels it generated.
 //
 // Options: -D definitions are passed to the compiler (TUCCL_ONLY_DTYPE and the like), with
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -202,7 +204,13 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram handle, int numOptions, const char*
   program->log.clear();
   const nvrtcResult result = build(*program, defines, library);
   if (result != NVRTC_SUCCESS) return result;
-  program->image = tuccl::fakecuda::hostCubin(library);
+  std::ifstream in(library, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) {
+    program->log = "fake NVRTC: cannot read " + library;
+    return NVRTC_ERROR_INTERNAL_ERROR;
+  }
+  program->image = tuccl::fakecuda::hostLibraryImage(bytes);
   program->ptx = "// fake NVRTC: the host build " + library + "\n";
   return NVRTC_SUCCESS;
 }

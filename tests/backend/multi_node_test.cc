@@ -170,6 +170,9 @@ TEST(MultiNode, KillingARankOnTheOtherHostFailsTheCudaDevicesOfTheOthers) {
   env.push_back("TUCCL_CUDA_DRIVER=" + std::string(TUCCL_FAKE_CUDA_LIBRARY));
   env.push_back("LD_PRELOAD=" + std::string(TUCCL_FAKE_NVRTC_LIBRARY));
   env.push_back("TUCCL_KERNELGEN_CACHE=" + dir + "/kernels");
+  for (std::string& variable : env) {
+    if (variable.rfind("TUCCL_CACHE_DIR=", 0) == 0) variable = "TUCCL_CACHE_DIR=" + dir + "/cache";  // its own plans
+  }
   RankProcesses ranks = startRanks(n, {TUCCL_BENCH_PROGRAM, "allreduce", "-b", "64K", "-e", "64K", "-n", "1000000", "-w",
                                       "1", "-c", "0"},
                                    env, dir, hostsOf("aabb"));
