@@ -431,7 +431,9 @@ struct Communicator::Impl {
       if (!asyncError) return;  // the first error stays
       asyncError = status;
     }
-    logLine(LogLevel::Warn, rank, label() + status.toString());
+    // A runtime error names no file: "error: ...", not a parser's "<input>: error: ...".
+    logLine(LogLevel::Warn, rank,
+            label() + (status.diagnostic().file.empty() ? "error: " + status.message() : status.toString()));
   }
 
   /// After a failed init (or none): everything made so far goes, a CPU device that runs nothing
