@@ -32,6 +32,7 @@ struct Call {
   std::string text;
 };
 
+/// The calls recorded, oldest first (the most recent 2^17 .. 2^18 of a long run).
 std::vector<Call> calls();
 void clearCalls();
 /// The calls of `name`, in order.
