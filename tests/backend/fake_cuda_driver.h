@@ -58,11 +58,11 @@ inline constexpr std::string_view kHostLibraryMagic = "TUCCL-FAKE-HOSTLIB\n";
 /// the fake loads it from memory, so the image stays valid wherever it is kept (the fake NVRTC's
 /// images, which libtuccl's plan store keeps beyond the library files).
 inline std::vector<char> hostLibraryImage(const std::vector<char>& library) {
-  std::vector<char> image(kHostLibraryMagic.begin(), kHostLibraryMagic.end());
+  std::string image(kHostLibraryMagic);
   const uint64_t size = library.size();
-  image.insert(image.end(), reinterpret_cast<const char*>(&size), reinterpret_cast<const char*>(&size) + sizeof size);
-  image.insert(image.end(), library.begin(), library.end());
-  return image;
+  image.append(reinterpret_cast<const char*>(&size), sizeof size);
+  image.append(library.data(), library.size());
+  return std::vector<char>(image.begin(), image.end());
 }
 
 /// What the fake holds: a device that cleaned up leaves none of it.
