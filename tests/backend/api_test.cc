@@ -48,14 +48,17 @@ TEST_F(Api, ErrorStringsAndVersion) {
   EXPECT_EQ(version, TUCCL_VERSION_CODE);
 }
 
+// `result` is tucclInvalidArgument and comm's last error contains `words`.
+void expectInvalidSaying(tucclComm_t comm, tucclResult_t result, const std::string& words) {
+  EXPECT_EQ(result, tucclInvalidArgument);
+  EXPECT_NE(std::string(tucclGetLastError(comm)).find(words), std::string::npos) << tucclGetLastError(comm);
+}
+
 TEST_F(Api, BadArgumentsAreInvalidArgumentWithAReason) {
   std::vector<tucclComm_t> comms = initAll(2);
   ASSERT_NE(comms[0], nullptr);
   float buffer[8] = {};
-  auto expectInvalid = [&](tucclResult_t result, const std::string& words) {
-    EXPECT_EQ(result, tucclInvalidArgument);
-    EXPECT_NE(std::string(tucclGetLastError(comms[0])).find(words), std::string::npos) << tucclGetLastError(comms[0]);
-  };
+  auto expectInvalid = [&](tucclResult_t result, const std::string& words) { expectInvalidSaying(comms[0], result, words); };
   expectInvalid(tucclAllReduce(buffer, buffer, 8, tucclFloat32, tucclSum, nullptr, nullptr), "comm is NULL");
   expectInvalid(tucclAllReduce(nullptr, buffer, 8, tucclFloat32, tucclSum, comms[0], nullptr), "sendbuff is NULL");
   expectInvalid(tucclAllReduce(buffer, nullptr, 8, tucclFloat32, tucclSum, comms[0], nullptr), "recvbuff is NULL");
@@ -85,10 +88,7 @@ TEST_F(Api, BadPointToPointArgumentsAreInvalidArgumentWithAReason) {
   std::vector<tucclComm_t> comms = initAll(2);
   ASSERT_NE(comms[0], nullptr);
   float buffer[8] = {};
-  auto expectInvalid = [&](tucclResult_t result, const std::string& words) {
-    EXPECT_EQ(result, tucclInvalidArgument);
-    EXPECT_NE(std::string(tucclGetLastError(comms[0])).find(words), std::string::npos) << tucclGetLastError(comms[0]);
-  };
+  auto expectInvalid = [&](tucclResult_t result, const std::string& words) { expectInvalidSaying(comms[0], result, words); };
   expectInvalid(tucclSend(buffer, 8, tucclFloat32, 1, nullptr, nullptr), "comm is NULL");
   expectInvalid(tucclSend(buffer, 8, tucclFloat32, 2, comms[0], nullptr), "peer 2 is outside [0, 2)");
   expectInvalid(tucclRecv(buffer, 8, tucclFloat32, -1, comms[0], nullptr), "peer -1");
