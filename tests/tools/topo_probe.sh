@@ -3,7 +3,8 @@
 # write a topology that tuccl-topo show and tuccl-sim --topo read (2 nodes, 4 GPUs, a NIC per
 # node), a report with all 6 pairs, intra and inter, and the concurrent pairs; with
 # TUCCL_TEST_SLOW_PAIR=1,2 the report flags the pair 1-2 as slow; a bad value of the hook is exit 2
-# naming it; an existing output is refused without --force.
+# naming it; ranks not numbered host by host are exit 2 with the reason; an existing output is
+# refused without --force.
 # With FAKE_DRIVER and FAKE_NVRTC (CUDA builds), the probe also runs on the CUDA device of the
 # fake driver (device buffers, a stream per rank) and writes a topology tuccl-topo show reads.
 # Usage: topo_probe.sh TUCCL_RUN TUCCL_TOPO TUCCL_SIM ALGORITHM WORK_DIR [FAKE_DRIVER FAKE_NVRTC]
@@ -33,6 +34,13 @@ out=$(TUCCL_TEST_SLOW_PAIR=1,1 "$run" -n 2 --timeout 120 -- "$topo" probe -o "$w
 status=$?
 [ "$status" -eq 2 ] || { echo "$out"; fail "a bad TUCCL_TEST_SLOW_PAIR: exit $status, not 2"; }
 echo "$out" | grep -q "TUCCL_TEST_SLOW_PAIR='1,1'" || { echo "$out"; fail "the bad value is not named"; }
+# Hosts interleaved (rank r on host r % 2): the topology numbers ranks host by host, so it is refused.
+out=$("$run" -n 4 --timeout 120 -- sh -c 'TUCCL_HOSTID=h$((TUCCL_RANK % 2)) exec "$0" probe -o "$1"' "$topo" \
+  "$work/interleaved.json" 2>&1)
+status=$?
+[ "$status" -eq 2 ] || { echo "$out"; fail "interleaved hosts: exit $status, not 2"; }
+echo "$out" | grep -q 'is on an earlier host than rank' || { echo "$out"; fail "interleaved hosts: no reason"; }
+[ ! -e "$work/interleaved.json" ] || fail "interleaved hosts: a topology was written"
 out=$("$run" -n 2 --timeout 120 -- "$topo" probe -o "$work/probed.json" 2>&1)
 [ $? -eq 2 ] && echo "$out" | grep -q "probed.json" || { echo "$out"; fail "an existing output was not refused"; }
 if [ -n "$driver" ]; then
