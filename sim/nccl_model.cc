@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -197,6 +198,7 @@ class RingDfs {
 struct Packing {
   int32_t channels = 0;
   bool pcie = false;  ///< a ring hop inside the node crosses PCIe
+  std::vector<std::vector<int32_t>> orders;  ///< per channel, the local GPUs in ring order
 };
 
 bool ringCrossesPcie(const RingSearch& search, const std::vector<int32_t>& order, bool cycle) {
@@ -234,6 +236,7 @@ Packing packRings(const RingSearch& search, double s) {
     }
     if (!found) break;
     ++packing.channels;
+    packing.orders.push_back(order);
   }
   return packing;
 }
@@ -297,6 +300,31 @@ std::vector<double> speedsOf(const std::array<double, N>& speeds) {
   return std::vector<double>(speeds.begin(), speeds.end());
 }
 
+/// The rings over all ranks: every node runs the channel's local order (NCCL's graphs are the
+/// same on every node), node after node; the last node's last GPU closes the ring to the first's
+/// first through the network. No order found (NCCL's slow fallback ring): local index order.
+std::vector<std::vector<int32_t>> globalRings(const Topology& topology, std::vector<std::vector<int32_t>> orders) {
+  const std::vector<int32_t> first = ranksOfNode(topology, 0);
+  if (orders.empty()) {
+    orders.emplace_back(first.size());
+    std::iota(orders.back().begin(), orders.back().end(), 0);
+  }
+  std::vector<std::vector<int32_t>> rings;
+  for (const std::vector<int32_t>& order : orders) {
+    std::vector<int32_t> ring;
+    for (int32_t node = 0; node < topology.nNodes(); ++node) {
+      const std::vector<int32_t> ranks = ranksOfNode(topology, node);
+      if (ranks.size() != order.size()) {  // a node unlike the first: its GPUs in index order
+        ring.insert(ring.end(), ranks.begin(), ranks.end());
+        continue;
+      }
+      for (int32_t local : order) ring.push_back(ranks[static_cast<size_t>(local)]);
+    }
+    rings.push_back(std::move(ring));
+  }
+  return rings;
+}
+
 }  // namespace
 
 NcclGraph searchNcclGraph(const Topology& topology) {
@@ -338,6 +366,7 @@ NcclGraph searchNcclGraph(const Topology& topology) {
   }
   graph.intraHop = best.pcie ? HopClass::Pcie : HopClass::NVLink;
   graph.ll128 = ll128Enabled(topology, search, minSm, maxSm, best.pcie);
+  graph.rings = globalRings(topology, best.orders);
   return graph;
 }
 

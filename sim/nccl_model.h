@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/cost_model.h"
 #include "support/status.h"
@@ -45,6 +46,9 @@ struct NcclGraph {
   bool ll128 = false;          ///< LL128 enabled (NCCL enables it only where it was validated)
   double gpuFabricGBps = 0;    ///< widest GPU's total fabric bandwidth (NCCL's totalBw)
   double nicGBpsPerNode = 0;   ///< sum of the NICs of one node
+  /// The distinct rings the search packed (before the duplication), each a permutation of all
+  /// ranks: one node's order repeated node after node (NCCL's rings over nodes).
+  std::vector<std::vector<int32_t>> rings;
 };
 
 /// NCCL's choice. AllToAll is no collective algorithm in NCCL but grouped send/recv (p2p): it is

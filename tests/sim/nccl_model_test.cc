@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
+#include "topo/paths.h"
 #include "topo/presets.h"
 
 namespace tuccl {
@@ -48,6 +51,28 @@ TEST(NcclModel, GraphSearchCountsNvlinksAtNcclsRateAndChannelsPerNic) {
   EXPECT_EQ(ndv2.nChannels, 1);
   EXPECT_FALSE(ndv2.ll128);
   EXPECT_TRUE(graphOf("preset:ndv2").ll128);
+}
+
+TEST(NcclModel, GraphSearchKeepsItsRingsAsPermutationsRepeatedNodeByNode) {
+  const NcclGraph dgx1 = graphOf("preset:dgx1-v100");
+  ASSERT_EQ(dgx1.rings.size(), 2u);  // two NVLink rings, duplicated into 4 channels
+  EXPECT_EQ(dgx1.nChannels, 4);
+  const Topology topology = makePreset("preset:dgx1-v100");
+  const Router router(topology);
+  for (const std::vector<int32_t>& ring : dgx1.rings) {
+    std::vector<int32_t> sorted = ring;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    for (size_t i = 0; i < ring.size(); ++i)
+      EXPECT_EQ(router.pathBetween(ring[i], ring[(i + 1) % ring.size()]).kind, PathKind::NVLink);
+  }
+  // Several nodes: every node runs the channel's local order, node after node.
+  const NcclGraph two = graphOf("preset:dgx-a100:nodes=2");
+  ASSERT_EQ(two.rings.size(), 8u);
+  for (const std::vector<int32_t>& ring : two.rings) {
+    ASSERT_EQ(ring.size(), 16u);
+    for (size_t i = 0; i < 8; ++i) EXPECT_EQ(ring[i + 8], ring[i] + 8);
+  }
 }
 
 TEST(NcclModel, LowLatencyProtocolAtSmallSizesSimpleAtLargeOnes) {
