@@ -1,8 +1,10 @@
 // The ring family: NCCL-style multi-ring algorithms, one ring per NIC rail (NCCL's channels).
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "synth/generate_common.h"
+#include "topo/paths.h"
 
 namespace tuccl {
 
@@ -80,9 +82,69 @@ std::vector<int32_t> entryRails(const GeneratorShape& shape, int32_t rail) {
   return best;
 }
 
-// The node's GPUs from `in` to `out`: `in`, the others in ascending order cyclically after it,
-// then `out`.
-void appendNode(const std::vector<int32_t>& ranks, int32_t in, int32_t out, std::vector<int32_t>& ring) {
+// Which ordered pairs of a node's GPUs a ring hop joins over the GPU fabric alone (NVLink,
+// NVSwitch, xGMI): the hops NCCL's ring search keeps, where a PCIe hop would slow the whole ring.
+class FabricHops {
+ public:
+  explicit FabricHops(const Topology& topology) : router_(topology) {}
+
+  bool direct(int32_t a, int32_t b) {
+    const uint64_t key = (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b);
+    auto [it, fresh] = known_.emplace(key, false);
+    if (fresh) {
+      const PathKind kind = router_.pathBetween(a, b).kind;
+      it->second = kind == PathKind::NVLink || kind == PathKind::NVSwitch || kind == PathKind::Xgmi;
+    }
+    return it->second;
+  }
+
+ private:
+  Router router_;
+  std::unordered_map<uint64_t, bool> known_;
+};
+
+// Bound on the depth-first search of one node's order (NCCL bounds its own search likewise).
+constexpr int64_t kOrderSearchSteps = 200'000;
+
+// A Hamiltonian path of the node's GPUs from `in` to `out` over fabric hops (a cycle back to
+// `in` when in == out), trying the GPUs in index order after the last one first, as NCCL's search
+// does; empty when there is none within the search bound.
+std::vector<int32_t> fabricPath(const std::vector<int32_t>& ranks, int32_t in, int32_t out, FabricHops& hops) {
+  const size_t g = ranks.size();
+  std::vector<int32_t> path{in};
+  std::vector<bool> used(g, false);
+  used[static_cast<size_t>(std::find(ranks.begin(), ranks.end(), in) - ranks.begin())] = true;
+  int64_t steps = 0;
+  auto extend = [&](auto&& self) -> bool {
+    if (++steps > kOrderSearchSteps) return false;
+    const int32_t last = path.back();
+    if (path.size() == g) return in == out ? hops.direct(last, in) : last == out;
+    const size_t at = static_cast<size_t>(std::find(ranks.begin(), ranks.end(), last) - ranks.begin());
+    for (size_t k = 1; k < g; ++k) {
+      const size_t next = (at + k) % g;
+      const int32_t rank = ranks[next];
+      // `out` (when it differs from `in`) closes the path: not before every other GPU.
+      if (used[next] || (rank == out && out != in && path.size() + 1 < g) || !hops.direct(last, rank)) continue;
+      used[next] = true;
+      path.push_back(rank);
+      if (self(self)) return true;
+      path.pop_back();
+      used[next] = false;
+    }
+    return false;
+  };
+  if (g <= 1) return path;
+  return extend(extend) ? path : std::vector<int32_t>{};
+}
+
+// The node's GPUs from `in` to `out`: a path over fabric hops where one exists, else `in`, the
+// others in ascending order cyclically after it, then `out`.
+void appendNode(const std::vector<int32_t>& ranks, int32_t in, int32_t out, FabricHops& hops,
+                std::vector<int32_t>& ring) {
+  if (std::vector<int32_t> path = fabricPath(ranks, in, out, hops); !path.empty()) {
+    ring.insert(ring.end(), path.begin(), path.end());
+    return;
+  }
   const auto start = std::find(ranks.begin(), ranks.end(), in) - ranks.begin();
   ring.push_back(in);
   for (size_t i = 1; i < ranks.size(); ++i) {
@@ -92,7 +154,7 @@ void appendNode(const std::vector<int32_t>& ranks, int32_t in, int32_t out, std:
   if (out != in) ring.push_back(out);
 }
 
-std::vector<int32_t> buildRing(const GeneratorShape& shape, int32_t c) {
+std::vector<int32_t> buildRing(const GeneratorShape& shape, int32_t c, FabricHops& hops) {
   const int32_t rail = shape.usableRails[static_cast<size_t>(c) % shape.usableRails.size()];
   const NodeRails rails{shape};
   std::vector<int32_t> ring;
@@ -102,7 +164,7 @@ std::vector<int32_t> buildRing(const GeneratorShape& shape, int32_t c) {
     const std::vector<int32_t>& ranks = shape.nodeRanks[0];
     int32_t start = rails.entry(0, rail);
     if (start < 0) start = ranks[static_cast<size_t>(c) % ranks.size()];
-    appendNode(ranks, start, start, ring);
+    appendNode(ranks, start, start, hops, ring);
     return ring;
   }
   const std::vector<int32_t> entry = entryRails(shape, rail);
@@ -110,12 +172,12 @@ std::vector<int32_t> buildRing(const GeneratorShape& shape, int32_t c) {
     const std::vector<int32_t>& ranks = shape.nodeRanks[node];
     if (entry.empty()) {
       // No rail cycle: plain node order; the sketch check says whether its hops are allowed.
-      appendNode(ranks, ranks.front(), ranks.back(), ring);
+      appendNode(ranks, ranks.front(), ranks.back(), hops, ring);
       continue;
     }
     const int32_t in = rails.entry(node, entry[node]);
     const int32_t out = rails.exit(node, entry[(node + 1) % shape.nNodes]);
-    appendNode(ranks, in, out, ring);
+    appendNode(ranks, in, out, hops, ring);
   }
   return ring;
 }
@@ -246,13 +308,30 @@ Algorithm ringReduce(const GeneratorShape& shape, const std::vector<std::vector<
 
 std::vector<std::vector<int32_t>> buildRings(const GeneratorShape& shape, int32_t nRings) {
   std::vector<std::vector<int32_t>> rings;
-  for (int32_t c = 0; c < nRings; ++c) rings.push_back(buildRing(shape, c));
+  FabricHops hops(*shape.topology);
+  for (int32_t c = 0; c < nRings; ++c) rings.push_back(buildRing(shape, c, hops));
   return rings;
 }
 
 Expected<Algorithm> generateRing(Collective collective, const GeneratorShape& shape) {
+  const std::vector<std::vector<int32_t>>& given = shape.options.rings;
+  if (!given.empty()) {
+    const int32_t nGiven = static_cast<int32_t>(given.size());
+    if (shape.options.parts != 0 && shape.options.parts != nGiven)
+      return unsupported(kRing, collective, "parts=" + std::to_string(shape.options.parts) + " with " +
+                                                std::to_string(nGiven) + " given rings");
+    for (int32_t c = 0; c < nGiven; ++c) {
+      std::vector<int32_t> sorted = given[c];
+      std::sort(sorted.begin(), sorted.end());
+      bool permutation = static_cast<int32_t>(sorted.size()) == shape.nRanks;
+      for (int32_t r = 0; permutation && r < shape.nRanks; ++r) permutation = sorted[r] == r;
+      if (!permutation)
+        return unsupported(kRing, collective, "given ring " + std::to_string(c) + " is not a permutation of the " +
+                                                  std::to_string(shape.nRanks) + " ranks");
+    }
+  }
   const int32_t nRings = shape.parts(static_cast<int32_t>(shape.usableRails.size()));
-  const std::vector<std::vector<int32_t>> rings = buildRings(shape, nRings);
+  const std::vector<std::vector<int32_t>> rings = given.empty() ? buildRings(shape, nRings) : given;
   switch (collective) {
     case Collective::AllGather:
       return ringAllGather(shape, rings);

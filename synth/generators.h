@@ -61,6 +61,10 @@ struct GeneratorOptions {
   bool inPlace = false;
   /// hm-leaders: GPUs per NIC that carry the node's inter-node traffic; 0: kDefaultLeadersPerNic.
   int32_t leaders = 0;
+  /// ring: the rings to run, each a permutation of the ranks, ring c carrying part c (NCCL's
+  /// rings from its graph search, sim/nccl_model.h); empty: the generator's own. With rings,
+  /// `parts` must be 0 or their number.
+  std::vector<std::vector<int32_t>> rings;
 };
 
 /// hm-leaders' default: two GPUs per NIC (on NDv2's one NIC for eight GPUs, two leaders beat one

@@ -13,6 +13,7 @@
 #include "lang/resccl.h"
 #include "lang/resccl_printer.h"
 #include "lang/semantic_check.h"
+#include "topo/paths.h"
 #include "topo/presets.h"
 
 namespace tuccl {
@@ -235,6 +236,47 @@ TEST(Generators, UnsupportedCombinationsSayWhy) {
   Expected<Algorithm> root = generateAlgorithm("ring", Collective::Broadcast, twoNodes, pruned, badRoot);
   ASSERT_FALSE(root.ok());
   EXPECT_EQ(root.status().code(), ErrorCode::InvalidArgument);
+}
+
+TEST(Generators, RingsStayOnTheGpuFabricInsideANode) {
+  // DGX-1's hybrid cube mesh: GPU i and i+1 are not all joined by NVLink (3 -> 4 crosses PCIe),
+  // so index order is no NVLink ring; the ring generator finds one, as NCCL's search does.
+  const Topology dgx1 = makePreset("preset:dgx1-v100");
+  const Router router(dgx1);
+  for (int32_t parts : {1, 2}) {
+    GeneratorOptions options;
+    options.parts = parts;
+    Algorithm ring = generateAlgorithm("ring", Collective::AllGather, dgx1, Sketch{}, options).value();
+    for (const Operation& op : ring.ops) {
+      if (op.srcRank == op.dstRank) continue;
+      EXPECT_EQ(router.pathBetween(op.srcRank, op.dstRank).kind, PathKind::NVLink)
+          << "hop " << op.srcRank << " -> " << op.dstRank;
+    }
+  }
+}
+
+TEST(Generators, GivenRingsAreRunAsGivenAndCheckedFirst) {
+  const Topology node = makePreset("preset:dgx-a100:nodes=1,gpus=4");
+  GeneratorOptions options;
+  options.rings = {{0, 2, 1, 3}, {3, 2, 1, 0}};
+  Algorithm ring = generateAlgorithm("ring", Collective::AllGather, node, Sketch{}, options).value();
+  EXPECT_EQ(ring.chunksPerRank(), 2);  // one part per ring
+  std::set<std::pair<int32_t, int32_t>> hops;
+  for (const Operation& op : ring.ops)
+    if (op.srcRank != op.dstRank) hops.emplace(op.srcRank, op.dstRank);
+  EXPECT_EQ(hops, (std::set<std::pair<int32_t, int32_t>>{
+                      {0, 2}, {2, 1}, {1, 3}, {3, 0}, {3, 2}, {2, 1}, {1, 0}, {0, 3}}));
+  GeneratorOptions notPermutation;
+  notPermutation.rings = {{0, 1, 1, 3}};
+  Expected<Algorithm> bad = generateAlgorithm("ring", Collective::AllGather, node, Sketch{}, notPermutation);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not a permutation of the 4 ranks"), std::string::npos) << bad.status().message();
+  GeneratorOptions parts = options;
+  parts.parts = 3;
+  Expected<Algorithm> mismatch = generateAlgorithm("ring", Collective::AllGather, node, Sketch{}, parts);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.status().message().find("parts=3 with 2 given rings"), std::string::npos)
+      << mismatch.status().message();
 }
 
 TEST(Generators, GenerateAllListsTheGeneratorsInOrderAndNotesTheOthers) {
