@@ -8,8 +8,9 @@
 //
 //   1. methods: the noiseless time of the configuration each method returns, as the gap to the
 //      grid optimum, and the profiling cost it spent (sum of r), averaged over seeds.
-//   2. dimensions: speed-up over what NCCL would do (sim/nccl_model.h: NCCL's own algorithm,
-//      protocol and channels on the topology, timed by its cost model) of the best configuration of
+//   2. dimensions: speed-up over what NCCL would do (tune/nccl_baseline.h: the plan of NCCL's own
+//      algorithm, protocol and channels on the topology, simulated like the candidates) of the best
+//      configuration of
 //        config-only  the ring program, backend configuration searched (AutoCCL-style)
 //        sketch-only  every sketch's admissible programs, each at the default configuration
 //        joint        everything (MRACO's find in the joint space, and the joint optimum);
@@ -32,6 +33,7 @@
 
 #include "sim/metrics.h"
 #include "sim/nccl_model.h"
+#include "tune/nccl_baseline.h"
 #include "sim/network_topology.h"
 #include "support/text_values.h"
 #include "topo/load.h"
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
   for (const std::string& topo : tuccl::splitList(topos, ';')) {
     const Topology topology = loadTopology(topo).value().topology;
     const Network network = makeNetwork(topology);
-    const NcclGraph ncclGraph = searchNcclGraph(topology);
+    NcclBaseline ncclPlans(topology, network, defaultCostModel());
     for (const std::string& coll : tuccl::splitList(collectivesText, ',')) {
       const Collective kind = *parseCollective(coll);
       const std::vector<AlgorithmCandidate> candidates = algorithmCandidates(topology, kind, examples);
@@ -148,9 +150,9 @@ int main(int argc, char** argv) {
         row.topo = topo;
         row.collective = coll;
         row.bytes = bytes;
-        const NcclChoice nccl = ncclModelChoice(ncclGraph, kind, static_cast<uint64_t>(bytes));
-        row.ncclUs = nccl.timeUs;
-        row.ncclPick = describeNcclChoice(nccl);
+        const NcclSimulated nccl = ncclPlans.evaluate(kind, bytes).value();
+        row.ncclUs = nccl.choice.timeUs;
+        row.ncclPick = describeNcclChoice(nccl.choice);
         const auto levels = chunkLevelsFor(base.dimension(base.dimensionIndex(kDimChunkBytes)).levels, bytes,
                                            topology.nRanks(), maxSlices);
         const SearchSpace joint = searchSpaceFromJson(
@@ -291,7 +293,7 @@ int main(int argc, char** argv) {
 
   // ---- 2. dimensions
   std::printf("\n## Joint vs single-dimension optimisation (TuCCL Figures 6-7): speed-up over what NCCL would do "
-              "(the NCCL model: its algorithm, protocol and channels); ring-dflt: the ring at NCCL's defaults "
+              "(NCCL's plan for its model's choice of algorithm, protocol and channels, simulated); ring-dflt: the ring at NCCL's defaults "
               "(Simple, 512 threads, 512K chunks) simulated\n");
   std::printf("%-38s %-9s %5s %10s %-17s %9s | %11s %11s | %11s %-18s | %11s %11s %-14s\n", "topology", "coll",
               "size", "nccl(us)", "(NCCL's choice)", "ring-dflt", "cfg-only", "cfg(MRACO)", "sketch-only", "(pick)",
@@ -310,7 +312,7 @@ int main(int argc, char** argv) {
   if (csv) {
     std::printf("\ntopology,collective,bytes,grid,optimum_us");
     for (const std::string& m : methods) std::printf(",%s_gap_mean,%s_gap_max,%s_cost_pct", m.c_str(), m.c_str(), m.c_str());
-    std::printf(",nccl_model_us,nccl_model_choice,ring_default_us,config_only_us,config_mraco_us,sketch_only_us,joint_us,"
+    std::printf(",nccl_sim_us,nccl_choice,ring_default_us,config_only_us,config_mraco_us,sketch_only_us,joint_us,"
                 "joint_mraco_us\n");
     for (const CaseRow& r : rows) {
       std::printf("\"%s\",%s,%lld,%zu,%.3f", r.topo.c_str(), r.collective.c_str(), static_cast<long long>(r.bytes),

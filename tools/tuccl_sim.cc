@@ -22,6 +22,7 @@
 #include "sim/network.h"
 #include "sim/network_topology.h"
 #include "sim/nccl_model.h"
+#include "tune/nccl_baseline.h"
 #include "plan/plan_json.h"
 #include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
@@ -60,19 +61,20 @@ tuccl::LoadedAlgorithm loadAlgorithm(const std::string& input, const tuccl::Netw
   return valueOrThrow(tuccl::loadProvedAlgorithm(std::move(source), {{"nRanks", n}, {"GPUPerNode", g}}));
 }
 
-/// The --vs-nccl header cells: the NCCL model's time, its choice, and the speed-up over it.
-std::string ncclColumns(const char* time, const char* speedup) {
-  char text[96];
-  std::snprintf(text, sizeof text, " %10s %-18s %7s", time, "", speedup);
+/// The --vs-nccl header cells: NCCL's simulated time, its choice, the speed-up over it, and the
+/// NCCL model's own time (the cross-check).
+std::string ncclColumns(const char* time, const char* speedup, const char* model) {
+  char text[128];
+  std::snprintf(text, sizeof text, " %10s %-18s %7s %10s", time, "", speedup, model);
   return text;
 }
 
-/// The --vs-nccl cells of one row: NCCL model time, "RING/Simple/12ch", and its time over `timeUs`
-/// (the first plan's).
-std::string ncclCells(const tuccl::NcclChoice& nccl, double timeUs) {
-  char text[96];
-  std::snprintf(text, sizeof text, " %10.1f %-18s %6.2fx", nccl.timeUs, tuccl::describeNcclChoice(nccl).c_str(),
-                nccl.timeUs / timeUs);
+/// The --vs-nccl cells of one row: NCCL's plan simulated, "RING/Simple/12ch", its time over
+/// `timeUs` (the first plan's), and the NCCL model's time for the same choice.
+std::string ncclCells(const tuccl::NcclSimulated& nccl, double timeUs) {
+  char text[128];
+  std::snprintf(text, sizeof text, " %10.1f %-18s %6.2fx %10.1f", nccl.choice.timeUs,
+                tuccl::describeNcclChoice(nccl.choice).c_str(), nccl.choice.timeUs / timeUs, nccl.model.timeUs);
   return text;
 }
 
@@ -140,8 +142,9 @@ void addOutputOptions(CLI::App& app, SimArgs& args) {
       ->type_name("FILE");
   tuccl::cli::addForceFlag(app, args.force);
   app.add_flag("--vs-nccl", args.vsNccl,
-               "add what NCCL would do (its algorithm, protocol and channels by its own cost model) and xNCCL: "
-               "the NCCL model's time over this one's");
+               "add what NCCL would do: its algorithm, protocol and channels by its tuning model, run as NCCL's "
+               "plan (its rings or trees) in this simulator (nccl), xNCCL = that time over this one's, and the "
+               "tuning model's own time (model) as a cross-check");
   app.add_flag("--report", args.report, "print the metrics of the largest size (bound, TBs, links, bubbles)");
 }
 
@@ -216,13 +219,13 @@ void printColumnHeaders(const SimPlans& sims, bool vsNccl) {
                 std::string(tuccl::executionLevelName(first.executionLevel)).c_str(),
                 std::string(tuccl::tbPolicyName(first.tbAllocation)).c_str());
     std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s%s\n", "size", "count", "type", "redop", "time", "algbw",
-                "busbw", "bound", "eff", vsNccl ? ncclColumns("nccl", "xNCCL").c_str() : "");
+                "busbw", "bound", "eff", vsNccl ? ncclColumns("nccl-sim", "xNCCL", "nccl-model").c_str() : "");
     std::printf("#%11s %13s %6s %6s %10s %8s %8s %10s %6s%s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)",
-                "(GB/s)", "(us)", "(%)", vsNccl ? ncclColumns("(us)", "").c_str() : "");
+                "(GB/s)", "(us)", "(%)", vsNccl ? ncclColumns("(us)", "", "(us)").c_str() : "");
   } else {
     std::printf("#%11s %13s %10s", "size", "count", "bound(us)");
     for (const std::string& label : sims.labels) std::printf(" %10s %8s %6s", (label + "(us)").c_str(), "busbw", "eff%");
-    if (vsNccl) std::printf("%s", ncclColumns("nccl(us)", "xNCCL").c_str());
+    if (vsNccl) std::printf("%s", ncclColumns("nccl-sim(us)", "xNCCL", "model(us)").c_str());
     std::printf(" %s\n", ("speedup " + sims.labels[0] + " vs others").c_str());
   }
 }
@@ -273,7 +276,7 @@ struct SizeSweep {
 
 // Simulates every plan at every size and prints a row per size.
 SizeSweep simulateSizes(const SimPlans& sims, const std::vector<int64_t>& sizeList, const tuccl::Network& network,
-                        const tuccl::CostModel& cost, const std::optional<tuccl::NcclGraph>& ncclGraph,
+                        const tuccl::CostModel& cost, tuccl::NcclBaseline* nccl,
                         bool traceLast) {
   const tuccl::Plan& first = sims.plans.front();
   const tuccl::Collective collective = first.collective;
@@ -286,10 +289,7 @@ SizeSweep simulateSizes(const SimPlans& sims, const std::vector<int64_t>& sizeLi
         simulateSize(sims.plans, network, bytes, cost, traceLast && lastSize, lastSize ? &sweep.last : nullptr);
     const double factorBus = tuccl::busBandwidthFactor(collective, first.nRanks);
     std::string ncclText;
-    if (ncclGraph) {
-      const tuccl::NcclChoice nccl = tuccl::ncclModelChoice(*ncclGraph, collective, static_cast<uint64_t>(bytes));
-      ncclText = ncclCells(nccl, times[0]);
-    }
+    if (nccl != nullptr) ncclText = ncclCells(valueOrThrow(nccl->evaluate(collective, bytes)), times[0]);
     if (sims.plans.size() == 1) {
       sweep.busSum += printSingleRow(collective, bytes, times[0], bound, factorBus, ncclText);
     } else {
@@ -331,10 +331,10 @@ int runSim(const CLI::App& app, SimArgs& args) {
   if (!grid) throw std::invalid_argument("--sizes: " + grid.status().message());
   const SimPlans sims = loadPlans(args, network);
   printSettings(sims.plans.front(), network);
-  const std::optional<tuccl::NcclGraph> ncclGraph =
-      args.vsNccl ? std::optional<tuccl::NcclGraph>(tuccl::searchNcclGraph(topology)) : std::nullopt;
+  std::optional<tuccl::NcclBaseline> nccl;
+  if (args.vsNccl) nccl.emplace(topology, network, cost);
   printColumnHeaders(sims, args.vsNccl);
-  const SizeSweep sweep = simulateSizes(sims, *grid, network, cost, ncclGraph, !args.trace.empty());
+  const SizeSweep sweep = simulateSizes(sims, *grid, network, cost, nccl ? &*nccl : nullptr, !args.trace.empty());
   finishRun(args, sims, network, sweep, grid->size());
   return 0;
 }

@@ -351,20 +351,21 @@ std::string ratioText(const std::optional<DefaultComparison>& c) {
   return text;
 }
 
-/// One line per table entry: its range and what won it; the NCCL model's choice beside it where
-/// the run measured GPUs (a table for CPU ranks has nothing to compare with it).
+/// One line per table entry: its range and what won it; NCCL's choice beside it where the run
+/// measured GPUs (a table for CPU ranks has nothing to compare with it): its plan simulated by
+/// the sim profiler's engine ("nccl-sim"), the NCCL model's time for measured runs ("nccl-model").
 void printSummary(const TuningResult& result, const LookupTable& table, const std::string& described) {
   const TuningRequest& request = result.request;
   const std::string profiler(profilerKindName(request.profiler));
-  bool nccl = false;
-  for (const TunedWorkload& w : result.workloads) nccl = nccl || w.nccl.timeUs > 0;
+  bool nccl = false, simulated = false;
+  for (const TunedWorkload& w : result.workloads) nccl = nccl || w.nccl.timeUs > 0, simulated = simulated || w.ncclSimulated;
   std::printf("# %s: %d ranks on %d nodes, signature %s; %s, profiler %s, seed %llu\n", described.c_str(),
               result.nRanks, result.nNodes, result.signature.empty() ? "-" : result.signature.c_str(),
               request.method.c_str(), profiler.c_str(), static_cast<unsigned long long>(request.seed));
   std::printf("# %-13s %-22s %-18s %-9s %-10s %-6s %3s %4s %6s %10s %-20s %9s %7s %-22s", "collective", "bytes",
               "algorithm", "sketch", "scheduler", "proto", "ch", "thr", "chunk", "time(us)", "[95% interval]",
               "trials", "cost", "/default [95%]");
-  if (nccl) std::printf(" %10s %-18s %7s", "nccl(us)", "(NCCL's choice)", "xNCCL");
+  if (nccl) std::printf(" %10s %-18s %7s", simulated ? "nccl-sim" : "nccl-model", "(NCCL's choice)", "xNCCL");
   std::printf("\n");
   for (const TunedRange& r : result.ranges) {
     const std::string range =

@@ -21,6 +21,7 @@
 #include "topo/load.h"
 #include "tune/command_profiler.h"
 #include "tune/measurement_noise.h"
+#include "tune/nccl_baseline.h"
 #include "tune/sim_profiler.h"
 #include "tune/synthetic_profiler.h"
 #include "tune/trial_log.h"
@@ -794,13 +795,26 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
   // The NCCL model describes GPUs: its choice is compared with what ran on GPUs (the simulator's
   // and a command's topologies; libtuccl's runs only on the CUDA device), never with CPU ranks.
   const bool compareWithNccl = request.ranks == 0 && (request.profiler != ProfilerKind::Tuccl || !tucclOnCpu());
+  // The simulator's candidates are compared with NCCL's own plan in the same simulator; measured
+  // ones with the NCCL model's time (no plan of NCCL's ran beside them).
   std::optional<NcclGraph> ncclGraph;
+  std::optional<NcclBaseline> ncclPlans;
   if (compareWithNccl) ncclGraph = searchNcclGraph(topology);
+  if (compareWithNccl && request.profiler == ProfilerKind::Sim) ncclPlans.emplace(topology, network, defaultCostModel());
   for (const CollectivePlan& plan : plans) {
     for (int64_t bytes : request.sizes) {
       result.workloads.push_back(searchWorkload(ctx, plan, bytes, result.workloads.size()));
-      if (ncclGraph)
-        result.workloads.back().nccl = ncclModelChoice(*ncclGraph, plan.collective, static_cast<uint64_t>(bytes));
+      TunedWorkload& w = result.workloads.back();
+      if (ncclPlans) {
+        Expected<NcclSimulated> simulated = ncclPlans->evaluate(plan.collective, bytes);
+        throwIfError(simulated.status());
+        w.nccl = simulated->choice;
+        w.ncclSimulated = true;
+        w.ncclModelUs = simulated->model.timeUs;
+      } else if (ncclGraph) {
+        w.nccl = ncclModelChoice(*ncclGraph, plan.collective, static_cast<uint64_t>(bytes));
+        w.ncclModelUs = w.nccl.timeUs;
+      }
     }
   }
   result.ranges = mergeRanges(request, plans, result.workloads, request.sizes);
@@ -838,7 +852,8 @@ std::string rangeComment(const TuningResult& result, const TunedRange& r) {
     comment << " (nothing measured was significantly faster than the defaults: " << r.versusDefault->versus
             << " against the default " << describeComparison(*r.versusDefault) << "); tuned at";
   } else if (r.algorithm == kNcclOwnChoice) {
-    comment << " (NCCL's own choice " << describeNcclChoice(w.nccl) << ", by the NCCL model, beats the best candidate "
+    comment << " (NCCL's own choice " << describeNcclChoice(w.nccl)
+            << (w.ncclSimulated ? ", its plan simulated," : ", by the NCCL model,") << " beats the best candidate "
             << w.space.describe(*w.result.best) << " at " << std::fixed << std::setprecision(1) << w.exactUs
             << " us); tuned at";
     comment.unsetf(std::ios::fixed);
@@ -852,7 +867,7 @@ std::string rangeComment(const TuningResult& result, const TunedRange& r) {
   char numbers[160];
   std::snprintf(numbers, sizeof numbers, "; %.1f us at %s (%s)", r.timeUs,
                 formatByteSize(static_cast<uint64_t>(w.bytes)).c_str(),
-                r.algorithm == kNcclOwnChoice                  ? "the NCCL model"
+                r.algorithm == kNcclOwnChoice                  ? (w.ncclSimulated ? "NCCL's plan, simulated" : "the NCCL model")
                 : result.request.profiler == ProfilerKind::Sim ? "simulated, noiseless"
                 : w.confirmation                               ? "measured, the median of the confirmation rounds"
                                                                : "measured");
@@ -879,6 +894,8 @@ nlohmann::ordered_json rangeMetadata(const TuningResult& result, const TunedRang
   if (w.nccl.timeUs > 0) {
     j["ncclUs"] = w.nccl.timeUs;
     j["ncclChoice"] = describeNcclChoice(w.nccl);
+    j["ncclTime"] = w.ncclSimulated ? "simulated plan" : "model";
+    j["ncclModelUs"] = w.ncclModelUs;
   }
   if (w.confirmation) {
     // Per size of the range: the confirmation's verdict (the entry's own is the first size's).

@@ -125,6 +125,10 @@ struct TunedWorkload {
   SearchResult result;  ///< result.best is set (runTuning fails otherwise)
   double exactUs = 0;   ///< the winner's noiseless simulated time (sim), else its measurement
   NcclChoice nccl;      ///< what NCCL would do at this size (sim/nccl_model.h): speed-ups are over it
+  /// nccl.timeUs is NCCL's plan simulated by the engine that simulated the candidates
+  /// (tune/nccl_baseline.h, the sim profiler), not the NCCL model's formula.
+  bool ncclSimulated = false;
+  double ncclModelUs = 0;  ///< the NCCL model's time for NCCL's choice (the cross-check)
   size_t replayed = 0;  ///< trials answered from the log
   /// The search's best few against the default (command, tuccl; empty for the sim or with
   /// confirm off): what the table's entry sets.

@@ -183,7 +183,7 @@ TEST(TucclSim, RefusesRescclParametersForXmlAndAsWrittenForResccl) {
 }
 
 
-TEST(TucclSim, VsNcclAddsTheNcclModelAndTheSpeedUpOverIt) {
+TEST(TucclSim, VsNcclAddsNcclsSimulatedPlanTheSpeedUpOverItAndTheModel) {
   const std::string args = example("ring_allreduce.resccl") + " --topo preset:dgx-a100 --sizes 1K:1G -f 1024";
   ToolRun plain = runSim(args);
   ToolRun vs = runSim(args + " --vs-nccl");
@@ -195,12 +195,16 @@ TEST(TucclSim, VsNcclAddsTheNcclModelAndTheSpeedUpOverIt) {
   ASSERT_EQ(vsRows.size(), 3u) << vs.output;  // 1K, 1M, 1G
   ASSERT_EQ(plainRows.size(), vsRows.size());
   for (size_t i = 0; i < vsRows.size(); ++i) {
-    ASSERT_EQ(vsRows[i].size(), 12u) << vs.output;  // the nine columns, nccl(us), choice, xNCCL
+    // The nine columns, NCCL's plan simulated, its choice, xNCCL, the NCCL model's time.
+    ASSERT_EQ(vsRows[i].size(), 13u) << vs.output;
     for (size_t c = 0; c < 9; ++c) EXPECT_EQ(vsRows[i][c], plainRows[i][c]);
     const double time = std::stod(vsRows[i][4]), ncclTime = std::stod(vsRows[i][9]);
     const std::string speedup = vsRows[i][11];
     ASSERT_EQ(speedup.back(), 'x');
     EXPECT_NEAR(std::stod(speedup), ncclTime / time, 0.01 + 0.01 * ncclTime / time) << vs.output;
+    EXPECT_GT(std::stod(vsRows[i][12]), 0) << vs.output;
+    // Simulated, NCCL's plan is never below the collective's lower bound (the model's formula can be).
+    EXPECT_GE(ncclTime, std::stod(vsRows[i][7])) << vs.output;
   }
   EXPECT_EQ(vsRows[0][10].rfind("RING/LL/", 0), 0u) << vs.output;      // NCCL: LL at 1 KiB
   EXPECT_EQ(vsRows[2][10].rfind("RING/Simple/", 0), 0u) << vs.output;  // Simple at 1 GiB
@@ -208,7 +212,8 @@ TEST(TucclSim, VsNcclAddsTheNcclModelAndTheSpeedUpOverIt) {
   ToolRun compare = runSim(example("ring_allreduce.resccl") +
                            " --topo preset:dgx-a100:nodes=2 --sizes 1M:1M --compare hpds,rr --vs-nccl");
   ASSERT_EQ(compare.status, 0) << compare.output;
-  EXPECT_NE(compare.output.find("nccl(us)"), std::string::npos) << compare.output;
+  EXPECT_NE(compare.output.find("nccl-sim(us)"), std::string::npos) << compare.output;
+  EXPECT_NE(compare.output.find("model(us)"), std::string::npos) << compare.output;
   EXPECT_NE(compare.output.find("xNCCL"), std::string::npos) << compare.output;
 }
 
