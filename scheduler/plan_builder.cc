@@ -55,6 +55,7 @@ Plan scheduleAndLower(const Algorithm& algorithm, const PlanRequest& request) {
   TbAllocationOptions options;
   options.policy = *tbs.policy;
   if (tbs.forwardingChannels) options.channelOfTask = channelsByForwarding(algorithm, dag);
+  if (!tbs.channelOfOperation.empty()) options.channelOfTask = tbs.channelOfOperation;
   const TbAllocation allocation = allocateThreadBlocks(algorithm, dag, pipeline, options);
   PlanConfig config = request.config;
   if (config.nChannels <= 0) config.nChannels = algorithm.nChannels > 0 ? algorithm.nChannels : 1;
@@ -77,6 +78,14 @@ Expected<Plan> lower(const Algorithm& algorithm, const PlanRequest& request) {
 }  // namespace
 
 Expected<Plan> buildPlan(const Algorithm& algorithm, const PlanRequest& request) {
+  const std::vector<int32_t>& channels = request.tbAllocation.channelOfOperation;
+  if (!channels.empty() && channels.size() != algorithm.ops.size()) {
+    return makeError(ErrorCode::InvalidArgument, "channelOfOperation has " + std::to_string(channels.size()) +
+                                                     " channels for " + std::to_string(algorithm.ops.size()) +
+                                                     " operations");
+  }
+  if (std::any_of(channels.begin(), channels.end(), [](int32_t c) { return c < 0; }))
+    return makeError(ErrorCode::InvalidArgument, "channelOfOperation has a negative channel");
   try {
     Expected<Plan> plan = lower(algorithm, request);
     if (!plan) return plan;

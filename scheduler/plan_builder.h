@@ -25,6 +25,10 @@ struct TbRequest {
   std::optional<TbPolicy> policy;
   /// With a policy: split connections into MSCCL's channels (channelsByForwarding).
   bool forwardingChannels = false;
+  /// With a policy: the channel of each of the algorithm's operations, which splits a connection
+  /// into one per channel (a TB each), as NCCL's channels each have their own; empty: none, or
+  /// forwardingChannels. Its size must be the operation count.
+  std::vector<int32_t> channelOfOperation;
 };
 
 /// The command-line spellings: "auto", "state", "connection", "connection+channels" (and the

@@ -290,6 +290,27 @@ TEST(Lowering, SingleTbOrdersAndSendAhead) {
   EXPECT_EQ(kept, (std::vector<int32_t>{0, 0, 1, 1, 0}));
 }
 
+// Channels given per operation split every connection into one TB per channel; a list of the
+// wrong length is refused.
+TEST(Lowering, ChannelsOfOperationsSplitConnectionsIntoTbs) {
+  const Algorithm ring = testing::ringAllReduce(4);
+  PlanRequest request;
+  request.tbAllocation.policy = TbPolicy::ConnectionBased;
+  const Plan one = buildPlan(ring, request).value();
+  for (const Operation& op : ring.ops) request.tbAllocation.channelOfOperation.push_back(op.dstIndex % 2);
+  const Plan two = buildPlan(ring, request).value();
+  for (size_t r = 0; r < one.ranks.size(); ++r) {
+    EXPECT_EQ(two.ranks[r].tbs.size(), 2 * one.ranks[r].tbs.size()) << "rank " << r;
+    for (const PlanTb& tb : two.ranks[r].tbs)
+      for (const PlanEntry& entry : tb.entries) EXPECT_EQ(entry.dstIndex % 2, tb.entries.front().dstIndex % 2);
+  }
+  request.tbAllocation.channelOfOperation.pop_back();
+  Expected<Plan> bad = buildPlan(ring, request);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(bad.status().message().find("channels for"), std::string::npos) << bad.status().message();
+}
+
 TEST(PlanJson, RoundTripAndDeterminism) {
   for (const Algorithm& algorithm : smallAlgorithms()) {
     const Plan plan = compile(algorithm, Scheduler::Hpds, TbPolicy::StateBased);
