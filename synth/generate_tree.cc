@@ -43,10 +43,11 @@ struct RankTree {
   std::vector<int32_t> topDown;  // ranks, parents before children
 };
 
-// The GPU of a node through which tree t leaves and enters it: the first GPU bound to the NIC of
-// rail t mod rails among the usable ones (so the two trees use different NICs where there are two), else GPU t.
-int32_t treeHead(const GeneratorShape& shape, int32_t node, int32_t tree) {
-  const int32_t rail = shape.usableRails[static_cast<size_t>(tree) % shape.usableRails.size()];
+// The GPU of a node through which tree t of rail slot `slot` leaves and enters it: the first GPU
+// bound to the NIC of rail slot mod rails among the usable ones (part q of tree t takes slot
+// t + 2q, so the two trees, and the parts, spread over the NICs as NCCL's channels do), else GPU t.
+int32_t treeHead(const GeneratorShape& shape, int32_t node, int32_t tree, int32_t slot) {
+  const int32_t rail = shape.usableRails[static_cast<size_t>(slot) % shape.usableRails.size()];
   const std::vector<int32_t>& bound = shape.railRanks[node][rail];
   if (!bound.empty()) return bound.front();
   const std::vector<int32_t>& ranks = shape.nodeRanks[node];
@@ -55,9 +56,9 @@ int32_t treeHead(const GeneratorShape& shape, int32_t node, int32_t tree) {
 
 // The node's chain for tree t: `top` first, then the head, then the other GPUs cyclically after
 // the head (ascending for tree 0, descending for tree 1, so the trees use different links).
-std::vector<int32_t> nodeChain(const GeneratorShape& shape, int32_t node, int32_t tree, int32_t top) {
+std::vector<int32_t> nodeChain(const GeneratorShape& shape, int32_t node, int32_t tree, int32_t slot, int32_t top) {
   const std::vector<int32_t>& ranks = shape.nodeRanks[node];
-  const int32_t head = treeHead(shape, node, tree);
+  const int32_t head = treeHead(shape, node, tree, slot);
   const int32_t size = static_cast<int32_t>(ranks.size());
   const int32_t at = shape.localOf[head];
   std::vector<int32_t> chain{top};
@@ -70,8 +71,8 @@ std::vector<int32_t> nodeChain(const GeneratorShape& shape, int32_t node, int32_
 }
 
 // Tree t over ranks: node-level tree t, rooted at `rootRank`'s node when there is a root; inside
-// a node a chain from its top; a node's child nodes hang from its head.
-RankTree buildTree(const GeneratorShape& shape, int32_t tree, int32_t rootRank) {
+// a node a chain from its top; a node's child nodes hang from its head (of rail slot `slot`).
+RankTree buildTree(const GeneratorShape& shape, int32_t tree, int32_t rootRank, int32_t slot) {
   const int32_t nodes = shape.nNodes;
   const int32_t rootNode = rootRank >= 0 ? shape.nodeOf[rootRank] : 0;
   const int32_t shift = rootRank >= 0 ? rootNode - treeRootPosition(nodes, tree) : 0;
@@ -82,13 +83,13 @@ RankTree buildTree(const GeneratorShape& shape, int32_t tree, int32_t rootRank) 
   for (int32_t x = 0; x < nodes; ++x) {
     const int32_t node = nodeAt(x);
     const int32_t up = tree == 0 ? btreeParent(nodes, x) : dtreeParent(nodes, x);
-    const int32_t top = rootRank >= 0 && node == rootNode ? rootRank : treeHead(shape, node, tree);
-    const std::vector<int32_t> chain = nodeChain(shape, node, tree, top);
+    const int32_t top = rootRank >= 0 && node == rootNode ? rootRank : treeHead(shape, node, tree, slot);
+    const std::vector<int32_t> chain = nodeChain(shape, node, tree, slot, top);
     for (size_t i = 1; i < chain.size(); ++i) result.parent[chain[i]] = chain[i - 1];
     if (up < 0) {
       result.root = top;
     } else {
-      result.parent[top] = treeHead(shape, nodeAt(up), tree);
+      result.parent[top] = treeHead(shape, nodeAt(up), tree, slot);
     }
   }
   for (int32_t rank = 0; rank < shape.nRanks; ++rank) {
@@ -157,8 +158,8 @@ Algorithm treeAllReduce(const GeneratorShape& shape) {
   for (int32_t r = 0; r < shape.nRanks; ++r) builder.copyOwnInputToOutput(0, r);
   auto output = [](int32_t) { return BufferKind::Output; };
   for (int32_t t = 0; t < 2; ++t) {
-    const RankTree tree = buildTree(shape, t, -1);
     for (int32_t q = 0; q < P; ++q) {
+      const RankTree tree = buildTree(shape, t, -1, t + 2 * q);
       const int32_t down = reduceUp(builder, tree, 1, t * P + q, BufferKind::Output, output);
       broadcastDown(builder, tree, down, t * P + q, output);
     }
@@ -173,8 +174,7 @@ Algorithm treeBroadcast(const GeneratorShape& shape) {
   builder.copyOwnInputToOutput(0, root);
   auto source = [root](int32_t rank) { return rank == root ? BufferKind::Input : BufferKind::Output; };
   for (int32_t t = 0; t < 2; ++t) {
-    const RankTree tree = buildTree(shape, t, root);
-    for (int32_t q = 0; q < P; ++q) broadcastDown(builder, tree, 0, t * P + q, source);
+    for (int32_t q = 0; q < P; ++q) broadcastDown(builder, buildTree(shape, t, root, t + 2 * q), 0, t * P + q, source);
   }
   return builder.take();
 }
@@ -190,8 +190,8 @@ Algorithm treeReduce(const GeneratorShape& shape) {
   }
   auto accumulator = [root](int32_t rank) { return rank == root ? BufferKind::Output : BufferKind::Scratch; };
   for (int32_t t = 0; t < 2; ++t) {
-    const RankTree tree = buildTree(shape, t, root);
-    for (int32_t q = 0; q < P; ++q) reduceUp(builder, tree, 1, t * P + q, BufferKind::Input, accumulator);
+    for (int32_t q = 0; q < P; ++q)
+      reduceUp(builder, buildTree(shape, t, root, t + 2 * q), 1, t * P + q, BufferKind::Input, accumulator);
   }
   return builder.take();
 }

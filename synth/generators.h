@@ -17,7 +17,9 @@
 //                       group) with a GPU bound on every node, ring c carrying part c and
 //                       entering and leaving every node through NICs of rail c mod rails (where
 //                       such a NIC serves one GPU, through it and the next rail's, alternating
-//                       node by node): AllGather, ReduceScatter [P], AllReduce (RS then AG) [P·n],
+//                       node by node), inside a node over GPU-fabric hops where a path has them
+//                       (else in index order); or the given rings (GeneratorOptions::rings):
+//                       AllGather, ReduceScatter [P], AllReduce (RS then AG) [P·n],
 //                       Broadcast, Reduce (pipelined chain from / to the root) [P].
 //   hm                  hierarchical mesh (ResCCL Appendix A): intra-node full mesh, inter-node
 //                       rings of equal local index: AllReduce [P·n], AllGather, ReduceScatter [P].
@@ -30,8 +32,8 @@
 //   recursive-halving   ReduceScatter [P], AllReduce (Rabenseifner: halving RS, doubling AG)
 //                       [P·n]; power-of-two rank counts.
 //   double-binary-tree  NCCL's two complementary binary trees over nodes, a chain inside each node,
-//                       each tree carrying half the data: AllReduce (reduce up, broadcast down),
-//                       Broadcast, Reduce [2·P].
+//                       each tree carrying half the data, part q of tree t through the NIC of
+//                       rail t + 2q: AllReduce (reduce up, broadcast down), Broadcast, Reduce [2·P].
 //   pairwise            AllToAll in n-1 steps, step s: rank r sends to (r+s) mod n [P].
 //   hierarchical        two levels over equal-sized nodes, the inter-node phase between GPUs of
 //                       equal local index: ReduceScatter [P] (intra-node RS, inter-node direct RS),
