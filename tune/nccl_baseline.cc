@@ -96,6 +96,7 @@ Expected<Plan> NcclBaseline::plan(Collective collective, int64_t bytes, NcclAlgo
   if (auto found = plans_.find(key); found != plans_.end()) return found->second;
 
   GeneratorOptions options;
+  Sketch sketch;  // none: every pair allowed, one rail
   // NCCL's kernels fold the out-of-place copy into their first primitive (directCopySend,
   // recvReduceCopy from the input): the in-place plan moves the bytes NCCL moves.
   options.inPlace = !p2p;
@@ -105,8 +106,11 @@ Expected<Plan> NcclBaseline::plan(Collective collective, int64_t bytes, NcclAlgo
     generator = "direct";
   } else if (algorithm == NcclAlgorithm::Tree) {
     generator = "double-binary-tree";
-    // Channels [0, n) run tree 0 and [n, 2n) tree 1: the generator's two trees, n replicas.
-    replicas = std::max(1, launch.nChannels / 2);
+    // Channels [0, n) run tree 0 and [n, 2n) tree 1, channel c's trees through the NIC of the
+    // tree graph's channel c: the generator's two trees in n parts, part q through rails 2q and
+    // 2q + 1 of the sketch (every NIC of a node is a rail).
+    options.parts = std::max(1, launch.nChannels / 2);
+    sketch = buildSketch(topology_, SketchVariant::FullMesh);
   } else {
     generator = "ring";
     // Channel c runs ring c mod the rings. Rings of one order (every ring of an NVSwitch) are
@@ -120,7 +124,7 @@ Expected<Plan> NcclBaseline::plan(Collective collective, int64_t bytes, NcclAlgo
     if (!orders.empty()) options.rings.assign(orders.begin(), orders.begin() + used);
   }
   if (collective == Collective::Broadcast || collective == Collective::Reduce) options.root = 0;
-  Expected<Algorithm> algo = generateAlgorithm(generator, collective, topology_, Sketch{}, options);
+  Expected<Algorithm> algo = generateAlgorithm(generator, collective, topology_, sketch, options);
   if (!algo) return algo.status();
 
   PlanRequest request;
@@ -132,9 +136,14 @@ Expected<Plan> NcclBaseline::plan(Collective collective, int64_t bytes, NcclAlgo
   } else {
     // The tree's block runs reduce-up and broadcast-down as two concurrent thread groups, each
     // streaming the chunks through its connections; p2p runs every peer's transfers at once:
-    // task-level execution with a TB per connection.
+    // task-level execution with a TB per connection. Every tree channel has its own connections:
+    // an operation's channel is its chunk's tree part.
     request.scheduler = Scheduler::Hpds;
     request.tbAllocation.policy = TbPolicy::ConnectionBased;
+    if (!p2p) {
+      const int32_t k = std::max(1, algo->chunksPerRank());
+      for (const Operation& op : algo->ops) request.tbAllocation.channelOfOperation.push_back(op.dstIndex % k);
+    }
   }
   request.config.protocol = protocol;
   request.config.nThreads = launch.nThreads;

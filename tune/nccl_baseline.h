@@ -15,7 +15,8 @@
 //     primitive sequence per chunk (algorithm level). Channels beyond the distinct rings repeat
 //     them as replicas, as NCCL's second half of channels repeats the rings.
 //   - Tree: NCCL's double binary tree over nodes with a chain inside each node (the
-//     double-binary-tree generator), half the channels per tree; reduce-up and broadcast-down
+//     double-binary-tree generator), half the channels per tree, channel c's trees through NIC c
+//     mod the node's NICs (the generator's parts over the sketch's rails); reduce-up and broadcast-down
 //     run concurrently (NCCL's two thread groups per block), each streaming its chunks: task
 //     level, a TB per connection.
 //   - AllToAll: NCCL's p2p path, every pair at once (the direct generator), a TB per connection.

@@ -97,7 +97,19 @@ TEST(NcclBaseline, TreeAndP2pPlans) {
   EXPECT_EQ(tree.generator, "double-binary-tree");
   EXPECT_GT(tree.choice.timeUs, 0);
   EXPECT_GT(tree.model.timeUs, 0);
-  EXPECT_EQ(baseline.plan(Collective::AllReduce, 1 << 20, NcclAlgorithm::Tree, Protocol::LL128)->algorithm, "nccl-tree");
+  Plan treePlan = baseline.plan(Collective::AllReduce, 64 << 20, NcclAlgorithm::Tree, Protocol::LL128).value();
+  EXPECT_EQ(treePlan.algorithm, "nccl-tree");
+  // 16 channels: 8 parts of each tree, each its own connections and TBs (NCCL's channels), the
+  // parts' trees through the node's NICs in turn.
+  const int32_t k = treePlan.bufferChunks[static_cast<int>(BufferKind::Output)];
+  EXPECT_EQ(k, 16);
+  EXPECT_EQ(treePlan.config.nChannels, 1);
+  for (const PlanRank& rank : treePlan.ranks) {
+    for (const PlanTb& tb : rank.tbs) {
+      for (const PlanEntry& entry : tb.entries)
+        EXPECT_EQ(entry.dstIndex % k, tb.entries.front().dstIndex % k) << "rank " << rank.rank << " tb " << tb.id;
+    }
+  }
   NcclSimulated a2a = baseline.evaluate(Collective::AllToAll, 64 << 20).value();
   EXPECT_TRUE(a2a.choice.p2p);
   EXPECT_EQ(a2a.generator, "direct");
