@@ -109,6 +109,16 @@ double tbCapGBps(const CostModel& model, Protocol protocol, int32_t nThreads, bo
   return cap;
 }
 
+CostModel costModelForMessage(const CostModel& model, int64_t messageBytes) {
+  if (!(model.cacheBytes > 0) || !(model.cacheSpeedup > 1)) return model;
+  const double ratio = static_cast<double>(std::max<int64_t>(0, messageBytes)) / model.cacheBytes;
+  const double factor = 1 + (model.cacheSpeedup - 1) / (1 + ratio * ratio);
+  CostModel at = model;
+  at.perThreadGBps *= factor;
+  at.localGBps *= factor;
+  return at;
+}
+
 double contentionFactor(const CostModel& model, double z) {
   if (!(z > 1.0) || model.contentionGamma <= 0) return 1.0;
   return std::max(model.contentionFloor, 1.0 / (1.0 + model.contentionGamma * (z - 1.0)));
@@ -143,14 +153,19 @@ json costModelToJson(const CostModel& model) {
           {"contentionFloor", model.contentionFloor},
           {"stagingBufferBytes", model.stagingBufferBytes},
           {"maxStagingSlots", model.maxStagingSlots},
-          {"localGBps", model.localGBps}};
+          {"localGBps", model.localGBps},
+          {"cacheBytes", model.cacheBytes},
+          {"cacheSpeedup", model.cacheSpeedup},
+          {"hardwareClass", model.hardwareClass},
+          {"sources", model.sources}};
 }
 
 CostModel costModelFromJson(const json& document, const CostModel& base) {
   CostModel model = base;
   rejectUnknown(document,
                 {"format", "version", "protocols", "perThreadGBps", "networkTbGBps", "syncOverheadUs", "contentionGamma",
-                 "contentionFloor", "stagingBufferBytes", "maxStagingSlots", "localGBps"},
+                 "contentionFloor", "stagingBufferBytes", "maxStagingSlots", "localGBps", "cacheBytes", "cacheSpeedup",
+                 "hardwareClass", "sources"},
                 "cost");
   if (auto it = document.find("format"); it != document.end() && *it != "tuccl-cost-model")
     throw std::invalid_argument("cost.format must be \"tuccl-cost-model\"");
@@ -187,6 +202,20 @@ CostModel costModelFromJson(const json& document, const CostModel& base) {
   model.maxStagingSlots =
       static_cast<int32_t>(number(document, "maxStagingSlots", model.maxStagingSlots, 1, "cost"));
   model.localGBps = number(document, "localGBps", model.localGBps, 0, "cost");
+  model.cacheBytes = number(document, "cacheBytes", model.cacheBytes, 0, "cost");
+  model.cacheSpeedup = number(document, "cacheSpeedup", model.cacheSpeedup, 1, "cost");
+  if (auto it = document.find("hardwareClass"); it != document.end()) {
+    if (!it->is_string()) throw std::invalid_argument("cost.hardwareClass must be a string");
+    model.hardwareClass = it->get<std::string>();
+  }
+  if (auto it = document.find("sources"); it != document.end()) {
+    if (!it->is_object()) throw std::invalid_argument("cost.sources must be an object of strings");
+    model.sources.clear();
+    for (auto source = it->begin(); source != it->end(); ++source) {
+      if (!source->is_string()) throw std::invalid_argument("cost.sources." + source.key() + " must be a string");
+      model.sources[source.key()] = source->get<std::string>();
+    }
+  }
   return model;
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -50,6 +51,15 @@ struct CostModel {
   int64_t stagingBufferBytes = 0; ///< per connection (NCCL_BUFFSIZE)
   int32_t maxStagingSlots = 0;    ///< per connection (NCCL_STEPS)
   double localGBps = 0;           ///< copy/reduce rate of one TB on its own GPU; 0 = the TB cap
+  /// The memory hierarchy: a call whose message is well below cacheBytes moves its TBs' bytes
+  /// (perThreadGBps, localGBps) cacheSpeedup times faster, falling smoothly to 1 above it
+  /// (costModelForMessage). 0: no such regime (the defaults).
+  double cacheBytes = 0;
+  double cacheSpeedup = 1;
+  /// What the numbers describe ("ampere", "hopper", "cpu (calibrated)"); empty: unsaid.
+  std::string hardwareClass;
+  /// Where each number comes from, by its JSON key ("perThreadGBps", "protocols.LL128.tbCapGBps").
+  std::map<std::string, std::string> sources;
 
   const ProtocolCost& protocol(Protocol p) const { return protocols[static_cast<int>(p)]; }
 };
@@ -60,6 +70,11 @@ CostModel defaultCostModel();
 /// What one TB of `nThreads` threads can push with `protocol`, in wire GB/s; `network` when the
 /// path goes through a NIC.
 double tbCapGBps(const CostModel& model, Protocol protocol, int32_t nThreads, bool network);
+
+/// The model a call of `messageBytes` (nccl-tests' size) runs under: perThreadGBps and localGBps
+/// times 1 + (cacheSpeedup − 1) / (1 + (messageBytes / cacheBytes)²); the model itself when
+/// cacheBytes is 0.
+CostModel costModelForMessage(const CostModel& model, int64_t messageBytes);
 
 /// ResCCL Eq. 1 as a capacity factor: z = (sum of the TB caps pushing into a resource) / its
 /// capacity. Up to z = 1 the link absorbs every TB (factor 1); beyond, contention costs

@@ -363,7 +363,9 @@ Expected<SimResult> simulatePlanReference(const Plan& plan, const Network& netwo
   // The engine unwinds with std::invalid_argument (a plan that does not fit) or
   // std::runtime_error (a deadlock); both stop here.
   try {
-    Engine engine(plan, network, options);
+    SimOptions at = options;
+    at.cost = costModelForMessage(options.cost, options.messageBytes);
+    Engine engine(plan, network, at);
     return engine.run();
   } catch (const std::invalid_argument& error) {
     return makeError(ErrorCode::InvalidArgument, error.what());
