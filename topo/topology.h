@@ -97,6 +97,10 @@ struct Link {
 
 struct Topology {
   std::string name;
+  /// The cost-model file (sim/cost_model.h) calibrated on this machine (tuccl-calibrate), as the
+  /// topology file names it: relative to the topology file's directory unless absolute; empty:
+  /// none. Not part of the signature: it describes the engine, not the machine's shape.
+  std::string costModel;
   std::vector<Node> nodes;
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;

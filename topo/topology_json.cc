@@ -133,6 +133,7 @@ json topologyToJson(const Topology& topology) {
   out["version"] = kFormatVersion;
   out["name"] = topology.name;
   out["signature"] = signatureHex(topologySignature(topology));
+  if (!topology.costModel.empty()) out["costModel"] = topology.costModel;
   json nodes = json::array();
   for (const Node& node : topology.nodes) nodes.push_back(json{{"name", node.name}});
   out["nodes"] = nodes;
@@ -177,7 +178,7 @@ json topologyToJson(const Topology& topology) {
 Topology topologyFromJson(const json& in, const std::string& file) {
   Reader reader(file);
   reader.checkKeys(in, "",
-                   {"format", "version", "name", "signature", "nodes", "gpus", "nics", "switches", "links"});
+                   {"format", "version", "name", "signature", "costModel", "nodes", "gpus", "nics", "switches", "links"});
   if (in.contains("format") && in["format"] != "tuccl-topology") {
     reader.fail("format", "expected \"tuccl-topology\"");
   }
@@ -186,6 +187,7 @@ Topology topologyFromJson(const json& in, const std::string& file) {
     reader.fail("version", "unsupported version " + std::to_string(version) + " (expected 1)");
   Topology topology;
   topology.name = reader.string(in, "", "name", false);
+  topology.costModel = reader.string(in, "", "costModel", false);
 
   const json& nodes = reader.member(in, "", "nodes");
   if (nodes.is_number_integer()) {
