@@ -33,6 +33,7 @@
 
 #include "sim/metrics.h"
 #include "sim/nccl_model.h"
+#include "sim/cost_files.h"
 #include "tune/nccl_baseline.h"
 #include "sim/network_topology.h"
 #include "support/text_values.h"
@@ -131,7 +132,8 @@ int main(int argc, char** argv) {
   for (const std::string& topo : tuccl::splitList(topos, ';')) {
     const Topology topology = loadTopology(topo).value().topology;
     const Network network = makeNetwork(topology);
-    NcclBaseline ncclPlans(topology, network, defaultCostModel());
+    const CostModel cost = costModelForTopology(topology, topo).value();  // its class's constants
+    NcclBaseline ncclPlans(topology, network, cost);
     for (const std::string& coll : tuccl::splitList(collectivesText, ',')) {
       const Collective kind = *parseCollective(coll);
       const std::vector<AlgorithmCandidate> candidates = algorithmCandidates(topology, kind, examples);
@@ -159,6 +161,7 @@ int main(int argc, char** argv) {
             nlohmann::json{{"dimensions", {{{"name", std::string(kDimChunkBytes)}, {"values", levels}}}}}, base);
         SimProfilerOptions simOptions;
         simOptions.messageBytes = bytes;
+        simOptions.cost = cost;
         simOptions.sigma = 0;
         SimProfiler sim(network, algorithms, simOptions);
         // The grid: every valid configuration, simulated once.

@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "sim/cost_files.h"
 #include "sim/cost_model.h"
 #include "sim/lower_bound.h"
 #include "sim/metrics.h"
@@ -136,8 +137,10 @@ void addSchedulingOptions(CLI::App& app, SimArgs& args) {
 
 // The cost model, the trace, the NCCL comparison and the report.
 void addOutputOptions(CLI::App& app, SimArgs& args) {
-  app.add_option("--cost", args.costFile, "cost-model JSON overriding the defaults (see --dump-cost)");
-  app.add_flag("--dump-cost", args.dumpCost, "print the cost model in effect as JSON and exit");
+  app.add_option("--cost", args.costFile,
+                 "cost-model JSON (see --dump-cost); default: the file the topology names (tuccl-calibrate), else the "
+                 "one of its GPUs' hardware class (volta, ampere, hopper, blackwell), else the defaults");
+  app.add_flag("--dump-cost", args.dumpCost, "print the cost model in effect (for --topo, if given) as JSON and exit");
   app.add_option("--trace", args.trace, "write a Chrome trace (Perfetto) of the largest size, first scheduler")
       ->type_name("FILE");
   tuccl::cli::addForceFlag(app, args.force);
@@ -203,12 +206,13 @@ SimPlans loadPlans(const SimArgs& args, const tuccl::Network& network) {
 }
 
 // The first comment line: collective, algorithm, topology and the plan's configuration.
-void printSettings(const tuccl::Plan& first, const tuccl::Network& network) {
-  std::printf("# %s %s on %s: %d ranks, %d nodes; protocol %s, %d threads, chunk %s, %d channel(s)\n",
+void printSettings(const tuccl::Plan& first, const tuccl::Network& network, const tuccl::CostModel& cost) {
+  std::printf("# %s %s on %s: %d ranks, %d nodes; protocol %s, %d threads, chunk %s, %d channel(s); cost model %s\n",
               std::string(tuccl::collectiveName(first.collective)).c_str(), first.algorithm.c_str(),
               network.name().c_str(), network.nRanks(), network.nNodes(),
               std::string(tuccl::protocolName(first.config.protocol)).c_str(), first.config.nThreads,
-              tuccl::formatByteSize(first.config.chunkSize).c_str(), first.config.nChannels);
+              tuccl::formatByteSize(first.config.chunkSize).c_str(), first.config.nChannels,
+              cost.hardwareClass.empty() ? "(defaults)" : cost.hardwareClass.c_str());
 }
 
 // The column headers: nccl-tests' for one plan, or the plans side by side.
@@ -315,22 +319,34 @@ void finishRun(const SimArgs& args, const SimPlans& sims, const tuccl::Network& 
 // The run after parsing: the cost model, the topology, the plans, the table and what follows it.
 int runSim(const CLI::App& app, SimArgs& args) {
   if (tuccl::Status status = tuccl::cli::checkOutputFree(args.trace, args.force); !status) tuccl::throwIfError(status);
+  // --nodes without --topo composes the default preset's node.
+  if (app.count("--topo") == 0 && app.count("--nodes") > 0) args.topo = "preset:resccl-a100";
+  // The cost model: --cost, else the one the topology names (tuccl-calibrate), else its hardware
+  // class's (sim/cost_files.h); --dump-cost without --topo prints the defaults.
   tuccl::CostModel cost = tuccl::defaultCostModel();
-  if (!args.costFile.empty()) cost = valueOrThrow(tuccl::readCostModelJson(tuccl::readSourceFile(args.costFile)));
+  const bool topologyGiven = app.count("--topo") > 0 || app.count("--nodes") > 0;
+  if (args.dumpCost && args.costFile.empty() && !topologyGiven) {
+    std::cout << tuccl::writeCostModelJson(cost);
+    return 0;
+  }
+  if (args.dumpCost && !args.costFile.empty()) {
+    std::cout << tuccl::writeCostModelJson(valueOrThrow(tuccl::readCostModelJson(tuccl::readSourceFile(args.costFile))));
+    return 0;
+  }
+  const tuccl::Topology topology = valueOrThrow(tuccl::loadTopology(args.topo, args.topoOptions)).topology;
+  cost = args.costFile.empty() ? valueOrThrow(tuccl::costModelForTopology(topology, args.topo))
+                               : valueOrThrow(tuccl::readCostModelJson(tuccl::readSourceFile(args.costFile)));
   if (args.dumpCost) {
     std::cout << tuccl::writeCostModelJson(cost);
     return 0;
   }
   if (args.input.empty())
     throw std::invalid_argument("no INPUT (a plan .json, a .resccl program or an MSCCL .xml); see --help");
-  // --nodes without --topo composes the default preset's node.
-  if (app.count("--topo") == 0 && app.count("--nodes") > 0) args.topo = "preset:resccl-a100";
-  const tuccl::Topology topology = valueOrThrow(tuccl::loadTopology(args.topo, args.topoOptions)).topology;
   const tuccl::Network network = valueOrThrow(tuccl::networkFromTopology(topology, args.topo));
   const tuccl::Expected<std::vector<int64_t>> grid = tuccl::parseSizeGrid(args.sizes, args.factor);
   if (!grid) throw std::invalid_argument("--sizes: " + grid.status().message());
   const SimPlans sims = loadPlans(args, network);
-  printSettings(sims.plans.front(), network);
+  printSettings(sims.plans.front(), network, cost);
   std::optional<tuccl::NcclBaseline> nccl;
   if (args.vsNccl) nccl.emplace(topology, network, cost);
   printColumnHeaders(sims, args.vsNccl);

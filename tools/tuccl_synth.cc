@@ -34,6 +34,7 @@
 #include "synth/exact_synthesis.h"
 #include "synth/generators.h"
 #include "synth/sketch_synthesis.h"
+#include "sim/cost_files.h"
 #include "sim/cost_model.h"
 #include "sim/network_topology.h"
 #include "sim/simulator.h"
@@ -232,7 +233,10 @@ Expected<std::pair<Algorithm, std::string>> bestAlgorithm(const Topology& topolo
   if (!options.quiet) {
     for (const std::string& note : notes) std::cerr << kTool << ": not a candidate: " << note << "\n";
   }
-  const CostModel cost = defaultCostModel();
+  // The topology's constants: the file it names, else its hardware class's (sim/cost_files.h).
+  Expected<CostModel> costOf = costModelForTopology(topology, options.topo);
+  if (!costOf) return costOf.status();
+  const CostModel& cost = *costOf;
   std::vector<std::vector<double>> times(candidates.size());
   std::vector<bool> planned(candidates.size(), false);
   for (size_t c = 0; c < candidates.size(); ++c) {

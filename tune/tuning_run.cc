@@ -20,6 +20,7 @@
 #include "support/text_values.h"
 #include "topo/load.h"
 #include "tune/command_profiler.h"
+#include "sim/cost_files.h"
 #include "tune/measurement_noise.h"
 #include "tune/nccl_baseline.h"
 #include "tune/sim_profiler.h"
@@ -413,6 +414,7 @@ SearchSpace spaceForSize(const SearchSpace& base, int64_t bytes, int32_t nRanks,
 struct SearchContext {
   const TuningRequest& request;
   const Network& network;
+  const CostModel& cost;  ///< the simulator's constants for the topology (sim/cost_files.h)
   int32_t nRanks = 0;
   Searcher& searcher;
   TrialLog& log;
@@ -492,6 +494,7 @@ TunedWorkload searchWorkload(const SearchContext& ctx, const CollectivePlan& pla
     for (const AlgorithmCandidate& c : plan.candidates) algorithms.emplace(c.name, c.algorithm);
     SimProfilerOptions o;
     o.messageBytes = bytes;
+    o.cost = ctx.cost;
     o.sigma = 0;
     o.seed = request.seed;
     sim = std::make_unique<SimProfiler>(ctx.network, std::move(algorithms), o);
@@ -790,8 +793,15 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
       TrialLog::open(request.logPath, runHeader(request, result.signature, plans), request.resume);
   if (log->loadedTrials() > 0) observer.resuming(request.logPath, log->loadedTrials());
   std::unique_ptr<Searcher> searcher = makeSearcher(request.method);
+  // The simulator's constants: the file the topology names, else its hardware class's.
+  CostModel cost = defaultCostModel();
+  if (request.ranks == 0) {
+    Expected<CostModel> forTopology = costModelForTopology(topology, request.topology);
+    throwIfError(forTopology.status());
+    cost = *forTopology;
+  }
   const SearchContext ctx{
-      request, network, result.nRanks, *searcher, *log, observer, plans.size() * request.sizes.size()};
+      request, network, cost, result.nRanks, *searcher, *log, observer, plans.size() * request.sizes.size()};
   // The NCCL model describes GPUs: its choice is compared with what ran on GPUs (the simulator's
   // and a command's topologies; libtuccl's runs only on the CUDA device), never with CPU ranks.
   const bool compareWithNccl = request.ranks == 0 && (request.profiler != ProfilerKind::Tuccl || !tucclOnCpu());
@@ -800,7 +810,7 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
   std::optional<NcclGraph> ncclGraph;
   std::optional<NcclBaseline> ncclPlans;
   if (compareWithNccl) ncclGraph = searchNcclGraph(topology);
-  if (compareWithNccl && request.profiler == ProfilerKind::Sim) ncclPlans.emplace(topology, network, defaultCostModel());
+  if (compareWithNccl && request.profiler == ProfilerKind::Sim) ncclPlans.emplace(topology, network, cost);
   for (const CollectivePlan& plan : plans) {
     for (int64_t bytes : request.sizes) {
       result.workloads.push_back(searchWorkload(ctx, plan, bytes, result.workloads.size()));
