@@ -48,6 +48,10 @@ constexpr int64_t kStagingBufferBytes = 4 << 20;
 constexpr int32_t kStagingSlots = 8;
 
 const char* const kHopClassNames[kHopClasses] = {"nvlink", "pcie", "network"};
+// What a cost-model file may say of a connection's staging: 1 TiB and a million slots are beyond
+// any runtime's (NCCL's largest NCCL_BUFFSIZE is far below), and within the integer types.
+constexpr double kMostStagingBytes = 1099511627776.0;
+constexpr double kMostStagingSlots = 1 << 20;
 
 /// "0.05", "1e-06": a bound as a person writes it.
 std::string humanNumber(double value) {
@@ -197,10 +201,16 @@ CostModel costModelFromJson(const json& document, const CostModel& base) {
   model.contentionGamma = number(document, "contentionGamma", model.contentionGamma, 0, "cost");
   model.contentionFloor = number(document, "contentionFloor", model.contentionFloor, 1e-6, "cost");
   if (model.contentionFloor > 1.0) throw std::invalid_argument("cost.contentionFloor must be at most 1");
-  model.stagingBufferBytes =
-      static_cast<int64_t>(number(document, "stagingBufferBytes", static_cast<double>(model.stagingBufferBytes), 1, "cost"));
-  model.maxStagingSlots =
-      static_cast<int32_t>(number(document, "maxStagingSlots", model.maxStagingSlots, 1, "cost"));
+  // Integers: bounded before the conversion (a double beyond the type's range does not convert).
+  auto atMost = [](double value, double most, const char* key) {
+    if (value > most) throw std::invalid_argument(std::string("cost.") + key + " must be at most " + humanNumber(most));
+    return value;
+  };
+  model.stagingBufferBytes = static_cast<int64_t>(atMost(
+      number(document, "stagingBufferBytes", static_cast<double>(model.stagingBufferBytes), 1, "cost"),
+      kMostStagingBytes, "stagingBufferBytes"));
+  model.maxStagingSlots = static_cast<int32_t>(
+      atMost(number(document, "maxStagingSlots", model.maxStagingSlots, 1, "cost"), kMostStagingSlots, "maxStagingSlots"));
   model.localGBps = number(document, "localGBps", model.localGBps, 0, "cost");
   model.cacheBytes = number(document, "cacheBytes", model.cacheBytes, 0, "cost");
   model.cacheSpeedup = number(document, "cacheSpeedup", model.cacheSpeedup, 1, "cost");

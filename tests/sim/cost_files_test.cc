@@ -105,6 +105,13 @@ TEST(CostModelForMessage, TheCacheRegimeSpeedsTheTbsOfSmallCallsOnly) {
   bad = costModelToJson(model);
   bad["sources"] = {{"perThreadGBps", 1}};
   EXPECT_THROW(costModelFromJson(bad), std::invalid_argument);
+  // Integers beyond what the reader converts are refused, not converted (the fuzzer found it).
+  bad = costModelToJson(model);
+  bad["stagingBufferBytes"] = 4.19e306;
+  EXPECT_THROW(costModelFromJson(bad), std::invalid_argument);
+  bad = costModelToJson(model);
+  bad["maxStagingSlots"] = 1e10;
+  EXPECT_THROW(costModelFromJson(bad), std::invalid_argument);
 }
 
 }  // namespace
