@@ -323,19 +323,16 @@ int runSim(const CLI::App& app, SimArgs& args) {
   if (app.count("--topo") == 0 && app.count("--nodes") > 0) args.topo = "preset:resccl-a100";
   // The cost model: --cost, else the one the topology names (tuccl-calibrate), else its hardware
   // class's (sim/cost_files.h); --dump-cost without --topo prints the defaults.
-  tuccl::CostModel cost = tuccl::defaultCostModel();
   const bool topologyGiven = app.count("--topo") > 0 || app.count("--nodes") > 0;
-  if (args.dumpCost && args.costFile.empty() && !topologyGiven) {
+  tuccl::CostModel cost = tuccl::defaultCostModel();
+  if (!args.costFile.empty()) cost = valueOrThrow(tuccl::readCostModelJson(tuccl::readSourceFile(args.costFile)));
+  // --dump-cost loads the topology only to find the model it implies.
+  if (args.dumpCost && (!args.costFile.empty() || !topologyGiven)) {
     std::cout << tuccl::writeCostModelJson(cost);
     return 0;
   }
-  if (args.dumpCost && !args.costFile.empty()) {
-    std::cout << tuccl::writeCostModelJson(valueOrThrow(tuccl::readCostModelJson(tuccl::readSourceFile(args.costFile))));
-    return 0;
-  }
   const tuccl::Topology topology = valueOrThrow(tuccl::loadTopology(args.topo, args.topoOptions)).topology;
-  cost = args.costFile.empty() ? valueOrThrow(tuccl::costModelForTopology(topology, args.topo))
-                               : valueOrThrow(tuccl::readCostModelJson(tuccl::readSourceFile(args.costFile)));
+  if (args.costFile.empty()) cost = valueOrThrow(tuccl::costModelForTopology(topology, args.topo));
   if (args.dumpCost) {
     std::cout << tuccl::writeCostModelJson(cost);
     return 0;

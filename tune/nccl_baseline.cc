@@ -27,6 +27,12 @@ constexpr uint64_t kLLThreadThreshold = 8;
 // reference/nccl-data-path.md 1.1: MAXCHANNELS.
 constexpr int32_t kNcclMaxChannels = 64;
 
+// The generator of NCCL's plan: p2p for AllToAll whatever the algorithm, else its ring or trees.
+const char* generatorOf(Collective collective, NcclAlgorithm algorithm) {
+  if (collective == Collective::AllToAll) return "direct";
+  return algorithm == NcclAlgorithm::Tree ? "double-binary-tree" : "ring";
+}
+
 bool splitsRingChunks(Collective collective) {
   return collective == Collective::AllReduce || collective == Collective::AllGather ||
          collective == Collective::ReduceScatter;
@@ -100,19 +106,15 @@ Expected<Plan> NcclBaseline::plan(Collective collective, int64_t bytes, NcclAlgo
   // NCCL's kernels fold the out-of-place copy into their first primitive (directCopySend,
   // recvReduceCopy from the input): the in-place plan moves the bytes NCCL moves.
   options.inPlace = !p2p;
-  std::string generator;
+  const std::string generator = generatorOf(collective, algorithm);
   int32_t replicas = 1;
-  if (p2p) {
-    generator = "direct";
-  } else if (algorithm == NcclAlgorithm::Tree) {
-    generator = "double-binary-tree";
+  if (generator == "double-binary-tree") {
     // Channels [0, n) run tree 0 and [n, 2n) tree 1, channel c's trees through the NIC of the
     // tree graph's channel c: the generator's two trees in n parts, part q through rails 2q and
     // 2q + 1 of the sketch (every NIC of a node is a rail).
     options.parts = std::max(1, launch.nChannels / 2);
     sketch = buildSketch(topology_, SketchVariant::FullMesh);
-  } else {
-    generator = "ring";
+  } else if (generator == "ring") {
     // Channel c runs ring c mod the rings. Rings of one order (every ring of an NVSwitch) are
     // separate channels, each with its own block and connections: one ring per order, and the
     // channels over the orders as replicas.
@@ -171,24 +173,18 @@ Expected<NcclSimulated> NcclBaseline::evaluate(Collective collective, int64_t by
   simulated.model = *model;
   simulated.choice = *model;
   simulated.choice.nChannels = ncclLaunch(graph_, model->p2p ? NcclAlgorithm::Ring : algorithm, protocol,
-                                          static_cast<uint64_t>(bytes))
+                                          static_cast<uint64_t>(std::max<int64_t>(0, bytes)))
                                    .nChannels;
   simulated.choice.timeUs = result->timeUs;
   simulated.choice.algBwGBs = result->timeUs > 0 ? static_cast<double>(bytes) / (1000 * result->timeUs) : 0;
   simulated.choice.busBwGBs = simulated.choice.algBwGBs * busBandwidthFactor(collective, graph_.nRanks);
-  simulated.generator = collective == Collective::AllToAll ? "direct"
-                        : algorithm == NcclAlgorithm::Tree ? "double-binary-tree"
-                                                           : "ring";
+  simulated.generator = generatorOf(collective, algorithm);
   return simulated;
 }
 
 Expected<NcclSimulated> NcclBaseline::evaluate(Collective collective, int64_t bytes) {
   const NcclChoice model = ncclModelChoice(graph_, collective, static_cast<uint64_t>(bytes));
   return evaluate(collective, bytes, model.algorithm, model.protocol);
-}
-
-std::string describeNcclSimulated(const NcclSimulated& simulated) {
-  return describeNcclChoice(simulated.choice);
 }
 
 }  // namespace tuccl

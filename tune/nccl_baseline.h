@@ -93,7 +93,4 @@ class NcclBaseline {
   std::map<std::tuple<int, int, int, int32_t, int32_t, int64_t>, Plan> plans_;
 };
 
-/// "RING/Simple/12ch, simulated" for a simulated choice.
-std::string describeNcclSimulated(const NcclSimulated& simulated);
-
 }  // namespace tuccl

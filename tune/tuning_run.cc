@@ -809,8 +809,8 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
   // ones with the NCCL model's time (no plan of NCCL's ran beside them).
   std::optional<NcclGraph> ncclGraph;
   std::optional<NcclBaseline> ncclPlans;
-  if (compareWithNccl) ncclGraph = searchNcclGraph(topology);
   if (compareWithNccl && request.profiler == ProfilerKind::Sim) ncclPlans.emplace(topology, network, cost);
+  else if (compareWithNccl) ncclGraph = searchNcclGraph(topology);
   for (const CollectivePlan& plan : plans) {
     for (int64_t bytes : request.sizes) {
       result.workloads.push_back(searchWorkload(ctx, plan, bytes, result.workloads.size()));

@@ -3,7 +3,8 @@
 # has a row per measured size of both runs, fitted and held out, and the summary; the fitted file
 # names its class and a source for every fitted number; the calibrated topology names it and
 # tuccl-sim --topo simulates under it. Bad inputs are exit 2 with the reason: a plan cache without
-# the run's collective, no size held out, an existing output without --force. No timing is
+# the run's collective, no size held out, an existing output without --force, a run without its
+# plans, an unknown collective, a bad size, a plan of another rank count. No timing is
 # asserted: the errors depend on this machine's load.
 # Usage: calibrate_cpu.sh BUILD_DIR SOURCE_DIR WORK_DIR
 set -u
@@ -47,4 +48,24 @@ out=$("$cal" --topo "$work/topo.json" --run "allreduce,$work/allreduce.txt,$work
 status=$?
 [ "$status" -eq 2 ] || { echo "$out"; fail "an existing output: exit $status, not 2"; }
 echo "$out" | grep -q "pass --force" || { echo "$out"; fail "the existing output is not named"; }
+# Malformed runs and sizes: exit 2 naming what is wrong.
+expect_refused() {  # WHAT EXPECTED-TEXT ARGS...
+  what=$1 text=$2; shift 2
+  out=$("$cal" --topo "$work/topo.json" "$@" -o "$work/refused.json" 2>&1)
+  status=$?
+  [ "$status" -eq 2 ] || { echo "$out"; fail "$what: exit $status, not 2"; }
+  echo "$out" | grep -q -- "$text" || { echo "$out"; fail "$what: '$text' not said"; }
+  [ ! -e "$work/refused.json" ] || fail "$what: a cost file was written"
+}
+expect_refused "a run without its plans" "expected COLLECTIVE,OUTPUT,PLANS" --run "allreduce,$work/allreduce.txt" --fit 1M
+expect_refused "an unknown collective" "unknown collective 'allsum'" \
+  --run "allsum,$work/allreduce.txt,$work/plans-allreduce" --fit 1M
+expect_refused "a bad fit size" "--fit 1Q" --run "allreduce,$work/allreduce.txt,$work/plans-allreduce" --fit 1Q
+"$build/tools/tuccl-topo" export preset:dgx-a100 --format json -o "$work/eight.json" > /dev/null 2>&1 ||
+  fail "cannot export an 8-rank topology"
+out=$("$cal" --topo "$work/eight.json" --run "allreduce,$work/allreduce.txt,$work/plans-allreduce" --fit 1M \
+  -o "$work/refused.json" 2>&1)
+status=$?
+[ "$status" -eq 2 ] || { echo "$out"; fail "a plan of another rank count: exit $status, not 2"; }
+echo "$out" | grep -q "a plan of 4 ranks on a topology of 8" || { echo "$out"; fail "the rank counts are not named"; }
 echo PASS
