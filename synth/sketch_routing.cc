@@ -94,7 +94,8 @@ int32_t LogicalGraph::edgeBetween(int32_t from, int32_t to) const {
 }
 
 Expected<LogicalGraph> buildLogicalGraph(const Topology& topology, const Sketch& sketch,
-                                         HyperedgePolicy policy, double chunkBytes, bool transposed) {
+                                         HyperedgePolicy policy, double chunkBytes, bool transposed,
+                                         const LinkCharges& charges) {
   if (Status fits = checkSketchFits(topology, sketch); !fits.ok()) return fits;
   RankPlace place = placeRanks(topology);
   Router router(topology);
@@ -107,6 +108,9 @@ Expected<LogicalGraph> buildLogicalGraph(const Topology& topology, const Sketch&
   graph.nRanks = topology.nRanks();
   graph.nResources = static_cast<int32_t>(router.resources().size());
   graph.outEdges.assign(graph.nRanks, {});
+  graph.nodeOf = place.node;
+  graph.charges = charges;
+  for (const Resource& resource : router.resources()) graph.capacityGBps.push_back(resource.bandwidthGBps);
   for (auto [a, b] : pairs) {
     Path path;
     try {
@@ -116,7 +120,14 @@ Expected<LogicalGraph> buildLogicalGraph(const Topology& topology, const Sketch&
     }
     if (!keptByPolicy(place, path.kind, a, b, topology.nNodes(), policy)) continue;
     LogicalEdge edge{.from = transposed ? b : a, .to = transposed ? a : b};
-    edge.costUs = path.alphaUs + chunkBytes / (path.bandwidthGBps * 1e3);
+    // One connection is one TB's: its rate is the path's, capped by what a TB pushes (through a
+    // NIC, by what a TB pushes through one).
+    double rate = path.bandwidthGBps;
+    if (charges.tbGBps > 0) rate = std::min(rate, charges.tbGBps);
+    if (path.kind == PathKind::Network && charges.networkTbGBps > 0) rate = std::min(rate, charges.networkTbGBps);
+    edge.tbGBps = rate;
+    edge.local = place.node[a] == place.node[b];
+    edge.costUs = path.alphaUs + chunkBytes / (rate * 1e3);
     for (ResourceId id : path.resources) {
       edge.load.emplace_back(id, chunkBytes / (router.resources()[id].bandwidthGBps * 1e3));
     }
@@ -229,12 +240,23 @@ std::vector<int32_t> treeOrder(const Route& parent, int32_t source) {
 
 namespace {
 
-// Whether edge e may carry a commodity whose ranks lie at the given hop levels: an edge of the
-// hop-shortest DAG. (Letting broadcasts also use intra-node edges inside one level, to relay over
-// NVLink in a full-mesh sketch, made CBC's big-M model too weak to finish within a minute on
-// 16-rank topologies; the sketch's pruning is what makes relays.)
-bool candidate(const LogicalEdge& edge, const std::vector<int32_t>& level, bool /*broadcast*/) {
+// Whether edge e of the graph may carry a commodity from `source` whose ranks lie at the given hop
+// levels: an edge of the hop-shortest DAG, or (a broadcast) a relay inside a node other than the
+// source's between two ranks of one level, which the network reached at once.
+bool inLevelRelay(const LogicalGraph& graph, const LogicalEdge& edge, const std::vector<int32_t>& level,
+                  int32_t source) {
+  return edge.local && level[edge.from] >= 0 && level[edge.from] == level[edge.to] &&
+         graph.nodeOf[edge.to] != graph.nodeOf[source];
+}
+bool dagEdge(const LogicalEdge& edge, const std::vector<int32_t>& level) {
   return level[edge.from] >= 0 && level[edge.from] + 1 == level[edge.to];
+}
+
+// ResCCL Eq. 1 as the engine applies it (sim/cost_model.h contentionFactor): a resource whose
+// connections' TB rates sum to z times its capacity keeps 1 / (1 + gamma (z - 1)) of it.
+double contentionFactor(const LinkCharges& charges, double z) {
+  if (z <= 1 || charges.contentionGamma <= 0) return 1;
+  return std::max(charges.contentionFloor, 1 / (1 + charges.contentionGamma * (z - 1)));
 }
 
 // Every representative edge's resource load summed over all its symmetric images, cached.
@@ -261,6 +283,64 @@ class SymmetricLoads {
   std::vector<std::optional<std::vector<std::pair<ResourceId, double>>>> cache_;
 };
 
+// What the routes so far put on every resource: the time it serialises their chunks (loads over
+// its capacity) and the TB rates of the connections (distinct edges, every symmetric image) that
+// share it, whose sum over the capacity is Eq. 1's z. A resource's time is its load over the
+// capacity contention leaves.
+class ResourceClock {
+ public:
+  explicit ResourceClock(const RoutingProblem& problem)
+      : problem_(problem), graph_(*problem.graph), loads_(problem), load_(graph_.nResources, 0.0),
+        rates_(graph_.nResources, 0.0), used_(graph_.edges.size(), false) {}
+
+  /// One chunk over representative edge `edge` and over each of its images.
+  void charge(int32_t edge) {
+    for (auto [id, us] : loads_.of(edge)) load_[id] += us;
+    if (used_[edge]) return;
+    for (const std::vector<int32_t>& perm : problem_.symmetry->perms) {
+      int32_t image = graph_.edgeBetween(perm[graph_.edges[edge].from], perm[graph_.edges[edge].to]);
+      if (used_[image]) continue;
+      used_[image] = true;
+      for (auto [id, us] : graph_.edges[image].load) rates_[id] += graph_.edges[image].tbGBps;
+    }
+  }
+  /// The busiest resource of `edge`'s path, counting the connection `edge` would open.
+  double busiest(int32_t edge) const {
+    const LogicalEdge& e = graph_.edges[edge];
+    double most = 0;
+    for (auto [id, us] : e.load) most = std::max(most, timeOf(id, used_[edge] ? 0 : e.tbGBps));
+    return most;
+  }
+  /// The sum of the times of `edge`'s resources, counting the connection it would open: what
+  /// tells two edges apart whose busiest resource is shared (the NIC every path of a node crosses).
+  double total(int32_t edge) const {
+    const LogicalEdge& e = graph_.edges[edge];
+    double sum = 0;
+    for (auto [id, us] : e.load) sum += timeOf(id, used_[edge] ? 0 : e.tbGBps);
+    return sum;
+  }
+  double busiest() const {
+    double most = 0;
+    for (int32_t id = 0; id < graph_.nResources; ++id) most = std::max(most, timeOf(id, 0));
+    return most;
+  }
+
+ private:
+  double timeOf(int32_t id, double extraRate) const {
+    if (load_[id] == 0) return 0;
+    double capacity = graph_.capacityGBps[id];
+    double z = capacity > 0 ? (rates_[id] + extraRate) / capacity : 0;
+    return load_[id] / contentionFactor(graph_.charges, z);
+  }
+
+  const RoutingProblem& problem_;
+  const LogicalGraph& graph_;
+  SymmetricLoads loads_;
+  std::vector<double> load_;
+  std::vector<double> rates_;
+  std::vector<bool> used_;
+};
+
 std::vector<std::vector<int32_t>> inEdgesOf(const LogicalGraph& graph) {
   std::vector<std::vector<int32_t>> in(graph.nRanks);
   for (size_t e = 0; e < graph.edges.size(); ++e) in[graph.edges[e].to].push_back(static_cast<int32_t>(e));
@@ -278,9 +358,13 @@ std::vector<int32_t> levelOrder(const std::vector<int32_t>& level) {
 }
 
 // Edges of the hop-shortest DAG from the commodity's source (a unicast: only those on a path to
-// its destination), in edge order.
+// its destination), and the in-level relays `seed` (a route of the commodity, or null) uses, in
+// edge order. (Offering a broadcast every in-level relay makes CBC's big-M model too weak to
+// finish within a minute on 16-rank topologies; the heuristic's relays keep its routing a
+// solution.)
 std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector<std::vector<int32_t>>& in,
-                                    const Commodity& commodity, const std::vector<int32_t>& level) {
+                                    const Commodity& commodity, const std::vector<int32_t>& level,
+                                    const Route* seed = nullptr) {
   std::vector<bool> useful(graph.nRanks, commodity.dest < 0);
   if (commodity.dest >= 0) {
     std::deque<int32_t> queue{commodity.dest};
@@ -300,7 +384,9 @@ std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector
   std::vector<int32_t> edges;
   for (size_t e = 0; e < graph.edges.size(); ++e) {
     const LogicalEdge& edge = graph.edges[e];
-    if (candidate(edge, level, commodity.dest < 0) && useful[edge.from] && useful[edge.to]) {
+    bool seeded = commodity.dest < 0 && seed != nullptr && (*seed)[edge.to] == edge.from &&
+                  inLevelRelay(graph, edge, level, commodity.source);
+    if ((dagEdge(edge, level) && useful[edge.from] && useful[edge.to]) || seeded) {
       edges.push_back(static_cast<int32_t>(e));
     }
   }
@@ -310,8 +396,7 @@ std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector
 class HeuristicRouter {
  public:
   explicit HeuristicRouter(const RoutingProblem& problem)
-      : graph_(*problem.graph), in_(inEdgesOf(graph_)), loads_(problem),
-        resourceLoad_(graph_.nResources, 0.0) {}
+      : graph_(*problem.graph), in_(inEdgesOf(graph_)), clock_(problem) {}
 
   Route route(const Commodity& commodity) {
     std::vector<int32_t> level = hopLevels(graph_, commodity.source);
@@ -319,37 +404,78 @@ class HeuristicRouter {
   }
 
  private:
-  double busiest(int32_t edge) const {
-    double most = 0;
-    for (auto [id, us] : graph_.edges[edge].load) most = std::max(most, resourceLoad_[id]);
-    return most;
-  }
-  void charge(int32_t edge) {
-    for (auto [id, us] : loads_.of(edge)) resourceLoad_[id] += us;
+  double busiest(int32_t edge) const { return clock_.busiest(edge); }
+  void charge(int32_t edge) { clock_.charge(edge); }
+
+  // An edge's score: arrival plus busiest resource, then (ties) its resources' summed time.
+  using Score = std::pair<double, double>;
+  static bool better(const Score& a, const Score& b) {
+    double tolerance = 1e-9 * std::max(1.0, std::abs(b.first));
+    if (a.first < b.first - tolerance) return true;
+    return a.first <= b.first + tolerance && a.second < b.second - 1e-9 * std::max(1.0, std::abs(b.second));
   }
 
+  // The best edge into v from the tree (first in edge order on ties); {-1, inf} when none.
+  std::pair<int32_t, Score> bestParent(int32_t v, int32_t source, const std::vector<int32_t>& level,
+                                       const std::vector<double>& arrival, const std::vector<bool>& onTree) const {
+    int32_t best = -1;
+    Score bestScore{kInf, kInf};
+    for (int32_t e : in_[v]) {
+      const LogicalEdge& edge = graph_.edges[e];
+      if (!onTree[edge.from]) continue;
+      if (!dagEdge(edge, level) && !inLevelRelay(graph_, edge, level, source)) continue;
+      Score score{arrival[edge.from] + edge.costUs + busiest(e), clock_.total(e)};
+      if (best < 0 || better(score, bestScore)) {
+        bestScore = score;
+        best = e;
+      }
+    }
+    return {best, bestScore};
+  }
+
+  // Level by level: the source's node in rank order, then the other nodes' ranks best first.
   Route growTree(const Commodity& commodity, const std::vector<int32_t>& level) {
     Route parent(graph_.nRanks, -1);
     std::vector<double> arrival(graph_.nRanks, 0.0);
     std::vector<bool> onTree(graph_.nRanks, false);
     onTree[commodity.source] = true;
-    for (int32_t v : levelOrder(level)) {
-      if (v == commodity.source) continue;
-      int32_t best = -1;
-      double bestScore = kInf;
-      for (int32_t e : in_[v]) {
-        int32_t u = graph_.edges[e].from;
-        if (!onTree[u] || !candidate(graph_.edges[e], level, true)) continue;
-        double score = arrival[u] + graph_.edges[e].costUs + busiest(e);
-        if (score < bestScore) {
-          bestScore = score;
-          best = e;
-        }
-      }
-      parent[v] = graph_.edges[best].from;
-      arrival[v] = arrival[parent[v]] + graph_.edges[best].costUs;
+    auto attach = [&](int32_t v, int32_t e) {
+      parent[v] = graph_.edges[e].from;
+      arrival[v] = arrival[parent[v]] + graph_.edges[e].costUs;
       onTree[v] = true;
-      charge(best);
+      charge(e);
+    };
+    const int32_t home = graph_.nodeOf[commodity.source];
+    std::vector<int32_t> order = levelOrder(level);
+    for (size_t begin = 0; begin < order.size();) {
+      size_t end = begin;
+      while (end < order.size() && level[order[end]] == level[order[begin]]) ++end;
+      std::vector<int32_t> away;
+      for (size_t i = begin; i < end; ++i) {
+        int32_t v = order[i];
+        if (v == commodity.source) continue;
+        if (graph_.nodeOf[v] != home) {
+          away.push_back(v);
+          continue;
+        }
+        attach(v, bestParent(v, commodity.source, level, arrival, onTree).first);
+      }
+      while (!away.empty()) {
+        size_t pick = 0;
+        int32_t pickEdge = -1;
+        Score pickScore{kInf, kInf};
+        for (size_t i = 0; i < away.size(); ++i) {
+          auto [e, score] = bestParent(away[i], commodity.source, level, arrival, onTree);
+          if (e >= 0 && (pickEdge < 0 || better(score, pickScore))) {
+            pick = i;
+            pickEdge = e;
+            pickScore = score;
+          }
+        }
+        attach(away[pick], pickEdge);
+        away.erase(away.begin() + static_cast<std::ptrdiff_t>(pick));
+      }
+      begin = end;
     }
     return parent;
   }
@@ -380,16 +506,14 @@ class HeuristicRouter {
 
   const LogicalGraph& graph_;
   std::vector<std::vector<int32_t>> in_;
-  SymmetricLoads loads_;
-  std::vector<double> resourceLoad_;
+  ResourceClock clock_;
 };
 
 }  // namespace
 
 double modelTime(const RoutingProblem& problem, const std::vector<Route>& routes) {
   const LogicalGraph& graph = *problem.graph;
-  SymmetricLoads loads(problem);
-  std::vector<double> resourceLoad(graph.nResources, 0.0);
+  ResourceClock clock(problem);
   double latest = 0;
   for (size_t c = 0; c < routes.size(); ++c) {
     const Commodity& commodity = problem.representatives[c];
@@ -399,12 +523,11 @@ double modelTime(const RoutingProblem& problem, const std::vector<Route>& routes
       if (parent[v] < 0) continue;
       int32_t e = graph.edgeBetween(parent[v], v);
       arrival[v] = arrival[parent[v]] + graph.edges[e].costUs;
-      for (auto [id, us] : loads.of(e)) resourceLoad[id] += us;
+      clock.charge(e);
       if (commodity.dest < 0 || commodity.dest == v) latest = std::max(latest, arrival[v]);
     }
   }
-  double busiest = resourceLoad.empty() ? 0 : *std::max_element(resourceLoad.begin(), resourceLoad.end());
-  return std::max(latest, busiest);
+  return std::max(latest, clock.busiest());
 }
 
 RoutingOutcome routeHeuristic(const RoutingProblem& problem) {
@@ -419,7 +542,7 @@ RoutingOutcome routeHeuristic(const RoutingProblem& problem) {
 namespace {
 
 // The MILP, TACCL §5.1 with relaxed bandwidth (one representative per orbit of commodities):
-//   columns  x[c,e] in {0,1}   commodity c travels candidate edge e (hop-shortest DAG from its source)
+//   columns  x[c,e] in {0,1}   commodity c travels candidate edge e (candidateEdges)
 //            t[c,v] >= 0       when a broadcast commodity c reaches rank v
 //            T                 the modelled completion time, minimised
 //   rows     broadcast c:  sum_{e into v} x[c,e] = 1 for every rank v but the source;
@@ -427,16 +550,18 @@ namespace {
 //            unicast c:    flow conservation from source to destination; T >= sum_e cost(e) x[c,e]
 //            resource r:   sum_{c,e} load_r(e) x[c,e] <= T, where load_r(e) sums the time one chunk
 //                          holds r over every symmetric image of e (the relaxed bandwidth constraint:
-//                          each link serialises what it carries, ignoring when)
+//                          each link serialises what it carries, ignoring when; contention is
+//                          not linear, so the MILP's routing and the heuristic's are compared by
+//                          modelTime, which applies it)
 //   M_e = UB + cost(e), and t, T <= UB, where UB is the heuristic's modelled time: it cuts off
 //   nothing better than the heuristic, whose routing is CBC's starting incumbent.
 class MilpModel {
  public:
-  MilpModel(const RoutingProblem& problem, double upperBound)
+  MilpModel(const RoutingProblem& problem, double upperBound, const std::vector<Route>& seed)
       : problem_(problem), graph_(*problem.graph), in_(inEdgesOf(graph_)), loads_(problem),
         upperBound_(upperBound) {
     tColumn_ = addColumn(0, upperBound_, 1.0, false);
-    for (const Commodity& commodity : problem.representatives) addCommodity(commodity);
+    for (size_t c = 0; c < problem.representatives.size(); ++c) addCommodity(problem.representatives[c], &seed[c]);
     addResourceRows();
   }
 
@@ -510,10 +635,10 @@ class MilpModel {
     rowUpper_.push_back(upper);
   }
 
-  void addCommodity(const Commodity& commodity) {
+  void addCommodity(const Commodity& commodity, const Route* seed) {
     std::vector<int32_t> level = hopLevels(graph_, commodity.source);
     std::map<int32_t, int> columns;
-    for (int32_t e : candidateEdges(graph_, in_, commodity, level)) columns[e] = addColumn(0, 1, 0, true);
+    for (int32_t e : candidateEdges(graph_, in_, commodity, level, seed)) columns[e] = addColumn(0, 1, 0, true);
     std::vector<int> arrival(graph_.nRanks, -1);
     if (commodity.dest < 0) {
       addBroadcastRows(commodity, columns, arrival);
@@ -608,7 +733,7 @@ RoutingOutcome routeMilp(const RoutingProblem& problem, std::chrono::steady_cloc
   RoutingOutcome heuristic = routeHeuristic(problem);
   say("heuristic routing: modelled " + fixed(heuristic.modelTimeUs) + " us");
   double upperBound = heuristic.modelTimeUs * (1 + 1e-9) + 1e-9;
-  MilpModel model(problem, upperBound);
+  MilpModel model(problem, upperBound, heuristic.routes);
   say("MILP: " + std::to_string(model.binaries()) + " binaries, " + std::to_string(model.columns()) +
       " columns, " + std::to_string(model.rows()) + " rows");
   if (model.binaries() > kMaxMilpBinaries) {

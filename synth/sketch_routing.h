@@ -21,7 +21,9 @@ namespace tuccl::sketch_synth {
 struct LogicalEdge {
   int32_t from = 0;
   int32_t to = 0;
-  double costUs = 0;  ///< alpha + chunkBytes / bandwidth of the edge's path
+  double costUs = 0;  ///< alpha + chunkBytes / the rate one TB reaches on the edge's path
+  double tbGBps = 0;  ///< that rate: the path's bandwidth, capped by LinkCharges
+  bool local = false; ///< inside one node (a relay candidate after a network hop)
   /// The path's resources and the time (µs) one chunk occupies each.
   std::vector<std::pair<ResourceId, double>> load;
 };
@@ -31,6 +33,9 @@ struct LogicalGraph {
   std::vector<LogicalEdge> edges;             ///< sorted by (from, to)
   std::vector<std::vector<int32_t>> outEdges;  ///< rank -> edge indices, by destination
   int32_t nResources = 0;
+  std::vector<double> capacityGBps;  ///< per resource
+  std::vector<int32_t> nodeOf;       ///< per rank
+  LinkCharges charges;
   int32_t edgeBetween(int32_t from, int32_t to) const;  ///< -1 when absent
 };
 
@@ -38,7 +43,8 @@ struct LogicalGraph {
 /// Transposed: every edge points back along its sketch pair (cost and resources still those of the
 /// pair's direction), so trees grown from a root describe how data flows into it (the reductions).
 Expected<LogicalGraph> buildLogicalGraph(const Topology& topology, const Sketch& sketch,
-                                         HyperedgePolicy policy, double chunkBytes, bool transposed = false);
+                                         HyperedgePolicy policy, double chunkBytes, bool transposed = false,
+                                         const LinkCharges& charges = {});
 
 /// A group of rank permutations that map the graph onto itself; perms[0] is the identity.
 struct Symmetry {
@@ -76,14 +82,20 @@ struct RoutingOutcome {
   std::vector<std::string> notes;
 };
 
-/// Candidate edges of a commodity: those of the hop-shortest DAG from its source (so a relay is
-/// chosen only where the sketch leaves no direct edge: the sketch's pruning decides relaying, the
-/// routing decides which relay and which path).
+/// Candidate edges of a commodity: those of the hop-shortest DAG from its source, and for a
+/// broadcast the local edges between two ranks of one level on a node other than the source's
+/// (a chunk that crossed the network once relays to the node's other GPUs instead of crossing it
+/// once per GPU). Elsewhere the sketch's pruning decides relaying, the routing which relay and
+/// which path.
 ///
-/// Greedy least-loaded routing: commodities in order; a broadcast tree grows level by level,
-/// each rank taking the candidate parent already on the tree that minimises its arrival time
-/// plus the busiest resource on the edge; a unicast takes the cheapest hop-shortest path with each
-/// edge weighted by its cost plus its busiest resource. Loads count every symmetric image.
+/// Greedy least-loaded routing: commodities in order; a broadcast tree grows level by level, each
+/// rank taking the candidate parent already on the tree that minimises its arrival time plus the
+/// busiest resource on the edge — the source's node in rank order, then the other nodes' ranks
+/// best first (the rank and edge of the smallest score, so each node's entry GPU is the one its
+/// links favour and the rest relay from it where that is faster); a unicast takes the cheapest
+/// hop-shortest path with each edge weighted by its cost plus its busiest resource. A resource's
+/// time is its load over its capacity after contention (LinkCharges); loads and contention count
+/// every symmetric image.
 RoutingOutcome routeHeuristic(const RoutingProblem& problem);
 
 /// The MILP (sketch_routing.cc says exactly what it models), seeded with the heuristic's routing;
@@ -92,7 +104,8 @@ RoutingOutcome routeHeuristic(const RoutingProblem& problem);
 RoutingOutcome routeMilp(const RoutingProblem& problem, std::chrono::steady_clock::time_point deadline,
                          const std::function<void(const std::string&)>& progress);
 
-/// The modelled time of routes: max(latest arrival, busiest resource), loads over all images.
+/// The modelled time of routes: max(latest arrival, busiest resource), loads and contention over
+/// all images.
 double modelTime(const RoutingProblem& problem, const std::vector<Route>& routes);
 
 /// Hop distance of every rank from `source` (BFS level), -1 where unreachable.

@@ -7,12 +7,17 @@
 //
 // Pipeline (synth/sketch_routing.h, synth/sketch_schedule.h):
 //   1. logical graph   the sketch's intra-node links and inter-node pairs, thinned by the switch
-//                      hyperedge policy, each edge costed alpha + chunkBytes/beta from its path
-//                      (topo/paths.h) and charged to the path's resources;
+//                      hyperedge policy, each edge costed alpha + chunkBytes/rate from its path
+//                      (topo/paths.h; the rate is the path's bandwidth capped by what one TB
+//                      reaches, LinkCharges) and charged to the path's resources, whose time
+//                      grows with the contention of the connections sharing them;
 //   2. symmetry        rotations by whole nodes and of local indices that map the graph (with its
 //                      costs and NIC sharing) onto itself; only one source per orbit is routed;
 //   3. routing         a MILP on COIN-OR CBC (TACCL's routing with relaxed bandwidth) or a greedy
 //                      least-loaded shortest-path heuristic; either is replicated over the orbits;
+//                      a broadcast that crossed the network may relay inside the node it reached
+//                      (one NIC crossing feeds the node's other GPUs over their local links);
+//                      with a judge, both routings are simulated and the faster kept;
 //   4. ordering        list scheduling, each link sends its most urgent chunk first (longest
 //                      remaining path), contiguous chunks of one link and step become one
 //                      operation (TACCL's chunk contiguity);
@@ -55,6 +60,18 @@ enum class HyperedgePolicy : uint8_t { UcMin, UcMax };
 std::string_view hyperedgePolicyName(HyperedgePolicy policy);
 std::optional<HyperedgePolicy> parseHyperedgePolicy(std::string_view name);
 
+/// What the simulator charges a transfer beyond the alpha-beta of its path (sim/cost_model.h), so
+/// that the routing models it: the rate one thread block reaches (every transfer of a connection
+/// is one TB's), through a NIC at most networkTbGBps, and ResCCL Eq. 1's contention, a resource
+/// whose connections' TB rates sum to z times its capacity keeping 1 / (1 + gamma (z - 1)) of it
+/// (never below floor). Zeros: the path's bandwidth alone, no contention.
+struct LinkCharges {
+  double tbGBps = 0;
+  double networkTbGBps = 0;
+  double contentionGamma = 0;
+  double contentionFloor = 0;
+};
+
 struct SketchSynthesisOptions {
   int32_t root = 0;
   int32_t chunksPerRank = 1;        ///< TACCL's input chunkup
@@ -64,6 +81,11 @@ struct SketchSynthesisOptions {
   std::function<void(const std::string&)> progress;  ///< may be empty
   HyperedgePolicy hyperedgePolicy = HyperedgePolicy::UcMin;  ///< TACCL's default (tacclSketchJson)
   double chunkBytes = 1 << 20;      ///< chunk size the alpha-beta model assumes
+  LinkCharges charges;              ///< per-TB rates and contention the routing models
+  /// The simulated time (µs) of a synthesised algorithm, or nullopt when it cannot be simulated.
+  /// When set, the MILP's result and the heuristic's are both made and the faster one simulated is
+  /// kept (a note says both times): the modelled objective is checked against the engine.
+  std::function<std::optional<double>(const Algorithm&)> judge;
 };
 
 struct SketchSynthesisResult {

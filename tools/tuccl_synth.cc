@@ -191,6 +191,15 @@ Expected<std::pair<Algorithm, std::string>> makeAlgorithm(const Topology& topolo
     synthesis.hyperedgePolicy = parseHyperedgePolicy(options.switchPolicy).value_or(HyperedgePolicy::UcMin);
     synthesis.timeLimitSeconds = options.timeLimit;
     synthesis.progress = progressPrinter(options);
+    // The routing models what the engine charges and is checked by simulating it at --sizes.
+    Expected<CostModel> cost = costModelForTopology(topology, options.topo);
+    if (!cost) return cost.status();
+    Expected<Network> network = networkFromTopology(topology, options.topo);
+    if (!network) return network.status();
+    const Expected<std::vector<int64_t>> grid = parseSizeGrid(options.sizes, options.factor);
+    if (!grid) return makeError(ErrorCode::InvalidArgument, "--sizes: " + grid.status().message());
+    synthesis.charges = synthesisCharges(*cost);
+    synthesis.judge = simulatedJudge(*network, *cost, *grid);
     Expected<SketchSynthesisResult> result = synthesizeFromSketch(collective, topology, sketch, synthesis);
     if (!result) return result.status();
     for (const std::string& note : result->notes) std::cerr << "note: " << note << "\n";
@@ -220,9 +229,15 @@ Expected<std::pair<Algorithm, std::string>> bestAlgorithm(const Topology& topolo
   if (!grid) return makeError(ErrorCode::InvalidArgument, "--sizes: " + grid.status().message());
   Expected<Network> network = networkFromTopology(topology, options.topo);
   if (!network) return network.status();
+  // The topology's constants: the file it names, else its hardware class's (sim/cost_files.h).
+  Expected<CostModel> costOf = costModelForTopology(topology, options.topo);
+  if (!costOf) return costOf.status();
+  const CostModel& cost = *costOf;
   CandidateOptions which;
   which.programs = false;  // the example programs are at a fixed shape; generators and synthesis adapt
   which.synthesisSeconds = options.timeLimit;
+  which.charges = synthesisCharges(cost);
+  which.judge = simulatedJudge(*network, cost, *grid);
   std::vector<std::string> notes;
   std::vector<AlgorithmCandidate> candidates;
   try {
@@ -233,10 +248,6 @@ Expected<std::pair<Algorithm, std::string>> bestAlgorithm(const Topology& topolo
   if (!options.quiet) {
     for (const std::string& note : notes) std::cerr << kTool << ": not a candidate: " << note << "\n";
   }
-  // The topology's constants: the file it names, else its hardware class's (sim/cost_files.h).
-  Expected<CostModel> costOf = costModelForTopology(topology, options.topo);
-  if (!costOf) return costOf.status();
-  const CostModel& cost = *costOf;
   std::vector<std::vector<double>> times(candidates.size());
   std::vector<bool> planned(candidates.size(), false);
   for (size_t c = 0; c < candidates.size(); ++c) {
@@ -352,9 +363,11 @@ int main(int argc, char** argv) {
                  "best (default: every candidate simulated at --sizes, the fastest written), sketch (synthesise) or "
                  "a generator")
       ->check(cli::oneOf(algorithms));
-  app.add_option("--sizes", options.sizes, "best: the size range MIN:MAX the candidates are simulated at")
+  app.add_option("--sizes", options.sizes,
+                 "best: the size range MIN:MAX the candidates are simulated at; sketch: the sizes its MILP and "
+                 "heuristic routings are simulated at, the faster kept")
       ->capture_default_str();
-  app.add_option("-f,--factor", options.factor, "best: multiply the size by this between sizes")
+  app.add_option("-f,--factor", options.factor, "best, sketch: multiply the size by this between sizes")
       ->capture_default_str()
       ->check(CLI::Range(1.01, 1e6));
   app.add_flag("--heuristic", options.heuristic, "sketch: route with the heuristic only, without the MILP");
@@ -400,10 +413,11 @@ int main(int argc, char** argv) {
                                                   "--algorithm hm, ...)"));
     }
   }
-  if (options.algorithm != kBestCandidate && (app.count("--sizes") > 0 || app.count("--factor") > 0)) {
+  if (options.algorithm != kBestCandidate && options.algorithm != kSketchSynthesiser &&
+      (app.count("--sizes") > 0 || app.count("--factor") > 0)) {
     return cli::reportError(kTool, makeError(ErrorCode::InvalidArgument,
                                              "--sizes and --factor choose among candidates: they go with --algorithm "
-                                             "best (the default)"));
+                                             "best (the default) or sketch"));
   }
   return run(options);
 }

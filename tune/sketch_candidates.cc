@@ -3,6 +3,7 @@
 #include "tune/sketch_candidates.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -11,6 +12,7 @@
 #include "lang/semantic_check.h"
 #include "lang/load_algorithm.h"
 #include "scheduler/plan_builder.h"
+#include "sim/simulator.h"
 #include "synth/generators.h"
 #include "synth/sketch_synthesis.h"
 
@@ -234,6 +236,8 @@ void synthesisCandidates(const Topology& topology, Collective collective, const 
     if (options.synthesised && wanted(options.only, "synth")) {
       SketchSynthesisOptions synthesis;
       synthesis.timeLimitSeconds = options.synthesisSeconds;
+      synthesis.charges = options.charges;
+      synthesis.judge = options.judge;
       Expected<SketchSynthesisResult> made = synthesizeFromSketch(collective, topology, sketch, synthesis);
       if (!made) {
         if (made.status().code() == ErrorCode::Internal) throw std::logic_error(made.status().message());
@@ -247,6 +251,34 @@ void synthesisCandidates(const Topology& topology, Collective collective, const 
 }
 
 }  // namespace
+
+LinkCharges synthesisCharges(const CostModel& cost) {
+  const PlanConfig defaults;
+  LinkCharges charges;
+  charges.tbGBps = tbCapGBps(cost, defaults.protocol, defaults.nThreads, false);
+  charges.networkTbGBps = tbCapGBps(cost, defaults.protocol, defaults.nThreads, true);
+  charges.contentionGamma = cost.contentionGamma;
+  charges.contentionFloor = cost.contentionFloor;
+  return charges;
+}
+
+std::function<std::optional<double>(const Algorithm&)> simulatedJudge(const Network& network, const CostModel& cost,
+                                                                      std::vector<int64_t> sizes) {
+  return [network, cost, sizes = std::move(sizes)](const Algorithm& algorithm) -> std::optional<double> {
+    Expected<Plan> plan = buildPlan(algorithm, PlanRequest{});
+    if (!plan || sizes.empty()) return std::nullopt;
+    double logSum = 0;
+    for (int64_t bytes : sizes) {
+      SimOptions sim;
+      sim.messageBytes = bytes;
+      sim.cost = cost;
+      Expected<SimResult> result = simulatePlan(*plan, network, sim);
+      if (!result || result->timeUs <= 0) return std::nullopt;
+      logSum += std::log(result->timeUs);
+    }
+    return std::exp(logSum / static_cast<double>(sizes.size()));
+  };
+}
 
 std::vector<AlgorithmCandidate> algorithmCandidates(const Topology& topology, Collective collective,
                                                     const std::string& examplesDir, std::vector<std::string>* notes,

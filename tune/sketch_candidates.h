@@ -18,13 +18,17 @@
 // program is listed once, labelled with the sparsest sketch that admits it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lang/algorithm.h"
+#include "sim/cost_model.h"
+#include "sim/network.h"
 #include "support/status.h"
+#include "synth/sketch_synthesis.h"
 #include "topo/sketch.h"
 #include "topo/topology.h"
 
@@ -63,10 +67,24 @@ struct CandidateOptions {
   bool generated = true;   ///< every synth/ generator under every sketch variant
   bool synthesised = true; ///< the sketch-guided synthesiser under every sketch variant
   double synthesisSeconds = 10;  ///< the time limit of each synthesis (the heuristic answers after it)
+  /// What the synthesiser models of the engine (synthesisCharges); zeros: alpha-beta alone.
+  LinkCharges charges;
+  /// Judges the synthesiser's MILP routing against its heuristic one (simulatedJudge); empty: the
+  /// modelled time decides.
+  std::function<std::optional<double>(const Algorithm&)> judge;
   /// Candidate names to make (empty: all). A generator runs only when its name, or a name
   /// "<generator>@<sketch>", is listed; the synthesiser only for "synth" or "synth@<sketch>".
   std::vector<std::string> only;
 };
+
+/// What the engine charges a plan's transfers under `cost` (sim/cost_model.h): the TB rate of the
+/// default plan configuration (Simple, 512 threads), through a NIC, and Eq. 1's constants.
+LinkCharges synthesisCharges(const CostModel& cost);
+
+/// The geometric mean over `sizes` of the algorithm's simulated time (µs), planned as tuccl-sim
+/// plans it by default (HPDS, the default request); nullopt when it does not plan or simulate.
+std::function<std::optional<double>(const Algorithm&)> simulatedJudge(const Network& network, const CostModel& cost,
+                                                                      std::vector<int64_t> sizes);
 
 /// The candidates for `collective` on `topology` (nRanks = its GPUs, GPUPerNode = the largest
 /// node):

@@ -262,7 +262,8 @@ void checkNcclAlgorithms(const SearchSpace& space) {
 }
 
 CollectivePlan planCollective(const TuningRequest& request, Collective collective, const Topology& topology,
-                              const std::optional<nlohmann::json>& spaceJson, TuningObserver& observer) {
+                              const CostModel& cost, const std::optional<nlohmann::json>& spaceJson,
+                              TuningObserver& observer) {
   CollectivePlan plan;
   plan.collective = collective;
   plan.tuccl = request.profiler == ProfilerKind::Tuccl;
@@ -271,6 +272,7 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
     std::vector<std::string> notes;
     CandidateOptions candidateOptions;
     candidateOptions.only = restrict;
+    candidateOptions.charges = synthesisCharges(cost);  // the synthesiser models the simulator's charges
     for (AlgorithmCandidate& c : algorithmCandidates(topology, collective, request.examplesDir, &notes, candidateOptions)) {
       if (restrict.empty() || std::find(restrict.begin(), restrict.end(), c.name) != restrict.end())
         plan.candidates.push_back(std::move(c));
@@ -784,15 +786,6 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
   result.nRanks = request.ranks > 0 ? request.ranks : topology.nRanks();
   result.signature = request.ranks > 0 ? std::string() : signatureHex(topologySignature(topology));
 
-  std::vector<CollectivePlan> plans;
-  for (Collective collective : request.collectives)
-    plans.push_back(planCollective(request, collective, topology, spaceJson, observer));
-
-  throwIfError(observer.ready());
-  std::unique_ptr<TrialLog> log =
-      TrialLog::open(request.logPath, runHeader(request, result.signature, plans), request.resume);
-  if (log->loadedTrials() > 0) observer.resuming(request.logPath, log->loadedTrials());
-  std::unique_ptr<Searcher> searcher = makeSearcher(request.method);
   // The simulator's constants: the file the topology names, else its hardware class's.
   CostModel cost = defaultCostModel();
   if (request.ranks == 0) {
@@ -800,6 +793,15 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
     throwIfError(forTopology.status());
     cost = *forTopology;
   }
+  std::vector<CollectivePlan> plans;
+  for (Collective collective : request.collectives)
+    plans.push_back(planCollective(request, collective, topology, cost, spaceJson, observer));
+
+  throwIfError(observer.ready());
+  std::unique_ptr<TrialLog> log =
+      TrialLog::open(request.logPath, runHeader(request, result.signature, plans), request.resume);
+  if (log->loadedTrials() > 0) observer.resuming(request.logPath, log->loadedTrials());
+  std::unique_ptr<Searcher> searcher = makeSearcher(request.method);
   const SearchContext ctx{
       request, network, cost, result.nRanks, *searcher, *log, observer, plans.size() * request.sizes.size()};
   // The NCCL model describes GPUs: its choice is compared with what ran on GPUs (the simulator's

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "lang/semantic_check.h"
+#include "synth/sketch_routing.h"
 #include "topo/presets.h"
 
 namespace tuccl {
@@ -213,6 +214,111 @@ TEST(SketchSynthesis, ReportsProgress) {
   EXPECT_NE(lines.back().find("ordered"), std::string::npos);
 }
 
+// The engine's charges on NDv2 (sim/cost/volta.json): 512 threads at 0.0518 GB/s each, 6.25 GB/s
+// per TB through a NIC, Eq. 1's gamma 0.15 and floor 0.25.
+constexpr LinkCharges kVoltaCharges{.tbGBps = 26.5, .networkTbGBps = 6.25, .contentionGamma = 0.15,
+                                    .contentionFloor = 0.25};
+
+int32_t interNodeTransfers(const Topology& topology, const Algorithm& algorithm) {
+  int32_t count = 0;
+  for (const Operation& op : algorithm.ops) {
+    if (!op.isLocal() && topology.gpus[op.srcRank].node != topology.gpus[op.dstRank].node) count += op.count;
+  }
+  return count;
+}
+
+// 2 x NDv2 under the pruned sketch: every GPU pair across the nodes is a sketch edge through the
+// one NIC. A chunk that crossed into the other node relays to that node's GPUs over their local
+// links: every chunk crosses the NIC once, not once per remote GPU (16 transfers, not 128).
+TEST(SketchSynthesis, ANetworkHopRelaysInsideTheNodeItReaches) {
+  Topology topology = makePreset(spec("ndv2", 2, 0));
+  Sketch sketch = buildSketch(topology, SketchVariant::Pruned);
+  for (bool heuristicOnly : {true, false}) {
+    SketchSynthesisOptions options;
+    options.heuristicOnly = heuristicOnly;
+    options.charges = kVoltaCharges;
+    Expected<SketchSynthesisResult> result = synthesizeFromSketch(Collective::AllGather, topology, sketch, options);
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    expectProved(result->algorithm, "ndv2 x2 allgather");
+    expectSketchEdges(topology, sketch, result->algorithm, "ndv2 x2 allgather");
+    EXPECT_EQ(interNodeTransfers(topology, result->algorithm), 16) << (heuristicOnly ? "heuristic" : "MILP");
+    // Each node's chunks enter the other node through different GPUs: no GPU takes them all.
+    std::set<int32_t> entries;
+    for (const Operation& op : result->algorithm.ops) {
+      if (!op.isLocal() && topology.gpus[op.srcRank].node != topology.gpus[op.dstRank].node) entries.insert(op.dstRank);
+    }
+    EXPECT_GT(entries.size(), 2u);
+  }
+  // AllReduce's reduce-scatter half aggregates inside a node before the NIC: each of the 16
+  // chunks crosses it once each way.
+  SketchSynthesisOptions options;
+  options.charges = kVoltaCharges;
+  Expected<SketchSynthesisResult> allReduce = synthesizeFromSketch(Collective::AllReduce, topology, sketch, options);
+  ASSERT_TRUE(allReduce.ok()) << allReduce.status().message();
+  expectProved(allReduce->algorithm, "ndv2 x2 allreduce");
+  EXPECT_EQ(interNodeTransfers(topology, allReduce->algorithm), 2 * 16);
+}
+
+// A NIC path's edge costs its chunk at one TB's network rate, and a resource shared by more
+// connections than it carries at full rate takes longer: both raise the modelled time.
+TEST(SketchSynthesis, PerTbRatesAndContentionAreModelled) {
+  Topology topology = makePreset(spec("ndv2", 2, 0));
+  Sketch sketch = buildSketch(topology, SketchVariant::Pruned);
+  const double chunk = 1 << 20;
+  Expected<sketch_synth::LogicalGraph> plain = sketch_synth::buildLogicalGraph(topology, sketch, HyperedgePolicy::UcMin, chunk);
+  Expected<sketch_synth::LogicalGraph> charged =
+      sketch_synth::buildLogicalGraph(topology, sketch, HyperedgePolicy::UcMin, chunk, false, kVoltaCharges);
+  ASSERT_TRUE(plain.ok() && charged.ok());
+  int32_t network = plain->edgeBetween(0, 8);
+  ASSERT_GE(network, 0);
+  EXPECT_NEAR(charged->edges[network].costUs - plain->edges[network].costUs,
+              chunk / 6.25e3 - chunk / (plain->edges[network].tbGBps * 1e3), 1e-6);
+  EXPECT_DOUBLE_EQ(charged->edges[network].tbGBps, 6.25);
+  EXPECT_FALSE(charged->edges[network].local);
+  EXPECT_TRUE(charged->edges[plain->edgeBetween(0, 1)].local);
+
+  SketchSynthesisOptions options;
+  options.heuristicOnly = true;
+  Expected<SketchSynthesisResult> alphaBeta = synthesizeFromSketch(Collective::AllGather, topology, sketch, options);
+  options.charges = kVoltaCharges;
+  options.charges.contentionGamma = 0;
+  Expected<SketchSynthesisResult> capped = synthesizeFromSketch(Collective::AllGather, topology, sketch, options);
+  options.charges = kVoltaCharges;
+  Expected<SketchSynthesisResult> contended = synthesizeFromSketch(Collective::AllGather, topology, sketch, options);
+  ASSERT_TRUE(alphaBeta.ok() && capped.ok() && contended.ok());
+  // The NIC's serialised load, not a path's latency, is the modelled time here: capping a
+  // connection's rate lengthens arrivals only.
+  EXPECT_GE(capped->modelTimeUs, alphaBeta->modelTimeUs);
+  // Eight connections at 6.25 GB/s through a 12.5 GB/s NIC: z = 4, 1 / (1 + 0.15 x 3) of it left.
+  EXPECT_GT(contended->modelTimeUs, capped->modelTimeUs);
+}
+
+// With a judge, the MILP's and the heuristic's routings are both simulated and the faster kept.
+TEST(SketchSynthesis, AJudgeKeepsTheFasterRoutingAndSaysBothTimes) {
+  Topology topology = makePreset("preset:dgx-a100:nodes=2");
+  Sketch sketch = buildSketch(topology, SketchVariant::Pruned);
+  SketchSynthesisOptions options;
+  std::vector<std::string> judged;
+  // A judge that prefers the heuristic's routing (named in the algorithm) whatever it costs.
+  options.judge = [&](const Algorithm& algorithm) -> std::optional<double> {
+    judged.push_back(algorithm.name);
+    return algorithm.name.find("heuristic") != std::string::npos ? 1.0 : 2.0;
+  };
+  Expected<SketchSynthesisResult> result = synthesizeFromSketch(Collective::AllGather, topology, sketch, options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(judged, (std::vector<std::string>{"sketch-milp-AllGather", "sketch-heuristic-AllGather"}));
+  EXPECT_EQ(result->method, SketchSynthesisMethod::Heuristic);
+  EXPECT_TRUE(anyNoteContains(*result, "simulated: MILP routing 2.00 us, heuristic routing 1.00 us; kept the heuristic's"))
+      << result->notes.back();
+  EXPECT_FALSE(anyNoteContains(*result, "heuristic routing requested"));
+  // A judge that cannot simulate either leaves the MILP's.
+  options.judge = [](const Algorithm&) -> std::optional<double> { return std::nullopt; };
+  Expected<SketchSynthesisResult> unjudged = synthesizeFromSketch(Collective::AllGather, topology, sketch, options);
+  ASSERT_TRUE(unjudged.ok());
+  EXPECT_EQ(unjudged->method, SketchSynthesisMethod::Milp);
+  EXPECT_TRUE(anyNoteContains(*unjudged, "MILP routing not simulated, heuristic routing not simulated; kept the MILP's"));
+}
+
 TEST(SketchSynthesis, BadInputIsRefusedClearly) {
   Topology topology = makePreset(spec("dgx-a100", 2, 4));
   Sketch sketch = buildSketch(topology, SketchVariant::Pruned);
@@ -229,6 +335,9 @@ TEST(SketchSynthesis, BadInputIsRefusedClearly) {
   refuse(Collective::AllToAll, {.inPlace = true}, "in-place AllToAll", sketch);
   refuse(Collective::AllGather, {.timeLimitSeconds = 0}, "timeLimitSeconds", sketch);
   refuse(Collective::AllGather, {.timeLimitSeconds = std::nan("")}, "timeLimitSeconds", sketch);
+  refuse(Collective::AllGather, {.charges = {.tbGBps = -1}}, "charges.tbGBps", sketch);
+  refuse(Collective::AllGather, {.charges = {.networkTbGBps = std::nan("")}}, "charges.networkTbGBps", sketch);
+  refuse(Collective::AllGather, {.charges = {.contentionFloor = 2}}, "charges.contentionFloor", sketch);
   Sketch other = buildSketch(makePreset(spec("dgx-a100", 4, 4)), SketchVariant::Pruned);
   refuse(Collective::AllGather, {}, "does not belong to the topology", other);
 }
