@@ -21,6 +21,8 @@ namespace tuccl::sketch_synth {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Added to the score of a parent over the connection budget, so every rank within it goes first.
+constexpr double kOverBudgetPenaltyUs = 1e12;
 // Beyond this many binaries CBC rarely improves on the heuristic within a minute on one core.
 constexpr size_t kMaxMilpBinaries = 40000;
 constexpr int kCbcSeed = 20231123;
@@ -137,6 +139,14 @@ Expected<LogicalGraph> buildLogicalGraph(const Topology& topology, const Sketch&
     return std::make_pair(x.from, x.to) < std::make_pair(y.from, y.to);
   });
   for (size_t e = 0; e < graph.edges.size(); ++e) graph.outEdges[graph.edges[e].from].push_back(static_cast<int32_t>(e));
+  // Under per-TB rates a connection is a resource of its own: one TB sends its chunks one after
+  // another at its rate, so chunks sharing an edge serialise there even when the path has room.
+  if (charges.tbGBps > 0 || charges.networkTbGBps > 0) {
+    for (LogicalEdge& edge : graph.edges) {
+      edge.load.emplace_back(graph.nResources++, chunkBytes / (edge.tbGBps * 1e3));
+      graph.capacityGBps.push_back(edge.tbGBps);
+    }
+  }
   return graph;
 }
 
@@ -240,13 +250,17 @@ std::vector<int32_t> treeOrder(const Route& parent, int32_t source) {
 
 namespace {
 
-// Whether edge e of the graph may carry a commodity from `source` whose ranks lie at the given hop
-// levels: an edge of the hop-shortest DAG, or (a broadcast) a relay inside a node other than the
-// source's between two ranks of one level, which the network reached at once.
-bool inLevelRelay(const LogicalGraph& graph, const LogicalEdge& edge, const std::vector<int32_t>& level,
-                  int32_t source) {
-  return edge.local && level[edge.from] >= 0 && level[edge.from] == level[edge.to] &&
-         graph.nodeOf[edge.to] != graph.nodeOf[source];
+// Whether edge e of the graph may carry a broadcast from `source` as a relay off the hop-shortest
+// DAG: into a node other than the source's, either inside that node (the network reached it once
+// and its GPUs share the chunk over local links) or from a GPU of the source's node (a leader
+// sending the chunk across on the source's behalf, so fewer connections share the NIC).
+// With `sameLevel`, only between two ranks of one hop level.
+bool relayEdge(const LogicalGraph& graph, const LogicalEdge& edge, const std::vector<int32_t>& level,
+               int32_t source, bool sameLevel) {
+  const int32_t home = graph.nodeOf[source];
+  if (level[edge.from] < 0 || level[edge.to] < 0 || graph.nodeOf[edge.to] == home) return false;
+  if (sameLevel && level[edge.from] != level[edge.to]) return false;
+  return (edge.local && level[edge.from] == level[edge.to]) || graph.nodeOf[edge.from] == home;
 }
 bool dagEdge(const LogicalEdge& edge, const std::vector<int32_t>& level) {
   return level[edge.from] >= 0 && level[edge.from] + 1 == level[edge.to];
@@ -311,6 +325,8 @@ class ResourceClock {
     for (auto [id, us] : e.load) most = std::max(most, timeOf(id, used_[edge] ? 0 : e.tbGBps));
     return most;
   }
+  /// Whether `edge` (or an image of it) already carries chunks: its connection is open.
+  bool open(int32_t edge) const { return used_[edge]; }
   /// The sum of the times of `edge`'s resources, counting the connection it would open: what
   /// tells two edges apart whose busiest resource is shared (the NIC every path of a node crosses).
   double total(int32_t edge) const {
@@ -385,7 +401,7 @@ std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector
   for (size_t e = 0; e < graph.edges.size(); ++e) {
     const LogicalEdge& edge = graph.edges[e];
     bool seeded = commodity.dest < 0 && seed != nullptr && (*seed)[edge.to] == edge.from &&
-                  inLevelRelay(graph, edge, level, commodity.source);
+                  relayEdge(graph, edge, level, commodity.source, false);
     if ((dagEdge(edge, level) && useful[edge.from] && useful[edge.to]) || seeded) {
       edges.push_back(static_cast<int32_t>(e));
     }
@@ -396,7 +412,9 @@ std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector
 class HeuristicRouter {
  public:
   explicit HeuristicRouter(const RoutingProblem& problem)
-      : graph_(*problem.graph), in_(inEdgesOf(graph_)), clock_(problem) {}
+      : graph_(*problem.graph), symmetry_(*problem.symmetry), in_(inEdgesOf(graph_)), clock_(problem),
+        budget_(problem.maxNetworkConnections), sameLevel_(problem.sameLevelRelays),
+        opened_(graph_.nodeOf.empty() ? 0 : *std::max_element(graph_.nodeOf.begin(), graph_.nodeOf.end()) + 1, 0) {}
 
   Route route(const Commodity& commodity) {
     std::vector<int32_t> level = hopLevels(graph_, commodity.source);
@@ -405,7 +423,23 @@ class HeuristicRouter {
 
  private:
   double busiest(int32_t edge) const { return clock_.busiest(edge); }
-  void charge(int32_t edge) { clock_.charge(edge); }
+  void charge(int32_t edge) {
+    const LogicalEdge& e = graph_.edges[edge];
+    if (!e.local && !clock_.open(edge)) {
+      std::set<int32_t> images;  // the connections it opens: its own and its symmetric images'
+      for (const std::vector<int32_t>& perm : symmetry_.perms) images.insert(graph_.edgeBetween(perm[e.from], perm[e.to]));
+      for (int32_t image : images) {
+        if (!clock_.open(image)) ++opened_[graph_.nodeOf[graph_.edges[image].from]];
+      }
+    }
+    clock_.charge(edge);
+  }
+  // Whether the connection budget leaves `edge` out: a new inter-node connection out of a node
+  // that opened its share.
+  bool overBudget(int32_t edge) const {
+    const LogicalEdge& e = graph_.edges[edge];
+    return budget_ > 0 && !e.local && !clock_.open(edge) && opened_[graph_.nodeOf[e.from]] >= budget_;
+  }
 
   // An edge's score: arrival plus busiest resource, then (ties) its resources' summed time.
   using Score = std::pair<double, double>;
@@ -415,25 +449,33 @@ class HeuristicRouter {
     return a.first <= b.first + tolerance && a.second < b.second - 1e-9 * std::max(1.0, std::abs(b.second));
   }
 
-  // The best edge into v from the tree (first in edge order on ties); {-1, inf} when none.
+  // The best edge into v from the tree within the connection budget, else beyond it (first in
+  // edge order on ties); {-1, inf} when none.
   std::pair<int32_t, Score> bestParent(int32_t v, int32_t source, const std::vector<int32_t>& level,
                                        const std::vector<double>& arrival, const std::vector<bool>& onTree) const {
     int32_t best = -1;
     Score bestScore{kInf, kInf};
+    bool bestOver = true;
     for (int32_t e : in_[v]) {
       const LogicalEdge& edge = graph_.edges[e];
       if (!onTree[edge.from]) continue;
-      if (!dagEdge(edge, level) && !inLevelRelay(graph_, edge, level, source)) continue;
+      if (!dagEdge(edge, level) && !relayEdge(graph_, edge, level, source, sameLevel_)) continue;
+      bool over = overBudget(e);
+      if (over && !bestOver) continue;
       Score score{arrival[edge.from] + edge.costUs + busiest(e), clock_.total(e)};
-      if (best < 0 || better(score, bestScore)) {
+      if (best < 0 || (bestOver && !over) || better(score, bestScore)) {
         bestScore = score;
         best = e;
+        bestOver = over;
       }
     }
+    // Over the budget only for want of anything else: rank it after every choice within it.
+    if (best >= 0 && bestOver && budget_ > 0) bestScore.first += kOverBudgetPenaltyUs;
     return {best, bestScore};
   }
 
-  // Level by level: the source's node in rank order, then the other nodes' ranks best first.
+  // The source's node level by level in rank order, then the other ranks best first (with any
+  // rank of the source's node that found no parent yet); with same-level relays, level by level.
   Route growTree(const Commodity& commodity, const std::vector<int32_t>& level) {
     Route parent(graph_.nRanks, -1);
     std::vector<double> arrival(graph_.nRanks, 0.0);
@@ -446,38 +488,47 @@ class HeuristicRouter {
       charge(e);
     };
     const int32_t home = graph_.nodeOf[commodity.source];
-    std::vector<int32_t> order = levelOrder(level);
+    const std::vector<int32_t> order = levelOrder(level);
+    std::vector<int32_t> pool;
     for (size_t begin = 0; begin < order.size();) {
-      size_t end = begin;
-      while (end < order.size() && level[order[end]] == level[order[begin]]) ++end;
-      std::vector<int32_t> away;
+      size_t end = begin + 1;
+      while (end < order.size() && (!sameLevel_ || level[order[end]] == level[order[begin]])) ++end;
       for (size_t i = begin; i < end; ++i) {
         int32_t v = order[i];
         if (v == commodity.source) continue;
-        if (graph_.nodeOf[v] != home) {
-          away.push_back(v);
-          continue;
+        int32_t e = graph_.nodeOf[v] == home ? bestParent(v, commodity.source, level, arrival, onTree).first : -1;
+        if (e >= 0) {
+          attach(v, e);
+        } else {
+          pool.push_back(v);
         }
-        attach(v, bestParent(v, commodity.source, level, arrival, onTree).first);
       }
-      while (!away.empty()) {
-        size_t pick = 0;
-        int32_t pickEdge = -1;
-        Score pickScore{kInf, kInf};
-        for (size_t i = 0; i < away.size(); ++i) {
-          auto [e, score] = bestParent(away[i], commodity.source, level, arrival, onTree);
-          if (e >= 0 && (pickEdge < 0 || better(score, pickScore))) {
-            pick = i;
-            pickEdge = e;
-            pickScore = score;
-          }
-        }
-        attach(away[pick], pickEdge);
-        away.erase(away.begin() + static_cast<std::ptrdiff_t>(pick));
-      }
+      attachBestFirst(commodity.source, level, pool, arrival, onTree, attach);
       begin = end;
     }
     return parent;
+  }
+
+  template <typename Attach>
+  void attachBestFirst(int32_t source, const std::vector<int32_t>& level, std::vector<int32_t>& pool,
+                       const std::vector<double>& arrival, const std::vector<bool>& onTree, Attach& attach) {
+    while (!pool.empty()) {
+      size_t pick = 0;
+      int32_t pickEdge = -1;
+      Score pickScore{kInf, kInf};
+      for (size_t i = 0; i < pool.size(); ++i) {
+        auto [e, score] = bestParent(pool[i], source, level, arrival, onTree);
+        if (e >= 0 && (pickEdge < 0 || better(score, pickScore))) {
+          pick = i;
+          pickEdge = e;
+          pickScore = score;
+        }
+      }
+      // Every rank has a hop-shortest parent one level up, so some rank always attaches.
+      if (pickEdge < 0) throw std::logic_error("sketch routing: a broadcast tree cannot grow");
+      attach(pool[pick], pickEdge);
+      pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(pick));
+    }
   }
 
   Route cheapestPath(const Commodity& commodity, const std::vector<int32_t>& level) {
@@ -505,8 +556,12 @@ class HeuristicRouter {
   }
 
   const LogicalGraph& graph_;
+  const Symmetry& symmetry_;
   std::vector<std::vector<int32_t>> in_;
   ResourceClock clock_;
+  int32_t budget_;
+  bool sameLevel_;
+  std::vector<int32_t> opened_;  // per node: inter-node connections opened out of it
 };
 
 }  // namespace

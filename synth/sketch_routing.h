@@ -73,6 +73,14 @@ struct RoutingProblem {
   const LogicalGraph* graph = nullptr;
   const Symmetry* symmetry = nullptr;
   std::vector<Commodity> representatives;  ///< one per orbit of commodities under the symmetry
+  /// The heuristic opens at most this many inter-node connections out of a node (0: any); a
+  /// rank it could not reach otherwise opens one anyway. Fewer connections share a NIC with less
+  /// contention, each carrying more chunks.
+  int32_t maxNetworkConnections = 0;
+  /// The heuristic relays only between ranks of one hop level and grows a tree level by level;
+  /// without, a leader of the source's node may send to a rank of any level, after the source's
+  /// node is on the tree.
+  bool sameLevelRelays = false;
 };
 
 struct RoutingOutcome {

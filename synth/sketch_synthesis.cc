@@ -369,7 +369,9 @@ Expected<RoutedPhase> routePhase(Collective collective, const Topology& topology
       std::to_string(phase.chunks.representatives.size()) + " of " + std::to_string(phase.chunks.all.size()) +
       " chunks routed, " + phase.chunks.symmetry.description);
   RoutingProblem problem{.graph = &phase.graph, .symmetry = &phase.chunks.symmetry,
-                         .representatives = phase.chunks.representatives};
+                         .representatives = phase.chunks.representatives,
+                         .maxNetworkConnections = options.maxNetworkConnections,
+                         .sameLevelRelays = options.sameLevelRelays};
   if (options.heuristicOnly) {
     phase.routing = routeHeuristic(problem);
     phase.routing.notes.push_back("heuristic routing requested");
@@ -450,28 +452,55 @@ Expected<SketchSynthesisResult> synthesizeOnce(Collective collective, const Topo
 Expected<SketchSynthesisResult> synthesizeFromSketch(Collective collective, const Topology& topology,
                                                      const Sketch& sketch, const SketchSynthesisOptions& options) {
   if (!options.judge || options.heuristicOnly) return synthesizeOnce(collective, topology, sketch, options);
-  // The modelled objective checked against the engine: the heuristic's routing and the MILP's,
-  // each simulated, the faster kept (the MILP's on a tie or when neither can be simulated).
+  // The modelled objective checked against the engine: the MILP's routing, the heuristic's, and
+  // the heuristic's under budgets of inter-node connections (contention the MILP cannot weigh),
+  // each simulated, the fastest kept (the first on a tie or when none can be simulated).
   Clock::time_point start = Clock::now();
+  struct Tried {
+    std::string name;
+    SketchSynthesisResult result;
+    std::optional<double> us;
+  };
+  std::vector<Tried> tried;
   Expected<SketchSynthesisResult> milp = synthesizeOnce(collective, topology, sketch, options);
   if (!milp.ok()) return milp;
-  SketchSynthesisOptions quick = options;
-  quick.heuristicOnly = true;
-  Expected<SketchSynthesisResult> heuristic = synthesizeOnce(collective, topology, sketch, quick);
-  if (!heuristic.ok()) return heuristic;
-  std::optional<double> milpUs = options.judge(milp->algorithm);
-  std::optional<double> heuristicUs = options.judge(heuristic->algorithm);
-  bool heuristicWins = heuristicUs && (!milpUs || *heuristicUs < *milpUs);
-  SketchSynthesisResult& kept = heuristicWins ? *heuristic : *milp;
-  std::erase_if(kept.notes, [](const std::string& note) {
-    return note.find("heuristic routing requested") != std::string::npos;
+  tried.push_back({milp->method == SketchSynthesisMethod::Milp ? "MILP" : "its", std::move(*milp), std::nullopt});
+  for (bool sameLevel : {false, true}) {
+    for (int32_t budget : {0, 1, 2, 4}) {
+      if (budget > 0 && options.maxNetworkConnections > 0) break;  // the caller's budget holds
+      SketchSynthesisOptions quick = options;
+      quick.heuristicOnly = true;
+      quick.sameLevelRelays = sameLevel || options.sameLevelRelays;
+      if (budget > 0) quick.maxNetworkConnections = budget;
+      Expected<SketchSynthesisResult> heuristic = synthesizeOnce(collective, topology, sketch, quick);
+      if (!heuristic.ok()) return heuristic;
+      std::string how;
+      if (budget > 0) how = std::to_string(budget) + " connection" + (budget > 1 ? "s" : "") + " per node";
+      if (sameLevel) how += std::string(how.empty() ? "" : ", ") + "same-level relays";
+      std::string name = how.empty() ? "heuristic" : "heuristic (" + how + ")";
+      bool same = std::any_of(tried.begin(), tried.end(),
+                              [&](const Tried& t) { return t.result.algorithm.ops == heuristic->algorithm.ops; });
+      if (!same) tried.push_back({std::move(name), std::move(*heuristic), std::nullopt});
+    }
+  }
+  size_t best = 0;
+  for (size_t i = 0; i < tried.size(); ++i) {
+    tried[i].us = options.judge(tried[i].result.algorithm);
+    if (tried[i].us && (!tried[best].us || *tried[i].us < *tried[best].us)) best = i;
+  }
+  std::string note = "simulated:";
+  for (size_t i = 0; i < tried.size(); ++i) {
+    note += std::string(i > 0 ? "," : "") + " " + tried[i].name + " routing " +
+            (tried[i].us ? fixed(*tried[i].us) + " us" : std::string("not simulated"));
+  }
+  note += "; kept the " + (best == 0 && tried[0].name == "its" ? std::string("first") : tried[best].name + "'s");
+  SketchSynthesisResult kept = std::move(tried[best].result);
+  std::erase_if(kept.notes, [](const std::string& line) {
+    return line.find("heuristic routing requested") != std::string::npos;
   });
-  auto said = [](const std::optional<double>& us) { return us ? fixed(*us) + " us" : std::string("not simulated"); };
-  kept.notes.push_back("simulated: " + std::string(milp->method == SketchSynthesisMethod::Milp ? "MILP" : "its") +
-                       " routing " + said(milpUs) + ", heuristic routing " + said(heuristicUs) + "; kept the " +
-                       (heuristicWins ? "heuristic's" : milp->method == SketchSynthesisMethod::Milp ? "MILP's" : "first"));
+  kept.notes.push_back(note);
   kept.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return std::move(kept);
+  return kept;
 }
 
 }  // namespace tuccl

@@ -82,9 +82,16 @@ struct SketchSynthesisOptions {
   HyperedgePolicy hyperedgePolicy = HyperedgePolicy::UcMin;  ///< TACCL's default (tacclSketchJson)
   double chunkBytes = 1 << 20;      ///< chunk size the alpha-beta model assumes
   LinkCharges charges;              ///< per-TB rates and contention the routing models
+  /// Inter-node connections the heuristic may open out of a node (0: any; sketch_routing.h).
+  /// With a judge, the heuristic also runs under budgets of 1, 2 and 4 and every routing is judged.
+  int32_t maxNetworkConnections = 0;
+  /// The heuristic relays only between ranks of one hop level (sketch_routing.h); with a judge,
+  /// both ways are tried.
+  bool sameLevelRelays = false;
   /// The simulated time (µs) of a synthesised algorithm, or nullopt when it cannot be simulated.
-  /// When set, the MILP's result and the heuristic's are both made and the faster one simulated is
-  /// kept (a note says both times): the modelled objective is checked against the engine.
+  /// When set, the MILP's result, the heuristic's and the heuristic's under connection budgets are
+  /// all made and the fastest simulated is kept (a note says their times): the modelled objective
+  /// is checked against the engine.
   std::function<std::optional<double>(const Algorithm&)> judge;
 };
 

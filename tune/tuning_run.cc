@@ -262,8 +262,8 @@ void checkNcclAlgorithms(const SearchSpace& space) {
 }
 
 CollectivePlan planCollective(const TuningRequest& request, Collective collective, const Topology& topology,
-                              const CostModel& cost, const std::optional<nlohmann::json>& spaceJson,
-                              TuningObserver& observer) {
+                              const Network& network, const CostModel& cost,
+                              const std::optional<nlohmann::json>& spaceJson, TuningObserver& observer) {
   CollectivePlan plan;
   plan.collective = collective;
   plan.tuccl = request.profiler == ProfilerKind::Tuccl;
@@ -272,7 +272,15 @@ CollectivePlan planCollective(const TuningRequest& request, Collective collectiv
     std::vector<std::string> notes;
     CandidateOptions candidateOptions;
     candidateOptions.only = restrict;
-    candidateOptions.charges = synthesisCharges(cost);  // the synthesiser models the simulator's charges
+    // The synthesiser models the simulator's charges and keeps the routing that simulates fastest
+    // at the grid's smallest, middle and largest sizes.
+    candidateOptions.charges = synthesisCharges(cost);
+    if (!request.sizes.empty()) {
+      const std::vector<int64_t>& grid = request.sizes;
+      std::vector<int64_t> judged{grid.front(), grid[grid.size() / 2], grid.back()};
+      judged.erase(std::unique(judged.begin(), judged.end()), judged.end());
+      candidateOptions.judge = simulatedJudge(network, cost, std::move(judged));
+    }
     for (AlgorithmCandidate& c : algorithmCandidates(topology, collective, request.examplesDir, &notes, candidateOptions)) {
       if (restrict.empty() || std::find(restrict.begin(), restrict.end(), c.name) != restrict.end())
         plan.candidates.push_back(std::move(c));
@@ -795,7 +803,7 @@ TuningResult runSearches(const TuningRequest& request, TuningObserver& observer)
   }
   std::vector<CollectivePlan> plans;
   for (Collective collective : request.collectives)
-    plans.push_back(planCollective(request, collective, topology, cost, spaceJson, observer));
+    plans.push_back(planCollective(request, collective, topology, network, cost, spaceJson, observer));
 
   throwIfError(observer.ready());
   std::unique_ptr<TrialLog> log =
