@@ -219,6 +219,17 @@ TEST(SketchSynthesis, ReportsProgress) {
 constexpr LinkCharges kVoltaCharges{.tbGBps = 26.5, .networkTbGBps = 6.25, .contentionGamma = 0.15,
                                     .contentionFloor = 0.25};
 
+// The (source, destination) rank pairs of the operations that cross nodes.
+std::set<std::pair<int32_t, int32_t>> interNodeConnections(const Topology& topology, const Algorithm& algorithm) {
+  std::set<std::pair<int32_t, int32_t>> connections;
+  for (const Operation& op : algorithm.ops) {
+    if (!op.isLocal() && topology.gpus[op.srcRank].node != topology.gpus[op.dstRank].node) {
+      connections.insert({op.srcRank, op.dstRank});
+    }
+  }
+  return connections;
+}
+
 int32_t interNodeTransfers(const Topology& topology, const Algorithm& algorithm) {
   int32_t count = 0;
   for (const Operation& op : algorithm.ops) {
@@ -247,9 +258,7 @@ TEST(SketchSynthesis, ANetworkHopRelaysInsideTheNodeItReaches) {
     EXPECT_EQ(interNodeTransfers(topology, result->algorithm), 16) << (heuristicOnly ? "heuristic" : "MILP");
     // Each node's chunks enter the other node through different GPUs: no GPU takes them all.
     std::set<int32_t> entries;
-    for (const Operation& op : result->algorithm.ops) {
-      if (!op.isLocal() && topology.gpus[op.srcRank].node != topology.gpus[op.dstRank].node) entries.insert(op.dstRank);
-    }
+    for (auto [source, destination] : interNodeConnections(topology, result->algorithm)) entries.insert(destination);
     EXPECT_GT(entries.size(), 2u);
   }
   // AllReduce's reduce-scatter half aggregates inside a node before the NIC: each of the 16
@@ -347,13 +356,7 @@ TEST(SketchSynthesis, AConnectionBudgetBoundsTheConnectionsThroughTheNic) {
     Expected<SketchSynthesisResult> result = synthesizeFromSketch(Collective::AllGather, topology, sketch, options);
     ASSERT_TRUE(result.ok()) << result.status().message();
     expectProved(result->algorithm, "budget " + std::to_string(budget));
-    std::set<std::pair<int32_t, int32_t>> connections;
-    for (const Operation& op : result->algorithm.ops) {
-      if (!op.isLocal() && topology.gpus[op.srcRank].node != topology.gpus[op.dstRank].node) {
-        connections.insert({op.srcRank, op.dstRank});
-      }
-    }
-    EXPECT_EQ(static_cast<int32_t>(connections.size()), 2 * budget) << "budget " << budget;  // per node
+    EXPECT_EQ(static_cast<int32_t>(interNodeConnections(topology, result->algorithm).size()), 2 * budget) << "budget " << budget;  // per node
     EXPECT_LE(interNodeTransfers(topology, result->algorithm), 2 * 16) << "budget " << budget;
   }
 }
