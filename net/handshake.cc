@@ -6,10 +6,21 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 namespace tuccl::net {
 namespace {
+
+/// A further listener of a virtual device, compact: family (AF_INET or AF_INET6), port (network
+/// order) and the host's 4 or 16 bytes.
+struct CompactAddress {
+  uint8_t family;
+  uint8_t reserved;
+  uint16_t port;
+  uint8_t host[16];
+};
+static_assert(sizeof(CompactAddress) == 20);
 
 /// The handle's layout inside NCCL's 128 bytes.
 struct HandleLayout {
@@ -18,21 +29,68 @@ struct HandleLayout {
   uint32_t addressLength;
   uint8_t address[sizeof(sockaddr_in6)];
   uintptr_t progress;
+  uint32_t moreCount;  ///< further listeners (a virtual device's other members); 0 for one device
+  CompactAddress more[kMaxHandleListeners - 1];
 };
 static_assert(sizeof(HandleLayout) <= kHandleBytes);
 
 Status refused(const std::string& why) { return makeError(ErrorCode::InvalidArgument, why); }
+
+CompactAddress compact(const transport::SocketAddress& address) {
+  CompactAddress out{};
+  out.family = static_cast<uint8_t>(address.family());
+  if (address.family() == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(address.get());
+    out.port = in->sin_port;
+    std::memcpy(out.host, &in->sin_addr, 4);
+  } else {
+    const auto* in = reinterpret_cast<const sockaddr_in6*>(address.get());
+    out.port = in->sin6_port;
+    std::memcpy(out.host, &in->sin6_addr, 16);
+  }
+  return out;
+}
+
+Expected<transport::SocketAddress> expand(const CompactAddress& in, size_t index) {
+  transport::SocketAddress address;
+  if (in.family == AF_INET) {
+    sockaddr_in v4{};
+    v4.sin_family = AF_INET;
+    v4.sin_port = in.port;
+    std::memcpy(&v4.sin_addr, in.host, 4);
+    address = transport::SocketAddress::fromSockaddr(reinterpret_cast<const sockaddr*>(&v4), sizeof v4);
+  } else if (in.family == AF_INET6) {
+    sockaddr_in6 v6{};
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = in.port;
+    std::memcpy(&v6.sin6_addr, in.host, 16);
+    address = transport::SocketAddress::fromSockaddr(reinterpret_cast<const sockaddr*>(&v6), sizeof v6);
+  } else {
+    return refused("the connection handle's listener " + std::to_string(index + 2) + " is neither IPv4 nor IPv6 (family " +
+                   std::to_string(in.family) + ")");
+  }
+  if (address.port() == 0) return refused("the connection handle's listener " + std::to_string(index + 2) + " has no port");
+  return address;
+}
 
 }  // namespace
 
 // ---- Handle --------------------------------------------------------------------------------------
 
 void writeHandle(void* handle, uint64_t token, const transport::SocketAddress& listener) {
+  writeHandle(handle, token, std::span<const transport::SocketAddress>(&listener, 1));
+}
+
+void writeHandle(void* handle, uint64_t token, std::span<const transport::SocketAddress> listeners) {
+  if (listeners.empty() || listeners.size() > static_cast<size_t>(kMaxHandleListeners))
+    throw std::invalid_argument("a connection handle names 1 to " + std::to_string(kMaxHandleListeners) + " listeners");
   HandleLayout out{};
   out.magic = kHandleMagic;
   out.token = token;
-  out.addressLength = std::min<uint32_t>(listener.length(), sizeof out.address);
-  std::memcpy(out.address, listener.get(), out.addressLength);
+  out.addressLength = std::min<uint32_t>(listeners[0].length(), sizeof out.address);
+  std::memcpy(out.address, listeners[0].get(), out.addressLength);
+  out.moreCount = static_cast<uint32_t>(listeners.size() - 1);
+  for (size_t i = 1; i < listeners.size(); ++i) out.more[i - 1] = compact(listeners[i]);
   std::memset(handle, 0, kHandleBytes);
   std::memcpy(handle, &out, sizeof out);
 }
@@ -58,6 +116,14 @@ Expected<ParsedHandle> parseHandle(const void* handle) {
   if (parsed.listener.empty() || parsed.listener.port() == 0)
     return refused("the connection handle's address " + parsed.listener.toString() + " has no port");
   parsed.progress = in.progress;
+  if (in.moreCount > static_cast<uint32_t>(kMaxHandleListeners - 1))
+    return refused("the connection handle names " + std::to_string(in.moreCount) + " further listeners; at most " +
+                   std::to_string(kMaxHandleListeners - 1) + " fit");
+  for (uint32_t i = 0; i < in.moreCount; ++i) {
+    Expected<transport::SocketAddress> more = expand(in.more[i], i);
+    if (!more) return more.status();
+    parsed.more.push_back(*more);
+  }
   return parsed;
 }
 

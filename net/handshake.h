@@ -10,7 +10,9 @@
 //   handle (≤ 128 B)   magic "TuCCLNet", the listener's random token, the length and bytes of its
 //                      sockaddr (IPv4 or IPv6), and the sender's connect progress (a pointer the
 //                      sender keeps in its own copy of the handle, as NCCL's transports do; a
-//                      listener writes 0 there)
+//                      listener writes 0 there); then, for a virtual device (NIC fusion), the
+//                      count and addresses of its other members' listeners (family, port and
+//                      host bytes, 20 B each; 0 for a physical device)
 //   hello (32 B)       magic "TuCCLHel", token, the sender's connection nonce, the socket's index
 //                      (0: control, 1..nData: data), nData, nThreads
 //   header (16 B)      magic "TuMs", tag, size
@@ -36,17 +38,27 @@ inline constexpr int kMaxSockets = 64;                              // data sock
 
 // ---- Handle --------------------------------------------------------------------------------------
 
+/// The listeners a handle can name: a virtual device's members (one listener each) fit 128 bytes
+/// up to this many.
+inline constexpr int kMaxHandleListeners = 4;
+
 /// A handle's fields once checked.
 struct ParsedHandle {
   uint64_t token = 0;
   transport::SocketAddress listener;  ///< an IPv4 or IPv6 address with a port
+  /// A virtual device's other members' listeners, in member order (empty: a physical device).
+  std::vector<transport::SocketAddress> more;
   uintptr_t progress = 0;             ///< the sender's connect progress; 0 in a fresh handle
 };
 
 /// Fills the kHandleBytes of `handle`: the listener's token and address, no progress.
 void writeHandle(void* handle, uint64_t token, const transport::SocketAddress& listener);
+/// The same for the 1 to kMaxHandleListeners listeners of a virtual device's members (all share
+/// the token). std::invalid_argument for none or too many.
+void writeHandle(void* handle, uint64_t token, std::span<const transport::SocketAddress> listeners);
 /// Reads kHandleBytes at `handle`; InvalidArgument when the magic is wrong, the address length
-/// does not fit, the address is neither IPv4 nor IPv6 of the length given, or its port is 0.
+/// does not fit, an address is neither IPv4 nor IPv6 of the length given, a port is 0, or the
+/// count of further listeners exceeds kMaxHandleListeners - 1.
 Expected<ParsedHandle> parseHandle(const void* handle);
 /// Records the sender's connect progress in its copy of the handle.
 void storeProgress(void* handle, uintptr_t progress);

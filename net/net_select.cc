@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "net/ib_devices.h"
 #include "net/ib_net.h"
@@ -21,19 +22,27 @@ bool equalsIgnoringCase(std::string_view text, const char* word) {
   return text.size() == std::char_traits<char>::length(word) && strncasecmp(text.data(), word, text.size()) == 0;
 }
 
-Expected<const tucclNcclNet_v12_t*> decide() {
-  std::optional<NetTransport> forced;
-  const char* forcedBy = "TUCCL_NET";
+/// The network TUCCL_NET (else NCCL_NET) forces, and the variable that does; an error for a
+/// TUCCL_NET that names none.
+Expected<std::pair<std::optional<NetTransport>, const char*>> forcedNet() {
   if (std::optional<std::string> tucclText = env::text("TUCCL_NET")) {
     Expected<std::optional<NetTransport>> parsed = parseNetChoice(*tucclText, "TUCCL_NET", true);
     if (!parsed) return parsed.status();
-    forced = *parsed;
-  } else if (std::optional<std::string> ncclText = env::text("NCCL_NET")) {
+    return std::make_pair(*parsed, "TUCCL_NET");
+  }
+  if (std::optional<std::string> ncclText = env::text("NCCL_NET")) {
     Expected<std::optional<NetTransport>> parsed = parseNetChoice(*ncclText, "NCCL_NET", false);
     if (!parsed) return parsed.status();
-    forced = *parsed;
-    forcedBy = "NCCL_NET";
+    return std::make_pair(*parsed, "NCCL_NET");
   }
+  return std::make_pair(std::optional<NetTransport>(), "TUCCL_NET");
+}
+
+Expected<const tucclNcclNet_v12_t*> decide() {
+  Expected<std::pair<std::optional<NetTransport>, const char*>> asked = forcedNet();
+  if (!asked) return asked.status();
+  const std::optional<NetTransport> forced = asked->first;
+  const char* forcedBy = asked->second;
   // Sockets when forced need no look at the RDMA devices (and no libibverbs).
   const bool socketsForced = forced && *forced == NetTransport::Socket;
   const int ibCount = socketsForced ? 0 : static_cast<int>(ib::ibDevices().devices.size());
@@ -132,6 +141,13 @@ ncclResult_t selCloseListen(void* comm) noexcept {
 ncclResult_t selFinalize(void* ctx) noexcept {
   return guarded("finalize", [&] { TUCCL_FORWARD(finalize, ctx); });
 }
+ncclResult_t selMakeVDevice(int* d, tucclNcclNetVDeviceProps_v12_t* props) noexcept {
+  return guarded("makeVDevice", [&] {
+    const tucclNcclNet_v12_t* chosen = chosenOrReport("makeVDevice");
+    if (chosen == nullptr || chosen->makeVDevice == nullptr) return ncclInternalError;
+    return chosen->makeVDevice(d, props);
+  });
+}
 
 #undef TUCCL_FORWARD
 
@@ -169,6 +185,18 @@ Expected<const tucclNcclNet_v12_t*> selectedNet() {
   return *decision;
 }
 
-const tucclNcclNet_v12_t& selectedNetV12() { return selectedNet12; }
+// NIC fusion: the socket network fuses devices, the verbs network does not, and NCCL asks a
+// non-NULL makeVDevice to merge the ports of every multi-port NIC (nccl-net-abi.md), which must
+// not fail where verbs is chosen. The entry is there when the environment the plugin is loaded
+// in forces sockets (TUCCL_NET or NCCL_NET = Socket), before the choice is otherwise made.
+const tucclNcclNet_v12_t& selectedNetV12() {
+  static const tucclNcclNet_v12_t table = [] {
+    tucclNcclNet_v12_t combined = selectedNet12;
+    Expected<std::pair<std::optional<NetTransport>, const char*>> asked = forcedNet();
+    if (asked && asked->first == NetTransport::Socket) combined.makeVDevice = selMakeVDevice;
+    return combined;
+  }();
+  return table;
+}
 
 }  // namespace tuccl::net

@@ -35,7 +35,10 @@ Expected<NetTransport> chooseNet(std::optional<NetTransport> forced, std::string
 Expected<const tucclNcclNet_v12_t*> selectedNet();
 
 /// The combined table ("TuCCL"): init and devices decide (selectedNet) and report a failed
-/// decision as ncclInvalidUsage; every entry forwards to the chosen table.
+/// decision as ncclInvalidUsage; every entry forwards to the chosen table. makeVDevice (NIC
+/// fusion, the socket network's) is there only when the environment at the first call forces
+/// sockets (TUCCL_NET or NCCL_NET = Socket): the verbs network does not fuse devices, and NCCL
+/// would ask a non-NULL entry to merge every multi-port NIC.
 const tucclNcclNet_v12_t& selectedNetV12();
 
 }  // namespace tuccl::net

@@ -12,6 +12,7 @@
 //   deviceCount()                          its devices (found on the first call)
 //   properties(dev, props, what)           fills *props for a device, or the error (ncclResult_t)
 //   listen(ctx, dev, handle)               Expected<Listen*>, the handle written
+//   makeVDevice(props) (optional)          Expected<int>: a virtual device fusing props' devices
 //   connect(ctx, dev, handle)              Expected<Comm*>: nullptr until the handshake is through
 //   accept(Listen&)                        Expected<Comm*>: likewise
 //   postSend(Comm&, data, size, tag, mhandle), postRecv(Comm&, n, data, sizes, tags, mhandles)
@@ -114,12 +115,33 @@ class NetEntries {
             .closeListen = closeListen,
             .getDeviceMr = nullptr,
             .irecvConsumed = nullptr,
-            .makeVDevice = nullptr,
+            .makeVDevice = makeVDeviceEntry(),
             .finalize = finalize,
             .setNetAttr = nullptr};
   }
 
  private:
+  /// makeVDevice where the transport fuses devices (T::makeVDevice), else NULL: NCCL then uses the
+  /// physical devices only (nccl-net-abi.md).
+  static constexpr decltype(tucclNcclNet_v12_t::makeVDevice) makeVDeviceEntry() {
+    if constexpr (requires { T::makeVDevice(tucclNcclNetVDeviceProps_v12_t{}); }) {
+      return makeVDevice;
+    } else {
+      return nullptr;
+    }
+  }
+
+  static ncclResult_t makeVDevice(int* d, tucclNcclNetVDeviceProps_v12_t* props) noexcept {
+    static constexpr auto kWhat = labelOf<T>("makeVDevice");
+    return guarded(kWhat.data(), [&] {
+      if (d == nullptr || props == nullptr) return ncclInvalidArgument;
+      Expected<int> made = T::makeVDevice(*props);
+      if (!made) return report(made.status(), kWhat.data());
+      *d = *made;
+      return ncclSuccess;
+    });
+  }
+
   static ncclResult_t init(void** ctx, uint64_t commId, tucclNcclNetCommConfig_t* config, ncclDebugLogger_t logger,
                            tucclNcclProfilerCallback_t) noexcept {
     static constexpr auto kWhat = labelOf<T>("init");

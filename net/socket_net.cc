@@ -37,6 +37,7 @@ using transport::Socket;
 using transport::SocketAddress;
 
 constexpr int kMaxDevices = 16;
+constexpr int kMaxVirtualDevices = 16;
 static_assert(kHandleBytes == TUCCL_NCCL_NET_HANDLE_MAXSIZE);
 
 // ---- Devices -------------------------------------------------------------------------------------
@@ -46,10 +47,14 @@ struct Device {
   std::string pciPath;  ///< empty: not a PCI device
   int speed = 10000;    ///< Mbps
   int rail = -1;        ///< the sketch's NIC group (rails.h); -1 when not a PCI device
+  /// A virtual device's physical members (makeVDevice); empty for a physical device.
+  std::vector<int> members;
+  std::string name;     ///< a virtual device's: its members' names joined by '+'
 };
 
 std::mutex devicesMutex;
-std::vector<Device> devices;
+std::vector<Device> devices;  ///< the physical devices, then the virtual ones
+size_t physicalDevices = 0;
 bool devicesFound = false;
 
 std::string pciPathOf(const std::string& name) {
@@ -89,8 +94,48 @@ int discoverDevices() {
   if (devices.empty())
     TUCCL_NET_WARN("TuCCL net: no usable network interface (%s='%s')", specText ? "the interface list" : "default choice",
                    specText.value_or("").c_str());
+  physicalDevices = devices.size();
   devicesFound = true;
   return static_cast<int>(devices.size());
+}
+
+/// NIC fusion (ncclNet v9+ makeVDevice): a virtual device over 1 to kMaxHandleListeners distinct
+/// physical devices. Its connections open a listener on every member and spread their data
+/// sockets over them (the sender's data socket i connects to member (i - 1) mod n), so a large
+/// message's chunks cross every member; its speed is the members' sum. The same members again
+/// give the same virtual device.
+Expected<int> makeVirtualDevice(const tucclNcclNetVDeviceProps_v12_t& props) {
+  discoverDevices();
+  std::lock_guard lock(devicesMutex);
+  if (props.ndevs < 1 || props.ndevs > kMaxHandleListeners)
+    return makeError(ErrorCode::InvalidArgument, "a virtual device fuses 1 to " + std::to_string(kMaxHandleListeners) +
+                                                     " devices, not " + std::to_string(props.ndevs));
+  std::vector<int> members(props.devs, props.devs + props.ndevs);
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] < 0 || members[i] >= static_cast<int>(physicalDevices))
+      return makeError(ErrorCode::InvalidArgument, "device " + std::to_string(members[i]) + " is not a physical device (" +
+                                                       std::to_string(physicalDevices) + " exist)");
+    if (std::find(members.begin(), members.begin() + static_cast<std::ptrdiff_t>(i), members[i]) !=
+        members.begin() + static_cast<std::ptrdiff_t>(i))
+      return makeError(ErrorCode::InvalidArgument, "device " + std::to_string(members[i]) + " is named twice");
+  }
+  for (size_t d = physicalDevices; d < devices.size(); ++d) {
+    if (devices[d].members == members) return static_cast<int>(d);
+  }
+  if (devices.size() - physicalDevices >= static_cast<size_t>(kMaxVirtualDevices))
+    return makeError(ErrorCode::ResourceExhausted, std::to_string(kMaxVirtualDevices) + " virtual devices exist already");
+  Device fused = devices[static_cast<size_t>(members[0])];
+  fused.members = members;
+  fused.name = devices[static_cast<size_t>(members[0])].interface.name;
+  fused.speed = 0;
+  for (int member : members) {
+    if (member != members[0]) fused.name += "+" + devices[static_cast<size_t>(member)].interface.name;
+    fused.speed += devices[static_cast<size_t>(member)].speed;
+  }
+  devices.push_back(std::move(fused));
+  const int index = static_cast<int>(devices.size() - 1);
+  TUCCL_NET_INFO("TuCCL net: virtual device %d fuses %s", index, devices.back().name.c_str());
+  return index;
 }
 
 Expected<Device> deviceAt(int dev) {
@@ -112,8 +157,9 @@ struct PendingSocket {
 
 /// A sender's connection in progress; the handle's progress field points at it.
 struct ConnectState {
-  SocketAddress peer;
+  std::vector<SocketAddress> peers;  ///< the listener's, then a virtual device's other members'
   std::vector<PendingSocket> sockets;
+  std::vector<size_t> peerOf;        ///< by socket: its index into peers
   int nThreads = 1;
 };
 
@@ -147,7 +193,7 @@ struct Assembly {
 /// Connections from several connectors may arrive at once, their sockets interleaved: each is
 /// assembled on its own board, keyed by its nonce, and accept() returns whichever completes first.
 struct ListenComm {
-  Socket listener;
+  std::vector<Socket> listeners;  ///< one, or one per member of a virtual device
   uint64_t token;
   std::vector<PendingSocket> pending;  ///< accepted, hello not complete
   std::map<uint64_t, Assembly> assemblies;
@@ -160,30 +206,49 @@ constexpr size_t kMaxAssemblies = 64;
 Expected<ListenComm*> listenOnDevice(int dev, void* handle) {
   Expected<Device> device = deviceAt(dev);
   if (!device) return device.status();
-  Expected<Socket> listener = transport::listenOn(device->interface.address);
-  if (!listener) return listener.status();
-  Expected<SocketAddress> bound = listener->localAddress();
-  if (!bound) return bound.status();
-  auto* comm = new ListenComm{std::move(*listener), randomWord(), {}, {}};
-  writeHandle(handle, comm->token, *bound);
-  return comm;
+  std::vector<NetInterface> interfaces;
+  if (device->members.empty()) {
+    interfaces.push_back(device->interface);
+  } else {
+    for (int member : device->members) {
+      Expected<Device> physical = deviceAt(member);
+      if (!physical) return physical.status();
+      interfaces.push_back(physical->interface);
+    }
+  }
+  auto comm = std::make_unique<ListenComm>(ListenComm{{}, randomWord(), {}, {}});
+  std::vector<SocketAddress> bound;
+  for (const NetInterface& interface : interfaces) {
+    Expected<Socket> listener = transport::listenOn(interface.address);
+    if (!listener) return listener.status();
+    Expected<SocketAddress> address = listener->localAddress();
+    if (!address) return address.status();
+    bound.push_back(*address);
+    comm->listeners.push_back(std::move(*listener));
+  }
+  writeHandle(handle, comm->token, bound);
+  return comm.release();
 }
 
-/// Starts the non-blocking connects of a new connection.
+/// Starts the non-blocking connects of a new connection: the control socket to the first
+/// listener, data socket i to listener (i - 1) mod n, at least one data socket per listener.
 Expected<std::unique_ptr<ConnectState>> startConnect(const ParsedHandle& in) {
   auto state = std::make_unique<ConnectState>();
-  state->peer = in.listener;
+  state->peers.push_back(in.listener);
+  state->peers.insert(state->peers.end(), in.more.begin(), in.more.end());
   const SocketNetConfig config = socketNetConfigFromEnv();
-  const int nData = config.nThreads * config.nSocksPerThread;
+  const int nData = std::max(config.nThreads * config.nSocksPerThread, static_cast<int>(state->peers.size()));
   state->nThreads = config.nThreads;
   const uint64_t nonce = randomWord();
   for (int i = 0; i <= nData; ++i) {
-    Expected<Socket> socket = startConnecting(state->peer);
+    const size_t peer = i == 0 ? 0 : static_cast<size_t>(i - 1) % state->peers.size();
+    Expected<Socket> socket = startConnecting(state->peers[peer]);
     if (!socket) return socket.status();
     PendingSocket pending;
     pending.socket = std::move(*socket);
     pending.hello = makeHello(in.token, nonce, i, nData, config.nThreads);
     state->sockets.push_back(std::move(pending));
+    state->peerOf.push_back(peer);
   }
   return state;
 }
@@ -219,8 +284,9 @@ Expected<SocketComm*> progressConnect(void* handle) {
   }
   storeProgress(handle, reinterpret_cast<uintptr_t>(state));
   bool all = true;
-  for (PendingSocket& pending : state->sockets) {
-    Expected<bool> done = progressConnectSocket(pending, state->peer);
+  for (size_t i = 0; i < state->sockets.size(); ++i) {
+    PendingSocket& pending = state->sockets[i];
+    Expected<bool> done = progressConnectSocket(pending, state->peers[state->peerOf[i]]);
     if (!done) {
       endConnect(state, handle);
       return done.status();
@@ -283,12 +349,14 @@ void readHellos(ListenComm& listen) {
 
 /// One accept() call: a SocketComm once every socket of the connection has said hello.
 Expected<SocketComm*> progressAccept(ListenComm& listen) {
-  Status accepted = acceptWaiting(listen.listener, [&](Socket socket) {
-    PendingSocket pending;
-    pending.socket = std::move(socket);
-    listen.pending.push_back(std::move(pending));
-  });
-  if (!accepted) return accepted;
+  for (Socket& listener : listen.listeners) {
+    Status accepted = acceptWaiting(listener, [&](Socket socket) {
+      PendingSocket pending;
+      pending.socket = std::move(socket);
+      listen.pending.push_back(std::move(pending));
+    });
+    if (!accepted) return accepted;
+  }
   readHellos(listen);
   for (auto it = listen.assemblies.begin(); it != listen.assemblies.end(); ++it) {
     if (!it->second.board.complete()) continue;
@@ -314,7 +382,11 @@ struct SocketTransport {
     if (dev < 0 || dev >= static_cast<int>(devices.size())) return ncclInvalidArgument;
     const Device& device = devices[static_cast<size_t>(dev)];
     *props = hostDeviceProperties(dev);
-    props->name = const_cast<char*>(device.interface.name.c_str());
+    props->name = const_cast<char*>(device.members.empty() ? device.interface.name.c_str() : device.name.c_str());
+    if (!device.members.empty()) {
+      props->vProps.ndevs = static_cast<int>(device.members.size());
+      for (size_t i = 0; i < device.members.size(); ++i) props->vProps.devs[i] = device.members[i];
+    }
     props->pciPath = device.pciPath.empty() ? nullptr : const_cast<char*>(device.pciPath.c_str());
     props->guid = static_cast<uint64_t>(dev);
     props->ptrSupport = TUCCL_NCCL_PTR_HOST;
@@ -326,6 +398,7 @@ struct SocketTransport {
     return ncclSuccess;
   }
 
+  static Expected<int> makeVDevice(const tucclNcclNetVDeviceProps_v12_t& props) { return makeVirtualDevice(props); }
   static Expected<ListenComm*> listen(void*, int dev, void* handle) { return listenOnDevice(dev, handle); }
   static Expected<SocketComm*> connect(void*, int, void* handle) { return progressConnect(handle); }
   static Expected<SocketComm*> accept(ListenComm& listen) { return progressAccept(listen); }

@@ -87,6 +87,19 @@ ncclResult_t connectV10(int dev, tucclNcclNetCommConfig_t*, void* handle, void**
   return impl().connect(nullptr, dev, handle, sendComm, devComm);
 }
 
+/// v9..v11 name at most 4 devices per virtual device; the same request in v12's form.
+ncclResult_t makeVDeviceV9(int* d, tucclNcclNetVDeviceProps_v9_t* props) noexcept {
+  if (props == nullptr || impl().makeVDevice == nullptr) return ncclInvalidArgument;
+  if (props->ndevs < 0 || props->ndevs > 4) return ncclInvalidArgument;
+  tucclNcclNetVDeviceProps_v12_t wide{};
+  wide.ndevs = props->ndevs;
+  for (int i = 0; i < props->ndevs; ++i) wide.devs[i] = props->devs[i];
+  return impl().makeVDevice(d, &wide);
+}
+decltype(tucclNcclNet_v11_t::makeVDevice) makeVDeviceOfV9() {
+  return impl().makeVDevice != nullptr ? makeVDeviceV9 : nullptr;
+}
+
 ncclResult_t isendV8(void* comm, void* data, int size, int tag, void* mhandle, void** request) noexcept {
   if (size < 0) return ncclInternalError;
   return impl().isend(comm, data, static_cast<size_t>(size), tag, mhandle, nullptr, request);
@@ -123,7 +136,7 @@ extern __attribute__((visibility("default"))) const tucclNcclNet_v11_t ncclNetPl
     ncclNetPlugin_v12.deregMr,     ncclNetPlugin_v12.isend,       ncclNetPlugin_v12.irecv,
     ncclNetPlugin_v12.iflush,      ncclNetPlugin_v12.test,        ncclNetPlugin_v12.closeSend,
     ncclNetPlugin_v12.closeRecv,   ncclNetPlugin_v12.closeListen, nullptr,
-    nullptr,                       nullptr,                       ncclNetPlugin_v12.finalize,
+    nullptr,                       tuccl::makeVDeviceOfV9(),      ncclNetPlugin_v12.finalize,
     nullptr};
 
 extern __attribute__((visibility("default"))) const tucclNcclNet_v10_t ncclNetPlugin_v10 = {
@@ -131,14 +144,14 @@ extern __attribute__((visibility("default"))) const tucclNcclNet_v10_t ncclNetPl
     tuccl::listenOld,            tuccl::connectV10,         ncclNetPlugin_v12.accept,   ncclNetPlugin_v12.regMr,
     ncclNetPlugin_v12.regMrDmaBuf, ncclNetPlugin_v12.deregMr, ncclNetPlugin_v12.isend,  ncclNetPlugin_v12.irecv,
     ncclNetPlugin_v12.iflush,    ncclNetPlugin_v12.test,    ncclNetPlugin_v12.closeSend, ncclNetPlugin_v12.closeRecv,
-    ncclNetPlugin_v12.closeListen, nullptr,                 nullptr,                    nullptr};
+    ncclNetPlugin_v12.closeListen, nullptr,                 nullptr,                    tuccl::makeVDeviceOfV9()};
 
 extern __attribute__((visibility("default"))) const tucclNcclNet_v9_t ncclNetPlugin_v9 = {
     ncclNetPlugin_v12.name,      tuccl::initV8,             ncclNetPlugin_v12.devices,  tuccl::getPropertiesV9,
     tuccl::listenOld,            tuccl::connectV8,          ncclNetPlugin_v12.accept,   ncclNetPlugin_v12.regMr,
     ncclNetPlugin_v12.regMrDmaBuf, ncclNetPlugin_v12.deregMr, tuccl::isendV9,           tuccl::irecvV9,
     ncclNetPlugin_v12.iflush,    ncclNetPlugin_v12.test,    ncclNetPlugin_v12.closeSend, ncclNetPlugin_v12.closeRecv,
-    ncclNetPlugin_v12.closeListen, nullptr,                 nullptr,                    nullptr};
+    ncclNetPlugin_v12.closeListen, nullptr,                 nullptr,                    tuccl::makeVDeviceOfV9()};
 
 extern __attribute__((visibility("default"))) const tucclNcclNet_v8_t ncclNetPlugin_v8 = {
     ncclNetPlugin_v12.name,      tuccl::initV8,             ncclNetPlugin_v12.devices,  tuccl::getPropertiesV8,

@@ -1,6 +1,7 @@
 // The net plugin between two network namespaces: the test creates tuccl-a-<pid> and tuccl-b-<pid>,
 // joined by a veth pair (tuccla<pid> in a, tucclb<pid> in b) with private addresses that exist
-// only inside them (10.213.0.1/30 and 10.213.0.2/30); the receiver runs in b, the sender in a
+// only inside them (10.213.0.1/30 and 10.213.0.2/30), and for NIC fusion a second pair
+// (tucclc<pid> in a, tuccld<pid> in b; 10.213.0.5/30 and 10.213.0.6/30); the receiver runs in b, the sender in a
 // (each child enters its namespace with setns before it loads the plugin, and names its veth in
 // TUCCL_SOCKET_IFNAME). It needs root and a working `ip netns`; otherwise every test is skipped
 // with the reason. The namespaces and the veth pair are removed after every test (TearDown, and
@@ -109,7 +110,7 @@ void removeLeftovers() {
   for (const std::string& name : leftovers(runIp({"netns", "list"}).output, std::regex(R"((tuccl-[ab]-(\d+)))")))
     runIp({"netns", "del", name});
   for (const std::string& name :
-       leftovers(runIp({"-o", "link", "show", "type", "veth"}).output, std::regex(R"(\d+: (tuccl[ab](\d+))[@:])")))
+       leftovers(runIp({"-o", "link", "show", "type", "veth"}).output, std::regex(R"(\d+: (tuccl[a-d](\d+))[@:])")))
     runIp({"link", "del", name});
 }
 
@@ -122,15 +123,19 @@ class VethNamespaces {
     nsB_ = "tuccl-b-" + pid;
     vethA_ = "tuccla" + pid;
     vethB_ = "tucclb" + pid;
+    vethC_ = "tucclc" + pid;
+    vethD_ = "tuccld" + pid;
   }
   ~VethNamespaces() { remove(); }
   VethNamespaces(const VethNamespaces&) = delete;
   VethNamespaces& operator=(const VethNamespaces&) = delete;
 
-  /// Builds the pair; "" on success, else the command that failed and what it said.
-  std::string create() {
+  /// Builds the pair (and the second pair when `twoPairs`); "" on success, else the command that
+  /// failed and what it said.
+  std::string create(bool twoPairs = false) {
     created_ = true;
-    const std::vector<std::vector<std::string>> steps = {
+    twoPairs_ = twoPairs;
+    std::vector<std::vector<std::string>> steps = {
         {"netns", "add", nsA_},
         {"netns", "add", nsB_},
         {"link", "add", vethA_, "type", "veth", "peer", "name", vethB_},
@@ -143,6 +148,17 @@ class VethNamespaces {
         {"-n", nsA_, "link", "set", "lo", "up"},
         {"-n", nsB_, "link", "set", "lo", "up"},
     };
+    if (twoPairs) {
+      steps.insert(steps.end(), {
+                                    {"link", "add", vethC_, "type", "veth", "peer", "name", vethD_},
+                                    {"link", "set", vethC_, "netns", nsA_},
+                                    {"link", "set", vethD_, "netns", nsB_},
+                                    {"-n", nsA_, "addr", "add", std::string(kAddressC) + "/30", "dev", vethC_},
+                                    {"-n", nsB_, "addr", "add", std::string(kAddressD) + "/30", "dev", vethD_},
+                                    {"-n", nsA_, "link", "set", vethC_, "up"},
+                                    {"-n", nsB_, "link", "set", vethD_, "up"},
+                                });
+    }
     for (const std::vector<std::string>& step : steps) {
       const CommandResult result = runIp(step);
       if (result.status != 0) {
@@ -162,28 +178,40 @@ class VethNamespaces {
     runIp({"netns", "del", nsA_});
     runIp({"netns", "del", nsB_});
     runIp({"link", "del", vethA_});
+    if (twoPairs_) runIp({"link", "del", vethC_});
   }
 
   /// Enters a namespace in a child: the receiver (role 0) b, the sender (role 1) a.
+  /// With two pairs, the child names both of its veths (the sockets network's devices 0 and 1)
+  /// and forces the socket network (which fuses devices).
   ChildSetup enter() const {
-    const std::string nsA = nsA_, nsB = nsB_, vethA = vethA_, vethB = vethB_;
-    return [nsA, nsB, vethA, vethB](int role) {
+    const std::string nsA = nsA_, nsB = nsB_;
+    const std::string ifnamesA = "=" + vethA_ + (twoPairs_ ? "," + vethC_ : "");
+    const std::string ifnamesB = "=" + vethB_ + (twoPairs_ ? "," + vethD_ : "");
+    const bool forceSockets = twoPairs_;
+    return [nsA, nsB, ifnamesA, ifnamesB, forceSockets](int role) {
       const std::string path = "/var/run/netns/" + (role == 0 ? nsB : nsA);
       const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
       CHECK_OR_EXIT(fd >= 0 && setns(fd, CLONE_NEWNET) == 0, "cannot enter %s: %s", path.c_str(), std::strerror(errno));
       close(fd);
-      setenv("TUCCL_SOCKET_IFNAME", ("=" + (role == 0 ? vethB : vethA)).c_str(), 1);
+      setenv("TUCCL_SOCKET_IFNAME", (role == 0 ? ifnamesB : ifnamesA).c_str(), 1);
+      if (forceSockets) setenv("TUCCL_NET", "Socket", 1);
     };
   }
 
   const std::string& vethA() const { return vethA_; }
   const std::string& vethB() const { return vethB_; }
+  const std::string& vethC() const { return vethC_; }
+  const std::string& vethD() const { return vethD_; }
   static constexpr const char* kAddressA = "10.213.0.1";
   static constexpr const char* kAddressB = "10.213.0.2";
+  static constexpr const char* kAddressC = "10.213.0.5";
+  static constexpr const char* kAddressD = "10.213.0.6";
 
  private:
-  std::string nsA_, nsB_, vethA_, vethB_;
+  std::string nsA_, nsB_, vethA_, vethB_, vethC_, vethD_;
   bool created_ = false;
+  bool twoPairs_ = false;
 };
 
 /// This process's names in `ip netns list`.
@@ -198,13 +226,16 @@ std::vector<std::string> ownNamespaces() {
 
 class NetNamespaces : public ::testing::TestWithParam<int> {
  protected:
+  /// Whether the namespaces are joined by two veth pairs (NIC fusion) rather than one.
+  virtual bool twoPairs() const { return false; }
+
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
     if (ipProgram().empty()) GTEST_SKIP() << "no `ip` program (Debian: iproute2)";
     if (access(TUCCL_NET_PLUGIN_PATH, R_OK) != 0) GTEST_SKIP() << "the plugin is not built";
     removeLeftovers();
     pair_.emplace();
-    const std::string failure = pair_->create();
+    const std::string failure = pair_->create(twoPairs());
     if (!failure.empty()) {
       pair_.reset();
       GTEST_SKIP() << "`ip netns` does not work here: " << failure;
@@ -269,6 +300,146 @@ TEST_P(NetNamespaces, GroupedReceiveMatchesTags) { groupedReceiveMatchesTags(Get
 TEST_P(NetNamespaces, PeerKilledMidTransferFailsTest) { peerKilledMidTransfer(GetParam(), pair_->enter()); }
 
 INSTANTIATE_TEST_SUITE_P(Versions, NetNamespaces, ::testing::Values(8, 12),
+                         [](const ::testing::TestParamInfo<int>& param) { return "v" + std::to_string(param.param); });
+
+// ---- NIC fusion ----------------------------------------------------------------------------------
+
+class NetFusion : public NetNamespaces {
+ protected:
+  bool twoPairs() const override { return true; }
+};
+
+/// Bytes received on `interface` so far, from this process's network namespace (/proc/net/dev;
+/// /sys/class/net would show the namespace sysfs was mounted in).
+uint64_t receivedBytes(const std::string& interface) {
+  FILE* file = std::fopen("/proc/net/dev", "r");
+  CHECK_OR_EXIT(file != nullptr, "cannot read /proc/net/dev");
+  char line[512];
+  uint64_t bytes = 0;
+  bool found = false;
+  while (std::fgets(line, sizeof line, file) != nullptr) {
+    std::string text(line);
+    const size_t colon = text.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = text.substr(0, colon);
+    name.erase(0, name.find_first_not_of(' '));
+    if (name != interface) continue;
+    bytes = std::stoull(text.substr(colon + 1));
+    found = true;
+  }
+  std::fclose(file);
+  CHECK_OR_EXIT(found, "%s is not in /proc/net/dev", interface.c_str());
+  return bytes;
+}
+
+/// makeVDevice through the version's table: the new device's index.
+int fuse(NetApi& api, std::initializer_list<int> members) {
+  int d = -1;
+  ncclResult_t result = ncclInternalError;
+  if (api.version >= 12) {
+    tucclNcclNetVDeviceProps_v12_t props{};
+    for (int member : members) props.devs[props.ndevs++] = member;
+    CHECK_OR_EXIT(api.as<tucclNcclNet_v12_t>().makeVDevice != nullptr, "v12 has no makeVDevice");
+    result = api.as<tucclNcclNet_v12_t>().makeVDevice(&d, &props);
+  } else {
+    tucclNcclNetVDeviceProps_v9_t props{};
+    for (int member : members) props.devs[props.ndevs++] = member;
+    CHECK_OR_EXIT(api.as<tucclNcclNet_v9_t>().makeVDevice != nullptr, "v9 has no makeVDevice");
+    result = api.as<tucclNcclNet_v9_t>().makeVDevice(&d, &props);
+  }
+  CHECK_OR_EXIT(result == ncclSuccess, "makeVDevice failed: %d", static_cast<int>(result));
+  return d;
+}
+
+// Two veths on each side fused into one virtual device (index 2, after the two physical ones):
+// NCCL sees three devices, the virtual one with both as members and their summed speed; a
+// connection on it listens on both members, its data sockets cross both veths, and 64 MiB in
+// 8 MiB messages arrive whole, each veth carrying at least a quarter of them. Fusing a device
+// twice, a device that does not exist or too many devices is refused.
+TEST_P(NetFusion, AVirtualDeviceSpreadsItsMessagesOverEveryMember) {
+  const std::string vethB = pair_->vethB(), vethD = pair_->vethD();
+  constexpr size_t kMessage = 8 << 20;
+  constexpr int kMessages = 8;
+  const int version = GetParam();
+  runPair(
+      version,
+      [&](NetApi& api, Channel& channel) {
+        const int d = fuse(api, {0, 1});
+        CHECK_OR_EXIT(d == 2, "the virtual device is %d, not 2", d);
+        CHECK_OR_EXIT(fuse(api, {0, 1}) == 2, "the same members gave another device");
+        int n = 0;
+        CHECK_OR_EXIT(api.devices(&n) == ncclSuccess && n == 3, "%d devices after the fusion", n);
+        if (version >= 12) {
+          tucclNcclNetProperties_v12_t props{};
+          CHECK_OR_EXIT(api.as<tucclNcclNet_v12_t>().getProperties(d, &props) == ncclSuccess, "getProperties");
+          CHECK_OR_EXIT(props.vProps.ndevs == 2 && props.vProps.devs[0] == 0 && props.vProps.devs[1] == 1,
+                        "vProps %d", props.vProps.ndevs);
+          tucclNcclNetProperties_v12_t member{};
+          CHECK_OR_EXIT(api.as<tucclNcclNet_v12_t>().getProperties(0, &member) == ncclSuccess, "getProperties(0)");
+          CHECK_OR_EXIT(props.speed == 2 * member.speed, "speed %d, a member's %d", props.speed, member.speed);
+          CHECK_OR_EXIT(std::string(props.name).find('+') != std::string::npos, "name %s", props.name);
+          tucclNcclNetVDeviceProps_v12_t twice{2, {0, 0}};
+          tucclNcclNetVDeviceProps_v12_t missing{2, {0, 7}};
+          tucclNcclNetVDeviceProps_v12_t tooMany{5, {0, 1, 0, 1, 0}};
+          int unused = -1;
+          for (tucclNcclNetVDeviceProps_v12_t* bad : {&twice, &missing, &tooMany})
+            CHECK_OR_EXIT(api.as<tucclNcclNet_v12_t>().makeVDevice(&unused, bad) != ncclSuccess, "a bad fusion passed");
+        }
+        char handle[TUCCL_NCCL_NET_HANDLE_MAXSIZE] = {};
+        void* listen = nullptr;
+        const ncclResult_t listened = version >= 11 ? api.as<tucclNcclNet_v12_t>().listen(api.ctx, d, handle, &listen)
+                                                    : api.as<tucclNcclNet_v9_t>().listen(d, handle, &listen);
+        CHECK_OR_EXIT(listened == ncclSuccess && listen != nullptr, "listen on the virtual device");
+        const uint64_t beforeB = receivedBytes(vethB), beforeD = receivedBytes(vethD);
+        channel.sendTo(channel.toSender[1], handle, sizeof handle);
+        void* comm = nullptr;
+        const auto start = Clock::now();
+        while (comm == nullptr) {
+          CHECK_OR_EXIT(!pastDeadline(start), "accept never completed");
+          CHECK_OR_EXIT(api.accept(listen, &comm) == ncclSuccess, "accept failed");
+        }
+        std::vector<unsigned char> buffer(kMessage);
+        for (int m = 0; m < kMessages; ++m) {
+          void* data = buffer.data();
+          size_t capacity = buffer.size();
+          int tag = m;
+          std::vector<void*> requests(1, nullptr);
+          CHECK_OR_EXIT(api.irecv(comm, 1, &data, &capacity, &tag, &requests[0]) == ncclSuccess && requests[0], "irecv");
+          waitAll(api, requests);
+          CHECK_OR_EXIT(buffer == pattern(static_cast<uint64_t>(m), kMessage), "message %d differs", m);
+        }
+        const uint64_t overB = receivedBytes(vethB) - beforeB, overD = receivedBytes(vethD) - beforeD;
+        const uint64_t quarter = kMessage * kMessages / 4;
+        CHECK_OR_EXIT(overB >= quarter && overD >= quarter, "received %llu bytes on %s and %llu on %s",
+                      static_cast<unsigned long long>(overB), vethB.c_str(), static_cast<unsigned long long>(overD),
+                      vethD.c_str());
+        CHECK_OR_EXIT(api.closeRecv(comm) == ncclSuccess && api.closeListen(listen) == ncclSuccess, "close");
+      },
+      [&](NetApi& api, Channel& channel) {
+        const int d = fuse(api, {0, 1});
+        char handle[TUCCL_NCCL_NET_HANDLE_MAXSIZE];
+        channel.recvFrom(channel.toSender[0], handle, sizeof handle);
+        void* comm = nullptr;
+        const auto start = Clock::now();
+        while (comm == nullptr) {
+          CHECK_OR_EXIT(!pastDeadline(start), "connect never completed");
+          const ncclResult_t connected =
+              version >= 11 ? api.as<tucclNcclNet_v12_t>().connect(api.ctx, d, handle, &comm, nullptr)
+                            : api.as<tucclNcclNet_v9_t>().connect(d, handle, &comm, nullptr);
+          CHECK_OR_EXIT(connected == ncclSuccess, "connect failed");
+        }
+        for (int m = 0; m < kMessages; ++m) {
+          std::vector<unsigned char> data = pattern(static_cast<uint64_t>(m), kMessage);
+          std::vector<void*> requests(1, nullptr);
+          CHECK_OR_EXIT(api.isend(comm, data.data(), data.size(), m, &requests[0]) == ncclSuccess && requests[0], "isend");
+          waitAll(api, requests);
+        }
+        CHECK_OR_EXIT(api.closeSend(comm) == ncclSuccess, "closeSend");
+      },
+      /*senderKilled=*/false, pair_->enter());
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, NetFusion, ::testing::Values(9, 12),
                          [](const ::testing::TestParamInfo<int>& param) { return "v" + std::to_string(param.param); });
 
 }  // namespace
