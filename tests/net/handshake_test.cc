@@ -99,6 +99,53 @@ TEST(Handle, RefusesWhatTuCCLDidNotWrite) {
   EXPECT_FALSE(parseHandle(zeros.data()));
 }
 
+// A virtual device's handle: the first listener where a physical device's is, the others after
+// the progress field (count at byte 56, then 20 bytes each); progress stays where it was.
+TEST(Handle, NamesEveryListenerOfAVirtualDevice) {
+  const std::vector<SocketAddress> listeners = {v4("10.1.2.3", 40000), v6("fd00::2", 1234), v4("10.9.8.7", 7),
+                                                v6("fe80::1", 65535)};
+  for (size_t n = 1; n <= listeners.size(); ++n) {
+    std::array<unsigned char, kHandleBytes> handle;
+    handle.fill(0xAB);
+    writeHandle(handle.data(), 0xbeefULL, std::span<const SocketAddress>(listeners.data(), n));
+    storeProgress(handle.data(), 0x42);
+    Expected<ParsedHandle> parsed = parseHandle(handle.data());
+    ASSERT_TRUE(parsed) << parsed.status().message();
+    EXPECT_EQ(parsed->token, 0xbeefULL);
+    EXPECT_EQ(parsed->progress, 0x42u);
+    EXPECT_EQ(parsed->listener.toString(), listeners[0].toString());
+    ASSERT_EQ(parsed->more.size(), n - 1);
+    for (size_t i = 1; i < n; ++i) EXPECT_EQ(parsed->more[i - 1].toString(), listeners[i].toString());
+  }
+  EXPECT_THROW(writeHandle(nullptr, 1, std::span<const SocketAddress>()), std::invalid_argument);
+  std::vector<SocketAddress> five(5, v4("10.0.0.1", 1));
+  std::array<unsigned char, kHandleBytes> handle{};
+  EXPECT_THROW(writeHandle(handle.data(), 1, five), std::invalid_argument);
+}
+
+TEST(Handle, RefusesABadFurtherListener) {
+  const std::vector<SocketAddress> two = {v4("10.1.2.3", 40000), v4("10.1.2.4", 40001)};
+  std::array<unsigned char, kHandleBytes> handle{};
+  writeHandle(handle.data(), 1, two);
+  constexpr size_t kCountAt = 56, kFirstMoreAt = 60;
+  auto tooMany = handle;
+  tooMany[kCountAt] = 4;
+  Expected<ParsedHandle> parsed = parseHandle(tooMany.data());
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.status().message().find("at most 3 fit"), std::string::npos) << parsed.status().message();
+  auto badFamily = handle;
+  badFamily[kFirstMoreAt] = AF_UNIX;
+  parsed = parseHandle(badFamily.data());
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.status().message().find("listener 2 is neither IPv4 nor IPv6"), std::string::npos)
+      << parsed.status().message();
+  auto noPort = handle;
+  noPort[kFirstMoreAt + 2] = noPort[kFirstMoreAt + 3] = 0;
+  parsed = parseHandle(noPort.data());
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.status().message().find("listener 2 has no port"), std::string::npos) << parsed.status().message();
+}
+
 TEST(HelloReader, AssemblesAHelloFromPieces) {
   const Hello sent = makeHello(7, 99, 3, 4, 2);
   const auto* bytes = reinterpret_cast<const std::byte*>(&sent);
