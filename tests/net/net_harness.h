@@ -58,14 +58,14 @@ struct NetApi {
     }
   }
   ncclResult_t devices(int* n) { return as<tucclNcclNet_v12_t>().devices(n); }  // same slot in every version
-  ncclResult_t listen(void* handle, void** comm) {
-    if (version >= 11) return as<tucclNcclNet_v12_t>().listen(ctx, 0, handle, comm);
-    return as<tucclNcclNet_v10_t>().listen(0, handle, comm);
+  ncclResult_t listen(void* handle, void** comm, int dev = 0) {
+    if (version >= 11) return as<tucclNcclNet_v12_t>().listen(ctx, dev, handle, comm);
+    return as<tucclNcclNet_v10_t>().listen(dev, handle, comm);
   }
-  ncclResult_t connect(void* handle, void** comm) {
-    if (version >= 11) return as<tucclNcclNet_v12_t>().connect(ctx, 0, handle, comm, nullptr);
-    if (version == 10) return as<tucclNcclNet_v10_t>().connect(0, nullptr, handle, comm, nullptr);
-    return as<tucclNcclNet_v9_t>().connect(0, handle, comm, nullptr);
+  ncclResult_t connect(void* handle, void** comm, int dev = 0) {
+    if (version >= 11) return as<tucclNcclNet_v12_t>().connect(ctx, dev, handle, comm, nullptr);
+    if (version == 10) return as<tucclNcclNet_v10_t>().connect(dev, nullptr, handle, comm, nullptr);
+    return as<tucclNcclNet_v9_t>().connect(dev, handle, comm, nullptr);
   }
   ncclResult_t accept(void* listen, void** comm) { return as<tucclNcclNet_v12_t>().accept(listen, comm, nullptr); }
   ncclResult_t isend(void* comm, void* data, size_t size, int tag, void** request) {
@@ -151,22 +151,22 @@ inline void waitAll(NetApi& api, std::vector<void*>& requests, std::vector<std::
   }
 }
 
-inline void* connectSender(NetApi& api, Channel& channel) {
+inline void* connectSender(NetApi& api, Channel& channel, int dev = 0) {
   char handle[TUCCL_NCCL_NET_HANDLE_MAXSIZE];
   channel.recvFrom(channel.toSender[0], handle, sizeof handle);
   void* comm = nullptr;
   const auto start = Clock::now();
   while (comm == nullptr) {
     CHECK_OR_EXIT(!pastDeadline(start), "connect never completed");
-    CHECK_OR_EXIT(api.connect(handle, &comm) == ncclSuccess, "connect failed");
+    CHECK_OR_EXIT(api.connect(handle, &comm, dev) == ncclSuccess, "connect failed");
   }
   return comm;
 }
 
-inline std::pair<void*, void*> acceptReceiver(NetApi& api, Channel& channel, char* handleOut = nullptr) {
+inline std::pair<void*, void*> acceptReceiver(NetApi& api, Channel& channel, char* handleOut = nullptr, int dev = 0) {
   char handle[TUCCL_NCCL_NET_HANDLE_MAXSIZE] = {};
   void* listen = nullptr;
-  CHECK_OR_EXIT(api.listen(handle, &listen) == ncclSuccess && listen != nullptr, "listen failed");
+  CHECK_OR_EXIT(api.listen(handle, &listen, dev) == ncclSuccess && listen != nullptr, "listen failed");
   if (handleOut) std::memcpy(handleOut, handle, sizeof handle);
   channel.sendTo(channel.toSender[1], handle, sizeof handle);
   void* comm = nullptr;

@@ -354,7 +354,8 @@ int fuse(NetApi& api, std::initializer_list<int> members) {
 // Two veths on each side fused into one virtual device (index 2, after the two physical ones):
 // NCCL sees three devices, the virtual one with both as members and their summed speed; a
 // connection on it listens on both members, its data sockets cross both veths, and 64 MiB in
-// 8 MiB messages arrive whole, each veth carrying at least a quarter of them. Fusing a device
+// 8 MiB messages arrive whole, each veth carrying at least a quarter of them (counted after the
+// handshake, whose bytes are few). Fusing a device
 // twice, a device that does not exist or too many devices is refused.
 TEST_P(NetFusion, AVirtualDeviceSpreadsItsMessagesOverEveryMember) {
   const std::string vethB = pair_->vethB(), vethD = pair_->vethD();
@@ -385,19 +386,8 @@ TEST_P(NetFusion, AVirtualDeviceSpreadsItsMessagesOverEveryMember) {
           for (tucclNcclNetVDeviceProps_v12_t* bad : {&twice, &missing, &tooMany})
             CHECK_OR_EXIT(api.as<tucclNcclNet_v12_t>().makeVDevice(&unused, bad) != ncclSuccess, "a bad fusion passed");
         }
-        char handle[TUCCL_NCCL_NET_HANDLE_MAXSIZE] = {};
-        void* listen = nullptr;
-        const ncclResult_t listened = version >= 11 ? api.as<tucclNcclNet_v12_t>().listen(api.ctx, d, handle, &listen)
-                                                    : api.as<tucclNcclNet_v9_t>().listen(d, handle, &listen);
-        CHECK_OR_EXIT(listened == ncclSuccess && listen != nullptr, "listen on the virtual device");
+        auto [listen, comm] = acceptReceiver(api, channel, nullptr, d);
         const uint64_t beforeB = receivedBytes(vethB), beforeD = receivedBytes(vethD);
-        channel.sendTo(channel.toSender[1], handle, sizeof handle);
-        void* comm = nullptr;
-        const auto start = Clock::now();
-        while (comm == nullptr) {
-          CHECK_OR_EXIT(!pastDeadline(start), "accept never completed");
-          CHECK_OR_EXIT(api.accept(listen, &comm) == ncclSuccess, "accept failed");
-        }
         std::vector<unsigned char> buffer(kMessage);
         for (int m = 0; m < kMessages; ++m) {
           void* data = buffer.data();
@@ -416,18 +406,7 @@ TEST_P(NetFusion, AVirtualDeviceSpreadsItsMessagesOverEveryMember) {
         CHECK_OR_EXIT(api.closeRecv(comm) == ncclSuccess && api.closeListen(listen) == ncclSuccess, "close");
       },
       [&](NetApi& api, Channel& channel) {
-        const int d = fuse(api, {0, 1});
-        char handle[TUCCL_NCCL_NET_HANDLE_MAXSIZE];
-        channel.recvFrom(channel.toSender[0], handle, sizeof handle);
-        void* comm = nullptr;
-        const auto start = Clock::now();
-        while (comm == nullptr) {
-          CHECK_OR_EXIT(!pastDeadline(start), "connect never completed");
-          const ncclResult_t connected =
-              version >= 11 ? api.as<tucclNcclNet_v12_t>().connect(api.ctx, d, handle, &comm, nullptr)
-                            : api.as<tucclNcclNet_v9_t>().connect(d, handle, &comm, nullptr);
-          CHECK_OR_EXIT(connected == ncclSuccess, "connect failed");
-        }
+        void* comm = connectSender(api, channel, fuse(api, {0, 1}));
         for (int m = 0; m < kMessages; ++m) {
           std::vector<unsigned char> data = pattern(static_cast<uint64_t>(m), kMessage);
           std::vector<void*> requests(1, nullptr);
