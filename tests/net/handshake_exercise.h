@@ -62,13 +62,24 @@ inline std::string exerciseHandle(ByteTaker& in) {
   const transport::SocketAddress& listener = parsed->listener;
   if (listener.family() != AF_INET && listener.family() != AF_INET6) return "a handle accepted with a foreign family";
   if (listener.port() == 0) return "a handle accepted without a port";
-  // What the listener would write for the same token and address reads back the same.
+  if (parsed->more.size() >= static_cast<size_t>(kMaxHandleListeners)) return "a handle accepted with too many listeners";
+  for (const transport::SocketAddress& more : parsed->more) {
+    if (more.family() != AF_INET && more.family() != AF_INET6) return "a further listener accepted with a foreign family";
+    if (more.port() == 0) return "a further listener accepted without a port";
+  }
+  // What the listener would write for the same token and addresses reads back the same.
+  std::vector<transport::SocketAddress> all{listener};
+  all.insert(all.end(), parsed->more.begin(), parsed->more.end());
   std::array<std::byte, kHandleBytes> rewritten{};
-  writeHandle(rewritten.data(), parsed->token, listener);
+  writeHandle(rewritten.data(), parsed->token, all);
   Expected<ParsedHandle> again = parseHandle(rewritten.data());
   if (!again || again->token != parsed->token || again->progress != 0 || again->listener.length() != listener.length() ||
-      std::memcmp(again->listener.get(), listener.get(), listener.length()) != 0)
+      std::memcmp(again->listener.get(), listener.get(), listener.length()) != 0 ||
+      again->more.size() != parsed->more.size())
     return "a written handle does not read back";
+  for (size_t i = 0; i < parsed->more.size(); ++i) {
+    if (again->more[i].toString() != parsed->more[i].toString()) return "a further listener does not read back";
+  }
   storeProgress(rewritten.data(), parsed->progress | 1);
   Expected<ParsedHandle> progressed = parseHandle(rewritten.data());
   if (!progressed || progressed->progress != (parsed->progress | 1) || progressed->token != parsed->token)
