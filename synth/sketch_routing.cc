@@ -307,33 +307,37 @@ class ResourceClock {
       : problem_(problem), graph_(*problem.graph), loads_(problem), load_(graph_.nResources, 0.0),
         rates_(graph_.nResources, 0.0), used_(graph_.edges.size(), false) {}
 
-  /// One chunk over representative edge `edge` and over each of its images.
-  void charge(int32_t edge) {
+  /// One chunk over representative edge `edge` and over each of its images; the edges whose
+  /// connection this opened (the edge or its images, each once) are appended to `opened`.
+  void charge(int32_t edge, std::vector<int32_t>* opened = nullptr) {
     for (auto [id, us] : loads_.of(edge)) load_[id] += us;
     if (used_[edge]) return;
     for (const std::vector<int32_t>& perm : problem_.symmetry->perms) {
       int32_t image = graph_.edgeBetween(perm[graph_.edges[edge].from], perm[graph_.edges[edge].to]);
       if (used_[image]) continue;
       used_[image] = true;
+      if (opened != nullptr) opened->push_back(image);
       for (auto [id, us] : graph_.edges[image].load) rates_[id] += graph_.edges[image].tbGBps;
     }
   }
-  /// The busiest resource of `edge`'s path, counting the connection `edge` would open.
-  double busiest(int32_t edge) const {
-    const LogicalEdge& e = graph_.edges[edge];
-    double most = 0;
-    for (auto [id, us] : e.load) most = std::max(most, timeOf(id, used_[edge] ? 0 : e.tbGBps));
-    return most;
-  }
   /// Whether `edge` (or an image of it) already carries chunks: its connection is open.
   bool open(int32_t edge) const { return used_[edge]; }
-  /// The sum of the times of `edge`'s resources, counting the connection it would open: what
-  /// tells two edges apart whose busiest resource is shared (the NIC every path of a node crosses).
-  double total(int32_t edge) const {
+  /// The busiest resource of `edge`'s path and the sum of their times, counting the connection
+  /// `edge` would open: the sum tells two edges apart whose busiest resource is shared (the NIC
+  /// every path of a node crosses).
+  struct Pressure {
+    double busiest = 0;
+    double total = 0;
+  };
+  Pressure pressure(int32_t edge) const {
     const LogicalEdge& e = graph_.edges[edge];
-    double sum = 0;
-    for (auto [id, us] : e.load) sum += timeOf(id, used_[edge] ? 0 : e.tbGBps);
-    return sum;
+    Pressure p;
+    for (auto [id, us] : e.load) {
+      const double time = timeOf(id, used_[edge] ? 0 : e.tbGBps);
+      p.busiest = std::max(p.busiest, time);
+      p.total += time;
+    }
+    return p;
   }
   double busiest() const {
     double most = 0;
@@ -412,7 +416,7 @@ std::vector<int32_t> candidateEdges(const LogicalGraph& graph, const std::vector
 class HeuristicRouter {
  public:
   explicit HeuristicRouter(const RoutingProblem& problem)
-      : graph_(*problem.graph), symmetry_(*problem.symmetry), in_(inEdgesOf(graph_)), clock_(problem),
+      : graph_(*problem.graph), in_(inEdgesOf(graph_)), clock_(problem),
         budget_(problem.maxNetworkConnections), sameLevel_(problem.sameLevelRelays),
         opened_(graph_.nodeOf.empty() ? 0 : *std::max_element(graph_.nodeOf.begin(), graph_.nodeOf.end()) + 1, 0) {}
 
@@ -422,17 +426,13 @@ class HeuristicRouter {
   }
 
  private:
-  double busiest(int32_t edge) const { return clock_.busiest(edge); }
+  double busiest(int32_t edge) const { return clock_.pressure(edge).busiest; }
   void charge(int32_t edge) {
-    const LogicalEdge& e = graph_.edges[edge];
-    if (!e.local && !clock_.open(edge)) {
-      std::set<int32_t> images;  // the connections it opens: its own and its symmetric images'
-      for (const std::vector<int32_t>& perm : symmetry_.perms) images.insert(graph_.edgeBetween(perm[e.from], perm[e.to]));
-      for (int32_t image : images) {
-        if (!clock_.open(image)) ++opened_[graph_.nodeOf[graph_.edges[image].from]];
-      }
+    openedNow_.clear();
+    clock_.charge(edge, &openedNow_);
+    for (int32_t image : openedNow_) {
+      if (!graph_.edges[image].local) ++opened_[graph_.nodeOf[graph_.edges[image].from]];
     }
-    clock_.charge(edge);
   }
   // Whether the connection budget leaves `edge` out: a new inter-node connection out of a node
   // that opened its share.
@@ -462,7 +462,8 @@ class HeuristicRouter {
       if (!dagEdge(edge, level) && !relayEdge(graph_, edge, level, source, sameLevel_)) continue;
       bool over = overBudget(e);
       if (over && !bestOver) continue;
-      Score score{arrival[edge.from] + edge.costUs + busiest(e), clock_.total(e)};
+      const ResourceClock::Pressure p = clock_.pressure(e);
+      Score score{arrival[edge.from] + edge.costUs + p.busiest, p.total};
       if (best < 0 || (bestOver && !over) || better(score, bestScore)) {
         bestScore = score;
         best = e;
@@ -556,12 +557,12 @@ class HeuristicRouter {
   }
 
   const LogicalGraph& graph_;
-  const Symmetry& symmetry_;
   std::vector<std::vector<int32_t>> in_;
   ResourceClock clock_;
   int32_t budget_;
   bool sameLevel_;
-  std::vector<int32_t> opened_;  // per node: inter-node connections opened out of it
+  std::vector<int32_t> opened_;     // per node: inter-node connections opened out of it
+  std::vector<int32_t> openedNow_;  // scratch of charge()
 };
 
 }  // namespace

@@ -175,6 +175,24 @@ int runPareto(const Topology& topology, Collective collective, const Options& op
   return 0;
 }
 
+/// What candidates and routings are simulated on: the sizes of --sizes, the topology's network and
+/// its constants (the file it names, else its hardware class's; sim/cost_files.h).
+struct SimulationSetup {
+  std::vector<int64_t> sizes;
+  Network network;
+  CostModel cost;
+};
+
+Expected<SimulationSetup> simulationSetup(const Topology& topology, const Options& options) {
+  Expected<std::vector<int64_t>> grid = parseSizeGrid(options.sizes, options.factor);
+  if (!grid) return makeError(ErrorCode::InvalidArgument, "--sizes: " + grid.status().message());
+  Expected<Network> network = networkFromTopology(topology, options.topo);
+  if (!network) return network.status();
+  Expected<CostModel> cost = costModelForTopology(topology, options.topo);
+  if (!cost) return cost.status();
+  return SimulationSetup{std::move(*grid), std::move(*network), std::move(*cost)};
+}
+
 Expected<std::pair<Algorithm, std::string>> makeAlgorithm(const Topology& topology, Collective collective,
                                                           const Sketch& sketch, const Options& options) {
   const auto started = std::chrono::steady_clock::now();
@@ -192,14 +210,10 @@ Expected<std::pair<Algorithm, std::string>> makeAlgorithm(const Topology& topolo
     synthesis.timeLimitSeconds = options.timeLimit;
     synthesis.progress = progressPrinter(options);
     // The routing models what the engine charges and is checked by simulating it at --sizes.
-    Expected<CostModel> cost = costModelForTopology(topology, options.topo);
-    if (!cost) return cost.status();
-    Expected<Network> network = networkFromTopology(topology, options.topo);
-    if (!network) return network.status();
-    const Expected<std::vector<int64_t>> grid = parseSizeGrid(options.sizes, options.factor);
-    if (!grid) return makeError(ErrorCode::InvalidArgument, "--sizes: " + grid.status().message());
-    synthesis.charges = synthesisCharges(*cost);
-    synthesis.judge = simulatedJudge(*network, *cost, *grid);
+    Expected<SimulationSetup> setup = simulationSetup(topology, options);
+    if (!setup) return setup.status();
+    synthesis.charges = synthesisCharges(setup->cost);
+    synthesis.judge = simulatedJudge(setup->network, setup->cost, setup->sizes);
     Expected<SketchSynthesisResult> result = synthesizeFromSketch(collective, topology, sketch, synthesis);
     if (!result) return result.status();
     for (const std::string& note : result->notes) std::cerr << "note: " << note << "\n";
@@ -225,19 +239,16 @@ Expected<std::pair<Algorithm, std::string>> makeAlgorithm(const Topology& topolo
 /// returns the winner.
 Expected<std::pair<Algorithm, std::string>> bestAlgorithm(const Topology& topology, Collective collective,
                                                           const Options& options) {
-  const Expected<std::vector<int64_t>> grid = parseSizeGrid(options.sizes, options.factor);
-  if (!grid) return makeError(ErrorCode::InvalidArgument, "--sizes: " + grid.status().message());
-  Expected<Network> network = networkFromTopology(topology, options.topo);
-  if (!network) return network.status();
-  // The topology's constants: the file it names, else its hardware class's (sim/cost_files.h).
-  Expected<CostModel> costOf = costModelForTopology(topology, options.topo);
-  if (!costOf) return costOf.status();
-  const CostModel& cost = *costOf;
+  Expected<SimulationSetup> setup = simulationSetup(topology, options);
+  if (!setup) return setup.status();
+  const std::vector<int64_t>& grid = setup->sizes;
+  const Network& network = setup->network;
+  const CostModel& cost = setup->cost;
   CandidateOptions which;
   which.programs = false;  // the example programs are at a fixed shape; generators and synthesis adapt
   which.synthesisSeconds = options.timeLimit;
   which.charges = synthesisCharges(cost);
-  which.judge = simulatedJudge(*network, cost, *grid);
+  which.judge = simulatedJudge(network, cost, grid);
   std::vector<std::string> notes;
   std::vector<AlgorithmCandidate> candidates;
   try {
@@ -257,26 +268,26 @@ Expected<std::pair<Algorithm, std::string>> bestAlgorithm(const Topology& topolo
       continue;
     }
     planned[c] = true;
-    for (int64_t bytes : *grid) {
+    for (int64_t bytes : grid) {
       SimOptions sim;
       sim.messageBytes = bytes;
       sim.cost = cost;
-      Expected<SimResult> result = simulatePlan(*plan, *network, sim);
+      Expected<SimResult> result = simulatePlan(*plan, network, sim);
       if (!result) return result.status();
       times[c].push_back(result->timeUs);
     }
   }
-  std::vector<double> fastest(grid->size(), std::numeric_limits<double>::infinity());
+  std::vector<double> fastest(grid.size(), std::numeric_limits<double>::infinity());
   for (size_t c = 0; c < candidates.size(); ++c) {
-    for (size_t s = 0; planned[c] && s < grid->size(); ++s) fastest[s] = std::min(fastest[s], times[c][s]);
+    for (size_t s = 0; planned[c] && s < grid.size(); ++s) fastest[s] = std::min(fastest[s], times[c][s]);
   }
   std::vector<double> score(candidates.size(), std::numeric_limits<double>::infinity());
   size_t best = candidates.size();
   for (size_t c = 0; c < candidates.size(); ++c) {
     if (!planned[c]) continue;
     double logSum = 0;
-    for (size_t s = 0; s < grid->size(); ++s) logSum += std::log(times[c][s] / fastest[s]);
-    score[c] = std::exp(logSum / static_cast<double>(grid->size()));
+    for (size_t s = 0; s < grid.size(); ++s) logSum += std::log(times[c][s] / fastest[s]);
+    score[c] = std::exp(logSum / static_cast<double>(grid.size()));
     if (best == candidates.size() || score[c] < score[best]) best = c;
   }
   if (best == candidates.size()) return makeError(ErrorCode::Unsupported, "no candidate algorithm could be planned");
@@ -284,11 +295,11 @@ Expected<std::pair<Algorithm, std::string>> bestAlgorithm(const Topology& topolo
               "geometric mean of time / the fastest's\n",
               candidates.size(), std::string(collectiveName(collective)).c_str(), options.topo.c_str());
   std::printf("%-28s", "# candidate");
-  for (int64_t bytes : *grid) std::printf(" %12s", formatByteSize(static_cast<uint64_t>(bytes)).c_str());
+  for (int64_t bytes : grid) std::printf(" %12s", formatByteSize(static_cast<uint64_t>(bytes)).c_str());
   std::printf(" %7s\n", "score");
   for (size_t c = 0; c < candidates.size(); ++c) {
     std::printf("%-28s", (candidates[c].name + (c == best ? " *" : "")).c_str());
-    for (size_t s = 0; s < grid->size(); ++s) {
+    for (size_t s = 0; s < grid.size(); ++s) {
       if (planned[c]) {
         std::printf(" %12.1f", times[c][s]);
       } else {
