@@ -16,8 +16,10 @@
 //   - fp16 / bf16 sums and products use the packed f16x2 / bf16x2 instructions, the other
 //     operations float conversions by cvt (datatypes.h); fp8 converts element by element with
 //     datatypes.h's integer code, on both sides.
-// Host: a TB is one thread; copies are memcpy, reductions one pass over the elements that the
-// compiler vectorises. Both sides compute bit-identical results.
+// Host: a TB is one thread; copies are memcpy, reductions one pass over the elements in 16-byte
+// vectors (hostVectorLoop: the host kernels are built at -O1, where the compiler's vectoriser does
+// not run, and a scalar loop reduced a third as fast) for the integer and 32/64-bit float types,
+// element by element for the 16- and 8-bit floats. Both sides compute bit-identical results.
 #pragma once
 
 #include "datatypes.h"
@@ -334,6 +336,69 @@ inline constexpr bool kUnrolledMisaligned<int64_t> = true;
 template <>
 inline constexpr bool kUnrolledMisaligned<uint8_t> = true;
 
+// ---- The host's vector loop ------------------------------------------------------------------------
+
+#if !defined(TUCCL_DEVICE_COMPILE)
+/// The lane type the host computes T's Op in: signed integers add and multiply as unsigned,
+/// wrapping as Combine does; everything else as itself.
+template <typename T, typename Op, bool = std::is_integral_v<T> && (std::is_same_v<Op, OpSum> || std::is_same_v<Op, OpProd>)>
+struct HostLane {
+  using type = T;
+};
+template <typename T, typename Op>
+struct HostLane<T, Op, true> {
+  using type = std::make_unsigned_t<T>;
+};
+
+/// The host build's 16-byte vector of T for Op (GCC/Clang vector extensions: SIMD at the -O1 the
+/// host kernels are built with, where the loop vectoriser does not run): kLanes elements per
+/// vector, 0 where the element loop serves (16-bit and 8-bit floats). Every lane computes what
+/// Combine computes, so the results stay bit-identical to the device's.
+template <typename T, typename Op, typename = void>
+struct HostVector {
+  static constexpr int kLanes = 0;
+};
+template <typename T, typename Op>
+struct HostVector<T, Op, std::enable_if_t<std::is_arithmetic_v<T>>> {
+  typedef typename HostLane<T, Op>::type Vector __attribute__((vector_size(16)));
+  static constexpr int kLanes = 16 / sizeof(T);
+  static Vector load(const T* p) {
+    Vector v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static Vector apply(Vector a, Vector b) {
+    if constexpr (std::is_same_v<Op, OpSum>) return a + b;
+    if constexpr (std::is_same_v<Op, OpProd>) return a * b;
+    if constexpr (std::is_same_v<Op, OpMin>) return b < a ? b : a;
+    if constexpr (std::is_same_v<Op, OpMax>) return a < b ? b : a;
+    return b;
+  }
+};
+
+/// dst[d][i] = src[0][i] op src[1][i] ... over the whole pairs of vectors of n elements (two in
+/// flight per iteration); returns how many elements were done.
+template <typename T, typename Op, int NSRC, int NDST>
+inline int64_t hostVectorLoop(const T* const* src, T* const* dst, int64_t n) {
+  using V = HostVector<T, Op>;
+  constexpr int64_t kStep = 2 * V::kLanes;
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep) {
+    typename V::Vector a = V::load(src[0] + i);
+    typename V::Vector b = V::load(src[0] + i + V::kLanes);
+    for (int s = 1; s < NSRC; ++s) {
+      a = V::apply(a, V::load(src[s] + i));
+      b = V::apply(b, V::load(src[s] + i + V::kLanes));
+    }
+    for (int d = 0; d < NDST; ++d) {
+      std::memcpy(dst[d] + i, &a, sizeof a);
+      std::memcpy(dst[d] + i + V::kLanes, &b, sizeof b);
+    }
+  }
+  return i;
+}
+#endif
+
 // ---- The loops ------------------------------------------------------------------------------------
 
 /// dst[d][i] = src[0][i] op src[1][i] ... for i < n elements of T, every destination.
@@ -369,7 +434,9 @@ TUCCL_DEVICE_INLINE void reduceCopyT(const T* const* src, T* const* dst, int64_t
   packLoop<T, Op, NSRC, NDST>(gs, gd, packs);
   if (head + packs * kPer < n) elementEnds<T, Op, NSRC, NDST>(src, dst, head + packs * kPer, n);
 #else
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t i = 0;
+  if constexpr (HostVector<T, Op>::kLanes > 0) i = hostVectorLoop<T, Op, NSRC, NDST>(src, dst, n);
+  for (; i < n; ++i) {
     T acc = src[0][i];
     for (int s = 1; s < NSRC; ++s) acc = Combine<Op, T>::apply(acc, src[s][i]);
     for (int d = 0; d < NDST; ++d) dst[d][i] = acc;

@@ -51,6 +51,7 @@ typedef unsigned long long uintptr_t;
 #else
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 namespace tuccl::dev {
 using std::int16_t;
 using std::int32_t;
