@@ -143,8 +143,9 @@ class KernelWriter {
     const RoleValue& dstBlock = next();
     const RoleValue& epilogueBlock = next();
     const RoleValue& epilogueBlocks = next();
+    const RoleValue& readInput = next();
     out_ << "  TUCCL_TRY(prologue(t, " << kernel.nTbs << ", " << valueExpr(copyBlocks) << ", " << valueExpr(dstBlock)
-         << "));\n";
+         << ", " << valueExpr(readInput) << "));\n";
     writeTbSwitch();
     for (size_t c = 0; c < role_.code.tbs.size(); ++c) writeTb(role_.code.tbs[c], tbLabels_[c]);
     static const char* const kBufferIds[] = {"kInput", "kOutput", "kScratch"};

@@ -277,6 +277,26 @@ std::vector<EntryRun> rerollEntries(std::span<const EntryCode> entries, int32_t 
 
 namespace {
 
+// Whether the rank's out-of-place prologue may leave its copy unawaited: it copies one unit and no
+// entry of the rank writes into that unit's storage (a Send writes only the peer's side), so every
+// read of it can come from the input (primitives.h `prologue`).
+bool readsCopyFromInput(const Plan& plan, const KernelLayout& layout, int32_t rank) {
+  const auto [copyBlocks, dstBlock] = prologueCopy(plan, layout, rank);
+  if (copyBlocks != 1) return false;
+  const int32_t k = layout.chunksPerUnit;
+  for (const PlanTb& tb : plan.ranks[rank].tbs) {
+    for (int32_t e = 0; e < static_cast<int32_t>(tb.entries.size()); ++e) {
+      if (tb.entries[e].kind == PrimitiveKind::Send) continue;
+      const EntrySlots slots = entrySlots(plan, layout, rank, tb, e);
+      if (slots.dst.buffer != BufferKind::Output) continue;
+      const int32_t first = slots.dst.index / k;
+      const int32_t last = (slots.dst.index + slots.entry.count - 1) / k;
+      if (first <= dstBlock && dstBlock <= last) return false;
+    }
+  }
+  return true;
+}
+
 RankCode rankFrame(const Plan& plan, const KernelLayout& layout, int32_t rank) {
   RankCode code;
   code.rank = rank;
@@ -289,7 +309,7 @@ RankCode rankFrame(const Plan& plan, const KernelLayout& layout, int32_t rank) {
     epilogueBlock = first.index / layout.chunksPerUnit;
     epilogueBlocks = 1;
   }
-  code.frame = {copyBlocks, dstBlock, epilogueBlock, epilogueBlocks};
+  code.frame = {copyBlocks, dstBlock, epilogueBlock, epilogueBlocks, readsCopyFromInput(plan, layout, rank) ? 1 : 0};
   return code;
 }
 

@@ -85,7 +85,8 @@ struct TbCode {
 struct RankCode {
   int32_t rank = 0;
   int32_t epilogueBuffer = 1;  ///< BufferId of the avg epilogue's region (structure)
-  /// Prologue copy (units, destination block) and epilogue region (first block, blocks).
+  /// Prologue copy (units, destination block), epilogue region (first block, blocks) and whether
+  /// the copied unit is read from the input (1: the rank never writes it).
   std::vector<int32_t> frame;
   std::vector<TbCode> tbs;
 };

@@ -42,6 +42,10 @@ struct Tb {
   int64_t nMicroBatches;
   int32_t entry;       ///< the entry being run, kept in registers: the report gets it when the TB stops
   int64_t microBatch;
+  /// An out-of-place call whose prologue copies the input into output unit block `inputBlock`,
+  /// which the rank's plan never writes: the kernel reads that block from the input instead, so
+  /// the copy needs no rank barrier (-1: every block is read where it lies).
+  int32_t inputBlock;
 
   /// Records the entry and micro-batch being run (for the hang report; nothing is written to memory).
   TUCCL_DEVICE_INLINE void at(int32_t e, int64_t mb) {
@@ -111,6 +115,7 @@ TUCCL_DEVICE_INLINE Tb makeTb(const KernelArgs& args, int32_t block, int32_t nTb
   t.nMicroBatches = microBatchCount(args.count, args.chunksPerUnit, args.sliceElems, channels, t.elemSize);
   t.entry = -1;
   t.microBatch = -1;
+  t.inputBlock = -1;
   return t;
 }
 
@@ -157,6 +162,9 @@ TUCCL_DEVICE_INLINE Slice sliceOf(const Tb& t, int32_t srcIndex, int32_t dstInde
 }
 
 TUCCL_DEVICE_INLINE char* elementPtr(const Tb& t, int32_t buffer, int32_t index, int64_t within) {
+  if (buffer == kOutput && t.inputBlock >= 0 && index / t.args->chunksPerUnit == t.inputBlock) {
+    return bufferBase(*t.args, kInput) + (chunkOffset(t, index) - t.inputBlock * t.args->count + within) * t.elemSize;
+  }
   return bufferBase(*t.args, buffer) + (chunkOffset(t, index) + within) * t.elemSize;
 }
 
@@ -523,14 +531,21 @@ TUCCL_DEVICE_NOINLINE bool preScale(Tb& t, int32_t nTbs) {
 
 /// PreMulSum's scaling first (preScale), then, for an out-of-place call of an in-place plan: copy
 /// the input (copyBlocks units) into its storage position (unit block dstBlock of the output)
-/// before any TB touches the storage.
-TUCCL_DEVICE_NOINLINE bool prologue(Tb& t, int32_t nTbs, int32_t copyBlocks, int32_t dstBlock) {
+/// before any TB touches the storage. With `readInput` (the rank's plan never writes those blocks,
+/// copyBlocks is 1: AllGather, a Broadcast's root) the TBs read the block from the input and no TB
+/// waits for the copy; NCCL's rings read an out-of-place call's own contribution from the input
+/// alike (shared/reference/nccl-data-path.md).
+TUCCL_DEVICE_NOINLINE bool prologue(Tb& t, int32_t nTbs, int32_t copyBlocks, int32_t dstBlock, int32_t readInput = 0) {
   t.at(-1, -1);
   if (t.args->preScaleElems > 0 && !preScale(t, nTbs)) return false;
   if (copyBlocks == 0 || t.args->inPlaceCall) return true;
   const Slice share = tbShare(t, copyBlocks * t.args->count, nTbs);
   copyBytes(bufferBase(*t.args, kOutput) + (dstBlock * t.args->count + share.begin) * t.elemSize,
             bufferBase(*t.args, kInput) + share.begin * t.elemSize, share.elems * t.elemSize);
+  if (readInput != 0 && copyBlocks == 1) {
+    t.inputBlock = dstBlock;
+    return true;
+  }
   return rankBarrier(t, 0, nTbs);
 }
 

@@ -24,8 +24,9 @@ struct Counted {
 };
 
 // Runs `plan` on every rank with random float data, checks every element against the reference
-// and returns the counters.
-Counted runCounted(const Plan& plan, int64_t count, int64_t chunkBytes, Protocol protocol) {
+// (and, out of place, that no input was written) and returns the counters. In place when the
+// plan is, unless `outOfPlace`.
+Counted runCounted(const Plan& plan, int64_t count, int64_t chunkBytes, Protocol protocol, bool outOfPlace = false) {
   Targets host;
   host.hostKernels = true;
   Expected<CompiledPlan> compiled = compilePlan(plan, host);
@@ -39,7 +40,7 @@ Counted runCounted(const Plan& plan, int64_t count, int64_t chunkBytes, Protocol
   call.root = plan.root;
   call.dataType = DataType::Float32;
   call.count = count;
-  call.inPlace = plan.inPlace;
+  call.inPlace = plan.inPlace && !outOfPlace;
   const RankBufferElements elements = planBufferElements(plan, layout, count);
   std::mt19937 random(11);
   std::vector<std::vector<float>> input(plan.nRanks), output(plan.nRanks), scratch(plan.nRanks);
@@ -53,7 +54,7 @@ Counted runCounted(const Plan& plan, int64_t count, int64_t chunkBytes, Protocol
       input[r][i] = static_cast<float>(random() % 64) / 4.0f;
       values[r].push_back(input[r][i]);
     }
-    if (plan.inPlace) {
+    if (call.inPlace) {
       // NCCL's in-place layout, one storage buffer: AllGather's input is block r of the output,
       // ReduceScatter's output block r of the input, the others' input is their output.
       output[r].resize(static_cast<size_t>(std::max({inputElements(call), outputElements(call), elements.input,
@@ -77,6 +78,13 @@ Counted runCounted(const Plan& plan, int64_t count, int64_t chunkBytes, Protocol
   std::vector<const void*> outputs;
   for (const RankBuffers& b : buffers) outputs.push_back(b.output);
   for (const RankComparison& rank : compareOutputs(call, *expected, outputs)) EXPECT_TRUE(rank.ok()) << rank.rank;
+  if (!call.inPlace) {
+    for (int32_t r = 0; r < plan.nRanks; ++r) {
+      int64_t written = 0;
+      for (int64_t i = 0; i < inputElements(call); ++i) written += input[r][i] != static_cast<float>(values[r][i]);
+      EXPECT_EQ(written, 0) << "rank " << r << " wrote into its input";
+    }
+  }
   return Counted{run->counters, outputElements(call) * 4};
 }
 
@@ -160,6 +168,27 @@ TEST(PrimitiveCounters, FusedRingReduceScatterStoresItsPartialSums) {
     const uint64_t S = static_cast<uint64_t>(counted.bytesPerRank) * n;  // the output is S/n
     for (int32_t r = 0; r < n; ++r) {
       EXPECT_LE(moved(counted.counters[r]) * 100, static_cast<uint64_t>(4 * n - 3) * S / n * 105) << "rank " << r;
+    }
+  }
+}
+
+// Out of place, the prologue copies a rank's input into its storage position. Where the rank's
+// plan never writes that unit (AllGather's own block, a Broadcast's root) its TBs read the unit
+// from the input and none waits for the copy: the same flag waits as in place. Where the plan
+// writes it (AllReduce reduces into it, a Broadcast's other ranks receive into it), every TB of
+// the rank waits once at the prologue's rank barrier.
+TEST(PrimitiveCounters, AnOutOfPlaceCopyThePlanNeverOverwritesIsNotAwaited) {
+  for (const char* name : {"ring_allgather", "hm_allgather", "ring_allreduce", "chain_broadcast"}) {
+    const Plan& plan = compileExample(name, "hpds", true, 8, 4).plan;
+    const Counted inPlace = runCounted(plan, int64_t{1} << 12, 4096, Protocol::Simple);
+    const Counted outOfPlace = runCounted(plan, int64_t{1} << 12, 4096, Protocol::Simple, true);
+    ASSERT_EQ(outOfPlace.counters.size(), static_cast<size_t>(plan.nRanks)) << name;
+    for (int32_t r = 0; r < plan.nRanks; ++r) {
+      const bool awaited = plan.collective == Collective::AllReduce ||
+                           (plan.collective == Collective::Broadcast && r != plan.root);
+      const uint64_t barrierWaits = awaited ? plan.ranks[r].tbs.size() : 0;
+      EXPECT_EQ(outOfPlace.counters[r].entryWaits, inPlace.counters[r].entryWaits + barrierWaits)
+          << name << " rank " << r;
     }
   }
 }
