@@ -280,8 +280,8 @@ namespace {
 // Whether the rank's out-of-place prologue may leave its copy unawaited: it copies one unit and no
 // entry of the rank writes into that unit's storage (a Send writes only the peer's side), so every
 // read of it can come from the input (primitives.h `prologue`).
-bool readsCopyFromInput(const Plan& plan, const KernelLayout& layout, int32_t rank) {
-  const auto [copyBlocks, dstBlock] = prologueCopy(plan, layout, rank);
+bool readsCopyFromInput(const Plan& plan, const KernelLayout& layout, int32_t rank, int32_t copyBlocks,
+                        int32_t dstBlock) {
   if (copyBlocks != 1) return false;
   const int32_t k = layout.chunksPerUnit;
   for (const PlanTb& tb : plan.ranks[rank].tbs) {
@@ -309,7 +309,8 @@ RankCode rankFrame(const Plan& plan, const KernelLayout& layout, int32_t rank) {
     epilogueBlock = first.index / layout.chunksPerUnit;
     epilogueBlocks = 1;
   }
-  code.frame = {copyBlocks, dstBlock, epilogueBlock, epilogueBlocks, readsCopyFromInput(plan, layout, rank) ? 1 : 0};
+  code.frame = {copyBlocks, dstBlock, epilogueBlock, epilogueBlocks,
+                readsCopyFromInput(plan, layout, rank, copyBlocks, dstBlock) ? 1 : 0};
   return code;
 }
 

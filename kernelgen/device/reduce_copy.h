@@ -368,11 +368,16 @@ struct HostVector<T, Op, std::enable_if_t<std::is_arithmetic_v<T>>> {
     return v;
   }
   static Vector apply(Vector a, Vector b) {
-    if constexpr (std::is_same_v<Op, OpSum>) return a + b;
-    if constexpr (std::is_same_v<Op, OpProd>) return a * b;
-    if constexpr (std::is_same_v<Op, OpMin>) return b < a ? b : a;
-    if constexpr (std::is_same_v<Op, OpMax>) return a < b ? b : a;
-    return b;
+    if constexpr (std::is_same_v<Op, OpSum>) {
+      return a + b;
+    } else if constexpr (std::is_same_v<Op, OpProd>) {
+      return a * b;
+    } else if constexpr (std::is_same_v<Op, OpMin>) {
+      return b < a ? b : a;
+    } else {
+      static_assert(std::is_same_v<Op, OpMax>, "a reduction the host has no vector form of");
+      return a < b ? b : a;
+    }
   }
 };
 

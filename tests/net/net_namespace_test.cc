@@ -138,27 +138,23 @@ class VethNamespaces {
     std::vector<std::vector<std::string>> steps = {
         {"netns", "add", nsA_},
         {"netns", "add", nsB_},
-        {"link", "add", vethA_, "type", "veth", "peer", "name", vethB_},
-        {"link", "set", vethA_, "netns", nsA_},
-        {"link", "set", vethB_, "netns", nsB_},
-        {"-n", nsA_, "addr", "add", std::string(kAddressA) + "/30", "dev", vethA_},
-        {"-n", nsB_, "addr", "add", std::string(kAddressB) + "/30", "dev", vethB_},
-        {"-n", nsA_, "link", "set", vethA_, "up"},
-        {"-n", nsB_, "link", "set", vethB_, "up"},
         {"-n", nsA_, "link", "set", "lo", "up"},
         {"-n", nsB_, "link", "set", "lo", "up"},
     };
-    if (twoPairs) {
+    // One veth pair: end `a` in namespace A with `addressA`, end `b` in B with `addressB`, both up.
+    auto addPair = [&](const std::string& a, const std::string& b, const char* addressA, const char* addressB) {
       steps.insert(steps.end(), {
-                                    {"link", "add", vethC_, "type", "veth", "peer", "name", vethD_},
-                                    {"link", "set", vethC_, "netns", nsA_},
-                                    {"link", "set", vethD_, "netns", nsB_},
-                                    {"-n", nsA_, "addr", "add", std::string(kAddressC) + "/30", "dev", vethC_},
-                                    {"-n", nsB_, "addr", "add", std::string(kAddressD) + "/30", "dev", vethD_},
-                                    {"-n", nsA_, "link", "set", vethC_, "up"},
-                                    {"-n", nsB_, "link", "set", vethD_, "up"},
+                                    {"link", "add", a, "type", "veth", "peer", "name", b},
+                                    {"link", "set", a, "netns", nsA_},
+                                    {"link", "set", b, "netns", nsB_},
+                                    {"-n", nsA_, "addr", "add", std::string(addressA) + "/30", "dev", a},
+                                    {"-n", nsB_, "addr", "add", std::string(addressB) + "/30", "dev", b},
+                                    {"-n", nsA_, "link", "set", a, "up"},
+                                    {"-n", nsB_, "link", "set", b, "up"},
                                 });
-    }
+    };
+    addPair(vethA_, vethB_, kAddressA, kAddressB);
+    if (twoPairs) addPair(vethC_, vethD_, kAddressC, kAddressD);
     for (const std::vector<std::string>& step : steps) {
       const CommandResult result = runIp(step);
       if (result.status != 0) {
