@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <span>
 
 #include <unistd.h>
 
@@ -104,20 +105,39 @@ Expected<uint64_t> parseSize(const Flag& flag, std::string_view text) {
   return bytes;
 }
 
+// One name, a comma-separated list of distinct names, or "all": what -d and -o run, in the
+// order given ("all": `every`).
+template <typename T, typename ParseOne>
+Expected<std::vector<T>> parseNameList(const Flag& flag, std::string_view text, std::span<const T> every,
+                                       ParseOne parseOne, const std::string& choices) {
+  if (equalsIgnoreCase(text, "all")) return std::vector<T>(every.begin(), every.end());
+  Expected<std::vector<std::string>> names = splitDistinctList(text);
+  if (!names) return flagError(flag, text, names.status().message() + "; " + choices);
+  std::vector<T> values;
+  for (const std::string& name : *names) {
+    std::optional<T> value = parseOne(name);
+    if (!value) return flagError(flag, text, "'" + name + "' is not one; " + choices);
+    if (std::find(values.begin(), values.end(), *value) != values.end()) {
+      return flagError(flag, text, "'" + name + "' names one already listed");
+    }
+    values.push_back(*value);
+  }
+  return values;
+}
+
 Expected<std::vector<DataType>> parseTypes(const Flag& flag, std::string_view text) {
-  if (equalsIgnoreCase(text, "all")) return std::vector<DataType>(kAllTypes.begin(), kAllTypes.end());
-  if (std::optional<DataType> type = parseDataType(text)) return std::vector<DataType>{*type};
   std::string names;
   for (DataType type : kAllTypes) names += std::string(ncclTestsTypeName(type)) + ", ";
   names += std::string(ncclTestsTypeName(DataType::Float8E4M3)) + ", " +
            std::string(ncclTestsTypeName(DataType::Float8E5M2)) + ", ";
-  return flagError(flag, text, "libtuccl's datatypes are " + names + "or all (all but fp8)");
+  return parseNameList<DataType>(flag, text, kAllTypes, parseDataType,
+                                 "libtuccl's datatypes are " + names + "a comma-separated list of them, or all " +
+                                     "(all but fp8)");
 }
 
 Expected<std::vector<ReduceOp>> parseOps(const Flag& flag, std::string_view text) {
-  if (equalsIgnoreCase(text, "all")) return std::vector<ReduceOp>(kAllOps.begin(), kAllOps.end());
-  if (std::optional<ReduceOp> op = parseReduceOp(text)) return std::vector<ReduceOp>{*op};
-  return flagError(flag, text, "the operations are sum, prod, max, min, avg, or all");
+  return parseNameList<ReduceOp>(flag, text, kAllOps, parseReduceOp,
+                                 "the operations are sum, prod, max, min, avg, a comma-separated list of them, or all");
 }
 
 /// Applies one flag and its value to `options`.
@@ -335,9 +355,9 @@ std::string benchUsage(std::string_view program) {
          "  -m, --agg_iters N        calls aggregated per iteration in one group (default 1)\n"
          "  -N, --run_cycles N       run the series of sizes N times, a row per size each time (default 1)\n"
          "  -c, --check N            checked iterations per size; 0 skips the check (default 1)\n"
-         "  -o, --op OP              sum, prod, max, min, avg or all (default sum)\n"
-         "  -d, --datatype TYPE      uint8, int32, int64, half, float, double, bfloat16 or all (default "
-         "float)\n"
+         "  -o, --op OP              sum, prod, max, min, avg, a list (sum,max) or all (default sum)\n"
+         "  -d, --datatype TYPE      uint8, int32, int64, half, float, double, bfloat16, a list\n"
+         "                           (float,bfloat16) or all (default float)\n"
          "  -r, --root N             root of broadcast and reduce; -1 or all: every rank (default 0)\n"
          "  -z, --blocking 0|1       wait for completion and barrier after each call (default 0)\n"
          "  -a, --average 0..3       time reported: 0 rank 0, 1 mean, 2 min, 3 max over ranks (default 1)\n"

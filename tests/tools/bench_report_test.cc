@@ -151,6 +151,21 @@ TEST(BenchOptions, AllTypesAndOps) {
   EXPECT_EQ(o->types, std::vector<DataType>{DataType::Float64});
 }
 
+TEST(BenchOptions, ListsOfTypesAndOpsRunInTheOrderGiven) {
+  Expected<BenchOptions> o = parse({"allreduce", "-d", "bfloat16, float", "-o", "max,sum"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->types, (std::vector<DataType>{DataType::BFloat16, DataType::Float32}));
+  EXPECT_EQ(o->ops, (std::vector<ReduceOp>{ReduceOp::Max, ReduceOp::Sum}));
+  const std::string twice = errorOf({"allreduce", "-d", "float,FLOAT"});
+  EXPECT_NE(twice.find("-d (--datatype)"), std::string::npos) << twice;
+  EXPECT_NE(twice.find("listed twice"), std::string::npos) << twice;
+  EXPECT_NE(errorOf({"allreduce", "-d", "float,float32"}).find("'float32' names one already listed"),
+            std::string::npos);
+  const std::string unknown = errorOf({"allreduce", "-o", "sum,mean"});
+  EXPECT_NE(unknown.find("'mean' is not one"), std::string::npos) << unknown;
+  EXPECT_NE(errorOf({"allreduce", "-d", ","}).find("the list is empty"), std::string::npos);
+}
+
 // Hostile numbers: a fractional or nan factor, sizes beyond any buffer, and steps that would make
 // millions of sizes are refused with the range in human numbers.
 TEST(BenchOptions, HostileNumbersAreRefusedWithTheRange) {
