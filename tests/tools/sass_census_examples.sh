@@ -4,11 +4,20 @@
 # every data and poll loop of Simple, LL and LL128, fp32, bf16 and fp16 is checked — and a
 # self-test: a planted kernel with a one-load copy loop, a spill and a fenced poll loop must fail.
 #
-# Usage: sass_census_examples.sh TUCCL_COMPILE SOURCE_DIR WORK_DIR [NVCC]
+# Usage: sass_census_examples.sh TUCCL_COMPILE SOURCE_DIR WORK_DIR [NVCC [EXAMPLE...]]
+# EXAMPLEs (names in examples/algorithms, without .resccl) limit the census to those; by default
+# every example.
 # Exits 77 (skipped) when no cuobjdump is found: $TUCCL_CUOBJDUMP, PATH, or the venv that
 # .ci/install-deps makes (SOURCE_DIR/.venv-tools).
 set -euo pipefail
 compile=$1 source=$2 work=$3 nvcc=${4:-}
+shift $(( $# < 4 ? $# : 4 ))
+examples=()
+for name in "$@"; do
+  [ -f "$source/examples/algorithms/$name.resccl" ] || { echo "no example $name in $source/examples/algorithms"; exit 1; }
+  examples+=("$source/examples/algorithms/$name.resccl")
+done
+[ ${#examples[@]} -gt 0 ] || examples=("$source"/examples/algorithms/*.resccl)
 cuobjdump=${TUCCL_CUOBJDUMP:-}
 if [ -z "$cuobjdump" ]; then cuobjdump=$(command -v cuobjdump || true); fi
 if [ -z "$cuobjdump" ]; then
@@ -25,7 +34,7 @@ census="python3 $source/tools/sass_census.py --cuobjdump $cuobjdump"
 rm -rf "$work/out"
 mkdir -p "$work/out" "$work/cache"
 status=0
-for example in "$source"/examples/algorithms/*.resccl; do
+for example in "${examples[@]}"; do
   name=$(basename "$example" .resccl)
   if ! TUCCL_KERNELGEN_CACHE="$work/cache" "$compile" "$example" -o "$work/out/$name" --arch sm_90 > "$work/out/$name.log" 2>&1; then
     echo "$name: tuccl-compile failed:"; cat "$work/out/$name.log"; exit 1
