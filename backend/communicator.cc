@@ -262,6 +262,7 @@ struct Leaving {
     std::vector<int32_t> done = exchange(peers, "done", deadline);
     if (proxy) {
       proxy->stop();
+      logLine(LogLevel::Info, kLogInit, rank, label + "inter-node proxy: " + proxy->summary());
       done = exchange(done, "stopped", deadline);
     }
     const bool timedOut = std::chrono::steady_clock::now() >= deadline && done.size() < peers.size();
@@ -924,6 +925,7 @@ Status Communicator::Impl::startProxy(const UniqueIdBytes& id) {
                       [relay = proxyErrors](const Status& status) { relay->report(status); });
   if (!started) return started.status();
   proxy = std::move(*started);
+  device->setHostPoll(proxy->hostPoll());  // the CPU device's waiting TBs progress the proxy
   if (peerRings) proxy->addRings(*peerRings);
   logLine(LogLevel::Info, rank, "inter-node transfers: " + proxy->description());
   return {};

@@ -64,6 +64,24 @@ struct State {
   std::mutex sinkMutex;
   ErrorSink sink;
 
+  std::mutex pollMutex;
+  HostPoll hostPoll;  // the inter-node proxy's progress, run by waiting TBs
+
+  // The poll a call's TBs run (kept alive by the copy for the call), set in `args`.
+  HostPoll pollFor(dev::KernelArgs& args) {
+    HostPoll poll;
+    {
+      std::lock_guard lock(pollMutex);
+      poll = hostPoll;
+    }
+    args.hostPoll = poll.poll;
+    args.hostPollContext = poll.context.get();
+    return poll;
+  }
+  static void pollEnded(const HostPoll& poll) {
+    if (poll.ended != nullptr) poll.ended(poll.context.get());
+  }
+
   // Calls run in sequence order.
   std::mutex orderMutex;
   std::condition_variable turn;
@@ -222,7 +240,10 @@ Status State::runKernel(const KernelCall& call) {
 
   const HostKernels& kernels = *compiled.host;
   const HostLaunch launch{kernels.ranks[call.rank], &args, static_cast<int32_t>(runtime.reports.size())};
-  if (Expected<bool> ran = pool.run(kernels, std::span(&launch, 1)); !ran) {
+  const HostPoll poll = pollFor(args);
+  const Expected<bool> ran = pool.run(kernels, std::span(&launch, 1));
+  pollEnded(poll);
+  if (!ran) {
     std::atomic_ref<int32_t>(*abortWord).store(1);
     return ran.status();
   }
@@ -261,6 +282,8 @@ Status State::runPeers(const PeerBatch& batch) {
   std::vector<std::array<int32_t, 2>> values(n);
   std::vector<dev::TbReport> reports(n);
   std::vector<dev::KernelArgs> args(n);
+  dev::KernelArgs pollArgs;
+  const HostPoll poll = pollFor(pollArgs);
   for (size_t i = 0; i < n; ++i) {
     const PeerTransfer& transfer = batch.transfers[i];
     rings[i] = ringOf(batch.placement->rings[transfer.ring]);
@@ -269,6 +292,8 @@ Status State::runPeers(const PeerBatch& batch) {
     args[i].rings = &rings[i];
     args[i].reports = &reports[i];
     args[i].roleValues = values[i].data();
+    args[i].hostPoll = pollArgs.hostPoll;
+    args[i].hostPollContext = pollArgs.hostPollContext;
   }
   // One launch of one block per chain: its values are the chain's {first, count}.
   const std::vector<int32_t> chains = peerChains(batch);
@@ -285,7 +310,9 @@ Status State::runPeers(const PeerBatch& batch) {
     chainArgs[c].deadlineNs = deadline;
     launches[c] = HostLaunch{hostPeerChain, &chainArgs[c], 1};
   }
-  if (Expected<bool> ran = pool.run(hostPeerKernels(), launches); !ran) {
+  const Expected<bool> ran = pool.run(hostPeerKernels(), launches);
+  pollEnded(poll);
+  if (!ran) {
     std::atomic_ref<int32_t>(*abortWord).store(1);
     return ran.status();
   }
@@ -412,6 +439,11 @@ class CpuDevice final : public Device {
   void setErrorSink(ErrorSink sink) override {
     std::lock_guard lock(state_->sinkMutex);
     state_->sink = std::move(sink);
+  }
+
+  void setHostPoll(HostPoll poll) override {
+    std::lock_guard lock(state_->pollMutex);
+    state_->hostPoll = std::move(poll);
   }
 
  private:

@@ -60,6 +60,15 @@ struct HostSegments {
   int32_t* abortWord = nullptr;  ///< the host's abort word
 };
 
+/// The inter-node proxy's progress as the CPU device's waiting TBs run it (NetProxy::hostPoll):
+/// `poll(context)` between a wait's polls (dev::KernelArgs::hostPoll), `ended(context)` after each
+/// kernel. `context` keeps what they need alive; both do nothing once the proxy is gone.
+struct HostPoll {
+  void (*poll)(void*) = nullptr;
+  void (*ended)(void*) = nullptr;
+  std::shared_ptr<void> context;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -118,6 +127,9 @@ class Device {
   /// wait. Callable from any thread.
   virtual void abort() = 0;
   virtual void setErrorSink(ErrorSink sink) = 0;
+  /// What this device's kernels call while they wait, where they run on the host (the CPU
+  /// device); an empty HostPoll stops it. Devices whose kernels run elsewhere ignore it.
+  virtual void setHostPoll(HostPoll poll) { (void)poll; }
   /// Looks at the calls in flight: those that finished hand their errors to the sink. The CUDA
   /// device learns of its calls' ends from events, read here, at each launch and in drain (no
   /// host function per call); a device whose calls report as they end does nothing.

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "kernelgen/datatype.h"
@@ -96,6 +97,8 @@ void storeLines(char* slot, const char* lines, size_t bytes, int32_t protocol) {
 struct InRing {
   const char* consumed;  ///< in this rank's shadow of the sender's segment
   int64_t consumedOffset;
+  const char* posted;  ///< in this rank's segment: the slices received
+  int32_t nSlots;
   uint64_t credited = 0;
 };
 
@@ -151,6 +154,20 @@ struct NetProxy::Impl {
   std::mutex ringsMutex;
   std::vector<std::pair<PlanPlacement, int32_t>> pendingRings;  ///< with the plan's dev::ProtocolId
 
+  /// What the CPU device's waiting TBs hold (hostPoll): whoever holds `mutex` runs the progress
+  /// (the thread for each of its rounds, a TB when it is free); `impl` goes null when the proxy does.
+  struct Poller {
+    std::mutex mutex;
+    Impl* impl = nullptr;
+    std::atomic<int64_t> lastTbRound{0};  ///< steady-clock ns of a TB's last round
+  };
+  std::shared_ptr<Poller> poller = std::make_shared<Poller>();
+  std::optional<Status> unreported;  ///< a failure met in a TB's round: the thread reports it
+  /// What the proxy did (under poller->mutex; summary()).
+  struct Counts {
+    uint64_t frames = 0, creditFrames = 0, slices = 0, tbRounds = 0, threadRounds = 0;
+  } counts;
+
   std::thread thread;
   std::atomic<bool> stop{false};
   std::atomic<bool> kicked{false};
@@ -166,12 +183,23 @@ struct NetProxy::Impl {
   void raiseAbort() {
     if (options.staging.abortWord != nullptr) std::atomic_ref<int32_t>(*options.staging.abortWord).store(1);
   }
+  /// The first failure: every TB stops (the abort word), and the thread reports it (outside the
+  /// progress lock, never from a TB).
   void fail(const Status& status) {
     if (failed) return;
     failed = true;
     raiseAbort();
-    if (onError) onError(status);
+    unreported = status;
   }
+  void wakeThread() {
+    if (kicked.exchange(true, std::memory_order_acq_rel)) return;  // awake, or woken already
+    std::lock_guard lock(wakeMutex);
+    wake.notify_one();
+  }
+  /// One round over every peer (under poller->mutex): whether anything moved.
+  bool round();
+  static void tbRound(void* context);
+  static void kernelEnded(void* context);
 
   /// `local`: this rank's state so far (an error still takes part in the exchanges).
   Status connectAll(Bootstrap& bootstrap, Status local);
@@ -356,30 +384,81 @@ void NetProxy::Impl::mergeRings() {
                                                   ring.nSlots, protocol});
       } else if (ring.dstRank == rank && remote(ring.srcRank)) {
         peers[ring.srcRank].in.push_back(
-            InRing{options.staging.bases[static_cast<size_t>(ring.srcRank)] + ring.consumedInSrc, ring.consumedInSrc});
+            InRing{options.staging.bases[static_cast<size_t>(ring.srcRank)] + ring.consumedInSrc, ring.consumedInSrc,
+                   own() + ring.postedInDst, ring.nSlots});
       }
     }
+  }
+}
+
+bool NetProxy::Impl::round() {
+  mergeRings();
+  bool busy = false;
+  if (!failed) {
+    for (auto& [r, peer] : peers) {
+      busy = progress(peer) || busy;
+      if (failed) break;
+    }
+  }
+  if (failed) {
+    for (auto& [r, peer] : peers) sendAbort(peer);
+  }
+  return busy;
+}
+
+void NetProxy::Impl::tbRound(void* context) {
+  auto* poller = static_cast<Poller*>(context);
+  std::unique_lock lock(poller->mutex, std::try_to_lock);
+  if (!lock.owns_lock() || poller->impl == nullptr) return;
+  Impl& self = *poller->impl;
+  if (self.stop.load(std::memory_order_relaxed)) return;
+  poller->lastTbRound.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  ++self.counts.tbRounds;
+  (void)self.round();
+  if (self.unreported) self.wakeThread();
+}
+
+void NetProxy::Impl::kernelEnded(void* context) {
+  auto* poller = static_cast<Poller*>(context);
+  std::lock_guard lock(poller->mutex);
+  Impl* self = poller->impl;
+  if (self == nullptr || self->stop.load(std::memory_order_relaxed)) return;
+  // What the kernel posted last goes out now; the thread takes over only what the network has
+  // not taken yet (a send in flight, a frame waiting for one), and reports a failure.
+  for (int rounds = 0; rounds < 4; ++rounds) {
+    ++self->counts.tbRounds;
+    if (!self->round()) break;
+  }
+  bool pending = self->unreported.has_value();
+  for (const auto& [r, peer] : self->peers) pending = pending || !peer.outbox.empty() || !peer.sent.empty();
+  if (pending) {
+    poller->lastTbRound.store(0, std::memory_order_relaxed);
+    self->wakeThread();
   }
 }
 
 void NetProxy::Impl::run() {
   Clock::time_point lastActive = Clock::now();
   while (!stop.load(std::memory_order_relaxed)) {
-    mergeRings();
     bool busy = false;
-    if (!failed) {
-      for (auto& [r, peer] : peers) {
-        busy = progress(peer) || busy;
-        if (failed) break;
-      }
+    std::optional<Status> report;
+    {
+      std::lock_guard lock(poller->mutex);
+      ++counts.threadRounds;
+      busy = round();
+      report.swap(unreported);
     }
-    if (failed) {
-      for (auto& [r, peer] : peers) sendAbort(peer);
-    }
+    if (report && onError) onError(*report);
     const Clock::time_point now = Clock::now();
-    if (busy || kicked.exchange(false, std::memory_order_acq_rel)) {
-      lastActive = now;
-      std::this_thread::yield();
+    const bool tbsPolling =
+        now.time_since_epoch().count() - poller->lastTbRound.load(std::memory_order_relaxed) <
+        std::chrono::duration_cast<Clock::duration>(kTbPollRecent).count();
+    if (busy || kicked.exchange(false, std::memory_order_acq_rel)) lastActive = now;
+    if (tbsPolling) {
+      // The kernel's TBs move the frames; the thread looks again when kicked (a launch, a
+      // kernel's end) or after kIdleWait.
+      std::unique_lock lock(wakeMutex);
+      wake.wait_for(lock, kIdleWait, [this] { return kicked.load() || stop.load(); });
     } else if (now - lastActive < kSpinIdle) {
       std::this_thread::yield();
     } else {
@@ -535,8 +614,9 @@ bool NetProxy::Impl::buildFrames(Peer& peer) {
     const int frameIndex = peer.freeFrames.back();
     char* frame = peer.sendFrames.get() + static_cast<size_t>(frameIndex) * kFrameBytes;
     size_t at = sizeof(FrameHeader);
-    uint32_t records = 0;
+    uint32_t records = 0, credits = 0;
     uint32_t following = 0;
+    uint64_t slicesFramed = 0;
     std::vector<Outgoing> slices;
     bool full = false;
     auto add = [&](const Record& record, const char* payload) {
@@ -581,6 +661,7 @@ bool NetProxy::Impl::buildFrames(Peer& peer) {
           add(lines, ring.shadow + slotOffset + ring.piece);
           ring.piece = last ? 0 : ring.piece + piece;
           if (last) ring.forwarded = k + 1;
+          slicesFramed += last ? 1 : 0;
           continue;
         }
         Record record{kSliceInline, 0, static_cast<uint32_t>(bytes), static_cast<uint64_t>(slotOffset),
@@ -603,10 +684,19 @@ bool NetProxy::Impl::buildFrames(Peer& peer) {
           slices.push_back(Outgoing{const_cast<char*>(ring.shadow) + slotOffset, bytes, peer.shadowMr, -1});
         }
         ring.forwarded = k + 1;
+        ++slicesFramed;
       }
       if (full) break;
     }
+    // Credits ride on the frames that go anyway. One goes alone only when the sender may be
+    // waiting for it: every slot of its ring holds a slice it has not been credited for.
+    bool creditsDue = records > 0;
+    for (const InRing& ring : peer.in) {
+      creditsDue = creditsDue || (loadAcquire(ring.consumed) > ring.credited &&
+                                  loadAcquire(ring.posted) >= ring.credited + static_cast<uint64_t>(ring.nSlots));
+    }
     for (InRing& ring : peer.in) {
+      if (!creditsDue) break;
       if (at + sizeof(Record) > kFrameBytes) {
         full = true;
         break;
@@ -614,9 +704,13 @@ bool NetProxy::Impl::buildFrames(Peer& peer) {
       const uint64_t consumed = loadAcquire(ring.consumed);
       if (consumed <= ring.credited) continue;
       add(Record{kCredit, 0, 0, 0, 0, static_cast<uint64_t>(ring.consumedOffset), 0, consumed}, nullptr);
+      ++credits;
       ring.credited = consumed;
     }
     if (records == 0) return busy;
+    ++counts.frames;
+    if (records == credits) ++counts.creditFrames;
+    counts.slices += slicesFramed;
     const FrameHeader header{kFrameMagic, records, static_cast<uint32_t>(at)};
     std::memcpy(frame, &header, sizeof(header));
     peer.freeFrames.pop_back();
@@ -662,12 +756,18 @@ bool NetProxy::Impl::progressSends(Peer& peer) {
 
 // ---- NetProxy -------------------------------------------------------------------------------------
 
-NetProxy::NetProxy() : impl_(std::make_unique<Impl>()) {}
+NetProxy::NetProxy() : impl_(std::make_unique<Impl>()) { impl_->poller->impl = impl_.get(); }
 
 NetProxy::~NetProxy() {
   stop();
+  {
+    std::lock_guard lock(impl_->poller->mutex);  // no TB runs a round from here on
+    impl_->poller->impl = nullptr;
+  }
   if (impl_->net) impl_->closeAll();
 }
+
+HostPoll NetProxy::hostPoll() const { return HostPoll{&Impl::tbRound, &Impl::kernelEnded, impl_->poller}; }
 
 void NetProxy::stop() {
   impl_->stop.store(true);
@@ -709,9 +809,11 @@ Expected<std::unique_ptr<NetProxy>> NetProxy::start(Expected<std::unique_ptr<Net
 }
 
 void NetProxy::kick() {
-  if (impl_->kicked.exchange(true, std::memory_order_acq_rel)) return;  // awake, or woken already
-  std::lock_guard lock(impl_->wakeMutex);
-  impl_->wake.notify_one();
+  // While the CPU device's TBs run the rounds, a launch needs no thread.
+  const int64_t sinceTbRound =
+      Clock::now().time_since_epoch().count() - impl_->poller->lastTbRound.load(std::memory_order_relaxed);
+  if (sinceTbRound < std::chrono::duration_cast<Clock::duration>(kTbPollRecent).count()) return;
+  impl_->wakeThread();
 }
 
 void NetProxy::addRings(const PlanPlacement& placement, Protocol protocol) {
@@ -720,5 +822,17 @@ void NetProxy::addRings(const PlanPlacement& placement, Protocol protocol) {
 }
 
 const std::string& NetProxy::description() const { return impl_->description; }
+
+std::string NetProxy::summary() const {
+  Impl::Counts c;
+  {
+    std::lock_guard lock(impl_->poller->mutex);
+    c = impl_->counts;
+  }
+  const uint64_t rounds = c.tbRounds + c.threadRounds;
+  return std::to_string(c.slices) + " slices in " + std::to_string(c.frames) + " frames (" +
+         std::to_string(c.creditFrames) + " carrying credits alone); " + std::to_string(c.tbRounds) + " of " +
+         std::to_string(rounds) + " rounds run by waiting TBs";
+}
 
 }  // namespace tuccl::backend

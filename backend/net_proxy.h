@@ -43,6 +43,8 @@ inline constexpr size_t kFrameBytes = 64 << 10;        // one frame message, at 
 // while after the last activity: a few calls' worth at small sizes, far below a compute phase.
 inline constexpr std::chrono::microseconds kSpinIdle{5000};
 inline constexpr std::chrono::microseconds kIdleWait{1000};
+// TBs that polled within this long are progressing the proxy: its thread stays off the cores.
+inline constexpr std::chrono::microseconds kTbPollRecent{200};
 
 struct NetProxyOptions {
   int32_t rank = 0;
@@ -76,8 +78,18 @@ class NetProxy {
   /// it waits for the next kick, looking at the network every kIdleWait (a peer's abort, a late
   /// kernel's slices). Cheap when the thread is awake: an atomic store and a futex check.
   void kick();
+  /// The proxy's progress for the CPU device's TBs (Device::setHostPoll): a TB that waits runs a
+  /// round of it when no other thread does (so the frame it waits for moves without a switch to
+  /// the proxy's thread), and while TBs do, the thread waits for kicks instead of polling beside
+  /// them for a core. `ended` runs a last round and wakes the thread, which carries on what the
+  /// kernel left in flight. Stays valid after the proxy is destroyed (it then does nothing).
+  HostPoll hostPoll() const;
   /// "net plugin TuCCL-Socket (built into libtuccl), device 0 eth0 10000 Mbps, 2 peers on 1 other host"
   const std::string& description() const;
+  /// What it did so far: "S slices in F frames (C carrying credits alone); T of R rounds run by
+  /// waiting TBs" (a frame carries slices and the credits due then; one goes with credits alone
+  /// only when the sender may be waiting for them).
+  std::string summary() const;
 
  private:
   NetProxy();

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,24 @@ IoOutcome moveBytes(int fd, bool sending, char* data, size_t bytes, size_t& move
   moved = 0;
   if (result == 0 && bytes > 0) return sending ? IoOutcome::WouldBlock : IoOutcome::Closed;
   if (result == 0) return IoOutcome::Progress;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return IoOutcome::WouldBlock;
+  return IoOutcome::Error;
+}
+
+/// Sends what is left of a header and of the inline bytes after it in one system call (a small
+/// message is one TCP segment and one wake-up of the receiver, not two).
+IoOutcome sendTwo(int fd, char* first, size_t firstBytes, char* second, size_t secondBytes, size_t& moved) {
+  iovec parts[2] = {{first, firstBytes}, {second, secondBytes}};
+  msghdr message{};
+  message.msg_iov = firstBytes > 0 ? parts : parts + 1;
+  message.msg_iovlen = firstBytes > 0 ? (secondBytes > 0 ? 2 : 1) : 1;
+  const ssize_t result = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (result > 0) {
+    moved = static_cast<size_t>(result);
+    return IoOutcome::Progress;
+  }
+  moved = 0;
+  if (result == 0) return IoOutcome::WouldBlock;
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return IoOutcome::WouldBlock;
   return IoOutcome::Error;
 }
@@ -270,15 +289,16 @@ Status SocketComm::progressSendControl() {
     }
     const size_t inlineBytes = slot.size <= kInlineBytes ? slot.size : 0;
     while (state.headerDone < sizeof(MessageHeader) || state.inlineDone < inlineBytes) {
-      const bool header = state.headerDone < sizeof(MessageHeader);
-      char* from = header ? reinterpret_cast<char*>(&state.header) + state.headerDone : slot.data + state.inlineDone;
-      const size_t left = header ? sizeof(MessageHeader) - state.headerDone : inlineBytes - state.inlineDone;
+      const size_t headerLeft = sizeof(MessageHeader) - state.headerDone;
       size_t moved = 0;
-      const IoOutcome outcome = moveBytes(control_.fd(), true, from, left, moved);
+      const IoOutcome outcome = sendTwo(control_.fd(), reinterpret_cast<char*>(&state.header) + state.headerDone,
+                                        headerLeft, slot.data + state.inlineDone, inlineBytes - state.inlineDone, moved);
       if (outcome == IoOutcome::WouldBlock) return {};
       if (outcome != IoOutcome::Progress)
         return makeError(ErrorCode::RemoteError, std::string("control socket send failed: ") + std::strerror(errno));
-      (header ? state.headerDone : state.inlineDone) += moved;
+      const size_t toHeader = std::min(moved, headerLeft);
+      state.headerDone += toHeader;
+      state.inlineDone += moved - toHeader;
     }
     Status started = startMessage(request, 0);
     if (!started) return started;

@@ -228,6 +228,12 @@ TUCCL_DEVICE_INLINE bool spinUntil(const KernelArgs& args, TbReport& report, Rea
       giveUp(args, report, expected, seen, site);
       return false;
     }
+#if !defined(TUCCL_CUDA_COMPILER)
+    if (args.hostPoll != nullptr) {
+      args.hostPoll(args.hostPollContext);
+      if (ready(seen)) return true;
+    }
+#endif
     backOff(spins);
   }
 }

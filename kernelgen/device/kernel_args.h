@@ -131,6 +131,11 @@ struct KernelArgs {
   int64_t preScaleElems = 0;
   const void* preScaleScalar = nullptr;
   uint64_t preScaleBits = 0;
+  /// Host build: called by a TB that waits, between its polls of the word it waits on (null:
+  /// none). The CPU device passes the inter-node proxy's progress here, so the waiting TB moves
+  /// the frames it waits for itself instead of handing the core to the proxy's thread.
+  void (*hostPoll)(void*) = nullptr;
+  void* hostPollContext = nullptr;
 };
 
 /// The value of a progress or barrier counter that says `n` of the call of `epoch`.

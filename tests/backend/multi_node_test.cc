@@ -5,6 +5,7 @@
 // does not load fails every rank's init with the variable named.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -67,6 +68,41 @@ TEST(MultiNode, EveryCollectiveOnTwoHostsOfTwoRanks) {
   // An orderly shutdown is silent: no rank takes a peer's closing connection for a failure.
   for (size_t r = 0; r < ranks.logs.size(); ++r) {
     EXPECT_EQ(readLog(ranks.logs[r]).find(" WARN "), std::string::npos) << "rank " << r << "\n" << logsOf(ranks);
+  }
+}
+
+/// The numbers of rank r's "inter-node proxy: S slices in F frames (C carrying credits alone); T of
+/// R rounds run by waiting TBs" line: {S, F, C, T, R}, or none.
+std::vector<uint64_t> proxySummary(const RankProcesses& ranks, size_t r) {
+  const std::string log = readLog(ranks.logs[r]);
+  const size_t at = log.find("inter-node proxy: ");
+  if (at == std::string::npos) return {};
+  uint64_t s = 0, f = 0, c = 0, t = 0, n = 0;
+  if (std::sscanf(log.c_str() + at,
+                  "inter-node proxy: %lu slices in %lu frames (%lu carrying credits alone); %lu of %lu rounds", &s, &f,
+                  &c, &t, &n) != 5) {
+    return {};
+  }
+  return {s, f, c, t, n};
+}
+
+// Small calls between hosts: the CPU device's TBs that wait for a slice from the other host run
+// the proxy's rounds themselves (no switch to its thread), and the credits for the slots ride on
+// the slices going back (AllReduce sends both ways), none on a frame of its own unless the
+// sender's ring is full. 2 hosts x 1 rank, 300 calls of one element, every result checked.
+TEST(MultiNode, SmallCallsAreProgressedByTheWaitingTbsWithCreditsOnTheSlices) {
+  RankProcesses ranks =
+      startRanks(2, {kRank, "repeat", "300", "1"}, commonEnv(), scratchDir("small_calls"), hostsOf("ab"));
+  ASSERT_TRUE(waitRanks(ranks, 300)) << logsOf(ranks);
+  expectAllPassed(ranks);
+  for (size_t r = 0; r < ranks.logs.size(); ++r) {
+    const std::vector<uint64_t> counts = proxySummary(ranks, r);
+    ASSERT_EQ(counts.size(), 5u) << "rank " << r << " logs no proxy summary\n" << logsOf(ranks);
+    const uint64_t slices = counts[0], frames = counts[1], creditFrames = counts[2], tbRounds = counts[3];
+    EXPECT_GE(slices, 300u) << logsOf(ranks);  // a slice per call at least
+    EXPECT_LE(frames, slices + creditFrames) << logsOf(ranks);
+    EXPECT_LE(creditFrames * 2, slices) << logsOf(ranks);
+    EXPECT_GT(tbRounds, 0u) << logsOf(ranks);
   }
 }
 
