@@ -138,6 +138,7 @@ def main():
                 print(f"SKIP {where}: {why}: {command}", flush=True)
                 continue
             status, output, seconds = run_command(command, work, environment, args.timeout)
+            first = None
             if status != expected and status != "timeout":
                 # A failure that a second run does not repeat is reported, with its output, and
                 # counted: the machine is shared with the rest of the tests, a document is not wrong.
@@ -151,6 +152,9 @@ def main():
                 print(f"ok   {where} ({seconds:.1f} s): {command}", flush=True)
                 continue
             failed += 1
+            if first is not None:  # the first run's output: the second may fail for another reason
+                print(f"FAIL {where} (first run: exit {first[0]}, {first[2]:.1f} s): {command}\n" + tail(first[1]),
+                      flush=True)
             print(f"FAIL {where} (exit {status}, expected {expected}, {seconds:.1f} s): {command}\n" + tail(output),
                   flush=True)
     finally:
