@@ -67,16 +67,14 @@ struct State {
   std::mutex pollMutex;
   HostPoll hostPoll;  // the inter-node proxy's progress, run by waiting TBs
 
-  // The poll a call's TBs run (kept alive by the copy for the call), set in `args`.
-  HostPoll pollFor(dev::KernelArgs& args) {
-    HostPoll poll;
-    {
-      std::lock_guard lock(pollMutex);
-      poll = hostPoll;
-    }
+  // The poll a call's TBs run (the copy keeps it alive for the call).
+  HostPoll currentPoll() {
+    std::lock_guard lock(pollMutex);
+    return hostPoll;
+  }
+  static void attachPoll(dev::KernelArgs& args, const HostPoll& poll) {
     args.hostPoll = poll.poll;
     args.hostPollContext = poll.context.get();
-    return poll;
   }
   static void pollEnded(const HostPoll& poll) {
     if (poll.ended != nullptr) poll.ended(poll.context.get());
@@ -240,7 +238,8 @@ Status State::runKernel(const KernelCall& call) {
 
   const HostKernels& kernels = *compiled.host;
   const HostLaunch launch{kernels.ranks[call.rank], &args, static_cast<int32_t>(runtime.reports.size())};
-  const HostPoll poll = pollFor(args);
+  const HostPoll poll = currentPoll();
+  attachPoll(args, poll);
   const Expected<bool> ran = pool.run(kernels, std::span(&launch, 1));
   pollEnded(poll);
   if (!ran) {
@@ -282,8 +281,7 @@ Status State::runPeers(const PeerBatch& batch) {
   std::vector<std::array<int32_t, 2>> values(n);
   std::vector<dev::TbReport> reports(n);
   std::vector<dev::KernelArgs> args(n);
-  dev::KernelArgs pollArgs;
-  const HostPoll poll = pollFor(pollArgs);
+  const HostPoll poll = currentPoll();
   for (size_t i = 0; i < n; ++i) {
     const PeerTransfer& transfer = batch.transfers[i];
     rings[i] = ringOf(batch.placement->rings[transfer.ring]);
@@ -292,8 +290,7 @@ Status State::runPeers(const PeerBatch& batch) {
     args[i].rings = &rings[i];
     args[i].reports = &reports[i];
     args[i].roleValues = values[i].data();
-    args[i].hostPoll = pollArgs.hostPoll;
-    args[i].hostPollContext = pollArgs.hostPollContext;
+    attachPoll(args[i], poll);
   }
   // One launch of one block per chain: its values are the chain's {first, count}.
   const std::vector<int32_t> chains = peerChains(batch);

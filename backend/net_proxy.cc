@@ -159,7 +159,12 @@ struct NetProxy::Impl {
   struct Poller {
     std::mutex mutex;
     Impl* impl = nullptr;
-    std::atomic<int64_t> lastTbRound{0};  ///< steady-clock ns of a TB's last round
+    std::atomic<int64_t> lastTbRound{0};  ///< steady-clock ticks of a TB's last round
+    /// Whether TBs ran a round within kTbPollRecent of `now`: they are progressing the proxy.
+    bool tbsPolling(Clock::time_point now) const {
+      return now.time_since_epoch().count() - lastTbRound.load(std::memory_order_relaxed) <
+             std::chrono::duration_cast<Clock::duration>(kTbPollRecent).count();
+    }
   };
   std::shared_ptr<Poller> poller = std::make_shared<Poller>();
   std::optional<Status> unreported;  ///< a failure met in a TB's round: the thread reports it
@@ -450,16 +455,10 @@ void NetProxy::Impl::run() {
     }
     if (report && onError) onError(*report);
     const Clock::time_point now = Clock::now();
-    const bool tbsPolling =
-        now.time_since_epoch().count() - poller->lastTbRound.load(std::memory_order_relaxed) <
-        std::chrono::duration_cast<Clock::duration>(kTbPollRecent).count();
     if (busy || kicked.exchange(false, std::memory_order_acq_rel)) lastActive = now;
-    if (tbsPolling) {
-      // The kernel's TBs move the frames; the thread looks again when kicked (a launch, a
-      // kernel's end) or after kIdleWait.
-      std::unique_lock lock(wakeMutex);
-      wake.wait_for(lock, kIdleWait, [this] { return kicked.load() || stop.load(); });
-    } else if (now - lastActive < kSpinIdle) {
+    // While the kernel's TBs move the frames, or once idle, the thread looks again when kicked (a
+    // launch, a kernel's end) or after kIdleWait.
+    if (!poller->tbsPolling(now) && now - lastActive < kSpinIdle) {
       std::this_thread::yield();
     } else {
       std::unique_lock lock(wakeMutex);
@@ -809,10 +808,7 @@ Expected<std::unique_ptr<NetProxy>> NetProxy::start(Expected<std::unique_ptr<Net
 }
 
 void NetProxy::kick() {
-  // While the CPU device's TBs run the rounds, a launch needs no thread.
-  const int64_t sinceTbRound =
-      Clock::now().time_since_epoch().count() - impl_->poller->lastTbRound.load(std::memory_order_relaxed);
-  if (sinceTbRound < std::chrono::duration_cast<Clock::duration>(kTbPollRecent).count()) return;
+  if (impl_->poller->tbsPolling(Clock::now())) return;  // the CPU device's TBs run the rounds
   impl_->wakeThread();
 }
 
