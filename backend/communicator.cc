@@ -544,7 +544,11 @@ Expected<KernelCall> Communicator::Impl::settle(const CollectiveCall& call, Choi
     if (plan) {
       std::lock_guard lock(mutex);
       Expected<const PlanPlacement*> placement = placementFor(**plan);
-      if (placement) return kernelFor(call, *plan, *placement);
+      if (placement) {
+        KernelCall kernel = kernelFor(call, *plan, *placement);
+        kernel.channels = plans->channelsFor(choice.decision, choice.group, **plan);
+        return kernel;
+      }
       failed = stagingFull(placement.status());
     }
     if (choice.group == 0) return failed;

@@ -207,6 +207,11 @@ Status checkSendAhead(const CompiledPlan& compiled, const dev::KernelArgs& args,
 
 Status State::runKernel(const KernelCall& call) {
   if (aborted()) return abortedError();
+  if (call.channels < 0 || call.channels > call.plan->layout.channels) {
+    return makeError(ErrorCode::InvalidArgument, "CPU device: a call of " + std::to_string(call.channels) +
+                                                     " channels of a plan of " +
+                                                     std::to_string(call.plan->layout.channels));
+  }
   const CompiledPlan& compiled = *call.plan;
   if (!compiled.host || compiled.host->ranks.size() <= static_cast<size_t>(call.rank)) {
     return makeError(ErrorCode::Internal, "CPU device: the plan has no host build for rank " + std::to_string(call.rank));
@@ -237,7 +242,10 @@ Status State::runKernel(const KernelCall& call) {
                         .count();
 
   const HostKernels& kernels = *compiled.host;
-  const HostLaunch launch{kernels.ranks[call.rank], &args, static_cast<int32_t>(runtime.reports.size())};
+  // The blocks of the channels the call runs (at most the plan's, for which the reports are sized).
+  const int32_t blocks = compiled.layout.blocksOf(compiled.plan, call.rank, args.channels);
+  const std::span<const dev::TbReport> reports(runtime.reports.data(), static_cast<size_t>(blocks));
+  const HostLaunch launch{kernels.ranks[call.rank], &args, blocks};
   const HostPoll poll = currentPoll();
   attachPoll(args, poll);
   const Expected<bool> ran = pool.run(kernels, std::span(&launch, 1));
@@ -247,7 +255,7 @@ Status State::runKernel(const KernelCall& call) {
     return ran.status();
   }
 
-  const Status stopped = stoppedTbsStatus(stoppedTbs(compiled.plan, compiled.layout, call.rank, runtime.reports));
+  const Status stopped = stoppedTbsStatus(stoppedTbs(compiled.plan, compiled.layout, call.rank, reports));
   if (!stopped) {
     std::atomic_ref<int32_t>(*abortWord).store(1);  // the other ranks stop too
     return makeError(stopped.code(), std::string(collectiveName(call.call.collective)) + " on rank " +

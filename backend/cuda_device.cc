@@ -984,7 +984,10 @@ Status CudaDevice::enqueue(const KernelCall& call, CUstream stream, CUfunction f
   args.roleValues = devicePointer<int32_t>(values, 0);
   void* params[] = {&args};
   const GeneratedKernel& kernel = plan.kernels.kernelOf(call.rank);
-  const int32_t blocks = plan.layout.blocksOf(plan.plan, call.rank);  // the TBs of every channel
+  // The TBs of every channel the call runs: a small call runs fewer than the plan's (the slot's
+  // reports are sized for all of them; only the launched blocks' are read).
+  const int32_t blocks = plan.layout.blocksOf(plan.plan, call.rank, args.channels);
+  slot->nTbs = blocks;
   const std::string what = kernel.kernelName + " <<<" + std::to_string(blocks) + ", " +
                            std::to_string(plan.plan.config.nThreads) + ">>>";
   if (Status status = check(cu_.cuLaunchKernel(function, static_cast<unsigned>(blocks), 1, 1,

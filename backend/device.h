@@ -41,6 +41,8 @@ struct KernelCall {
   CollectiveCall call;       ///< the call as the C API converted it: its buffers, as passed, are mapped by call_buffers.h
   int32_t rank = 0;
   int64_t sliceElems = 1;   ///< micro-batch slice: slotBytes / element size
+  /// The channels the call runs (KernelArgs::channels), at most the plan's; 0: all of them.
+  int32_t channels = 0;
   double timeoutSeconds = 300;
   uint64_t sequence = 0;    ///< the communicator's call number: devices run calls in this order
   /// The runtime phase (adaptive_runtime.h): the device calls it with the seconds the call ran,

@@ -55,6 +55,9 @@ Status checkKernelCall(const KernelCall& call) {
     return invalid("rank " + std::to_string(call.rank) + " has no kernel in the plan");
   }
   if (call.sliceElems < 1) return invalid("a slice of " + std::to_string(call.sliceElems) + " elements");
+  if (call.channels < 0 || call.channels > compiled.layout.channels) {
+    return invalid(std::to_string(call.channels) + " channels of a plan of " + std::to_string(compiled.layout.channels));
+  }
   return checkPlacement(call);
 }
 
@@ -73,7 +76,7 @@ dev::KernelArgs callKernelArgs(const KernelCall& call, const CallBuffers& buffer
   a.chunksPerUnit = compiled.layout.chunksPerUnit;
   a.inPlaceCall = buffers.inPlaceCall ? 1 : 0;
   a.protocol = deviceProtocol(compiled.plan.config.protocol);
-  a.channels = compiled.layout.channels;
+  a.channels = call.channels > 0 ? call.channels : compiled.layout.channels;
   a.ringsPerChannel = compiled.layout.ringsPerChannel;
   a.progressPerChannel = compiled.layout.progressPerChannel[call.rank];
   if (buffers.scale.elems > 0) {

@@ -578,6 +578,13 @@ Expected<std::shared_ptr<const CompiledPlan>> PlanCache::planFor(const CallDecis
   return plan;
 }
 
+int32_t PlanCache::channelsFor(const CallDecision& decision, int32_t group, const CompiledPlan& plan) const {
+  const PlanConfig& config = plan.plan.config;
+  const int32_t channels = std::max(1, plan.layout.channels);
+  if (!channelsFollowSize(decision.entry, group, impl_->options)) return channels;
+  return channelsForBytes(decision.bytes, channels, config.nThreads, config.protocol);
+}
+
 PlanCacheStats PlanCache::stats() const {
   const Impl::Counters& c = impl_->counters;
   PlanCacheStats stats;

@@ -118,6 +118,10 @@ class PlanCache {
   /// planFor of a call already decided: no second lookup; a plan served before is found by the
   /// decision alone.
   Expected<std::shared_ptr<const CompiledPlan>> planFor(const CallDecision& decision, int32_t group = 0);
+  /// The channels the call runs of `plan`, the plan of `decision` as group `group`: all of them when
+  /// a table entry or TUCCL_NCHANNELS chose them, else as many as its size fills
+  /// (plan_selection.h channelsForBytes). The same on every rank for the same call.
+  int32_t channelsFor(const CallDecision& decision, int32_t group, const CompiledPlan& plan) const;
   /// The configuration groups `query` may run (plan_selection.h candidateGroups), group 0 first.
   std::vector<ConfigGroup> groupsFor(const PlanQuery& query) const;
   /// Which table entry decides `query`: its index in the table, -1 for none.

@@ -308,6 +308,18 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const TableMatch& mat
   return selected;
 }
 
+int32_t channelsForBytes(uint64_t bytes, int32_t planChannels, int32_t nThreads, Protocol protocol) {
+  if (planChannels <= 1) return 1;
+  const uint64_t perThread = protocol == Protocol::Simple ? kSimpleBytesPerThread : kLineBytesPerThread;
+  const uint64_t perChannel = perThread * static_cast<uint64_t>(std::max(1, nThreads));
+  return static_cast<int32_t>(std::clamp<uint64_t>(bytes / perChannel, 1, static_cast<uint64_t>(planChannels)));
+}
+
+bool channelsFollowSize(const TableEntry* entry, int32_t group, const PlanCacheOptions& options) {
+  if (options.forcedChannels > 0) return false;
+  return entry == nullptr || entryAsGroup(*entry, group).nChannels <= 0;
+}
+
 std::string describeSelection(const PlanSelection& selection) {
   std::string text(collectiveName(selection.collective));  // the call's size is not part of it: plans serve many
   if (selection.shape.root >= 0) text += " root " + std::to_string(selection.shape.root);

@@ -118,6 +118,22 @@ Expected<PlanSelection> selectPlan(const PlanQuery& query, const LookupTable* ta
 Expected<PlanSelection> selectPlan(const PlanQuery& query, const TableMatch& match, const PlanCacheOptions& options,
                                    int32_t group = 0);
 
+/// The bytes each of a plan's threads needs before a call takes one more channel (NCCL's rule:
+/// nccl-data-path.md section 1.1, src/include/comm.h, tuning.cc): 64 for Simple, 8 for LL and LL128.
+inline constexpr uint64_t kSimpleBytesPerThread = 64;
+inline constexpr uint64_t kLineBytesPerThread = 8;
+
+/// The channels a call of `bytes` tuner bytes runs of a plan of `planChannels` channels and
+/// `nThreads` threads a TB, when the channels are the default's: the most, up to `planChannels`,
+/// whose threads each get their protocol's bytes (kSimpleBytesPerThread, kLineBytesPerThread), at
+/// least 1. The kernels take the count at run time (KernelArgs::channels), so one plan serves
+/// every count: a small call launches and synchronises the TBs of one channel, not sixteen.
+int32_t channelsForBytes(uint64_t bytes, int32_t planChannels, int32_t nThreads, Protocol protocol);
+
+/// Whether a call's channel count follows its size (channelsForBytes): its configuration group
+/// names no channels (no table entry, or one without nChannels) and TUCCL_NCHANNELS is unset.
+bool channelsFollowSize(const TableEntry* entry, int32_t group, const PlanCacheOptions& options);
+
 /// The table as errors name it: PlanCacheOptions::tablePath, else "the tuning table".
 std::string tableDisplayName(const PlanCacheOptions& options);
 

@@ -46,9 +46,11 @@ struct KernelLayout {
   std::vector<int32_t> progressPerChannel;                     ///< per rank, one replica's
 
   const EntryLayout& at(int32_t rank, int32_t tb, int32_t entry) const { return entries[rank][tb][entry]; }
-  /// The blocks a rank's kernel is launched with: its TBs times the channels.
-  int32_t blocksOf(const Plan& plan, int32_t rank) const {
-    return static_cast<int32_t>(plan.ranks[rank].tbs.size()) * channels;
+  /// The blocks a rank's kernel is launched with: its TBs times the channels (a call may run
+  /// fewer than the plan's: KernelArgs::channels).
+  int32_t blocksOf(const Plan& plan, int32_t rank) const { return blocksOf(plan, rank, channels); }
+  int32_t blocksOf(const Plan& plan, int32_t rank, int32_t callChannels) const {
+    return static_cast<int32_t>(plan.ranks[rank].tbs.size()) * callChannels;
   }
 };
 

@@ -18,13 +18,13 @@
 namespace tuccl::backend {
 namespace {
 
-std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks) {
+std::shared_ptr<const CompiledPlan> ringAllReduce(int32_t nRanks, int32_t channels = 1) {
   Expected<Algorithm> algorithm =
       loadRescclAlgorithm(std::string(TUCCL_SOURCE_DIR) + "/examples/algorithms/ring_allreduce.resccl", nRanks, nRanks);
   EXPECT_TRUE(algorithm.ok()) << algorithm.status().toString();
   PlanRequest request;
   request.config.chunkSize = 1024;
-  request.config.nChannels = 1;
+  request.config.nChannels = channels;
   Targets host;
   host.hostKernels = true;
   Expected<CompiledPlan> compiled = compilePlan(buildPlan(*algorithm, request).value(), host);
@@ -121,6 +121,52 @@ TEST_P(CpuDeviceProtocol, RanksAsThreadsRunSeveralAllReducesThroughSharedMemory)
 INSTANTIATE_TEST_SUITE_P(Protocols, CpuDeviceProtocol,
                          ::testing::Values(Protocol::Simple, Protocol::LL, Protocol::LL128),
                          [](const ::testing::TestParamInfo<Protocol>& p) { return std::string(protocolName(p.param)); });
+
+// Calls of one 3-channel plan running 1, 3, 2, 1 and 3 of its channels in turn (KernelCall::channels):
+// the rings a call leaves idle keep their counts for the next call that runs them; every element
+// checked. More channels than the plan's are refused.
+TEST(CpuDevice, CallsRunFewerChannelsThanTheirPlan) {
+  const int32_t n = 3;
+  const std::shared_ptr<const CompiledPlan> plan = ringAllReduce(n, 3);
+  ASSERT_EQ(plan->layout.channels, 3);
+  Ranks ranks = openRanks(n, *plan);
+  std::mt19937 rng(11);
+  uint64_t sequence = 0;
+  for (const int32_t channels : {1, 3, 2, 1, 3, 0}) {
+    const int64_t count = 2000 + 31 * static_cast<int64_t>(sequence);
+    std::vector<std::vector<float>> send(n, std::vector<float>(count));
+    std::vector<std::vector<float>> recv(n, std::vector<float>(count, -1));
+    std::vector<float> expected(count, 0);
+    for (int32_t r = 0; r < n; ++r) {
+      for (int64_t i = 0; i < count; ++i) {
+        send[r][i] = static_cast<float>(rng() % 1000);
+        expected[i] += send[r][i];
+      }
+    }
+    std::vector<Status> results(n);
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        KernelCall call = allReduceCall(plan, ranks.placement, r, send[r].data(), recv[r].data(), count, sequence);
+        call.channels = channels;
+        results[r] = ranks.devices[r]->launch(call, nullptr);
+      });
+    }
+    for (auto& t : threads) t.join();
+    ++sequence;
+    for (int32_t r = 0; r < n; ++r) {
+      ASSERT_TRUE(results[r].ok()) << channels << " channels: " << results[r].toString();
+      for (int64_t i = 0; i < count; ++i) {
+        ASSERT_EQ(recv[r][i], expected[i]) << channels << " channels, rank " << r << " element " << i;
+      }
+    }
+  }
+  std::vector<float> buffer(10, 1.0f);
+  KernelCall tooMany = allReduceCall(plan, ranks.placement, 0, buffer.data(), buffer.data(), 10, sequence);
+  tooMany.channels = 4;
+  const Status refused = ranks.devices[0]->launch(tooMany, nullptr);
+  EXPECT_EQ(refused.code(), ErrorCode::InvalidArgument) << refused.toString();
+}
 
 // A placement of Simple-sized slots cannot carry an LL plan's slices: the call is refused.
 TEST(CpuDevice, SlotsMustFitTheProtocol) {

@@ -46,9 +46,12 @@ const CudaDriver& fakeDriver() {
 }
 
 // The example algorithm `name` on nRanks GPUs; with host CUBINs, images the fake runs.
-std::shared_ptr<const CompiledPlan> examplePlan(const std::string& name, int32_t nRanks, bool hostCubins = true) {
+// `channels`: the plan's (0: the algorithm's hint).
+std::shared_ptr<const CompiledPlan> examplePlan(const std::string& name, int32_t nRanks, bool hostCubins = true,
+                                                int32_t channels = 0) {
   static std::map<std::string, std::shared_ptr<const CompiledPlan>> cache;
-  const std::string key = name + "/" + std::to_string(nRanks) + (hostCubins ? "/host" : "/nvrtc");
+  const std::string key =
+      name + "/" + std::to_string(nRanks) + (hostCubins ? "/host" : "/nvrtc") + "/" + std::to_string(channels);
   auto& slot = cache[key];
   if (slot) return slot;
   Expected<Algorithm> algorithm =
@@ -58,7 +61,7 @@ std::shared_ptr<const CompiledPlan> examplePlan(const std::string& name, int32_t
   PlanRequest request;
   request.config.chunkSize = kChunkBytes;
   request.config.nThreads = kThreads;
-  request.config.nChannels = 0;  // the algorithm's hint
+  request.config.nChannels = channels;
   Targets targets;
   targets.hostKernels = hostCubins;
   Expected<CompiledPlan> built = compilePlan(buildPlan(*algorithm, request).value(), targets);
@@ -187,12 +190,15 @@ void setUpRanks(Ranks& ranks, const CompiledPlan& plan, const std::vector<bool>&
 }
 
 // Launches every rank of one call (from the test thread, or a thread per rank), waits, checks.
+// `channels`: those the call runs (KernelCall::channels; 0: the plan's).
 void runCall(Ranks& ranks, const std::shared_ptr<const CompiledPlan>& plan, CallData& data,
-                  const std::vector<tucclStream_t>& streams, bool threadPerRank) {
+             const std::vector<tucclStream_t>& streams, bool threadPerRank, int32_t channels = 0) {
   const int32_t nRanks = plan->plan.nRanks;
   std::vector<Status> launched(static_cast<size_t>(nRanks));
   auto launch = [&](int32_t r) {
-    launched[r] = ranks.devices[r]->launch(kernelCall(plan, ranks.placement, data, r), streams[r]);
+    KernelCall call = kernelCall(plan, ranks.placement, data, r);
+    call.channels = channels;
+    launched[r] = ranks.devices[r]->launch(call, streams[r]);
   };
   if (threadPerRank) {
     std::vector<std::thread> threads;
@@ -366,6 +372,43 @@ TEST(CudaDevice, RunsAnOutOfPlaceAllGather) {
     // calls of several plans, and a barrier word must never hold another plan's progress value.
     EXPECT_EQ(args.progress, args.barrier + 2);
   }
+}
+
+// A call runs the channels it is given, fewer than its plan's: a grid of those channels' TBs, and
+// the channels it leaves idle keep their rings' counts for the calls that run them again. Every
+// element of every call checked; a call of more channels than its plan's is refused.
+TEST(CudaDevice, CallsRunFewerChannelsThanTheirPlan) {
+  constexpr int32_t kRanks = 3;
+  std::shared_ptr<const CompiledPlan> plan = examplePlan("ring_allreduce", kRanks, true, 4);
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->layout.channels, 4);
+  Ranks ranks;
+  setUpRanks(ranks, *plan);
+  if (HasFatalFailure()) return;
+  const std::vector<tucclStream_t> streams(kRanks, nullptr);
+  const int32_t channelsOfCalls[] = {1, 4, 2, 1, 3, 4, 0};
+  for (size_t i = 0; i < std::size(channelsOfCalls); ++i) {
+    const int32_t channels = channelsOfCalls[i];
+    SCOPED_TRACE("call " + std::to_string(i) + " of " + std::to_string(channels) + " channels");
+    fakecuda::clearCalls();
+    CallData data = allReduceData(kRanks, 3000 + 97 * static_cast<int64_t>(i), 300 + i);
+    runCall(ranks, plan, data, streams, i % 2 == 1, channels);
+    if (HasFatalFailure()) return;
+    const std::vector<fakecuda::Call> launches = fakecuda::callsOf("cuLaunchKernel");
+    ASSERT_EQ(launches.size(), static_cast<size_t>(kRanks));
+    const int32_t runs = channels > 0 ? channels : 4;
+    for (const fakecuda::Call& launch : launches) {
+      const dev::KernelArgs args = argsOf(launch);
+      EXPECT_EQ(args.channels, runs);
+      EXPECT_EQ(launch.values.at(0), static_cast<uint64_t>(plan->kernels.kernelOf(args.rank).nTbs * runs));
+    }
+  }
+  CallData data = allReduceData(kRanks, 100, 9);
+  KernelCall tooMany = kernelCall(plan, ranks.placement, data, 0);
+  tooMany.channels = 5;
+  const Status refused = ranks.devices[0]->launch(tooMany, nullptr);
+  EXPECT_EQ(refused.code(), ErrorCode::InvalidArgument) << refused.toString();
+  EXPECT_NE(refused.message().find("5 channels of a plan of 4"), std::string::npos) << refused.toString();
 }
 
 // A burst of calls launched back to back, none waited for, keeps at most 8 in flight per device:

@@ -321,6 +321,62 @@ const char* kSelectionTable = R"({
   ]
 })";
 
+// A call runs as many of its plan's channels as its size fills (NCCL's rule: 64 B a thread for
+// Simple, 8 for LL and LL128), at least one, unless a table entry or TUCCL_NCHANNELS named them.
+TEST(PlanCacheSelection, ChannelsFollowTheCallSizeUnlessTheTableOrTheEnvironmentNamesThem) {
+  EXPECT_EQ(channelsForBytes(8, 16, 512, Protocol::Simple), 1);
+  EXPECT_EQ(channelsForBytes(32768 - 1, 16, 512, Protocol::Simple), 1);
+  EXPECT_EQ(channelsForBytes(65536, 16, 512, Protocol::Simple), 2);
+  EXPECT_EQ(channelsForBytes(300 << 10, 16, 512, Protocol::Simple), 9);
+  EXPECT_EQ(channelsForBytes(512 << 10, 16, 512, Protocol::Simple), 16);
+  EXPECT_EQ(channelsForBytes(64 << 20, 16, 512, Protocol::Simple), 16);
+  EXPECT_EQ(channelsForBytes(16 << 10, 16, 512, Protocol::LL), 4);
+  EXPECT_EQ(channelsForBytes(16 << 10, 16, 256, Protocol::LL128), 8);
+  EXPECT_EQ(channelsForBytes(0, 16, 512, Protocol::Simple), 1);
+  EXPECT_EQ(channelsForBytes(1 << 30, 1, 512, Protocol::Simple), 1);
+
+  PlanCacheOptions options = memoryOnly(4);
+  options.defaultChannels = 16;
+  PlanCache defaults(std::nullopt, options);
+  const PlanQuery small = query(Collective::AllReduce, 2);     // 8 bytes: direct
+  const PlanQuery large = query(Collective::AllReduce, 1 << 20);  // 4 MiB: ring
+  for (const PlanQuery& q : {small, large}) {
+    const CallDecision decision = defaults.decide(q);
+    auto plan = defaults.planFor(decision);
+    ASSERT_TRUE(plan) << plan.status().toString();
+    EXPECT_EQ((*plan)->layout.channels, 16);
+    EXPECT_EQ(defaults.channelsFor(decision, 0, **plan), q.count == 2 ? 1 : 16);
+    EXPECT_EQ(defaults.channelsFor(decision, 1, **plan), q.count == 2 ? 1 : 16) << "the runtime phase's other group";
+  }
+  // A call of 96 KiB on the ring plan of the 4 MiB calls: 3 channels.
+  const CallDecision mid = defaults.decide(query(Collective::AllReduce, 24 << 10));
+  auto ring = defaults.planFor(mid);
+  ASSERT_TRUE(ring);
+  EXPECT_EQ(defaults.channelsFor(mid, 0, **ring), 3);
+
+  options.forcedChannels = 16;
+  PlanCache forced(std::nullopt, options);
+  const CallDecision forcedSmall = forced.decide(small);
+  auto forcedPlan = forced.planFor(forcedSmall);
+  ASSERT_TRUE(forcedPlan);
+  EXPECT_EQ(forced.channelsFor(forcedSmall, 0, **forcedPlan), 16) << "TUCCL_NCHANNELS runs them all";
+  options.forcedChannels = 0;
+
+  // entries[0] names 2 channels up to 64 KiB: both run however small the call; the LL broadcast
+  // of entries[3] names none: 8 B a thread.
+  PlanCache table(parseTable(kSelectionTable), options);
+  const CallDecision named = table.decide(small);
+  auto namedPlan = table.planFor(named);
+  ASSERT_TRUE(namedPlan);
+  EXPECT_EQ(table.channelsFor(named, 0, **namedPlan), 2);
+  const CallDecision broadcast = table.decide(query(Collective::Broadcast, 2 << 10, 0));  // 8 KiB
+  auto broadcastPlan = table.planFor(broadcast);
+  ASSERT_TRUE(broadcastPlan);
+  ASSERT_EQ((*broadcastPlan)->plan.config.protocol, Protocol::LL);
+  EXPECT_EQ((*broadcastPlan)->layout.channels, 16);
+  EXPECT_EQ(table.channelsFor(broadcast, 0, **broadcastPlan), 2);
+}
+
 // The kernels run the protocol the entry chose (LL for entries[3]), TUCCL_PROTO's over it, and
 // Simple on several hosts, saying so.
 // TUCCL_FUSE=0 (PlanCacheOptions::fuse): the same collective lowered without fused primitives, under
