@@ -169,8 +169,9 @@ class KernelWriter {
     if (role_.ranks.size() > 1) out_ << " (" << role_.ranks.size() << " ranks; comments show rank " << rank_ << ")";
     out_ << "\n"
          << "// Schedule: " << schedulerName(plan_.scheduler) << " (" << executionLevelName(plan_.executionLevel)
-         << "-level execution), " << tbPolicyName(plan_.tbAllocation) << " TBs, protocol "
-         << protocolName(plan_.config.protocol) << ", chunk size " << plan_.config.chunkSize << " bytes\n";
+         << "-level execution), " << tbPolicyName(plan_.tbAllocation) << " TBs\n"
+         << "// Protocol, slice and channels are the launch's (KernelArgs): the source, and so its\n"
+         << "// compilation, is the same for every protocol, chunk size and channel count.\n";
     if (!plan_.sourceName.empty()) out_ << "// Source: " << plan_.sourceName << "\n";
     out_ << "// " << kernel.nTbs << " TB(s): launch with gridDim.x = " << kernel.nTbs << " x channels"
          << " per channel; blockIdx.x selects a TB and its channel (docs/kernels.md).\n"
