@@ -58,7 +58,8 @@
 #   --ar-plan unfused  run libtuccl's plans unfused (TUCCL_FUSE=0) and bound them so; default fused
 #   --channels "C ..."  also run the first collective (first rank count, first type) with
 #               TUCCL_NCHANNELS=C for each C (rows "tuccl allreduce C=8"); the other rows use the
-#               CUDA device's default channels (4) unless TUCCL_NCHANNELS is set
+#               CUDA device's default (plans of 16 channels, each call running as many as its
+#               size fills; docs/runtime.md "Channels") unless TUCCL_NCHANNELS is set
 #   --out FILE  also write the report there ($OUT/gpu_roofline.txt when OUT is set; the raw logs go
 #               to $OUT/gpu_roofline_logs, else FILE.logs, else a /tmp directory named at the end)
 # Environment: OUT; NVCC (nvcc to use); PYTHON (python3); TUCCL_* pass through (TUCCL_ADAPT
