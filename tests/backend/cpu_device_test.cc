@@ -79,6 +79,36 @@ KernelCall allReduceCall(const std::shared_ptr<const CompiledPlan>& plan, const 
   return call;
 }
 
+// One AllReduce of `count` random floats on every rank, a thread per rank, running `channels` of
+// the plan's (0: all); every element of every rank checked.
+void runAllReduce(Ranks& ranks, const std::shared_ptr<const CompiledPlan>& plan, int64_t count, uint64_t sequence,
+                  std::mt19937& rng, int32_t channels = 0) {
+  const auto n = static_cast<int32_t>(ranks.devices.size());
+  std::vector<std::vector<float>> send(n, std::vector<float>(count));
+  std::vector<std::vector<float>> recv(n, std::vector<float>(count, -1));
+  std::vector<float> expected(count, 0);
+  for (int32_t r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < count; ++i) {
+      send[r][i] = static_cast<float>(rng() % 1000);
+      expected[i] += send[r][i];
+    }
+  }
+  std::vector<Status> results(n);
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      KernelCall call = allReduceCall(plan, ranks.placement, r, send[r].data(), recv[r].data(), count, sequence);
+      call.channels = channels;
+      results[r] = ranks.devices[r]->launch(call, nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int32_t r = 0; r < n; ++r) {
+    ASSERT_TRUE(results[r].ok()) << results[r].toString();
+    for (int64_t i = 0; i < count; ++i) ASSERT_EQ(recv[r][i], expected[i]) << "rank " << r << " element " << i;
+  }
+}
+
 // Every protocol: the ring counters keep running across calls, so LL / LL128 flags of later
 // calls must never match the lines earlier calls left in the slots.
 class CpuDeviceProtocol : public ::testing::TestWithParam<Protocol> {};
@@ -92,29 +122,8 @@ TEST_P(CpuDeviceProtocol, RanksAsThreadsRunSeveralAllReducesThroughSharedMemory)
   std::mt19937 rng(7);
   uint64_t sequence = 0;  // these devices' calls, in issue order
   for (int64_t count : {int64_t{1}, int64_t{1237}, int64_t{10000}}) {
-    std::vector<std::vector<float>> send(n, std::vector<float>(count));
-    std::vector<std::vector<float>> recv(n, std::vector<float>(count, -1));
-    std::vector<float> expected(count, 0);
-    for (int32_t r = 0; r < n; ++r) {
-      for (int64_t i = 0; i < count; ++i) {
-        send[r][i] = static_cast<float>(rng() % 1000);
-        expected[i] += send[r][i];
-      }
-    }
-    std::vector<Status> results(n);
-    std::vector<std::thread> threads;
-    for (int32_t r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        results[r] = ranks.devices[r]->launch(
-            allReduceCall(plan, ranks.placement, r, send[r].data(), recv[r].data(), count, sequence), nullptr);
-      });
-    }
-    for (auto& t : threads) t.join();
-    ++sequence;
-    for (int32_t r = 0; r < n; ++r) {
-      ASSERT_TRUE(results[r].ok()) << results[r].toString();
-      for (int64_t i = 0; i < count; ++i) ASSERT_EQ(recv[r][i], expected[i]) << "rank " << r << " element " << i;
-    }
+    runAllReduce(ranks, plan, count, sequence++, rng);
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -133,33 +142,10 @@ TEST(CpuDevice, CallsRunFewerChannelsThanTheirPlan) {
   std::mt19937 rng(11);
   uint64_t sequence = 0;
   for (const int32_t channels : {1, 3, 2, 1, 3, 0}) {
-    const int64_t count = 2000 + 31 * static_cast<int64_t>(sequence);
-    std::vector<std::vector<float>> send(n, std::vector<float>(count));
-    std::vector<std::vector<float>> recv(n, std::vector<float>(count, -1));
-    std::vector<float> expected(count, 0);
-    for (int32_t r = 0; r < n; ++r) {
-      for (int64_t i = 0; i < count; ++i) {
-        send[r][i] = static_cast<float>(rng() % 1000);
-        expected[i] += send[r][i];
-      }
-    }
-    std::vector<Status> results(n);
-    std::vector<std::thread> threads;
-    for (int32_t r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        KernelCall call = allReduceCall(plan, ranks.placement, r, send[r].data(), recv[r].data(), count, sequence);
-        call.channels = channels;
-        results[r] = ranks.devices[r]->launch(call, nullptr);
-      });
-    }
-    for (auto& t : threads) t.join();
+    SCOPED_TRACE(std::to_string(channels) + " channels");
+    runAllReduce(ranks, plan, 2000 + 31 * static_cast<int64_t>(sequence), sequence, rng, channels);
     ++sequence;
-    for (int32_t r = 0; r < n; ++r) {
-      ASSERT_TRUE(results[r].ok()) << channels << " channels: " << results[r].toString();
-      for (int64_t i = 0; i < count; ++i) {
-        ASSERT_EQ(recv[r][i], expected[i]) << channels << " channels, rank " << r << " element " << i;
-      }
-    }
+    if (HasFatalFailure()) return;
   }
   std::vector<float> buffer(10, 1.0f);
   KernelCall tooMany = allReduceCall(plan, ranks.placement, 0, buffer.data(), buffer.data(), 10, sequence);
