@@ -410,6 +410,7 @@ struct Communicator::Impl {
   std::map<std::string, std::unique_ptr<PlanPlacement>> placements;
   int64_t stagingRestarts = 0;  ///< restartStaging calls so far
   std::set<std::string> logged;
+  std::set<std::pair<std::string, int32_t>> loggedChannels;  ///< (plan, channels a call ran) said at INFO
   uint64_t nextSequence = 0;
 
   mutable std::mutex errorMutex;
@@ -547,6 +548,14 @@ Expected<KernelCall> Communicator::Impl::settle(const CollectiveCall& call, Choi
       if (placement) {
         KernelCall kernel = kernelFor(call, *plan, *placement);
         kernel.channels = plans->channelsFor(choice.decision, choice.group, **plan);
+        const int32_t planChannels = (*plan)->layout.channels;
+        if (kernel.channels < planChannels && logEnabled(LogLevel::Info, kLogColl) &&
+            loggedChannels.emplace((*plan)->key, kernel.channels).second) {
+          logLine(LogLevel::Info, kLogColl, rank,
+                  std::string(collectiveName(call.collective)) + ": a call of " +
+                      std::to_string(choice.decision.bytes) + " bytes runs " + std::to_string(kernel.channels) + " of its plan's " +
+                      std::to_string(planChannels) + " channels (as many as its size fills)");
+        }
         return kernel;
       }
       failed = stagingFull(placement.status());

@@ -191,6 +191,20 @@ TEST(MultiNode, KillingARankOnTheOtherHostFailsTheOthers) {
 }
 
 #if defined(TUCCL_FAKE_NVRTC_LIBRARY)
+/// commonEnv for the CUDA device of the fake driver, whose kernels are the fake NVRTC's host
+/// builds, with its own plan and kernel caches under `dir`.
+std::vector<std::string> fakeCudaEnv(const std::string& dir, const std::string& timeout) {
+  std::vector<std::string> env = commonEnv(timeout);
+  for (std::string& variable : env) {
+    if (variable == "TUCCL_DEVICE=cpu") variable = "TUCCL_DEVICE=cuda";
+    if (variable.rfind("TUCCL_CACHE_DIR=", 0) == 0) variable = "TUCCL_CACHE_DIR=" + dir + "/cache";
+  }
+  env.push_back("TUCCL_CUDA_DRIVER=" + std::string(TUCCL_FAKE_CUDA_LIBRARY));
+  env.push_back("LD_PRELOAD=" + std::string(TUCCL_FAKE_NVRTC_LIBRARY));
+  env.push_back("TUCCL_KERNELGEN_CACHE=" + dir + "/kernels");
+  return env;
+}
+
 // The CUDA device across hosts (the fake driver, with the fake NVRTC preloaded so its kernels
 // run): tuccl-bench in a loop on 2 hosts x 2 ranks; killing a rank on the other host makes every
 // other rank's call fail (the proxy's lost connection or the peer-loss watchdog), each exits with
@@ -198,17 +212,8 @@ TEST(MultiNode, KillingARankOnTheOtherHostFailsTheOthers) {
 TEST(MultiNode, KillingARankOnTheOtherHostFailsTheCudaDevicesOfTheOthers) {
   const int n = 4;
   const double timeout = 10;
-  std::vector<std::string> env = commonEnv("10");
-  for (std::string& variable : env) {
-    if (variable == "TUCCL_DEVICE=cpu") variable = "TUCCL_DEVICE=cuda";
-  }
   const std::string dir = scratchDir("kill_cuda");
-  env.push_back("TUCCL_CUDA_DRIVER=" + std::string(TUCCL_FAKE_CUDA_LIBRARY));
-  env.push_back("LD_PRELOAD=" + std::string(TUCCL_FAKE_NVRTC_LIBRARY));
-  env.push_back("TUCCL_KERNELGEN_CACHE=" + dir + "/kernels");
-  for (std::string& variable : env) {
-    if (variable.rfind("TUCCL_CACHE_DIR=", 0) == 0) variable = "TUCCL_CACHE_DIR=" + dir + "/cache";  // its own plans
-  }
+  const std::vector<std::string> env = fakeCudaEnv(dir, "10");
   RankProcesses ranks = startRanks(n, {TUCCL_BENCH_PROGRAM, "allreduce", "-b", "64K", "-e", "64K", "-n", "1000000", "-w",
                                       "1", "-c", "0"},
                                    env, dir, hostsOf("aabb"));
@@ -238,6 +243,21 @@ TEST(MultiNode, KillingARankOnTheOtherHostFailsTheCudaDevicesOfTheOthers) {
                                                                                  << logsOf(ranks);
     EXPECT_NE(readLog(ranks.logs[r]).find("error"), std::string::npos) << logsOf(ranks);
   }
+}
+
+// On the CUDA device (the fake driver, two hosts of two ranks), the default plans have 16 channels
+// and each call runs as many as its size fills, which every rank says at INFO (once per plan and
+// count): one for the small AllReduce calls, 8 for 256 KiB; every element is checked.
+TEST(MultiNode, CudaDeviceCallsRunTheChannelsTheirSizeFills) {
+  const std::string dir = scratchDir("cuda_channels");
+  RankProcesses ranks = startRanks(4, {TUCCL_BENCH_PROGRAM, "allreduce", "-b", "8", "-e", "256K", "-f", "32768", "-n",
+                                      "2", "-w", "0", "-c", "1"},
+                                   fakeCudaEnv(dir, "60"), dir, hostsOf("aabb"));
+  ASSERT_TRUE(waitRanks(ranks, 300)) << logsOf(ranks);
+  expectAllPassed(ranks);
+  EXPECT_NE(readLog(ranks.logs[0]).find("# Out of bounds values : 0 OK"), std::string::npos) << logsOf(ranks);
+  expectEveryLogHas(ranks, "bytes runs 1 of its plan's 16 channels");  // the first small AllReduce
+  expectEveryLogHas(ranks, "AllReduce: a call of 262144 bytes runs 8 of its plan's 16 channels");
 }
 #endif
 
