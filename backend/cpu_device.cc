@@ -207,11 +207,7 @@ Status checkSendAhead(const CompiledPlan& compiled, const dev::KernelArgs& args,
 
 Status State::runKernel(const KernelCall& call) {
   if (aborted()) return abortedError();
-  if (call.channels < 0 || call.channels > call.plan->layout.channels) {
-    return makeError(ErrorCode::InvalidArgument, "CPU device: a call of " + std::to_string(call.channels) +
-                                                     " channels of a plan of " +
-                                                     std::to_string(call.plan->layout.channels));
-  }
+  if (Status status = checkCallChannels(call); !status) return status;
   const CompiledPlan& compiled = *call.plan;
   if (!compiled.host || compiled.host->ranks.size() <= static_cast<size_t>(call.rank)) {
     return makeError(ErrorCode::Internal, "CPU device: the plan has no host build for rank " + std::to_string(call.rank));

@@ -55,10 +55,14 @@ Status checkKernelCall(const KernelCall& call) {
     return invalid("rank " + std::to_string(call.rank) + " has no kernel in the plan");
   }
   if (call.sliceElems < 1) return invalid("a slice of " + std::to_string(call.sliceElems) + " elements");
-  if (call.channels < 0 || call.channels > compiled.layout.channels) {
-    return invalid(std::to_string(call.channels) + " channels of a plan of " + std::to_string(compiled.layout.channels));
-  }
+  if (Status status = checkCallChannels(call); !status) return status;
   return checkPlacement(call);
+}
+
+Status checkCallChannels(const KernelCall& call) {
+  const int32_t planChannels = call.plan->layout.channels;
+  if (call.channels >= 0 && call.channels <= planChannels) return {};
+  return invalid(std::to_string(call.channels) + " channels of a plan of " + std::to_string(planChannels));
 }
 
 dev::KernelArgs callKernelArgs(const KernelCall& call, const CallBuffers& buffers) {

@@ -21,6 +21,9 @@ namespace tuccl::backend {
 /// and ranks are the plan's; a slice fits a ring slot. (The communicator checked the buffers.)
 Status checkKernelCall(const KernelCall& call);
 
+/// The call runs at most its plan's channels (KernelCall::channels; 0: all of them).
+Status checkCallChannels(const KernelCall& call);
+
 /// The KernelArgs fields the call and its buffers (call_buffers.h) determine; rings, progress,
 /// barrier, reports, abort and the wait bound are the device's.
 dev::KernelArgs callKernelArgs(const KernelCall& call, const CallBuffers& buffers);
